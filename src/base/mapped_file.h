@@ -1,0 +1,28 @@
+// A read-only memory map of a whole file. Weights are used in place from it.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+
+namespace anelm {
+
+class MappedFile {
+public:
+    explicit MappedFile(const std::string& path);  // throws Error naming the path
+    ~MappedFile();
+    MappedFile(const MappedFile&) = delete;
+    MappedFile& operator=(const MappedFile&) = delete;
+
+    const std::byte* data() const { return data_; }
+    size_t size() const { return size_; }
+    std::span<const std::byte> bytes() const { return {data_, size_}; }
+    const std::string& path() const { return path_; }
+
+private:
+    std::string path_;
+    const std::byte* data_ = nullptr;
+    size_t size_ = 0;
+};
+
+}  // namespace anelm

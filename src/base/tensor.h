@@ -1,0 +1,25 @@
+// A view of tensor data owned elsewhere (a mapped file or a buffer).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "base/dtype.h"
+
+namespace anelm {
+
+struct TensorView {
+    DType dtype = DType::f32;
+    std::vector<int64_t> shape;  // row-major, outermost first
+    const std::byte* data = nullptr;
+
+    int64_t numel() const {
+        int64_t n = 1;
+        for (int64_t d : shape) n *= d;
+        return n;
+    }
+    size_t n_bytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+};
+
+}  // namespace anelm

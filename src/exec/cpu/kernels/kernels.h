@@ -1,0 +1,64 @@
+// The CPU kernels the executor calls. Each entry dispatches at run time to the
+// best path this processor has (AVX2+FMA+F16C on x86-64, NEON on arm64) and has
+// a scalar reference in namespace anelm::kernels::ref with the same signature.
+// Activations are f32; weights stay in their storage dtype; accumulation is f32.
+#pragma once
+
+#include <cstdint>
+
+#include "base/dtype.h"
+#include "base/thread_pool.h"
+
+namespace anelm::kernels {
+
+// A weight matrix in its storage dtype: f32 [n_out, n_in], row-major.
+struct Matrix {
+    DType dtype = DType::f32;  // f32, f16 or bf16
+    const void* data = nullptr;
+    int64_t n_out = 0;
+    int64_t n_in = 0;
+};
+
+// The instruction set the dispatched kernels use: "avx2", "neon" or "scalar".
+const char* active_isa();
+// Forces the scalar reference everywhere (for tests and comparisons).
+void force_scalar(bool on);
+
+// y[t, o] = sum_i x[t, i] * w[o, i] for t < n_tokens.
+// x: f32 [n_tokens, n_in]; y: f32 [n_tokens, n_out]. Split across the pool.
+void matmul(const Matrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+
+// y = x / sqrt(mean(x^2) + eps) * (gain_offset + gain), over one row of n values.
+// A null gain means no gain (plain normalisation). Gemma uses gain_offset 1.
+void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, float eps, float* y);
+
+// In place: x = softmax(x) over n values (max-subtracted).
+void softmax(float* x, int64_t n);
+
+// out[i] = silu(gate[i]) * up[i]
+void silu_mul(const float* gate, const float* up, int64_t n, float* out);
+
+// Rotary embedding of one token's n_heads heads of head_dim values, in place.
+// cos/sin hold head_dim / 2 values for this token's position. Pairs are
+// (i, i + head_dim/2) unless interleaved, then (2i, 2i + 1).
+void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin,
+          bool interleaved);
+
+void f32_to_f16_row(const float* x, int64_t n, uint16_t* y);
+void f16_to_f32_row(const uint16_t* x, int64_t n, float* y);
+// x[i] = the value x[i] becomes when stored as IEEE half (overflow to inf).
+void round_to_f16_row(float* x, int64_t n);
+
+// Causal attention of a block of queries against an f16 KV cache.
+struct AttentionArgs {
+    const float* q = nullptr;         // f32 [n_tokens, n_head, head_dim]
+    const uint16_t* k = nullptr;      // f16 [n_head_kv, n_ctx, head_dim]
+    const uint16_t* v = nullptr;      // f16 [n_head_kv, n_ctx, head_dim]
+    float* out = nullptr;             // f32 [n_tokens, n_head, head_dim]
+    int64_t n_tokens = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_ctx = 0;
+    int64_t pos0 = 0;  // query t sits at position pos0 + t and sees keys [0, pos0 + t]
+    float scale = 1.0f;
+};
+void attention(const AttentionArgs& args, ThreadPool& pool);
+
+}  // namespace anelm::kernels

@@ -1,0 +1,50 @@
+// Hyperparameters of a model, named the same way in config, IR, metadata and reports.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace anelm {
+
+enum class Arch : uint8_t { llama, qwen2, qwen3, gemma3 };
+
+// How rotary embedding pairs dimensions: Hugging Face's rotate-half (i, i + d/2),
+// or the interleaved (2i, 2i + 1) form of llama2.c checkpoints.
+enum class RopeStyle : uint8_t { rotate_half, interleaved };
+
+struct RopeScaling {
+    enum class Type : uint8_t { none, llama3, linear };
+    Type type = Type::none;
+    double factor = 1.0;
+    double low_freq_factor = 1.0;
+    double high_freq_factor = 4.0;
+    int64_t original_max_position_embeddings = 8192;
+};
+
+struct ModelSpec {
+    Arch arch = Arch::llama;
+    std::string source;  // where it was read from, for messages
+    int64_t n_embd = 0;
+    int64_t n_layer = 0;
+    int64_t n_head = 0;
+    int64_t n_head_kv = 0;
+    int64_t head_dim = 0;
+    int64_t n_ff = 0;
+    int64_t n_vocab = 0;
+    int64_t n_ctx_train = 0;  // max_position_embeddings
+    double rope_theta = 10000.0;
+    RopeStyle rope_style = RopeStyle::rotate_half;
+    RopeScaling rope_scaling;
+    double rms_norm_eps = 1e-6;
+    bool tie_word_embeddings = false;
+    bool attention_bias = false;  // q/k/v projections carry a bias (Qwen2)
+    bool qk_norm = false;         // RMSNorm on each head of q and k (Qwen3)
+    std::string torch_dtype;      // as declared in config.json, informational
+    int32_t bos_token_id = -1;
+    std::vector<int32_t> eos_token_ids;
+};
+
+const char* arch_name(Arch arch);
+
+}  // namespace anelm
