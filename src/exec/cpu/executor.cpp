@@ -1,0 +1,291 @@
+#include "exec/cpu/executor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "base/error.h"
+#include "base/half.h"
+#include "exec/cpu/kernels/kernels.h"
+
+namespace anelm {
+
+const char* precision_name(Precision p) { return p == Precision::f32 ? "f32" : "f16"; }
+
+Precision precision_from_name(const std::string& name) {
+    if (name == "f32") return Precision::f32;
+    if (name == "f16") return Precision::f16;
+    fail("unknown precision '{}' (expected f32 or f16)", name);
+}
+
+// Where each value of a function lives in the arena. Buffers are reused once
+// the last reader of a value has run.
+struct Executor::Plan {
+    std::vector<size_t> offset;  // in floats
+    size_t arena_floats = 0;
+};
+
+namespace {
+
+int64_t max_rows(const ir::Function& fn, const ir::Node& n) { return n.per_token ? fn.n_tokens : 1; }
+
+std::vector<size_t> plan_offsets(const ir::Function& fn, size_t& arena_floats) {
+    const size_t n = fn.nodes.size();
+    std::vector<size_t> last_use(n, 0);
+    for (size_t i = 0; i < n; ++i)
+        for (ir::ValueId in : fn.nodes[i].inputs) last_use[in] = std::max(last_use[in], i);
+    for (ir::ValueId out : fn.outputs) last_use[out] = std::numeric_limits<size_t>::max();
+
+    struct Slot {
+        size_t offset, size;
+    };
+    std::vector<Slot> free_slots;
+    std::vector<size_t> offset(n, 0), size(n, 0);
+    arena_floats = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const ir::Node& node = fn.nodes[i];
+        if (node.op == ir::Op::input) continue;  // inputs live outside the arena
+        const size_t need = static_cast<size_t>(max_rows(fn, node) * node.width);
+        // Smallest free slot that fits, else a new one at the end.
+        auto best = free_slots.end();
+        for (auto it = free_slots.begin(); it != free_slots.end(); ++it)
+            if (it->size >= need && (best == free_slots.end() || it->size < best->size)) best = it;
+        if (best != free_slots.end()) {
+            offset[i] = best->offset;
+            size[i] = best->size;
+            free_slots.erase(best);
+        } else {
+            offset[i] = arena_floats;
+            size[i] = (need + 15) & ~size_t{15};  // keep rows of buffers 64-byte aligned
+            arena_floats += size[i];
+        }
+        for (ir::ValueId in : node.inputs)
+            if (last_use[in] == i && fn.nodes[in].op != ir::Op::input)
+                free_slots.push_back({offset[in], size[in]});
+    }
+    return offset;
+}
+
+kernels::Matrix as_matrix(const TensorView& w) {
+    return {w.dtype, w.data, w.shape[0], w.shape[1]};
+}
+
+void row_to_f32(const TensorView& w, int64_t row, float* out) {
+    const int64_t width = w.shape.back();
+    const std::byte* src = w.data + static_cast<size_t>(row * width) * dtype_size(w.dtype);
+    switch (w.dtype) {
+        case DType::f32:
+            std::memcpy(out, src, static_cast<size_t>(width) * 4);
+            break;
+        case DType::f16:
+            kernels::f16_to_f32_row(reinterpret_cast<const uint16_t*>(src), width, out);
+            break;
+        case DType::bf16: {
+            const auto* b = reinterpret_cast<const uint16_t*>(src);
+            for (int64_t i = 0; i < width; ++i) out[i] = bf16_to_f32(b[i]);
+            break;
+        }
+        default:
+            fail("weight of dtype {} cannot be read as floats", dtype_name(w.dtype));
+    }
+}
+
+}  // namespace
+
+Executor::Executor(const ir::Program& program, ThreadPool& pool, Precision precision)
+    : program_(program), pool_(pool), precision_(precision) {
+    plans_.assign(program.functions.size(), nullptr);
+    weights_f32_.resize(program.weights.size());
+}
+
+Executor::~Executor() {
+    for (Plan* p : plans_) delete p;
+}
+
+int64_t Executor::n_ctx() const { return program_.states.empty() ? 0 : program_.states[0].shape[2]; }
+
+ExecState Executor::make_state() const {
+    ExecState state;
+    for (const ir::StateDecl& decl : program_.states) {
+        int64_t n = 1;
+        for (int64_t d : decl.shape) n *= d;
+        state.buffers.emplace_back(static_cast<size_t>(n), uint16_t{0});
+    }
+    return state;
+}
+
+const Executor::Plan& Executor::plan_for(size_t fn) {
+    if (!plans_[fn]) {
+        auto* plan = new Plan;
+        plan->offset = plan_offsets(program_.functions[fn], plan->arena_floats);
+        plans_[fn] = plan;
+    }
+    return *plans_[fn];
+}
+
+const std::vector<float>& Executor::weight_f32(ir::WeightId id) {
+    std::vector<float>& cached = weights_f32_[static_cast<size_t>(id)];
+    if (cached.empty()) {
+        const TensorView& w = program_.weights[static_cast<size_t>(id)].view;
+        TensorView flat = w;
+        flat.shape = {1, w.numel()};
+        cached.resize(static_cast<size_t>(w.numel()));
+        row_to_f32(flat, 0, cached.data());
+    }
+    return cached;
+}
+
+std::span<const float> Executor::run(size_t fn_index, std::span<const int32_t> tokens, int64_t pos0,
+                                     ExecState& state) {
+    const ir::Function& fn = program_.functions.at(fn_index);
+    const auto rows = static_cast<int64_t>(tokens.size());
+    if (rows < 1 || rows > fn.n_tokens)
+        fail("function {} takes 1 to {} tokens, got {}", fn.name, fn.n_tokens, rows);
+    if (pos0 < 0 || pos0 + rows > n_ctx())
+        fail("the context of {} tokens is full (position {} + {} tokens)", n_ctx(), pos0, rows);
+    const Plan& plan = plan_for(fn_index);
+    if (arena_.size() < plan.arena_floats) arena_.resize(plan.arena_floats);
+
+    ids_.assign(tokens.begin(), tokens.end());
+    positions_.resize(static_cast<size_t>(rows));
+    for (int64_t t = 0; t < rows; ++t) positions_[t] = static_cast<int32_t>(pos0 + t);
+    pos0_ = pos0;
+
+    // cos/sin of every rope table at this call's positions, shared by all layers.
+    size_t rope_floats = 0;
+    for (const auto& r : program_.ropes) rope_floats += r.inv_freq.size() * static_cast<size_t>(rows);
+    rope_cos_.resize(rope_floats);
+    rope_sin_.resize(rope_floats);
+    size_t at = 0;
+    for (const auto& r : program_.ropes)
+        for (int64_t t = 0; t < rows; ++t)
+            for (float f : r.inv_freq) {
+                const float angle = static_cast<float>(pos0 + t) * f;
+                rope_cos_[at] = std::cos(angle);
+                rope_sin_[at++] = std::sin(angle);
+            }
+
+    for (size_t i = 0; i < fn.nodes.size(); ++i) {
+        const ir::Node& node = fn.nodes[i];
+        if (node.op == ir::Op::input) continue;
+        const int64_t node_rows = node.per_token ? rows : 1;
+        run_node(fn, plan, i, rows, state);
+        float* out = arena_.data() + plan.offset[i];
+        const int64_t n = node_rows * node.width;
+        if (precision_ == Precision::f16) kernels::round_to_f16_row(out, n);
+        if (observer_) observer_(node, {out, static_cast<size_t>(n)});
+    }
+    const ir::Node& out_node = fn.nodes[static_cast<size_t>(fn.outputs.at(0))];
+    const int64_t out_rows = out_node.per_token ? rows : 1;
+    return {arena_.data() + plan.offset[fn.outputs[0]], static_cast<size_t>(out_rows * out_node.width)};
+}
+
+void Executor::run_node(const ir::Function& fn, const Plan& plan, size_t index, int64_t rows,
+                        ExecState& state) {
+    const ir::Node& node = fn.nodes[index];
+    float* out = arena_.data() + plan.offset[index];
+    auto in = [&](size_t k) -> float* { return arena_.data() + plan.offset[node.inputs[k]]; };
+    auto in_node = [&](size_t k) -> const ir::Node& { return fn.nodes[node.inputs[k]]; };
+    const int64_t n_rows = node.per_token ? rows : 1;
+    const int64_t width = node.width;
+
+    switch (node.op) {
+        case ir::Op::input:
+        case ir::Op::count:
+            break;
+        case ir::Op::embed: {
+            const TensorView& table = program_.weights[node.weight].view;
+            for (int64_t t = 0; t < n_rows; ++t) {
+                const int32_t id = ids_[t];
+                if (id < 0 || id >= table.shape[0])
+                    fail("token id {} is outside the vocabulary of {}", id, table.shape[0]);
+                row_to_f32(table, id, out + t * width);
+            }
+            break;
+        }
+        case ir::Op::linear: {
+            const TensorView& w = program_.weights[node.weight].view;
+            kernels::matmul(as_matrix(w), in(0), n_rows, out, pool_);
+            if (node.bias != ir::no_weight) {
+                const std::vector<float>& bias = weight_f32(node.bias);
+                for (int64_t t = 0; t < n_rows; ++t)
+                    for (int64_t o = 0; o < width; ++o) out[t * width + o] += bias[o];
+            }
+            break;
+        }
+        case ir::Op::rms_norm: {
+            const std::vector<float>& gain = weight_f32(node.weight);
+            const auto group = static_cast<int64_t>(gain.size());
+            const float* x = in(0);
+            for (int64_t g = 0; g < n_rows * width; g += group)
+                kernels::rms_norm(x + g, gain.data(), node.attrs.gain_offset, group, node.attrs.eps,
+                                  out + g);
+            break;
+        }
+        case ir::Op::add: {
+            const float* a = in(0);
+            const float* b = in(1);
+            for (int64_t i = 0; i < n_rows * width; ++i) out[i] = a[i] + b[i];
+            break;
+        }
+        case ir::Op::mul: {
+            const float* a = in(0);
+            const float* b = in(1);
+            for (int64_t i = 0; i < n_rows * width; ++i) out[i] = a[i] * b[i];
+            break;
+        }
+        case ir::Op::silu_mul:
+            kernels::silu_mul(in(0), in(1), n_rows * width, out);
+            break;
+        case ir::Op::rope: {
+            const auto& a = node.attrs;
+            const ir::RopeFreqs& freqs = program_.ropes[a.rope];
+            size_t base = 0;
+            for (int32_t r = 0; r < a.rope; ++r) base += program_.ropes[r].inv_freq.size() * rows;
+            const size_t half = freqs.inv_freq.size();
+            std::memcpy(out, in(0), static_cast<size_t>(n_rows * width) * sizeof(float));
+            for (int64_t t = 0; t < n_rows; ++t)
+                kernels::rope(out + t * width, a.n_head, a.head_dim, &rope_cos_[base + t * half],
+                              &rope_sin_[base + t * half], freqs.interleaved);
+            break;
+        }
+        case ir::Op::attention: {
+            const auto& a = node.attrs;
+            const auto& decl = program_.states[a.state];
+            const int64_t n_layer = decl.shape[0] / 2;
+            const int64_t n_ctx = decl.shape[2];
+            const size_t slot = static_cast<size_t>(a.n_head_kv * n_ctx * a.head_dim);
+            uint16_t* k_cache = state.buffers[a.state].data() + slot * a.layer;
+            uint16_t* v_cache = state.buffers[a.state].data() + slot * (n_layer + a.layer);
+            const float* k = in(1);
+            const float* v = in(2);
+            const int64_t kv_width = in_node(1).width;
+            for (int64_t t = 0; t < n_rows; ++t)
+                for (int64_t h = 0; h < a.n_head_kv; ++h) {
+                    const size_t dst = static_cast<size_t>((h * n_ctx + pos0_ + t) * a.head_dim);
+                    kernels::f32_to_f16_row(k + t * kv_width + h * a.head_dim, a.head_dim, k_cache + dst);
+                    kernels::f32_to_f16_row(v + t * kv_width + h * a.head_dim, a.head_dim, v_cache + dst);
+                }
+            kernels::AttentionArgs args;
+            args.q = in(0);
+            args.k = k_cache;
+            args.v = v_cache;
+            args.out = out;
+            args.n_tokens = n_rows;
+            args.n_head = a.n_head;
+            args.n_head_kv = a.n_head_kv;
+            args.head_dim = a.head_dim;
+            args.n_ctx = n_ctx;
+            args.pos0 = pos0_;
+            args.scale = a.scale;
+            kernels::attention(args, pool_);
+            break;
+        }
+        case ir::Op::last_row:
+            std::memcpy(out, in(0) + (rows - 1) * width, static_cast<size_t>(width) * sizeof(float));
+            break;
+    }
+}
+
+}  // namespace anelm

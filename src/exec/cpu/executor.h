@@ -1,0 +1,65 @@
+// Runs the functions of an ir::Program on the CPU.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "ir/program.h"
+
+namespace anelm {
+
+// f32: f32 activations. f16: every op's output rounded to IEEE half (overflow to
+// inf), as a device that stores values in half precision would see them.
+enum class Precision { f32, f16 };
+
+const char* precision_name(Precision p);
+Precision precision_from_name(const std::string& name);  // throws Error
+
+// The program's states (the KV cache) for one sequence.
+struct ExecState {
+    std::vector<std::vector<uint16_t>> buffers;  // one per StateDecl, f16
+};
+
+class Executor {
+public:
+    Executor(const ir::Program& program, ThreadPool& pool, Precision precision);
+    ~Executor();
+
+    ExecState make_state() const;
+
+    // Runs function `fn` (index into program.functions) on tokens placed at
+    // positions pos0, pos0 + 1, ...; returns its first output, f32 [rows, width].
+    std::span<const float> run(size_t fn, std::span<const int32_t> tokens, int64_t pos0,
+                               ExecState& state);
+
+    // Called after every node with its output (f32 [rows, width]); for analysis.
+    using Observer = std::function<void(const ir::Node& node, std::span<const float> value)>;
+    void set_observer(Observer observer) { observer_ = std::move(observer); }
+
+    const ir::Program& program() const { return program_; }
+    Precision precision() const { return precision_; }
+    int64_t n_ctx() const;
+
+private:
+    struct Plan;
+    const Plan& plan_for(size_t fn);
+    void run_node(const ir::Function& fn, const Plan& plan, size_t index, int64_t rows,
+                  ExecState& state);
+    const std::vector<float>& weight_f32(ir::WeightId id);
+
+    const ir::Program& program_;
+    ThreadPool& pool_;
+    Precision precision_;
+    Observer observer_;
+    std::vector<Plan*> plans_;
+    std::vector<std::vector<float>> weights_f32_;  // small weights (gains, biases) as f32
+    std::vector<float> arena_;
+    std::vector<int32_t> ids_, positions_;
+    std::vector<float> rope_cos_, rope_sin_;  // [rope][token][head_dim / 2] for this call
+    int64_t pos0_ = 0;
+};
+
+}  // namespace anelm

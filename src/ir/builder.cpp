@@ -1,0 +1,121 @@
+#include "ir/builder.h"
+
+#include "base/error.h"
+
+namespace anelm::ir {
+
+ValueId Builder::append(Node node) {
+    for (ValueId in : node.inputs)
+        if (in < 0 || in >= static_cast<ValueId>(fn_.nodes.size()))
+            fail("{}: node {} uses undefined value {}", fn_.name, node.name, in);
+    fn_.nodes.push_back(std::move(node));
+    return static_cast<ValueId>(fn_.nodes.size() - 1);
+}
+
+WeightId Builder::weight(std::string_view name) {
+    return program_.add_weight(std::string(name), weights_.get(name));
+}
+
+ValueId Builder::input(std::string name) {
+    Node n;
+    n.op = Op::input;
+    n.name = std::move(name);
+    n.width = 1;
+    n.dtype = DType::i32;
+    return append(std::move(n));
+}
+
+ValueId Builder::embed(ValueId ids, std::string_view weight_name, std::string name) {
+    Node n;
+    n.op = Op::embed;
+    n.name = std::move(name);
+    n.inputs = {ids};
+    n.weight = weight(weight_name);
+    n.width = program_.weights[n.weight].view.shape.back();
+    return append(std::move(n));
+}
+
+ValueId Builder::linear(ValueId x, std::string_view weight_name, std::string_view bias,
+                        std::string name) {
+    Node n;
+    n.op = Op::linear;
+    n.name = std::move(name);
+    n.inputs = {x};
+    n.weight = weight(weight_name);
+    if (!bias.empty()) n.bias = weight(bias);
+    n.per_token = node(x).per_token;
+    n.width = program_.weights[n.weight].view.shape.front();
+    return append(std::move(n));
+}
+
+ValueId Builder::rms_norm(ValueId x, std::string_view gain, float eps, std::string name,
+                          float gain_offset) {
+    Node n;
+    n.op = Op::rms_norm;
+    n.name = std::move(name);
+    n.inputs = {x};
+    n.weight = weight(gain);
+    n.attrs.eps = eps;
+    n.attrs.gain_offset = gain_offset;
+    n.per_token = node(x).per_token;
+    n.width = node(x).width;
+    return append(std::move(n));
+}
+
+static Node elementwise(Op op, const Node& a, ValueId ia, ValueId ib, std::string name) {
+    Node n;
+    n.op = op;
+    n.name = std::move(name);
+    n.inputs = {ia, ib};
+    n.per_token = a.per_token;
+    n.width = a.width;
+    return n;
+}
+
+ValueId Builder::add(ValueId a, ValueId b, std::string name) {
+    return append(elementwise(Op::add, node(a), a, b, std::move(name)));
+}
+
+ValueId Builder::mul(ValueId a, ValueId b, std::string name) {
+    return append(elementwise(Op::mul, node(a), a, b, std::move(name)));
+}
+
+ValueId Builder::silu_mul(ValueId gate, ValueId up, std::string name) {
+    return append(elementwise(Op::silu_mul, node(gate), gate, up, std::move(name)));
+}
+
+ValueId Builder::rope(ValueId x, ValueId positions, int32_t rope, int64_t n_head,
+                      int64_t head_dim, std::string name) {
+    Node n;
+    n.op = Op::rope;
+    n.name = std::move(name);
+    n.inputs = {x, positions};
+    n.attrs.rope = rope;
+    n.attrs.n_head = n_head;
+    n.attrs.head_dim = head_dim;
+    n.width = node(x).width;
+    return append(std::move(n));
+}
+
+ValueId Builder::attention(ValueId q, ValueId k, ValueId v, ValueId positions, const Attrs& attrs,
+                           std::string name) {
+    Node n;
+    n.op = Op::attention;
+    n.name = std::move(name);
+    n.inputs = {q, k, v, positions};
+    n.attrs = attrs;
+    n.width = attrs.n_head * attrs.head_dim;
+    return append(std::move(n));
+}
+
+ValueId Builder::last_row(ValueId x, std::string name) {
+    Node n;
+    n.op = Op::last_row;
+    n.name = std::move(name);
+    n.inputs = {x};
+    n.per_token = false;
+    n.width = node(x).width;
+    return append(std::move(n));
+}
+
+}  // namespace anelm::ir

@@ -1,0 +1,45 @@
+// The vocabulary model code is written in: each call appends one named node to
+// a function and returns its value.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "io/weight_store.h"
+#include "ir/program.h"
+
+namespace anelm::ir {
+
+class Builder {
+public:
+    Builder(Program& program, Function& function, const WeightStore& weights)
+        : program_(program), fn_(function), weights_(weights) {}
+
+    ValueId input(std::string name);
+    ValueId embed(ValueId ids, std::string_view weight, std::string name);
+    // bias may be empty.
+    ValueId linear(ValueId x, std::string_view weight, std::string_view bias, std::string name);
+    ValueId rms_norm(ValueId x, std::string_view gain, float eps, std::string name,
+                     float gain_offset = 0);
+    ValueId add(ValueId a, ValueId b, std::string name);
+    ValueId mul(ValueId a, ValueId b, std::string name);
+    ValueId silu_mul(ValueId gate, ValueId up, std::string name);
+    ValueId rope(ValueId x, ValueId positions, int32_t rope, int64_t n_head, int64_t head_dim,
+                 std::string name);
+    ValueId attention(ValueId q, ValueId k, ValueId v, ValueId positions, const Attrs& attrs,
+                      std::string name);
+    ValueId last_row(ValueId x, std::string name);
+    void output(ValueId value) { fn_.outputs.push_back(value); }
+
+    const Node& node(ValueId id) const { return fn_.nodes[static_cast<size_t>(id)]; }
+
+private:
+    ValueId append(Node node);
+    WeightId weight(std::string_view name);
+
+    Program& program_;
+    Function& fn_;
+    const WeightStore& weights_;
+};
+
+}  // namespace anelm::ir

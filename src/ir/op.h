@@ -1,0 +1,30 @@
+// The one table of program operations. Adding an op means adding it here and to
+// the tables in op.cpp; static_asserts there keep them the same length.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace anelm::ir {
+
+enum class Op : uint8_t {
+    input,      // a function input: i32 [T] token ids or positions
+    embed,      // (ids) gather rows of weight [n_vocab, n_embd] -> [T, n_embd]
+    linear,     // (x) x · weightᵀ (+ bias) -> [T, n_out]
+    rms_norm,   // (x) x / rms * (gain_offset + gain), per group of gain's width
+    add,        // (a, b)
+    mul,        // (a, b)
+    silu_mul,   // (gate, up) silu(gate) * up
+    rope,       // (x, positions) rotary embedding of n_head heads
+    attention,  // (q, k, v, positions) writes k, v into the KV state; causal attention
+    last_row,   // (x) the last token's row -> [1, C]
+    count
+};
+
+constexpr int op_count = static_cast<int>(Op::count);
+
+std::string_view op_name(Op op);
+// Number of value inputs the op takes.
+int op_arity(Op op);
+
+}  // namespace anelm::ir

@@ -1,0 +1,20 @@
+#include "ir/program.h"
+
+#include "base/error.h"
+
+namespace anelm::ir {
+
+const Function& Program::function(const std::string& name) const {
+    for (const auto& f : functions)
+        if (f.name == name) return f;
+    fail("program has no function {}", name);
+}
+
+WeightId Program::add_weight(std::string name, const TensorView& view) {
+    for (size_t i = 0; i < weights.size(); ++i)
+        if (weights[i].name == name) return static_cast<WeightId>(i);
+    weights.push_back(Weight{std::move(name), view});
+    return static_cast<WeightId>(weights.size() - 1);
+}
+
+}  // namespace anelm::ir

@@ -1,0 +1,86 @@
+// The program representation: what the CPU executes, what passes rewrite, and
+// what the Core ML writer emits. A Program holds functions (prefill, decode)
+// that share weights and states (the KV cache).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/dtype.h"
+#include "base/tensor.h"
+#include "ir/op.h"
+
+namespace anelm::ir {
+
+using ValueId = int32_t;
+using WeightId = int32_t;
+constexpr WeightId no_weight = -1;
+
+// A named constant tensor. The bytes belong to the model's WeightStore, which
+// must outlive the program.
+struct Weight {
+    std::string name;  // as stored, e.g. model.layers.0.self_attn.q_proj.weight
+    TensorView view;
+};
+
+struct StateDecl {
+    std::string name;             // model.model.kv_cache_0
+    DType dtype = DType::f16;
+    std::vector<int64_t> shape;   // f16 [2 * n_layer, n_head_kv, n_ctx, head_dim]
+};
+
+// Rotary frequencies shared by the rope ops of a program (head_dim / 2 values).
+struct RopeFreqs {
+    std::vector<float> inv_freq;
+    bool interleaved = false;
+};
+
+struct Attrs {
+    float eps = 0;            // rms_norm
+    float gain_offset = 0;    // rms_norm: Gemma's (1 + w)
+    float scale = 1;          // attention: score scale
+    int64_t n_head = 0;       // rope, attention (query heads)
+    int64_t n_head_kv = 0;    // attention
+    int64_t head_dim = 0;     // rope, attention
+    int32_t layer = -1;       // attention: K at state slot layer, V at n_layer + layer
+    int32_t state = -1;       // attention: which state holds the cache
+    int32_t rope = -1;        // rope: index into Program::ropes
+};
+
+// Every value is [rows, width]: rows is the function's token count T for
+// per-token values, or 1 after last_row. Inputs are i32, the rest f32.
+struct Node {
+    Op op = Op::input;
+    std::string name;             // stable and user-facing: blk.3.attn_norm
+    std::vector<ValueId> inputs;
+    WeightId weight = no_weight;  // embed, linear, rms_norm
+    WeightId bias = no_weight;    // linear
+    Attrs attrs;
+    bool per_token = true;        // rows == T, otherwise rows == 1
+    int64_t width = 0;
+    DType dtype = DType::f32;
+};
+
+struct Function {
+    std::string name;     // "prefill", "decode"
+    int64_t n_tokens = 1; // T: the most tokens one call takes
+    std::vector<Node> nodes;  // in execution order; a node's id is its index
+    std::vector<ValueId> outputs;
+};
+
+struct Program {
+    std::vector<Weight> weights;
+    std::vector<StateDecl> states;
+    std::vector<RopeFreqs> ropes;
+    std::vector<Function> functions;
+
+    const Function& function(const std::string& name) const;  // throws Error if absent
+    WeightId add_weight(std::string name, const TensorView& view);
+};
+
+// Checks arities, input ids, widths and weight shapes; throws Error naming the node.
+void verify(const Program& program);
+
+}  // namespace anelm::ir

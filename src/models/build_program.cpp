@@ -1,0 +1,31 @@
+#include "base/error.h"
+#include "models/families.h"
+
+namespace anelm {
+
+ir::Program build_program(const ModelSpec& spec, const WeightStore& weights,
+                          const ProgramOptions& options) {
+    const int64_t n_ctx = options.n_ctx > 0 ? options.n_ctx : spec.n_ctx_train;
+    if (n_ctx <= 0) fail("{}: no context length (set --ctx)", spec.source);
+
+    ir::Program program;
+    program.states.push_back(
+        {"model.model.kv_cache_0", DType::f16, {2 * spec.n_layer, spec.n_head_kv, n_ctx, spec.head_dim}});
+    program.ropes.push_back({rope_inv_freq(spec), spec.rope_style == RopeStyle::interleaved});
+
+    for (const FunctionShape& shape : options.functions) {
+        switch (spec.arch) {
+            case Arch::llama:
+            case Arch::qwen2:
+            case Arch::qwen3:
+                build_llama_function(spec, weights, shape, program);
+                break;
+            case Arch::gemma3:
+                fail("{}: architecture {} is not supported yet", spec.source, arch_name(spec.arch));
+        }
+    }
+    ir::verify(program);
+    return program;
+}
+
+}  // namespace anelm

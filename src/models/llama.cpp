@@ -1,0 +1,73 @@
+// Llama, Qwen2 (q/k/v bias) and Qwen3 (q/k RMSNorm): one pre-norm decoder.
+#include <cmath>
+
+#include "base/error.h"
+#include "ir/builder.h"
+#include "models/families.h"
+
+namespace anelm {
+
+namespace {
+
+std::string layer_weight(int64_t il, const char* suffix) {
+    return fmt::format("model.layers.{}.{}", il, suffix);
+}
+
+std::string value_name(int64_t il, const char* suffix) { return fmt::format("blk.{}.{}", il, suffix); }
+
+}  // namespace
+
+void build_llama_function(const ModelSpec& spec, const WeightStore& weights, const FunctionShape& shape,
+                          ir::Program& program) {
+    ir::Function& fn = program.functions.emplace_back();
+    fn.name = shape.name;
+    fn.n_tokens = shape.n_tokens;
+    ir::Builder b(program, fn, weights);
+    const float eps = static_cast<float>(spec.rms_norm_eps);
+
+    ir::Attrs attn;
+    attn.n_head = spec.n_head;
+    attn.n_head_kv = spec.n_head_kv;
+    attn.head_dim = spec.head_dim;
+    attn.scale = 1.0f / std::sqrt(static_cast<float>(spec.head_dim));
+    attn.state = 0;
+
+    const ir::ValueId ids = b.input("input_ids");
+    const ir::ValueId pos = b.input("position_ids");
+    ir::ValueId x = b.embed(ids, "model.embed_tokens.weight", "token_embd");
+
+    for (int64_t il = 0; il < spec.n_layer; ++il) {
+        auto w = [&](const char* s) { return layer_weight(il, s); };
+        auto v = [&](const char* s) { return value_name(il, s); };
+        const bool bias = spec.attention_bias;
+
+        ir::ValueId h = b.rms_norm(x, w("input_layernorm.weight"), eps, v("attn_norm"));
+        ir::ValueId q = b.linear(h, w("self_attn.q_proj.weight"), bias ? w("self_attn.q_proj.bias") : "", v("attn_q"));
+        ir::ValueId k = b.linear(h, w("self_attn.k_proj.weight"), bias ? w("self_attn.k_proj.bias") : "", v("attn_k"));
+        ir::ValueId vv = b.linear(h, w("self_attn.v_proj.weight"), bias ? w("self_attn.v_proj.bias") : "", v("attn_v"));
+        if (spec.qk_norm) {
+            q = b.rms_norm(q, w("self_attn.q_norm.weight"), eps, v("attn_q_norm"));
+            k = b.rms_norm(k, w("self_attn.k_norm.weight"), eps, v("attn_k_norm"));
+        }
+        q = b.rope(q, pos, 0, spec.n_head, spec.head_dim, v("attn_q_rope"));
+        k = b.rope(k, pos, 0, spec.n_head_kv, spec.head_dim, v("attn_k_rope"));
+        attn.layer = static_cast<int32_t>(il);
+        ir::ValueId a = b.attention(q, k, vv, pos, attn, v("attn"));
+        a = b.linear(a, w("self_attn.o_proj.weight"), "", v("attn_out"));
+        x = b.add(x, a, v("ffn_inp"));
+
+        h = b.rms_norm(x, w("post_attention_layernorm.weight"), eps, v("ffn_norm"));
+        ir::ValueId gate = b.linear(h, w("mlp.gate_proj.weight"), "", v("ffn_gate"));
+        ir::ValueId up = b.linear(h, w("mlp.up_proj.weight"), "", v("ffn_up"));
+        ir::ValueId act = b.silu_mul(gate, up, v("ffn_act"));
+        ir::ValueId down = b.linear(act, w("mlp.down_proj.weight"), "", v("ffn_out"));
+        x = b.add(x, down, v("l_out"));
+    }
+
+    if (!shape.all_logits) x = b.last_row(x, "last_token");
+    x = b.rms_norm(x, "model.norm.weight", eps, "output_norm");
+    const char* head = spec.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
+    b.output(b.linear(x, head, "", "logits"));
+}
+
+}  // namespace anelm

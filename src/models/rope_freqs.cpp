@@ -1,0 +1,46 @@
+#include <cmath>
+#include <numbers>
+
+#include "base/error.h"
+#include "models/models.h"
+
+namespace anelm {
+
+std::vector<float> rope_inv_freq(const ModelSpec& spec) {
+    const int64_t half = spec.head_dim / 2;
+    std::vector<float> inv_freq(static_cast<size_t>(half));
+    for (int64_t i = 0; i < half; ++i) {
+        // Hugging Face: 1 / base ** (arange(0, dim, 2) / dim), in float32.
+        const float exponent = static_cast<float>(2 * i) / static_cast<float>(spec.head_dim);
+        inv_freq[i] = 1.0f / std::pow(static_cast<float>(spec.rope_theta), exponent);
+    }
+    const RopeScaling& s = spec.rope_scaling;
+    switch (s.type) {
+        case RopeScaling::Type::none:
+            break;
+        case RopeScaling::Type::linear:
+            for (float& f : inv_freq) f = static_cast<float>(f / s.factor);
+            break;
+        case RopeScaling::Type::llama3: {
+            // Long wavelengths are divided by factor, short ones kept, and the
+            // band between blended smoothly (transformers' llama3 rope init).
+            const double old_ctx = static_cast<double>(s.original_max_position_embeddings);
+            const double low_freq_wavelen = old_ctx / s.low_freq_factor;
+            const double high_freq_wavelen = old_ctx / s.high_freq_factor;
+            for (float& f : inv_freq) {
+                const double wavelen = 2 * std::numbers::pi / f;
+                if (wavelen > low_freq_wavelen) {
+                    f = static_cast<float>(f / s.factor);
+                } else if (wavelen >= high_freq_wavelen) {
+                    const double smooth = (old_ctx / wavelen - s.low_freq_factor) /
+                                          (s.high_freq_factor - s.low_freq_factor);
+                    f = static_cast<float>((1 - smooth) * f / s.factor + smooth * f);
+                }
+            }
+            break;
+        }
+    }
+    return inv_freq;
+}
+
+}  // namespace anelm

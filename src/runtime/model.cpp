@@ -1,0 +1,24 @@
+#include "runtime/model.h"
+
+#include "base/error.h"
+
+namespace anelm {
+
+std::vector<int32_t> Model::stop_ids() const {
+    if (!spec().eos_token_ids.empty()) return spec().eos_token_ids;
+    return tokenizer ? tokenizer->eos_ids() : std::vector<int32_t>{};
+}
+
+Model open_model(const std::string& path, const std::string& tokenizer_path, bool need_tokenizer) {
+    Model model;
+    model.loaded = load_model(path);
+    const std::string& tok = tokenizer_path.empty() ? model.loaded.tokenizer_path : tokenizer_path;
+    if (!tok.empty()) {
+        model.tokenizer = load_tokenizer(tok);
+    } else if (need_tokenizer) {
+        fail("{}: no tokenizer found (give one with --tokenizer)", path);
+    }
+    return model;
+}
+
+}  // namespace anelm

@@ -1,0 +1,26 @@
+// A model ready to run: its weights, hyperparameters and tokenizer.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "io/model_loader.h"
+#include "tokenizer/tokenizer.h"
+
+namespace anelm {
+
+struct Model {
+    LoadedModel loaded;
+    std::unique_ptr<Tokenizer> tokenizer;  // null when none was found or asked for
+
+    const ModelSpec& spec() const { return loaded.spec; }
+    const WeightStore& weights() const { return loaded.weights; }
+    // The ids that end generation: generation_config's, else the tokenizer's.
+    std::vector<int32_t> stop_ids() const;
+};
+
+// tokenizer_path overrides the tokenizer found beside the model; a llama2.c
+// checkpoint has none of its own.
+Model open_model(const std::string& path, const std::string& tokenizer_path, bool need_tokenizer);
+
+}  // namespace anelm

@@ -1,0 +1,69 @@
+#include "runtime/session.h"
+
+#include <algorithm>
+#include <set>
+
+#include "base/error.h"
+#include "models/models.h"
+
+namespace anelm {
+
+namespace {
+constexpr size_t prefill_fn = 0;
+constexpr size_t decode_fn = 1;
+}  // namespace
+
+Session::Session(const ModelSpec& spec, const WeightStore& weights, const SessionOptions& options) {
+    if (options.n_ctx <= 0) fail("--ctx must be positive, got {}", options.n_ctx);
+    const int64_t n_ctx =
+        spec.n_ctx_train > 0 ? std::min(options.n_ctx, spec.n_ctx_train) : options.n_ctx;
+    prefill_batch_ = std::clamp<int64_t>(options.prefill_batch, 1, n_ctx);
+    ProgramOptions po;
+    po.n_ctx = n_ctx;
+    po.functions = {{"prefill", prefill_batch_, options.all_logits}, {"decode", 1, false}};
+    program_ = build_program(spec, weights, po);
+    n_vocab_ = spec.n_vocab;
+    pool_ = std::make_unique<ThreadPool>(options.threads > 0 ? options.threads
+                                                             : ThreadPool::physical_cores());
+    executor_ = std::make_unique<Executor>(program_, *pool_, options.precision);
+    state_ = executor_->make_state();
+}
+
+std::span<const float> Session::prefill(std::span<const int32_t> tokens) {
+    if (tokens.empty()) fail("prefill needs at least one token");
+    const bool all = program_.functions[prefill_fn].nodes.back().per_token;
+    if (all) all_logits_.clear();
+    std::span<const float> logits;
+    for (size_t at = 0; at < tokens.size(); at += static_cast<size_t>(prefill_batch_)) {
+        const auto chunk = tokens.subspan(at, std::min<size_t>(prefill_batch_, tokens.size() - at));
+        logits = executor_->run(prefill_fn, chunk, pos_, state_);
+        pos_ += static_cast<int64_t>(chunk.size());
+        if (all) all_logits_.insert(all_logits_.end(), logits.begin(), logits.end());
+    }
+    return all ? std::span<const float>(all_logits_) : logits;
+}
+
+std::span<const float> Session::decode(int32_t token) {
+    auto logits = executor_->run(decode_fn, {&token, 1}, pos_, state_);
+    ++pos_;
+    return logits;
+}
+
+void Session::rewind(int64_t pos) {
+    if (pos < 0 || pos > pos_) fail("cannot rewind to position {} from {}", pos, pos_);
+    pos_ = pos;
+}
+
+size_t Session::decode_weight_bytes() const {
+    std::set<ir::WeightId> used;
+    for (const ir::Node& n : program_.functions[decode_fn].nodes)
+        if (n.op == ir::Op::linear || n.op == ir::Op::rms_norm) {
+            used.insert(n.weight);
+            if (n.bias != ir::no_weight) used.insert(n.bias);
+        }
+    size_t bytes = 0;
+    for (ir::WeightId id : used) bytes += program_.weights[id].view.n_bytes();
+    return bytes;
+}
+
+}  // namespace anelm

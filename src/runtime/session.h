@@ -1,0 +1,56 @@
+// One sequence being run: the program, its executor and its KV cache.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "base/thread_pool.h"
+#include "exec/cpu/executor.h"
+#include "io/model_spec.h"
+#include "io/weight_store.h"
+#include "ir/program.h"
+
+namespace anelm {
+
+struct SessionOptions {
+    int64_t n_ctx = 4096;         // capped at the model's trained context
+    int64_t prefill_batch = 512;  // tokens per prefill call
+    int threads = 0;              // 0: physical cores
+    Precision precision = Precision::f32;
+    bool all_logits = false;      // prefill returns logits for every token (tests)
+};
+
+class Session {
+public:
+    Session(const ModelSpec& spec, const WeightStore& weights, const SessionOptions& options);
+
+    // Feeds tokens at the current position and returns the logits of the last
+    // one (or of every one with all_logits), f32 [rows, n_vocab].
+    std::span<const float> prefill(std::span<const int32_t> tokens);
+    std::span<const float> decode(int32_t token);
+    void reset() { pos_ = 0; }
+    // Moves back to an earlier position (keeps the cache before it).
+    void rewind(int64_t pos);
+
+    int64_t pos() const { return pos_; }
+    int64_t n_ctx() const { return executor_->n_ctx(); }
+    int64_t n_vocab() const { return n_vocab_; }
+    const ir::Program& program() const { return program_; }
+    Executor& executor() { return *executor_; }
+    int threads() const { return pool_->size(); }
+    // Bytes of weights one decode step reads (every matrix and gain it uses).
+    size_t decode_weight_bytes() const;
+
+private:
+    ir::Program program_;
+    std::unique_ptr<ThreadPool> pool_;
+    std::unique_ptr<Executor> executor_;
+    ExecState state_;
+    int64_t pos_ = 0;
+    int64_t n_vocab_ = 0;
+    int64_t prefill_batch_ = 0;
+    std::vector<float> all_logits_;
+};
+
+}  // namespace anelm

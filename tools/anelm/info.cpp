@@ -1,0 +1,81 @@
+// anelm info: what a model is, in one screen or as JSON.
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "command.h"
+#include "io/model_loader.h"
+
+namespace anelm::cli {
+namespace {
+
+struct InfoArgs {
+    std::string model;
+    bool json = false;
+};
+
+int run_info(const InfoArgs& args) {
+    const LoadedModel m = load_model(args.model);
+    const ModelSpec& s = m.spec;
+    int64_t n_params = 0;
+    std::map<std::string, int64_t> dtype_params;
+    for (const std::string& name : m.weights.names()) {
+        const TensorView& t = m.weights.get(name);
+        n_params += t.numel();
+        dtype_params[std::string(dtype_name(t.dtype))] += t.numel();
+    }
+    const size_t bytes = m.weights.total_bytes();
+
+    if (args.json) {
+        nlohmann::ordered_json j;
+        j["path"] = args.model;
+        j["architecture"] = arch_name(s.arch);
+        j["n_params"] = n_params;
+        j["weight_bytes"] = bytes;
+        j["dtypes"] = dtype_params;
+        j["n_ctx_train"] = s.n_ctx_train;
+        j["n_vocab"] = s.n_vocab;
+        j["n_embd"] = s.n_embd;
+        j["n_layer"] = s.n_layer;
+        j["n_head"] = s.n_head;
+        j["n_head_kv"] = s.n_head_kv;
+        j["head_dim"] = s.head_dim;
+        j["n_ff"] = s.n_ff;
+        j["rope_theta"] = s.rope_theta;
+        j["rms_norm_eps"] = s.rms_norm_eps;
+        j["tie_word_embeddings"] = s.tie_word_embeddings;
+        j["attention_bias"] = s.attention_bias;
+        j["qk_norm"] = s.qk_norm;
+        j["eos_token_ids"] = s.eos_token_ids;
+        j["n_tensors"] = m.weights.size();
+        fmt::print("{}\n", j.dump(2));
+        return 0;
+    }
+    fmt::print("model          {}\n", args.model);
+    fmt::print("architecture   {}\n", arch_name(s.arch));
+    fmt::print("parameters     {} ({:.3f} B)\n", n_params, n_params / 1e9);
+    fmt::print("weights        {:.1f} MiB in {} tensors\n", bytes / 1048576.0, m.weights.size());
+    for (const auto& [dtype, count] : dtype_params) fmt::print("  {:<12} {} parameters\n", dtype, count);
+    fmt::print("context        {}\n", s.n_ctx_train);
+    fmt::print("vocabulary     {}\n", s.n_vocab);
+    fmt::print("n_embd {}  n_layer {}  n_head {}  n_head_kv {}  head_dim {}  n_ff {}\n", s.n_embd,
+               s.n_layer, s.n_head, s.n_head_kv, s.head_dim, s.n_ff);
+    fmt::print("rope_theta {}  rms_norm_eps {}  tied embeddings {}  attention bias {}  qk norm {}\n",
+               s.rope_theta, s.rms_norm_eps, s.tie_word_embeddings, s.attention_bias, s.qk_norm);
+    fmt::print("eos ids        [{}]\n", fmt::join(s.eos_token_ids, ", "));
+    return 0;
+}
+
+std::function<int()> setup(CLI::App& app) {
+    auto args = std::make_shared<InfoArgs>();
+    app.add_option("model", args->model, "Hugging Face folder or llama2.c .bin")->required();
+    app.add_flag("--json", args->json, "print JSON");
+    return [args] { return run_info(*args); };
+}
+
+const bool registered = register_command({"info", "Describe a model", setup});
+
+}  // namespace
+}  // namespace anelm::cli
