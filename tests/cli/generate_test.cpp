@@ -1,0 +1,55 @@
+// `anelm generate` on stories260K against llama2.c's run.c, byte for byte.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "run_anelm.h"
+#include "test_support.h"
+
+namespace anelm {
+namespace {
+
+std::string read_file(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+struct Golden {
+    const char* prompt;
+    const char* file;
+};
+
+class Stories260K : public ::testing::TestWithParam<Golden> {};
+
+TEST_P(Stories260K, GreedyOutputEqualsRunC) {
+    ANELM_REQUIRE_SHARED("models/stories260K/stories260K.bin");
+    const auto dir = test::shared_path("models/stories260K");
+    const Golden g = GetParam();
+    const auto r = test::run_anelm("generate '" + (dir / "stories260K.bin").string() +
+                                   "' --tokenizer '" + (dir / "tok512.bin").string() + "' -p '" +
+                                   g.prompt + "' -n 256 --temp 0");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string expected =
+        read_file(std::string(ANELM_SOURCE_DIR) + "/tests/data/stories260K/" + g.file);
+    ASSERT_FALSE(expected.empty());
+    EXPECT_EQ(r.out, expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cli, Stories260K,
+                         ::testing::Values(Golden{"Once upon a time", "once_upon_a_time.txt"},
+                                           Golden{"The little dog", "the_little_dog.txt"},
+                                           Golden{"Lily wanted to", "lily_wanted_to.txt"}));
+
+TEST(Cli, MissingModelIsOneLineError) {
+    const auto r = test::run_anelm("generate /nonexistent/model -p hi");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("/nonexistent/model"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_TRUE(r.out.empty());
+}
+
+}  // namespace
+}  // namespace anelm

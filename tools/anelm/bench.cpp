@@ -1,0 +1,135 @@
+// anelm bench: prompt processing and generation speed, like llama-bench.
+#include <fmt/core.h>
+
+#include <chrono>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "command.h"
+#include "runtime/model.h"
+#include "runtime/session.h"
+#include "run_options.h"
+
+namespace anelm::cli {
+namespace {
+
+struct BenchArgs {
+    std::string model;
+    int64_t n_prompt = 512;
+    int64_t n_gen = 128;
+    int repetitions = 3;
+    bool json = false;
+    RunOptions run;
+};
+
+struct MeanSd {
+    double mean = 0, sd = 0;
+};
+
+MeanSd mean_sd(const std::vector<double>& v) {
+    MeanSd r;
+    for (double x : v) r.mean += x;
+    r.mean /= static_cast<double>(v.size());
+    for (double x : v) r.sd += (x - r.mean) * (x - r.mean);
+    r.sd = v.size() > 1 ? std::sqrt(r.sd / static_cast<double>(v.size() - 1)) : 0;
+    return r;
+}
+
+double seconds(const std::function<void()>& fn) {
+    const auto start = std::chrono::steady_clock::now();
+    fn();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+int run_bench(const BenchArgs& args) {
+    Model model = open_model(args.model, "", false);
+    SessionOptions so = args.run.session();
+    so.n_ctx = std::max<int64_t>(args.n_prompt, args.n_gen) + 1;
+    so.prefill_batch = std::max<int64_t>(args.n_prompt, 1);
+    Session session(model.spec(), model.weights(), so);
+
+    // Random ids, as llama-bench uses: the speed does not depend on them.
+    std::mt19937 rng(42);
+    std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(model.spec().n_vocab - 1));
+    std::vector<int32_t> prompt(static_cast<size_t>(args.n_prompt));
+    for (int32_t& id : prompt) id = pick(rng);
+
+    auto prompt_pass = [&] {
+        session.reset();
+        session.prefill(prompt);
+    };
+    auto gen_pass = [&] {
+        session.reset();
+        int32_t id = prompt.empty() ? 0 : prompt[0];
+        for (int64_t i = 0; i < args.n_gen; ++i) session.decode(id);
+    };
+    std::vector<double> pp, tg;
+    if (args.n_prompt > 0) {
+        prompt_pass();  // warm up: page in the weights
+        for (int r = 0; r < args.repetitions; ++r) pp.push_back(args.n_prompt / seconds(prompt_pass));
+    }
+    if (args.n_gen > 0) {
+        if (pp.empty()) gen_pass();
+        for (int r = 0; r < args.repetitions; ++r) tg.push_back(args.n_gen / seconds(gen_pass));
+    }
+
+    int64_t n_params = 0;
+    for (const std::string& name : model.weights().names()) n_params += model.weights().get(name).numel();
+    const size_t weight_bytes = model.weights().total_bytes();
+    const double bytes_per_token = static_cast<double>(session.decode_weight_bytes());
+    const MeanSd p = pp.empty() ? MeanSd{} : mean_sd(pp);
+    const MeanSd g = tg.empty() ? MeanSd{} : mean_sd(tg);
+
+    if (args.json) {
+        nlohmann::ordered_json j;
+        j["model"] = args.model;
+        j["n_params"] = n_params;
+        j["weight_bytes"] = weight_bytes;
+        j["threads"] = session.threads();
+        j["pp_tok_s"] = p.mean;
+        j["pp_tok_s_sd"] = p.sd;
+        j["tg_tok_s"] = g.mean;
+        j["tg_tok_s_sd"] = g.sd;
+        j["tg_gb_s"] = g.mean * bytes_per_token / 1e9;
+        j["n_prompt"] = args.n_prompt;
+        j["n_gen"] = args.n_gen;
+        j["repetitions"] = args.repetitions;
+        j["isa"] = kernels_isa();
+        fmt::print("{}\n", j.dump(2));
+        return 0;
+    }
+    fmt::print("| {:<30} | {:>10} | {:>10} | {:>7} | {:>8} | {:>20} |\n", "model", "params", "size",
+               "threads", "test", "t/s");
+    fmt::print("| {:-<30} | {:->10} | {:->10} | {:->7} | {:->8} | {:->20} |\n", "", "", "", "", "", "");
+    auto row = [&](const std::string& test, const MeanSd& m) {
+        fmt::print("| {:<30} | {:>9.2f}B | {:>6.2f} GiB | {:>7} | {:>8} | {:>11.2f} ± {:>6.2f} |\n",
+                   model.spec().source.substr(0, 30), n_params / 1e9, weight_bytes / 1073741824.0,
+                   session.threads(), test, m.mean, m.sd);
+    };
+    if (!pp.empty()) row(fmt::format("pp{}", args.n_prompt), p);
+    if (!tg.empty()) row(fmt::format("tg{}", args.n_gen), g);
+    if (!tg.empty())
+        fmt::print("generation reads {:.1f} MB of weights per token: {:.2f} GB/s ({})\n",
+                   bytes_per_token / 1e6, g.mean * bytes_per_token / 1e9, kernels_isa());
+    return 0;
+}
+
+std::function<int()> setup(CLI::App& app) {
+    auto args = std::make_shared<BenchArgs>();
+    app.add_option("model", args->model, "Hugging Face folder or llama2.c .bin")->required();
+    app.add_option("-p,--n-prompt", args->n_prompt, "prompt tokens")->capture_default_str();
+    app.add_option("-n,--n-gen", args->n_gen, "generated tokens")->capture_default_str();
+    app.add_option("-r,--repetitions", args->repetitions, "runs per test")->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    app.add_flag("--json", args->json, "print JSON");
+    app.add_option("-t,--threads", args->run.threads, "threads (default: physical cores)");
+    app.add_option("--precision", args->run.precision_name, "f32 or f16 activations")
+        ->check(CLI::IsMember({"f32", "f16"}));
+    return [args] { return run_bench(*args); };
+}
+
+const bool registered = register_command({"bench", "Measure prompt and generation speed", setup});
+
+}  // namespace
+}  // namespace anelm::cli
