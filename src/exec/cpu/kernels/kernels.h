@@ -61,4 +61,18 @@ struct AttentionArgs {
 };
 void attention(const AttentionArgs& args, ThreadPool& pool);
 
+// The scalar references: plain loops, the definition the SIMD paths are tested against.
+namespace ref {
+void matmul(const Matrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, float eps, float* y);
+void softmax(float* x, int64_t n);
+void silu_mul(const float* gate, const float* up, int64_t n, float* out);
+void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin,
+          bool interleaved);
+void f32_to_f16_row(const float* x, int64_t n, uint16_t* y);
+void f16_to_f32_row(const uint16_t* x, int64_t n, float* y);
+void round_to_f16_row(float* x, int64_t n);
+void attention(const AttentionArgs& args, ThreadPool& pool);
+}  // namespace ref
+
 }  // namespace anelm::kernels

@@ -1,0 +1,65 @@
+// The leaf kernels each instruction set provides behind kernels.h. Leaves work
+// on raw rows: they never allocate, never throw and never see the thread pool,
+// so threading and blocking stay portable (matmul.cpp, attention.cpp) and the
+// files compiled with ISA flags share no inline code with portable ones.
+#pragma once
+
+#include <cstdint>
+
+#include "exec/cpu/kernels/kernels.h"
+
+namespace anelm::kernels {
+
+struct Isa {
+    const char* name;
+
+    // GEMM: a tile of mr tokens by nr outputs against a packed weight panel.
+    int mr;
+    int nr;
+    // panel[k * nr + r] = w[o0 + r, k0 + k] as f32 for k < kc; zero for r >= n_rows.
+    void (*pack_panel)(const Matrix& w, int64_t o0, int64_t n_rows, int64_t k0, int64_t kc,
+                       float* panel);
+    // y[t * ldy + j] (+)= sum_k x[t * ldx + k] * panel[k * nr + j], t < m <= mr, j < n <= nr.
+    void (*gemm_tile)(const float* x, int64_t ldx, int64_t m, const float* panel, int64_t kc,
+                      float* y, int64_t ldy, int64_t n, bool accumulate);
+
+    // Matrix-vector products streaming the weights once for up to gemv_tokens tokens:
+    // y[t * ldy + o] = sum_i x[t * n_in + i] * w[o, i] for t < n_tokens, o0 <= o < o1.
+    int gemv_tokens;
+    void (*gemv)(const Matrix& w, const float* x, int64_t n_tokens, int64_t o0, int64_t o1,
+                 float* y, int64_t ldy);
+
+    // One query row against keys [0, n_keys) of one kv head (rows of head_dim):
+    // out = softmax(scale * k q) v. `scores` has room for n_keys floats.
+    void (*attend)(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_keys,
+                   int64_t head_dim, float scale, float* scores, float* out);
+
+    // The single-row kernels of kernels.h, same contracts.
+    void (*rms_norm)(const float* x, const float* gain, float gain_offset, int64_t n, float eps,
+                     float* y);
+    void (*softmax)(float* x, int64_t n);
+    void (*silu_mul)(const float* gate, const float* up, int64_t n, float* out);
+    void (*rope)(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin,
+                 bool interleaved);
+    void (*f32_to_f16_row)(const float* x, int64_t n, uint16_t* y);
+    void (*f16_to_f32_row)(const uint16_t* x, int64_t n, float* y);
+    void (*round_to_f16_row)(float* x, int64_t n);
+};
+
+// The leaves of the processor in use, or null when the scalar reference runs
+// (no SIMD path for this processor, or force_scalar(true)).
+const Isa* active();
+
+#if ANELM_HAVE_X86_KERNELS
+extern const Isa avx2_isa;  // valid only where AVX2, FMA and F16C are present
+#endif
+#if ANELM_HAVE_ARM_KERNELS
+extern const Isa neon_isa;
+#endif
+
+// Throw unless the arguments are ones the kernels support: a weight dtype of
+// f32, f16 or bf16; whole query groups per kv head and queries inside n_ctx.
+void check_matrix(const Matrix& w);
+void check_attention(const AttentionArgs& args);
+
+}  // namespace anelm::kernels

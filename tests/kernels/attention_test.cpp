@@ -1,0 +1,99 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "base/error.h"
+#include "kernels/kernel_testing.h"
+
+namespace anelm::kernels {
+namespace {
+
+struct Case {
+    int64_t n_tokens, n_head, n_head_kv, head_dim, pos0;
+};
+
+// out[t, h, :] = sum_j softmax_j(scale q.k_j) v_j over j <= pos0 + t, in double.
+std::vector<float> naive_attention(const AttentionArgs& a) {
+    std::vector<float> out(static_cast<size_t>(a.n_tokens * a.n_head * a.head_dim));
+    for (int64_t t = 0; t < a.n_tokens; ++t) {
+        for (int64_t h = 0; h < a.n_head; ++h) {
+            const int64_t kv = h / (a.n_head / a.n_head_kv);
+            const float* q = a.q + (t * a.n_head + h) * a.head_dim;
+            const int64_t n_keys = a.pos0 + t + 1;
+            std::vector<double> w(static_cast<size_t>(n_keys));
+            double max = -INFINITY, sum = 0.0;
+            for (int64_t j = 0; j < n_keys; ++j) {
+                const uint16_t* k = a.k + (kv * a.n_ctx + j) * a.head_dim;
+                double dot = 0.0;
+                for (int64_t d = 0; d < a.head_dim; ++d) dot += double{q[d]} * f16_to_f32(k[d]);
+                w[j] = dot * a.scale;
+                max = std::max(max, w[j]);
+            }
+            for (auto& x : w) sum += (x = std::exp(x - max));
+            for (int64_t d = 0; d < a.head_dim; ++d) {
+                double acc = 0.0;
+                for (int64_t j = 0; j < n_keys; ++j) {
+                    acc += w[j] / sum * f16_to_f32(a.v[(kv * a.n_ctx + j) * a.head_dim + d]);
+                }
+                out[(t * a.n_head + h) * a.head_dim + d] = static_cast<float>(acc);
+            }
+        }
+    }
+    return out;
+}
+
+TEST(Attention, MatchesTheFormulaWithGqaAndOffsets) {
+    std::mt19937 rng(21);
+    const Case cases[] = {
+        {1, 1, 1, 8, 0},   {1, 4, 2, 64, 9},  {7, 6, 2, 13, 0},  {5, 6, 3, 32, 4},
+        {3, 8, 1, 128, 40}, {9, 2, 2, 17, 2}, {4, 4, 4, 1, 3},   {2, 16, 4, 80, 100},
+    };
+    for (int n_threads : {1, 2, 3}) {
+        ThreadPool pool(n_threads);
+        for (const Case& c : cases) {
+            const int64_t n_ctx = c.pos0 + c.n_tokens + 3;  // unused slots stay out of sight
+            const auto q = test::random_floats(rng, c.n_tokens * c.n_head * c.head_dim, -2.0f, 2.0f);
+            const auto k = test::to_f16(test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim));
+            const auto v = test::to_f16(test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim));
+            std::vector<float> out(q.size(), NAN), ref_out(q.size(), NAN);
+            AttentionArgs a;
+            a.q = q.data();
+            a.k = k.data();
+            a.v = v.data();
+            a.n_tokens = c.n_tokens;
+            a.n_head = c.n_head;
+            a.n_head_kv = c.n_head_kv;
+            a.head_dim = c.head_dim;
+            a.n_ctx = n_ctx;
+            a.pos0 = c.pos0;
+            a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+            const auto want = naive_attention(a);
+            a.out = out.data();
+            attention(a, pool);
+            test::expect_close(out, want, 1e-5f, active_isa());
+            a.out = ref_out.data();
+            ref::attention(a, pool);
+            test::expect_close(ref_out, want, 1e-5f, "ref");
+        }
+    }
+}
+
+TEST(Attention, RejectsBadShapes) {
+    ThreadPool pool(1);
+    AttentionArgs a;
+    a.n_tokens = 2;
+    a.n_head = 6;
+    a.n_head_kv = 4;
+    a.head_dim = 8;
+    a.n_ctx = 4;
+    EXPECT_THROW(attention(a, pool), Error);  // 6 heads over 4 kv heads
+    a.n_head_kv = 3;
+    a.pos0 = 3;
+    EXPECT_THROW(attention(a, pool), Error);  // positions 3..4 past n_ctx 4
+    EXPECT_THROW(ref::attention(a, pool), Error);
+}
+
+}  // namespace
+}  // namespace anelm::kernels

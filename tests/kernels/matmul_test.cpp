@@ -1,0 +1,146 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "base/error.h"
+#include "kernels/kernel_testing.h"
+
+namespace anelm::kernels {
+namespace {
+
+// A weight matrix in one dtype and the exact f32 values it holds.
+struct Weights {
+    DType dtype;
+    std::vector<float> values;  // f32 [n_out, n_in], as stored
+    std::vector<uint16_t> halves;
+    Matrix matrix;
+};
+
+Weights random_weights(std::mt19937& rng, DType dtype, int64_t n_out, int64_t n_in) {
+    Weights w{dtype, test::random_floats(rng, n_out * n_in), {}, {}};
+    if (dtype == DType::f16) w.halves = test::to_f16(w.values);
+    if (dtype == DType::bf16) w.halves = test::to_bf16(w.values);
+    for (size_t i = 0; i < w.halves.size(); ++i) {
+        w.values[i] = dtype == DType::f16 ? f16_to_f32(w.halves[i]) : bf16_to_f32(w.halves[i]);
+    }
+    const void* data = w.halves.empty() ? static_cast<const void*>(w.values.data())
+                                        : static_cast<const void*>(w.halves.data());
+    w.matrix = Matrix{dtype, data, n_out, n_in};
+    return w;
+}
+
+// Compares matmul against the double-precision formula, each element within
+// tol of the sum of |x| |w| over its products (the scale of rounding error).
+void expect_matmul_exact(const Weights& w, const std::vector<float>& x, int64_t n_tokens,
+                         const std::vector<float>& y, float tol, const char* what) {
+    const int64_t n_out = w.matrix.n_out, n_in = w.matrix.n_in;
+    for (int64_t t = 0; t < n_tokens; ++t) {
+        for (int64_t o = 0; o < n_out; ++o) {
+            double sum = 0.0, abs_sum = 0.0;
+            for (int64_t i = 0; i < n_in; ++i) {
+                const double p = double{x[t * n_in + i]} * w.values[o * n_in + i];
+                sum += p;
+                abs_sum += std::abs(p);
+            }
+            ASSERT_NEAR(y[t * n_out + o], sum, tol * abs_sum + 1e-30)
+                << what << " " << dtype_name(w.dtype) << " n_out " << n_out << " n_in " << n_in
+                << " n_tokens " << n_tokens << " at t " << t << " o " << o;
+        }
+    }
+}
+
+TEST(Matmul, ReferenceMatchesTheFormula) {
+    std::mt19937 rng(1);
+    ThreadPool pool(2);
+    for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+        const Weights w = random_weights(rng, dtype, 13, 37);
+        const auto x = test::random_floats(rng, 3 * 37);
+        std::vector<float> y(3 * 13);
+        ref::matmul(w.matrix, x.data(), 3, y.data(), pool);
+        expect_matmul_exact(w, x, 3, y, 1e-6f, "ref");
+    }
+}
+
+TEST(Matmul, DispatchedMatchesTheFormulaOnOddShapes) {
+    std::mt19937 rng(2);
+    std::uniform_int_distribution<int64_t> n_in_dist(1, 300), n_out_dist(0, 60), tok_dist(1, 70);
+    for (int n_threads : {1, 2, 3}) {
+        ThreadPool pool(n_threads);
+        for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+            for (int rep = 0; rep < 6; ++rep) {
+                const int64_t n_in = n_in_dist(rng), n_out = 2 * n_out_dist(rng) + 1;
+                // Alternate small token counts (row streaming) and large ones (blocked).
+                const int64_t n_tokens = rep % 2 ? tok_dist(rng) : 1 + rep;
+                const Weights w = random_weights(rng, dtype, n_out, n_in);
+                const auto x = test::random_floats(rng, n_tokens * n_in);
+                std::vector<float> y(static_cast<size_t>(n_tokens * n_out), NAN);
+                matmul(w.matrix, x.data(), n_tokens, y.data(), pool);
+                expect_matmul_exact(w, x, n_tokens, y, 1e-5f, active_isa());
+            }
+        }
+    }
+}
+
+TEST(Matmul, DispatchedMatchesReferenceAcrossTokenCounts) {
+    std::mt19937 rng(3);
+    ThreadPool pool(3);
+    for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+        const Weights w = random_weights(rng, dtype, 53, 203);
+        for (int64_t n_tokens = 1; n_tokens <= 20; ++n_tokens) {
+            const auto x = test::random_floats(rng, n_tokens * 203);
+            std::vector<float> y(static_cast<size_t>(n_tokens * 53)), want(y.size());
+            matmul(w.matrix, x.data(), n_tokens, y.data(), pool);
+            ref::matmul(w.matrix, x.data(), n_tokens, want.data(), pool);
+            test::expect_close(y, want, 1e-5f, "matmul vs ref");
+        }
+    }
+}
+
+TEST(Matmul, LargerBlockedShapesMatchTheFormula) {
+    std::mt19937 rng(4);
+    ThreadPool pool(2);
+    // Several k blocks, output blocks and token chunks, with tails in each.
+    const Weights w = random_weights(rng, DType::f16, 301, 611);
+    const int64_t n_tokens = 203;
+    const auto x = test::random_floats(rng, n_tokens * 611);
+    std::vector<float> y(static_cast<size_t>(n_tokens * 301));
+    matmul(w.matrix, x.data(), n_tokens, y.data(), pool);
+    expect_matmul_exact(w, x, n_tokens, y, 1e-5f, active_isa());
+}
+
+TEST(Matmul, EmptyInputDimensionGivesZeros) {
+    ThreadPool pool(2);
+    const float dummy = 0.0f;
+    for (int64_t n_tokens : {1, 30}) {
+        std::vector<float> y(static_cast<size_t>(n_tokens * 5), NAN);
+        matmul(Matrix{DType::f32, &dummy, 5, 0}, &dummy, n_tokens, y.data(), pool);
+        for (float v : y) EXPECT_EQ(v, 0.0f);
+    }
+}
+
+TEST(Matmul, ForcedScalarUsesTheReference) {
+    std::mt19937 rng(5);
+    ThreadPool pool(2);
+    const Weights w = random_weights(rng, DType::bf16, 9, 77);
+    const auto x = test::random_floats(rng, 12 * 77);
+    std::vector<float> y(12 * 9), want(12 * 9);
+    force_scalar(true);
+    EXPECT_STREQ(active_isa(), "scalar");
+    matmul(w.matrix, x.data(), 12, y.data(), pool);
+    force_scalar(false);
+    ref::matmul(w.matrix, x.data(), 12, want.data(), pool);
+    EXPECT_EQ(y, want);
+}
+
+TEST(Matmul, RejectsNonFloatWeights) {
+    ThreadPool pool(1);
+    const int32_t data[4] = {};
+    float x[2] = {}, y[2] = {};
+    EXPECT_THROW(matmul(Matrix{DType::i32, data, 2, 2}, x, 1, y, pool), Error);
+    EXPECT_THROW(ref::matmul(Matrix{DType::i32, data, 2, 2}, x, 1, y, pool), Error);
+}
+
+}  // namespace
+}  // namespace anelm::kernels

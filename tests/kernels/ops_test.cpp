@@ -1,0 +1,203 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/kernel_testing.h"
+
+namespace anelm::kernels {
+namespace {
+
+TEST(RmsNorm, ReferenceMatchesTheFormula) {
+    const std::vector<float> x = {1.0f, -2.0f, 3.0f, 0.5f};
+    const std::vector<float> gain = {1.0f, 0.5f, -1.0f, 2.0f};
+    const float scale = 1.0f / std::sqrt((1.0f + 4.0f + 9.0f + 0.25f) / 4.0f + 1e-5f);
+    std::vector<float> y(4);
+    ref::rms_norm(x.data(), gain.data(), 0.0f, 4, 1e-5f, y.data());
+    for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(y[i], x[i] * scale * gain[i]);
+    ref::rms_norm(x.data(), gain.data(), 1.0f, 4, 1e-5f, y.data());
+    for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(y[i], x[i] * scale * (1.0f + gain[i]));
+    ref::rms_norm(x.data(), nullptr, 0.0f, 4, 1e-5f, y.data());
+    for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(y[i], x[i] * scale);
+}
+
+TEST(RmsNorm, DispatchedMatchesReference) {
+    std::mt19937 rng(11);
+    for (int64_t n = 1; n <= 300; n += 7) {
+        const auto x = test::random_floats(rng, n, -3.0f, 3.0f);
+        const auto gain = test::random_floats(rng, n);
+        for (float offset : {0.0f, 1.0f}) {
+            for (const float* g : {gain.data(), static_cast<const float*>(nullptr)}) {
+                std::vector<float> y(static_cast<size_t>(n)), want(y.size());
+                rms_norm(x.data(), g, offset, n, 1e-6f, y.data());
+                ref::rms_norm(x.data(), g, offset, n, 1e-6f, want.data());
+                test::expect_close(y, want, 1e-5f, "rms_norm");
+            }
+        }
+    }
+}
+
+TEST(Softmax, ReferenceSumsToOneAndKeepsOrder) {
+    std::vector<float> x = {1.0f, 2.0f, 3.0f, 1000.0f, -1000.0f};
+    ref::softmax(x.data(), 5);
+    EXPECT_NEAR(x[3], 1.0f, 1e-6f);
+    EXPECT_EQ(x[4], 0.0f);
+    std::vector<float> y = {0.0f, std::log(3.0f)};
+    ref::softmax(y.data(), 2);
+    EXPECT_FLOAT_EQ(y[0], 0.25f);
+    EXPECT_FLOAT_EQ(y[1], 0.75f);
+}
+
+TEST(Softmax, DispatchedMatchesReference) {
+    std::mt19937 rng(12);
+    for (int64_t n = 1; n <= 300; n += 5) {
+        for (float range : {1.0f, 30.0f, 200.0f}) {
+            auto x = test::random_floats(rng, n, -range, range);
+            auto want = x;
+            softmax(x.data(), n);
+            ref::softmax(want.data(), n);
+            test::expect_close(x, want, 1e-5f, "softmax");
+        }
+    }
+}
+
+TEST(SiluMul, DispatchedMatchesReference) {
+    std::mt19937 rng(13);
+    for (int64_t n = 1; n <= 300; n += 9) {
+        const auto gate = test::random_floats(rng, n, -20.0f, 20.0f);
+        const auto up = test::random_floats(rng, n, -2.0f, 2.0f);
+        std::vector<float> y(static_cast<size_t>(n)), want(y.size());
+        silu_mul(gate.data(), up.data(), n, y.data());
+        ref::silu_mul(gate.data(), up.data(), n, want.data());
+        for (int64_t i = 0; i < n; ++i) {
+            ASSERT_NEAR(y[i], want[i], 2e-6f * std::abs(want[i]) + 1e-30f) << "n " << n << " i " << i;
+        }
+    }
+    // Far negative gates go to zero, not to NaN.
+    const float gate[2] = {-200.0f, 200.0f}, up[2] = {1.0f, 1.0f};
+    float y[2];
+    silu_mul(gate, up, 2, y);
+    EXPECT_NEAR(y[0], 0.0f, 1e-30f);
+    EXPECT_FLOAT_EQ(y[1], 200.0f);
+}
+
+TEST(Rope, ReferenceRotatesPairs) {
+    // One head of 4: pairs (0, 2), (1, 3) split; (0, 1), (2, 3) interleaved.
+    const float cos[2] = {0.0f, 1.0f}, sin[2] = {1.0f, 0.0f};
+    std::vector<float> x = {1.0f, 2.0f, 3.0f, 4.0f};
+    ref::rope(x.data(), 1, 4, cos, sin, false);
+    EXPECT_EQ(x, (std::vector<float>{-3.0f, 2.0f, 1.0f, 4.0f}));
+    x = {1.0f, 2.0f, 3.0f, 4.0f};
+    ref::rope(x.data(), 1, 4, cos, sin, true);
+    EXPECT_EQ(x, (std::vector<float>{-2.0f, 1.0f, 3.0f, 4.0f}));
+}
+
+TEST(Rope, DispatchedMatchesReference) {
+    std::mt19937 rng(14);
+    for (int64_t head_dim : {2, 6, 18, 32, 64, 80, 128, 130}) {
+        for (int64_t n_heads : {1, 3}) {
+            const auto angles = test::random_floats(rng, head_dim / 2, -3.0f, 3.0f);
+            std::vector<float> cos(angles.size()), sin(angles.size());
+            for (size_t i = 0; i < angles.size(); ++i) {
+                cos[i] = std::cos(angles[i]);
+                sin[i] = std::sin(angles[i]);
+            }
+            for (bool interleaved : {false, true}) {
+                auto x = test::random_floats(rng, n_heads * head_dim, -4.0f, 4.0f);
+                auto want = x;
+                rope(x.data(), n_heads, head_dim, cos.data(), sin.data(), interleaved);
+                ref::rope(want.data(), n_heads, head_dim, cos.data(), sin.data(), interleaved);
+                test::expect_close(x, want, 1e-6f, "rope");
+            }
+        }
+    }
+}
+
+// Floats that exercise every rounding case of f32 -> f16: every half value,
+// the midpoints between neighbours, overflow, subnormals, NaN, infinities.
+std::vector<float> conversion_cases() {
+    std::vector<float> v;
+    for (uint32_t h = 0; h < 0x10000; ++h) {
+        const float f = f16_to_f32(static_cast<uint16_t>(h));
+        v.push_back(f);
+        if (std::isfinite(f)) {
+            v.push_back(std::nextafter(f, INFINITY));
+            v.push_back(std::nextafter(f, -INFINITY));
+            // Midpoint to the next half up (exact in f32), rounds to even.
+            const float up = f16_to_f32(static_cast<uint16_t>(h + 1));
+            if (std::isfinite(up) && (h & 0x7fff) != 0x7bff) v.push_back(f + (up - f) / 2);
+        }
+    }
+    for (float f : {65504.0f, 65519.99f, 65520.0f, 65536.0f, 1e10f, 1e-10f, 1e-8f, 5.9604645e-8f,
+                    2.9802322e-8f, 2.9802326e-8f, 0.0f, -0.0f}) {
+        v.push_back(f);
+        v.push_back(-f);
+    }
+    v.push_back(std::bit_cast<float>(0x7fc12345u));  // quiet NaN with payload
+    v.push_back(std::bit_cast<float>(0xff812345u));  // signalling NaN
+    v.push_back(INFINITY);
+    v.push_back(-INFINITY);
+    return v;
+}
+
+TEST(Convert, F32ToF16IsBitExact) {
+    const auto cases = conversion_cases();
+    // Several lengths and offsets so the vector bodies and tails all see cases.
+    for (int64_t offset : {0, 3}) {
+        const int64_t n = static_cast<int64_t>(cases.size()) - offset;
+        std::vector<uint16_t> y(static_cast<size_t>(n)), want(y.size());
+        f32_to_f16_row(cases.data() + offset, n, y.data());
+        ref::f32_to_f16_row(cases.data() + offset, n, want.data());
+        for (int64_t i = 0; i < n; ++i) {
+            ASSERT_EQ(y[i], want[i]) << "float bits " << std::hex
+                                     << std::bit_cast<uint32_t>(cases[offset + i]);
+            ASSERT_EQ(want[i], f32_to_f16(cases[offset + i]));
+        }
+    }
+}
+
+TEST(Convert, F16ToF32IsBitExactForAllHalves) {
+    std::vector<uint16_t> all(0x10000);
+    for (uint32_t h = 0; h < 0x10000; ++h) all[h] = static_cast<uint16_t>(h);
+    for (int64_t offset : {0, 5}) {
+        const int64_t n = static_cast<int64_t>(all.size()) - offset;
+        std::vector<float> y(static_cast<size_t>(n)), want(y.size());
+        f16_to_f32_row(all.data() + offset, n, y.data());
+        ref::f16_to_f32_row(all.data() + offset, n, want.data());
+        for (int64_t i = 0; i < n; ++i) {
+            ASSERT_EQ(std::bit_cast<uint32_t>(y[i]), std::bit_cast<uint32_t>(want[i]))
+                << "half bits " << std::hex << all[offset + i];
+        }
+    }
+}
+
+TEST(Convert, RoundToF16IsBitExact) {
+    const auto cases = conversion_cases();
+    for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{9}, static_cast<int64_t>(cases.size())}) {
+        std::vector<float> x(cases.begin(), cases.begin() + n), want = x;
+        round_to_f16_row(x.data(), n);
+        ref::round_to_f16_row(want.data(), n);
+        for (int64_t i = 0; i < n; ++i) {
+            ASSERT_EQ(std::bit_cast<uint32_t>(x[i]), std::bit_cast<uint32_t>(want[i]))
+                << "float bits " << std::hex << std::bit_cast<uint32_t>(cases[i]);
+            ASSERT_EQ(std::bit_cast<uint32_t>(want[i]),
+                      std::bit_cast<uint32_t>(round_to_f16(cases[i])));
+        }
+    }
+}
+
+TEST(Convert, ShortRowsTouchOnlyTheirElements) {
+    for (int64_t n = 0; n <= 17; ++n) {
+        std::vector<float> x(20, 1.5f);
+        std::vector<uint16_t> h(20, 0xabcd);
+        f32_to_f16_row(x.data(), n, h.data());
+        for (int64_t i = 0; i < 20; ++i) EXPECT_EQ(h[i], i < n ? 0x3e00 : 0xabcd);
+        std::vector<float> back(20, -7.0f);
+        f16_to_f32_row(h.data(), n, back.data());
+        for (int64_t i = 0; i < 20; ++i) EXPECT_EQ(back[i], i < n ? 1.5f : -7.0f);
+    }
+}
+
+}  // namespace
+}  // namespace anelm::kernels
