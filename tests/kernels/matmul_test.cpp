@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "base/error.h"
@@ -49,6 +50,16 @@ void expect_matmul_exact(const Weights& w, const std::vector<float>& x, int64_t 
                 << " n_tokens " << n_tokens << " at t " << t << " o " << o;
         }
     }
+}
+
+TEST(Dispatch, NamesTheActivePath) {
+    const std::string isa = active_isa();
+    EXPECT_TRUE(isa == "avx2" || isa == "neon" || isa == "scalar") << isa;
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) EXPECT_EQ(isa, "avx2");
+#elif defined(__aarch64__)
+    EXPECT_EQ(isa, "neon");
+#endif
 }
 
 TEST(Matmul, ReferenceMatchesTheFormula) {

@@ -11,14 +11,14 @@ namespace {
 std::atomic<bool> scalar_forced{false};
 
 const Isa* detect() {
-#if ANELM_HAVE_X86_KERNELS && 0
+#if ANELM_HAVE_X86_KERNELS
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
         __builtin_cpu_supports("f16c")) {
         return &avx2_isa;
     }
 #endif
-#if ANELM_HAVE_ARM_KERNELS && 0
+#if ANELM_HAVE_ARM_KERNELS
     return &neon_isa;  // NEON and half conversions are baseline on arm64
 #endif
     return nullptr;

@@ -1,0 +1,167 @@
+// AVX2 matmul leaves: weight panel packing, the 6x16 GEMM micro-kernel and
+// the row-streaming matrix-vector kernel.
+#include "exec/cpu/kernels/x86/avx2.h"
+
+namespace anelm::kernels::avx2 {
+
+namespace {
+
+// In place: rows r[0..8) become columns.
+inline void transpose8(__m256 r[8]) {
+    __m256 t[8], s[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        s[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        s[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+        s[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        s[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+    for (int i = 0; i < 4; ++i) {
+        r[i] = _mm256_permute2f128_ps(s[i], s[i + 4], 0x20);
+        r[i + 4] = _mm256_permute2f128_ps(s[i], s[i + 4], 0x31);
+    }
+}
+
+// Eight rows by eight columns at a time: load (converting), transpose, store.
+template <DType D>
+void pack(const Matrix& w, int64_t o0, int64_t n_rows, int64_t k0, int64_t kc, float* panel) {
+    const auto* base = static_cast<const Elem<D>*>(w.data) + o0 * w.n_in + k0;
+    for (int64_t k = 0; k < kc; k += 8) {
+        const int64_t n_cols = kc - k < 8 ? kc - k : 8;
+        for (int half = 0; half < nr / 8; ++half) {
+            __m256 r[8];
+            for (int j = 0; j < 8; ++j) {
+                const int64_t row = half * 8 + j;
+                if (row >= n_rows) {
+                    r[j] = _mm256_setzero_ps();
+                } else {
+                    const Elem<D>* p = base + row * w.n_in + k;
+                    r[j] = n_cols == 8 ? load8<D>(p) : load_partial<D>(p, n_cols);
+                }
+            }
+            transpose8(r);
+            for (int64_t c = 0; c < n_cols; ++c) _mm256_store_ps(panel + (k + c) * nr + half * 8, r[c]);
+        }
+    }
+}
+
+// M tokens by 16 outputs: per input, two panel vectors times M broadcasts.
+template <int M>
+void tile(const float* x, int64_t ldx, const float* panel, int64_t kc, float* y, int64_t ldy,
+          int64_t n, bool accumulate) {
+    __m256 c[M][2];
+    for (int m = 0; m < M; ++m) c[m][0] = c[m][1] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < kc; ++k) {
+        const __m256 b0 = _mm256_load_ps(panel + k * nr);
+        const __m256 b1 = _mm256_load_ps(panel + k * nr + 8);
+        for (int m = 0; m < M; ++m) {
+            const __m256 a = _mm256_broadcast_ss(x + m * ldx + k);
+            c[m][0] = _mm256_fmadd_ps(a, b0, c[m][0]);
+            c[m][1] = _mm256_fmadd_ps(a, b1, c[m][1]);
+        }
+    }
+    for (int m = 0; m < M; ++m) {
+        float* out = y + m * ldy;
+        if (n == nr) {
+            if (accumulate) {
+                c[m][0] = _mm256_add_ps(c[m][0], _mm256_loadu_ps(out));
+                c[m][1] = _mm256_add_ps(c[m][1], _mm256_loadu_ps(out + 8));
+            }
+            _mm256_storeu_ps(out, c[m][0]);
+            _mm256_storeu_ps(out + 8, c[m][1]);
+        } else {
+            alignas(32) float row[nr];
+            _mm256_store_ps(row, c[m][0]);
+            _mm256_store_ps(row + 8, c[m][1]);
+            for (int64_t j = 0; j < n; ++j) out[j] = accumulate ? out[j] + row[j] : row[j];
+        }
+    }
+}
+
+// R rows by T tokens, the weights read once: per 8 inputs, R weight vectors
+// times T token vectors.
+template <DType D, int T, int R>
+void gemv_block(const Elem<D>* w, int64_t n_in, const float* x, float* y, int64_t ldy) {
+    __m256 acc[R][T];
+    for (int r = 0; r < R; ++r) {
+        for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+    }
+    int64_t i = 0;
+    for (; i + 8 <= n_in; i += 8) {
+        __m256 xv[T];
+        for (int t = 0; t < T; ++t) xv[t] = _mm256_loadu_ps(x + t * n_in + i);
+        for (int r = 0; r < R; ++r) {
+            const __m256 wv = load8<D>(w + r * n_in + i);
+            for (int t = 0; t < T; ++t) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
+        }
+    }
+    if (i < n_in) {
+        __m256 xv[T];
+        for (int t = 0; t < T; ++t) xv[t] = load_partial<DType::f32>(x + t * n_in + i, n_in - i);
+        for (int r = 0; r < R; ++r) {
+            const __m256 wv = load_partial<D>(w + r * n_in + i, n_in - i);
+            for (int t = 0; t < T; ++t) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
+        }
+    }
+    for (int t = 0; t < T; ++t) {
+        if constexpr (R == 4) {
+            _mm_storeu_ps(y + t * ldy, hsum4(acc[0][t], acc[1][t], acc[2][t], acc[3][t]));
+        } else {
+            for (int r = 0; r < R; ++r) y[t * ldy + r] = hsum(acc[r][t]);
+        }
+    }
+}
+
+template <DType D, int T>
+void gemv_rows(const Matrix& w, const float* x, int64_t o0, int64_t o1, float* y, int64_t ldy) {
+    // Eight accumulators at most keep the FMA chains busy without spilling.
+    constexpr int R = T <= 2 ? 4 : 2;
+    const auto* data = static_cast<const Elem<D>*>(w.data);
+    int64_t o = o0;
+    for (; o + R <= o1; o += R) gemv_block<D, T, R>(data + o * w.n_in, w.n_in, x, y + o, ldy);
+    for (; o < o1; ++o) gemv_block<D, T, 1>(data + o * w.n_in, w.n_in, x, y + o, ldy);
+}
+
+using GemvFn = void (*)(const Matrix&, const float*, int64_t, int64_t, float*, int64_t);
+
+template <DType D>
+constexpr GemvFn gemv_by_tokens[gemv_tokens] = {gemv_rows<D, 1>, gemv_rows<D, 2>,
+                                                 gemv_rows<D, 3>, gemv_rows<D, 4>};
+
+}  // namespace
+
+void pack_panel(const Matrix& w, int64_t o0, int64_t n_rows, int64_t k0, int64_t kc,
+                float* panel) {
+    switch (w.dtype) {
+        case DType::f16: return pack<DType::f16>(w, o0, n_rows, k0, kc, panel);
+        case DType::bf16: return pack<DType::bf16>(w, o0, n_rows, k0, kc, panel);
+        default: return pack<DType::f32>(w, o0, n_rows, k0, kc, panel);
+    }
+}
+
+void gemm_tile(const float* x, int64_t ldx, int64_t m, const float* panel, int64_t kc, float* y,
+               int64_t ldy, int64_t n, bool accumulate) {
+    switch (m) {
+        case 1: return tile<1>(x, ldx, panel, kc, y, ldy, n, accumulate);
+        case 2: return tile<2>(x, ldx, panel, kc, y, ldy, n, accumulate);
+        case 3: return tile<3>(x, ldx, panel, kc, y, ldy, n, accumulate);
+        case 4: return tile<4>(x, ldx, panel, kc, y, ldy, n, accumulate);
+        case 5: return tile<5>(x, ldx, panel, kc, y, ldy, n, accumulate);
+        default: return tile<6>(x, ldx, panel, kc, y, ldy, n, accumulate);
+    }
+}
+
+void gemv(const Matrix& w, const float* x, int64_t n_tokens, int64_t o0, int64_t o1, float* y,
+          int64_t ldy) {
+    const int64_t t = n_tokens - 1;
+    switch (w.dtype) {
+        case DType::f16: return gemv_by_tokens<DType::f16>[t](w, x, o0, o1, y, ldy);
+        case DType::bf16: return gemv_by_tokens<DType::bf16>[t](w, x, o0, o1, y, ldy);
+        default: return gemv_by_tokens<DType::f32>[t](w, x, o0, o1, y, ldy);
+    }
+}
+
+}  // namespace anelm::kernels::avx2
