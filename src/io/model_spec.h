@@ -39,6 +39,7 @@ struct ModelSpec {
     double rms_norm_eps = 1e-6;
     bool tie_word_embeddings = false;
     bool attention_bias = false;  // q/k/v projections carry a bias (Qwen2)
+    bool attention_out_bias = false;  // o_proj carries one too (Llama, Qwen3 attention_bias)
     bool qk_norm = false;         // RMSNorm on each head of q and k (Qwen3)
     std::string torch_dtype;      // as declared in config.json, informational
     int32_t bos_token_id = -1;

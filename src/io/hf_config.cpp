@@ -1,0 +1,288 @@
+#include "io/hf_config.h"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "base/error.h"
+#include "io/json_file.h"
+
+namespace anelm {
+
+namespace {
+
+using nlohmann::json;
+
+// Typed access to the fields of one JSON object, with errors that name the file
+// and the field ("config.json: field rope_scaling.factor: ...").
+class Fields {
+public:
+    Fields(const json& object, const std::string& path, std::string prefix = "")
+        : object_(object), path_(path), prefix_(std::move(prefix)) {}
+
+    // The value, or nullptr when the field is absent or null.
+    const json* find(const char* name) const {
+        auto it = object_.find(name);
+        return it == object_.end() || it->is_null() ? nullptr : &*it;
+    }
+    bool has(const char* name) const { return object_.contains(name); }
+
+    template <typename... Args>
+    [[noreturn]] void fail_field(const char* name, fmt::format_string<Args...> what,
+                                 Args&&... args) const {
+        fail("{}: field {}{}: {}", path_, prefix_, name,
+             fmt::format(what, std::forward<Args>(args)...));
+    }
+
+    std::optional<int64_t> integer(const char* name, int64_t lo, int64_t hi) const {
+        const json* v = find(name);
+        if (!v) return std::nullopt;
+        if (!v->is_number_integer()) fail_field(name, "expected an integer, got {}", json_type_words(*v));
+        if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi))
+            fail_field(name, "{} is out of range [{}, {}]", v->get<uint64_t>(), lo, hi);
+        const int64_t i = v->get<int64_t>();
+        if (i < lo || i > hi) fail_field(name, "{} is out of range [{}, {}]", i, lo, hi);
+        return i;
+    }
+    int64_t required_integer(const char* name, int64_t lo, int64_t hi) const {
+        if (auto i = integer(name, lo, hi)) return *i;
+        fail_field(name, "missing");
+    }
+
+    // A finite number in (0, hi].
+    std::optional<double> positive(const char* name, double hi) const {
+        const json* v = find(name);
+        if (!v) return std::nullopt;
+        if (!v->is_number()) fail_field(name, "expected a number, got {}", json_type_words(*v));
+        const double x = v->get<double>();
+        if (!(x > 0.0) || !(x <= hi)) fail_field(name, "{} is out of range (0, {}]", x, hi);
+        return x;
+    }
+    double required_positive(const char* name, double hi) const {
+        if (auto x = positive(name, hi)) return *x;
+        fail_field(name, "missing");
+    }
+
+    bool boolean(const char* name, bool fallback) const {
+        const json* v = find(name);
+        if (!v) return fallback;
+        if (!v->is_boolean()) fail_field(name, "expected true or false, got {}", json_type_words(*v));
+        return v->get<bool>();
+    }
+
+    std::optional<std::string> string(const char* name) const {
+        const json* v = find(name);
+        if (!v) return std::nullopt;
+        if (!v->is_string()) fail_field(name, "expected a string, got {}", json_type_words(*v));
+        return v->get<std::string>();
+    }
+
+    // A token id, or a list of them (eos_token_id), each in [0, n_vocab).
+    std::vector<int32_t> token_ids(const char* name, int64_t n_vocab) const {
+        const json* v = find(name);
+        if (!v) return {};
+        const auto check = [&](const json& id) {
+            if (!id.is_number_integer())
+                fail_field(name, "expected a token id, got {}", json_type_words(id));
+            const int64_t i = id.get<int64_t>();
+            if (id.is_number_unsigned() ? id.get<uint64_t>() >= static_cast<uint64_t>(n_vocab)
+                                        : i < 0 || i >= n_vocab)
+                fail_field(name, "token id {} is outside the vocabulary [0, {})", id.dump(), n_vocab);
+            return static_cast<int32_t>(i);
+        };
+        std::vector<int32_t> ids;
+        if (v->is_array()) {
+            for (const json& id : *v) ids.push_back(check(id));
+        } else {
+            ids.push_back(check(*v));
+        }
+        return ids;
+    }
+
+private:
+    const json& object_;
+    const std::string& path_;
+    std::string prefix_;
+};
+
+// Upper bounds that no real model reaches; past them a value is corrupt.
+constexpr int64_t max_dim = int64_t{1} << 20;
+constexpr int64_t max_layers = 4096;
+constexpr int64_t max_vocab = int64_t{1} << 24;
+constexpr int64_t max_ctx = int64_t{1} << 30;
+
+Arch parse_arch(const Fields& f) {
+    constexpr std::pair<std::string_view, Arch> types[] = {
+        {"llama", Arch::llama}, {"qwen2", Arch::qwen2}, {"qwen3", Arch::qwen3}};
+    constexpr std::pair<std::string_view, Arch> classes[] = {{"LlamaForCausalLM", Arch::llama},
+                                                             {"Qwen2ForCausalLM", Arch::qwen2},
+                                                             {"Qwen3ForCausalLM", Arch::qwen3}};
+    if (auto type = f.string("model_type")) {
+        for (const auto& [name, arch] : types)
+            if (name == *type) return arch;
+        f.fail_field("model_type", "unsupported model type \"{}\" (supported: llama, qwen2, qwen3)",
+                     *type);
+    }
+    const json* list = f.find("architectures");
+    if (!list) f.fail_field("model_type", "missing, and no architectures field to fall back on");
+    if (!list->is_array())
+        f.fail_field("architectures", "expected a list of class names, got {}", json_type_words(*list));
+    for (const json& entry : *list)
+        for (const auto& [name, arch] : classes)
+            if (entry.is_string() && entry.get_ref<const std::string&>() == name) return arch;
+    f.fail_field("architectures",
+                 "none of {} is supported (LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)",
+                 list->dump());
+}
+
+RopeScaling parse_rope_scaling(const Fields& r) {
+    // The older spelling "type" wins over "rope_type", as in transformers.
+    const char* type_field = r.find("type") ? "type" : "rope_type";
+    const std::optional<std::string> type = r.string(type_field);
+    if (!type) r.fail_field("rope_type", "missing");
+
+    RopeScaling s;
+    if (*type == "default") return s;
+    if (*type == "linear") {
+        s.type = RopeScaling::Type::linear;
+        s.factor = r.required_positive("factor", 1e6);
+        return s;
+    }
+    if (*type == "llama3") {
+        s.type = RopeScaling::Type::llama3;
+        s.factor = r.required_positive("factor", 1e6);
+        s.low_freq_factor = r.required_positive("low_freq_factor", 1e6);
+        s.high_freq_factor = r.required_positive("high_freq_factor", 1e6);
+        s.original_max_position_embeddings =
+            r.required_integer("original_max_position_embeddings", 1, max_ctx);
+        // The smoothing between the two bands divides by their difference.
+        if (s.high_freq_factor <= s.low_freq_factor)
+            r.fail_field("high_freq_factor", "{} must be greater than low_freq_factor {}",
+                         s.high_freq_factor, s.low_freq_factor);
+        return s;
+    }
+    r.fail_field(type_field, "unsupported rope scaling type \"{}\" (supported: default, linear, llama3)",
+                 *type);
+}
+
+// rope_theta and rope scaling: transformers 5 groups both under rope_parameters;
+// earlier configs have rope_theta and rope_scaling at the top level.
+void parse_rope(const Fields& f, const std::string& path, ModelSpec& spec) {
+    spec.rope_theta = f.positive("rope_theta", 1e12).value_or(10000.0);
+    for (const char* name : {"rope_parameters", "rope_scaling"}) {
+        const json* v = f.find(name);
+        if (!v) continue;
+        if (!v->is_object()) f.fail_field(name, "expected an object or null, got {}", json_type_words(*v));
+        const Fields r(*v, path, std::string(name) + ".");
+        if (auto theta = r.positive("rope_theta", 1e12)) spec.rope_theta = *theta;
+        spec.rope_scaling = parse_rope_scaling(r);
+        return;
+    }
+}
+
+std::optional<int32_t> bos_token_id(const Fields& f, int64_t n_vocab) {
+    const std::vector<int32_t> ids = f.token_ids("bos_token_id", n_vocab);
+    if (ids.size() > 1) f.fail_field("bos_token_id", "expected one token id, got {}", ids.size());
+    if (ids.empty()) return std::nullopt;
+    return ids[0];
+}
+
+void check_features(const Fields& f, Arch arch) {
+    if (auto act = f.string("hidden_act"); act && *act != "silu")
+        f.fail_field("hidden_act", "unsupported activation \"{}\" (supported: silu)", *act);
+    if (f.boolean("mlp_bias", false)) f.fail_field("mlp_bias", "true is not supported");
+    if (arch != Arch::llama && f.boolean("use_sliding_window", false))
+        f.fail_field("use_sliding_window", "true is not supported");
+}
+
+}  // namespace
+
+ModelSpec parse_hf_config(std::string_view text, const std::string& path) {
+    const json config = parse_json(text, path);
+    if (!config.is_object()) fail("{}: expected a JSON object, got {}", path, json_type_words(config));
+    const Fields f(config, path);
+
+    ModelSpec spec;
+    spec.source = path;
+    spec.arch = parse_arch(f);
+    check_features(f, spec.arch);
+    const bool is_llama = spec.arch == Arch::llama;
+
+    spec.n_embd = f.required_integer("hidden_size", 1, max_dim);
+    spec.n_layer = f.required_integer("num_hidden_layers", 1, max_layers);
+    spec.n_head = f.required_integer("num_attention_heads", 1, max_dim);
+    // transformers derives n_head_kv from n_head when it is null, and for Llama
+    // also when absent; Qwen's classes default to a fixed 32 instead, which no
+    // real checkpoint relies on, so there the field is required.
+    if (is_llama || f.has("num_key_value_heads"))
+        spec.n_head_kv = f.integer("num_key_value_heads", 1, max_dim).value_or(spec.n_head);
+    else
+        f.fail_field("num_key_value_heads", "missing");
+    if (auto head_dim = f.integer("head_dim", 1, max_dim)) {
+        spec.head_dim = *head_dim;
+    } else if (spec.arch == Arch::qwen3) {
+        f.fail_field("head_dim", "missing (Qwen3 does not derive it from hidden_size)");
+    } else {
+        if (spec.n_embd % spec.n_head != 0)
+            f.fail_field("num_attention_heads", "{} does not divide hidden_size {}", spec.n_head,
+                         spec.n_embd);
+        spec.head_dim = spec.n_embd / spec.n_head;
+    }
+    if (spec.n_head % spec.n_head_kv != 0)
+        f.fail_field("num_key_value_heads", "{} does not divide num_attention_heads {}",
+                     spec.n_head_kv, spec.n_head);
+    if (spec.head_dim % 2 != 0)
+        f.fail_field("head_dim", "{} is odd; rotary embedding rotates pairs", spec.head_dim);
+    spec.n_ff = f.required_integer("intermediate_size", 1, max_dim * 16);
+    spec.n_vocab = f.required_integer("vocab_size", 1, max_vocab);
+    spec.n_ctx_train = f.required_integer("max_position_embeddings", 1, max_ctx);
+
+    parse_rope(f, path, spec);
+    spec.rope_style = RopeStyle::rotate_half;
+    spec.rms_norm_eps = f.positive("rms_norm_eps", 1.0).value_or(1e-6);
+    spec.tie_word_embeddings = f.boolean("tie_word_embeddings", false);
+
+    // Qwen2 always has q/k/v biases and none on o_proj; Llama and Qwen3 put a
+    // bias on all four projections when attention_bias is set.
+    if (spec.arch == Arch::qwen2) {
+        spec.attention_bias = true;
+    } else {
+        spec.attention_bias = f.boolean("attention_bias", false);
+        spec.attention_out_bias = spec.attention_bias;
+    }
+    spec.qk_norm = spec.arch == Arch::qwen3;
+    // transformers 5 renamed torch_dtype to dtype.
+    spec.torch_dtype = f.string("torch_dtype").value_or(f.string("dtype").value_or(""));
+
+    spec.bos_token_id = bos_token_id(f, spec.n_vocab).value_or(-1);
+    spec.eos_token_ids = f.token_ids("eos_token_id", spec.n_vocab);
+    // LlamaConfig defaults to the SentencePiece ids 1 and 2; the Qwen classes have none.
+    if (is_llama && !f.has("bos_token_id") && spec.n_vocab > 1) spec.bos_token_id = 1;
+    if (is_llama && !f.has("eos_token_id") && spec.n_vocab > 2) spec.eos_token_ids = {2};
+    return spec;
+}
+
+ModelSpec load_hf_config(const std::string& path) {
+    return parse_hf_config(read_text_file(path), path);
+}
+
+void merge_generation_config(std::string_view text, const std::string& path, ModelSpec& spec) {
+    const json config = parse_json(text, path);
+    if (!config.is_object()) fail("{}: expected a JSON object, got {}", path, json_type_words(config));
+    const Fields f(config, path);
+
+    if (auto bos = bos_token_id(f, spec.n_vocab)) spec.bos_token_id = *bos;
+
+    std::vector<int32_t> eos = f.token_ids("eos_token_id", spec.n_vocab);
+    for (int32_t id : spec.eos_token_ids)
+        if (std::find(eos.begin(), eos.end(), id) == eos.end()) eos.push_back(id);
+    spec.eos_token_ids = std::move(eos);
+}
+
+void load_generation_config(const std::string& path, ModelSpec& spec) {
+    merge_generation_config(read_text_file(path), path, spec);
+}
+
+}  // namespace anelm
