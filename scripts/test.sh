@@ -11,4 +11,4 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DANELM_SANITIZE=ON -DANELM_BUILD_BENCH=OFF
 cmake --build build-asan -j "$jobs" --target test_io
-ctest --test-dir build-asan --output-on-failure -j "$jobs" -R '^(Safetensors|Config|Llama2c|WeightStore)'
+ctest --test-dir build-asan --output-on-failure -j "$jobs" -R '^(Safetensors|Config|Llama2c|WeightStore|ModelLoader)'
