@@ -1,0 +1,213 @@
+// Reading tokenizer.json: the model's vocabulary and merges go through a
+// scanner straight into hash tables; every other part is small and parsed with
+// nlohmann::json.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "base/error.h"
+#include "base/mapped_file.h"
+#include "tokenizer/hf_tokenizer.h"
+#include "tokenizer/json_fields.h"
+#include "tokenizer/json_scan.h"
+
+namespace anelm {
+
+namespace {
+
+nlohmann::json parse_part(std::string_view raw, const std::string& where) {
+    try {
+        return nlohmann::json::parse(raw);
+    } catch (const nlohmann::json::exception& e) {
+        fail("{}: {}", where, e.what());
+    }
+}
+
+// Merges as read, resolved to ids once the vocabulary and options are known.
+struct MergeList {
+    std::string arena;
+    std::vector<uint32_t> bounds;  // per merge: end of left, end of right in arena
+    void add(std::string_view left, std::string_view right) {
+        arena.append(left);
+        bounds.push_back(static_cast<uint32_t>(arena.size()));
+        arena.append(right);
+        bounds.push_back(static_cast<uint32_t>(arena.size()));
+    }
+};
+
+void read_merges(JsonScanner& scan, MergeList& merges, const std::string& where) {
+    std::string left, right;
+    scan.read_array([&] {
+        const size_t at = scan.offset();
+        if (scan.peek() == '"') {
+            scan.read_string(left);
+            const size_t space = left.find(' ');
+            if (space == std::string::npos || left.find(' ', space + 1) != std::string::npos)
+                fail("{}: merges entry at byte offset {}: expected \"left right\"", where, at);
+            merges.add(std::string_view(left).substr(0, space),
+                       std::string_view(left).substr(space + 1));
+        } else {
+            scan.expect('[');
+            scan.read_string(left);
+            scan.expect(',');
+            scan.read_string(right);
+            scan.expect(']');
+            merges.add(left, right);
+        }
+    });
+}
+
+BpeOptions bpe_options(const nlohmann::json& m, const std::string& where) {
+    BpeOptions o;
+    auto optional_string = [&](const char* key) {
+        const auto it = m.find(key);
+        return it == m.end() || it->is_null() ? std::string() : string_field(m, key, where);
+    };
+    o.unk_token = optional_string("unk_token");
+    o.continuing_subword_prefix = optional_string("continuing_subword_prefix");
+    o.end_of_word_suffix = optional_string("end_of_word_suffix");
+    o.fuse_unk = bool_field(m, "fuse_unk", false, where);
+    o.byte_fallback = bool_field(m, "byte_fallback", false, where);
+    o.ignore_merges = bool_field(m, "ignore_merges", false, where);
+    const auto dropout = m.find("dropout");
+    if (dropout != m.end() && !dropout->is_null() &&
+        !(dropout->is_number() && dropout->get<double>() == 0.0))
+        fail("{}.dropout: BPE dropout (random merges) is not supported", where);
+    return o;
+}
+
+// A token given as "content" or as {"content": ...} in tokenizer_config.json.
+std::string token_content(const nlohmann::json& j) {
+    if (j.is_string()) return j.get<std::string>();
+    if (j.is_object() && j.contains("content") && j["content"].is_string())
+        return j["content"].get<std::string>();
+    return {};
+}
+
+nlohmann::json read_json_file(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    try {
+        return nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+        fail("{}: {}", path.string(), e.what());
+    }
+}
+
+}  // namespace
+
+HfTokenizer::HfTokenizer(const std::string& path) : path_(path) {
+    load_json(path);
+    load_configs(path);
+}
+
+void HfTokenizer::load_json(const std::string& path) {
+    const MappedFile file(path);
+    JsonScanner scan(std::string_view(reinterpret_cast<const char*>(file.data()), file.size()),
+                     path);
+    nlohmann::json parts = nlohmann::json::object();
+    nlohmann::json model_fields = nlohmann::json::object();
+    MergeList merges;
+    bool has_model = false, has_vocab = false;
+    scan.read_object([&](const std::string& key) {
+        if (key != "model") {
+            parts[key] = parse_part(scan.skip_value(), fmt::format("{}: {}", path, key));
+            return;
+        }
+        has_model = true;
+        scan.read_object([&](const std::string& field) {
+            if (field == "vocab") {
+                has_vocab = true;
+                scan.read_object([&](const std::string& t) {
+                    model_.add_token(t, static_cast<int32_t>(scan.read_int()));
+                });
+            } else if (field == "merges") {
+                read_merges(scan, merges, path + ": model.merges");
+            } else {
+                model_fields[field] =
+                    parse_part(scan.skip_value(), fmt::format("{}: model.{}", path, field));
+            }
+        });
+    });
+    if (scan.peek() != '\0') scan.error("the end of the file");
+    if (!has_model || !has_vocab) fail("{}: model.vocab: missing", path);
+
+    const std::string model_where = path + ": model";
+    const std::string type = model_fields.contains("type") ? type_field(model_fields, model_where)
+                                                           : std::string("BPE");
+    if (type != "BPE") fail("{}.type: unsupported model type \"{}\"", model_where, type);
+    model_.set_options(bpe_options(model_fields, model_where), model_where);
+    for (size_t k = 0; k < merges.bounds.size(); k += 2) {
+        const uint32_t begin = k == 0 ? 0 : merges.bounds[k - 1];
+        const std::string_view all(merges.arena);
+        model_.add_merge(all.substr(begin, merges.bounds[k] - begin),
+                         all.substr(merges.bounds[k], merges.bounds[k + 1] - merges.bounds[k]),
+                         fmt::format("{}.merges[{}]", model_where, k / 2));
+    }
+
+    auto part = [&](const char* key) -> const nlohmann::json& {
+        static const nlohmann::json null;
+        const auto it = parts.find(key);
+        return it == parts.end() ? null : *it;
+    };
+    normalizer_ = make_normalizer(part("normalizer"), path + ": normalizer");
+    pre_tokenizer_ = make_pre_tokenizer(part("pre_tokenizer"), path + ": pre_tokenizer");
+    decoder_ = make_decoder(part("decoder"), path + ": decoder");
+    affixes_ = read_post_processor(part("post_processor"), path + ": post_processor");
+    if (!part("truncation").is_null() || !part("padding").is_null())
+        fail("{}: truncation and padding settings are not supported", path);
+
+    n_vocab_ = model_.max_id() + 1;
+    const nlohmann::json& added = part("added_tokens");
+    for (size_t i = 0; i < added.size(); ++i) {
+        const std::string where = fmt::format("{}: added_tokens[{}]", path, i);
+        AddedToken t;
+        t.content = string_field(added[i], "content", where);
+        // As in Hugging Face: a content already in the vocabulary keeps that id.
+        const int32_t in_vocab = model_.token_to_id(t.content);
+        t.id = in_vocab >= 0 ? in_vocab : static_cast<int32_t>(int_field(added[i], "id", -1, where));
+        if (t.id < 0) fail("{}.id: expected a non-negative integer", where);
+        t.special = bool_field(added[i], "special", false, where);
+        t.lstrip = bool_field(added[i], "lstrip", false, where);
+        t.rstrip = bool_field(added[i], "rstrip", false, where);
+        t.single_word = bool_field(added[i], "single_word", false, where);
+        t.normalized = bool_field(added[i], "normalized", !t.special, where);
+        // Tokens matched in normalized text are matched in their normalized form.
+        if (t.normalized && normalizer_) normalizer_->normalize(t.content);
+        n_vocab_ = std::max(n_vocab_, t.id + 1);
+        added_by_id_[t.id] = added_.size();
+        added_by_content_[t.content] = t.id;
+        added_.push_back(std::move(t));
+    }
+    raw_matcher_ = std::make_unique<AddedTokenMatcher>(added_, false);
+    normalized_matcher_ = std::make_unique<AddedTokenMatcher>(added_, true);
+    if (!affixes_.before.empty()) bos_id_ = affixes_.before.front();
+}
+
+void HfTokenizer::load_configs(const std::string& path) {
+    const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+    auto add_eos = [&](int32_t id) {
+        if (id >= 0 && std::find(eos_ids_.begin(), eos_ids_.end(), id) == eos_ids_.end())
+            eos_ids_.push_back(id);
+    };
+    const auto config = dir / "tokenizer_config.json";
+    if (std::filesystem::exists(config)) {
+        const nlohmann::json j = read_json_file(config);
+        if (j.contains("eos_token")) add_eos(token_to_id(token_content(j["eos_token"])));
+    }
+    const auto generation = dir / "generation_config.json";
+    if (std::filesystem::exists(generation)) {
+        const nlohmann::json j = read_json_file(generation);
+        const auto it = j.find("eos_token_id");
+        if (it != j.end() && it->is_number_integer()) add_eos(it->get<int32_t>());
+        if (it != j.end() && it->is_array())
+            for (const auto& id : *it)
+                if (id.is_number_integer()) add_eos(id.get<int32_t>());
+    }
+    // Without either file, an EOS the post-processor appends is the best guess.
+    if (eos_ids_.empty())
+        for (int32_t id : affixes_.after) add_eos(id);
+}
+
+}  // namespace anelm

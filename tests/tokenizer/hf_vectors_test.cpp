@@ -1,0 +1,45 @@
+// Every vector of shared/tokenizers/*/hf-tokenizers-vectors.jsonl, made with
+// Hugging Face's tokenizers: encode with and without special tokens, decode,
+// and decode with special tokens skipped.
+#include <gtest/gtest.h>
+
+#include <iostream>
+
+#include "tokenizer_fixtures.h"
+
+namespace anelm::test {
+namespace {
+
+class HfVectors : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HfVectors, MatchHuggingFace) {
+    const std::string rel = "tokenizers/" + GetParam() + "/hf-tokenizers-vectors.jsonl";
+    ANELM_REQUIRE_SHARED(rel);
+    const Tokenizer& tok = shared_tokenizer(GetParam());
+    const auto rows = read_jsonl(shared_path(rel));
+    ASSERT_FALSE(rows.empty());
+    size_t passed = 0;
+    for (const auto& row : rows) {
+        const std::string input = row["input"];
+        const auto ids = row["ids"].get<std::vector<int32_t>>();
+        const auto with_special = row["ids_with_special"].get<std::vector<int32_t>>();
+        std::vector<int32_t> unspecial;
+        for (int32_t id : ids)
+            if (!tok.is_special(id)) unspecial.push_back(id);
+        const bool ok_ids = tok.encode(input, false) == ids;
+        const bool ok_special = tok.encode(input, true) == with_special;
+        const bool ok_decoded = tok.decode(ids) == row["decoded"].get<std::string>();
+        const bool ok_skip = tok.decode(unspecial) == row["decoded_skip_special"].get<std::string>();
+        EXPECT_TRUE(ok_ids) << "ids of " << row["input"].dump();
+        EXPECT_TRUE(ok_special) << "ids_with_special of " << row["input"].dump();
+        EXPECT_TRUE(ok_decoded) << "decoded of " << row["input"].dump();
+        EXPECT_TRUE(ok_skip) << "decoded_skip_special of " << row["input"].dump();
+        passed += ok_ids && ok_special && ok_decoded && ok_skip;
+    }
+    std::cout << rel << ": " << passed << "/" << rows.size() << " vectors pass\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, HfVectors, ::testing::Values("qwen3", "llama3", "gemma3"));
+
+}  // namespace
+}  // namespace anelm::test
