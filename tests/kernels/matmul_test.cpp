@@ -56,7 +56,9 @@ TEST(Dispatch, NamesTheActivePath) {
     const std::string isa = active_isa();
     EXPECT_TRUE(isa == "avx2" || isa == "neon" || isa == "scalar") << isa;
 #if defined(__x86_64__)
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) EXPECT_EQ(isa, "avx2");
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        EXPECT_EQ(isa, "avx2");
+    }
 #elif defined(__aarch64__)
     EXPECT_EQ(isa, "neon");
 #endif
