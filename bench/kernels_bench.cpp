@@ -1,0 +1,184 @@
+// CPU kernel speed with two threads: matmul in decode (GB/s of weights read)
+// and prefill (GFLOP/s), attention at a context of 512, and this machine's
+// memory bandwidth to put the decode numbers in proportion.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "base/half.h"
+#include "exec/cpu/kernels/kernels.h"
+
+namespace anelm::kernels {
+namespace {
+
+constexpr int n_threads = 2;
+
+ThreadPool& pool() {
+    static ThreadPool p(n_threads);
+    return p;
+}
+
+std::vector<float> random_floats(int64_t n) {
+    std::mt19937 rng(2);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> v(static_cast<size_t>(n));
+    for (auto& x : v) x = dist(rng);
+    return v;
+}
+
+std::vector<uint16_t> random_halves(DType dtype, int64_t n) {
+    std::vector<uint16_t> h(static_cast<size_t>(n));
+    const auto f = random_floats(n);
+    for (size_t i = 0; i < h.size(); ++i) {
+        h[i] = dtype == DType::f16 ? f32_to_f16(f[i]) : f32_to_bf16(f[i]);
+    }
+    return h;
+}
+
+double rate(benchmark::State& state, double per_iteration) {
+    return static_cast<double>(state.iterations()) * per_iteration;
+}
+
+// Memory bandwidth: a STREAM-style triad (two reads and a write per element,
+// 12 bytes) and a read-only pass (what matrix-vector products do), each over
+// 256 MiB per array, split evenly between the threads.
+constexpr int64_t stream_n = int64_t{64} << 20;
+
+void BM_memory_triad(benchmark::State& state) {
+    std::vector<float> a(stream_n, 0.0f), b(stream_n, 1.0f), c(stream_n, 2.0f);
+    for (auto _ : state) {
+        pool().run(n_threads, [&](int64_t task, int) {
+            const int64_t begin = task * stream_n / n_threads, end = (task + 1) * stream_n / n_threads;
+            for (int64_t i = begin; i < end; ++i) a[i] = b[i] + 3.0f * c[i];
+        });
+        benchmark::ClobberMemory();
+    }
+    state.counters["GB/s"] = benchmark::Counter(rate(state, 12.0 * stream_n / 1e9),
+                                                benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_memory_triad)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_memory_read(benchmark::State& state) {
+    std::vector<uint64_t> data(stream_n / 2, 1);
+    const int64_t n = static_cast<int64_t>(data.size());
+    uint64_t sums[n_threads] = {};
+    for (auto _ : state) {
+        pool().run(n_threads, [&](int64_t task, int) {
+            const int64_t begin = task * n / n_threads, end = (task + 1) * n / n_threads;
+            uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+            for (int64_t i = begin; i + 4 <= end; i += 4) {
+                s0 += data[i];
+                s1 += data[i + 1];
+                s2 += data[i + 2];
+                s3 += data[i + 3];
+            }
+            sums[task] = s0 + s1 + s2 + s3;
+        });
+        benchmark::DoNotOptimize(sums);
+    }
+    state.counters["GB/s"] = benchmark::Counter(rate(state, 8.0 * n / 1e9),
+                                                benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_memory_read)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Args: dtype (0 f16, 1 bf16), n_out, n_in, n_tokens.
+void BM_matmul(benchmark::State& state) {
+    const DType dtype = state.range(0) == 0 ? DType::f16 : DType::bf16;
+    const int64_t n_out = state.range(1), n_in = state.range(2), n_tokens = state.range(3);
+    // Few tokens: cycle through copies adding up to 512 MiB, so weights come
+    // from memory as in a model too large for the caches.
+    const int64_t bytes = n_out * n_in * 2;
+    const int64_t n_copies = n_tokens <= 16 ? std::max<int64_t>(1, (int64_t{512} << 20) / bytes) : 1;
+    const auto first = random_halves(dtype, n_out * n_in);
+    std::vector<std::vector<uint16_t>> copies(static_cast<size_t>(n_copies), first);
+    const auto x = random_floats(n_tokens * n_in);
+    std::vector<float> y(static_cast<size_t>(n_tokens * n_out));
+    size_t next = 0;
+    for (auto _ : state) {
+        matmul(Matrix{dtype, copies[next].data(), n_out, n_in}, x.data(), n_tokens, y.data(),
+               pool());
+        next = (next + 1) % copies.size();
+        benchmark::DoNotOptimize(y.data());
+    }
+    state.counters["GB/s"] = benchmark::Counter(rate(state, bytes / 1e9),
+                                                benchmark::Counter::kIsRate);
+    state.counters["GFLOP/s"] = benchmark::Counter(
+        rate(state, 2.0 * static_cast<double>(n_out * n_in * n_tokens) / 1e9),
+        benchmark::Counter::kIsRate);
+    state.SetLabel(std::string(dtype_name(dtype)) + " " + active_isa());
+}
+
+// Decode shapes (n_out x n_in): Llama/Qwen projections of 0.5B..7B models and a
+// 151936-token LM head.
+void decode_shapes(benchmark::internal::Benchmark* b) {
+    for (int64_t dtype : {0, 1}) {
+        for (auto [n_out, n_in] : {std::pair<int64_t, int64_t>{1024, 1024},
+                                   {3072, 1024},
+                                   {1024, 3072},
+                                   {4096, 4096},
+                                   {11008, 4096},
+                                   {4096, 11008},
+                                   {151936, 1024}}) {
+            b->Args({dtype, n_out, n_in, 1});
+        }
+    }
+}
+BENCHMARK(BM_matmul)->Name("matmul_decode")->Apply(decode_shapes)
+    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// Few tokens (speculative decoding) on a 2048 x 2048 matrix.
+void few_token_shapes(benchmark::internal::Benchmark* b) {
+    for (int64_t n_tokens : {2, 3, 4, 6, 8, 12, 16}) b->Args({0, 2048, 2048, n_tokens});
+}
+BENCHMARK(BM_matmul)->Name("matmul_few")->Apply(few_token_shapes)
+    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void prefill_shapes(benchmark::internal::Benchmark* b) {
+    for (int64_t dtype : {0, 1}) {
+        for (auto [n_out, n_in] : {std::pair<int64_t, int64_t>{1024, 3072}, {3072, 1024}}) {
+            for (int64_t n_tokens : {64, 512}) b->Args({dtype, n_out, n_in, n_tokens});
+        }
+    }
+}
+BENCHMARK(BM_matmul)->Name("matmul_prefill")->Apply(prefill_shapes)
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Args: n_tokens, pos0; 16 query heads over 8 kv heads of 128 (Qwen3-0.6B), n_ctx 512.
+void BM_attention(benchmark::State& state) {
+    AttentionArgs a;
+    a.n_tokens = state.range(0);
+    a.pos0 = state.range(1);
+    a.n_head = 16;
+    a.n_head_kv = 8;
+    a.head_dim = 128;
+    a.n_ctx = 512;
+    a.scale = 1.0f / 128.0f;
+    const auto q = random_floats(a.n_tokens * a.n_head * a.head_dim);
+    const auto k = random_halves(DType::f16, a.n_head_kv * a.n_ctx * a.head_dim);
+    const auto v = random_halves(DType::f16, a.n_head_kv * a.n_ctx * a.head_dim);
+    std::vector<float> out(q.size());
+    a.q = q.data();
+    a.k = k.data();
+    a.v = v.data();
+    a.out = out.data();
+    for (auto _ : state) {
+        attention(a, pool());
+        benchmark::DoNotOptimize(out.data());
+    }
+    // Two dot products of head_dim per (query, head, visible key).
+    double pairs = 0;
+    for (int64_t t = 0; t < a.n_tokens; ++t) pairs += static_cast<double>(a.pos0 + t + 1);
+    state.counters["GFLOP/s"] = benchmark::Counter(
+        rate(state, pairs * static_cast<double>(a.n_head * a.head_dim) * 4.0 / 1e9),
+        benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_attention)->Name("attention_ctx512")->Args({1, 511})->Args({512, 0})
+    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+}  // namespace
+}  // namespace anelm::kernels
+
+BENCHMARK_MAIN();
