@@ -34,18 +34,48 @@ void BpeModel::add_token(std::string_view token, int32_t id) {
     arena_.append(token);
 }
 
-void BpeModel::add_merge(std::string_view left, std::string_view right, const std::string& where) {
-    const int32_t a = vocab_.find(left), b = vocab_.find(right);
-    if (a < 0 || b < 0)
-        fail("{}: merge token \"{}\" is not in the vocabulary", where, a < 0 ? left : right);
-    // The right part loses the continuing-subword prefix when joined.
-    const size_t skip = std::min(options_.continuing_subword_prefix.size(), right.size());
+void BpeModel::add_merges(const std::vector<std::pair<std::string_view, std::string_view>>& merges,
+                          const std::string& where) {
+    const size_t n = merges.size();
+    // The merged token is left + right, less the continuing-subword prefix of right.
     std::string joined;
-    joined.reserve(left.size() + right.size());
-    joined.append(left).append(right.substr(skip));
-    const int32_t id = vocab_.find(joined);
-    if (id < 0) fail("{}: merged token \"{}\" is not in the vocabulary", where, joined);
-    merges_.insert(a, b, {n_merges_++, id});
+    std::vector<uint32_t> joined_end(n);
+    for (size_t k = 0; k < n; ++k) {
+        const auto& [left, right] = merges[k];
+        joined.append(left).append(right.substr(
+            std::min(options_.continuing_subword_prefix.size(), right.size())));
+        joined_end[k] = static_cast<uint32_t>(joined.size());
+    }
+    auto joined_at = [&](size_t k) {
+        const uint32_t begin = k == 0 ? 0 : joined_end[k - 1];
+        return std::string_view(joined).substr(begin, joined_end[k] - begin);
+    };
+    std::vector<uint64_t> hashes(3 * n);
+    for (size_t k = 0; k < n; ++k) {
+        hashes[3 * k] = hash_bytes(merges[k].first);
+        hashes[3 * k + 1] = hash_bytes(merges[k].second);
+        hashes[3 * k + 2] = hash_bytes(joined_at(k));
+    }
+    // Lookups run ahead: slots 16 merges ahead, key bytes 8 ahead.
+    std::vector<int32_t> ids(3 * n);
+    for (size_t k = 0; k < n; ++k) {
+        for (size_t t = 0; t < 3; ++t) {
+            if (k + 16 < n) vocab_.prefetch_slot(hashes[3 * (k + 16) + t]);
+            if (k + 8 < n) vocab_.prefetch_key(hashes[3 * (k + 8) + t]);
+        }
+        const std::string_view keys[3] = {merges[k].first, merges[k].second, joined_at(k)};
+        for (size_t t = 0; t < 3; ++t) {
+            ids[3 * k + t] = vocab_.find(keys[t], hashes[3 * k + t]);
+            if (ids[3 * k + t] < 0)
+                fail("{}[{}]: {} \"{}\" is not in the vocabulary", where, k,
+                     t < 2 ? "merge token" : "merged token", keys[t]);
+        }
+    }
+    merges_.reserve(n);
+    for (size_t k = 0; k < n; ++k) {
+        if (k + 16 < n) merges_.prefetch(ids[3 * (k + 16)], ids[3 * (k + 16) + 1]);
+        merges_.insert(ids[3 * k], ids[3 * k + 1], {static_cast<int32_t>(k), ids[3 * k + 2]});
+    }
 }
 
 void BpeModel::set_options(BpeOptions options, const std::string& where) {

@@ -44,8 +44,9 @@ public:
     void reserve(size_t n_tokens, size_t n_merges);
     void add_token(std::string_view token, int32_t id);
     void set_options(BpeOptions options, const std::string& where);
-    // Merges are ranked in the order they are added. where names the merge for errors.
-    void add_merge(std::string_view left, std::string_view right, const std::string& where);
+    // Merges (left, right) in rank order; where names the merge list for errors.
+    void add_merges(const std::vector<std::pair<std::string_view, std::string_view>>& merges,
+                    const std::string& where);
 
     // Appends the ids of one word (a pre-token).
     void encode_word(std::string_view word, std::vector<int32_t>& out, Scratch& scratch,
@@ -71,7 +72,6 @@ private:
     };
     std::vector<PieceRef> pieces_;
     PairMap merges_;
-    int32_t n_merges_ = 0;
     std::vector<int32_t> bmp_ids_;  // id of each single-character token below U+10000, or -1
     int32_t byte_ids_[256] = {};    // <0xXX> tokens for byte fallback, -1 when missing
     bool all_byte_ids_ = false;

@@ -39,8 +39,7 @@ void StringMap::reserve(size_t n) {
     const size_t mask = want - 1;
     for (const Slot& s : old) {
         if (s.tag == 0) continue;
-        const uint64_t h = hash_bytes(std::string_view(arena_).substr(s.offset, s.length));
-        size_t i = h & mask;
+        size_t i = home(s.tag);
         while (slots_[i].tag != 0) i = (i + 1) & mask;
         slots_[i] = s;
     }
@@ -50,10 +49,9 @@ void StringMap::grow() { reserve(slots_.empty() ? 8 : slots_.size()); }
 
 void StringMap::insert(std::string_view key, int32_t value) {
     if ((size_ + 1) * 2 > slots_.size()) grow();
-    const uint64_t h = hash_bytes(key);
-    const uint32_t tag = tag_of(h);
+    const uint32_t tag = tag_of(hash_bytes(key));
     const size_t mask = slots_.size() - 1;
-    for (size_t i = h & mask;; i = (i + 1) & mask) {
+    for (size_t i = home(tag);; i = (i + 1) & mask) {
         Slot& s = slots_[i];
         if (s.tag == 0) {
             s = Slot{static_cast<uint32_t>(arena_.size()), static_cast<uint32_t>(key.size()), tag,
@@ -69,12 +67,29 @@ void StringMap::insert(std::string_view key, int32_t value) {
     }
 }
 
-int32_t StringMap::find(std::string_view key) const {
-    if (slots_.empty()) return -1;
-    const uint64_t h = hash_bytes(key);
-    const uint32_t tag = tag_of(h);
+void StringMap::prefetch_slot(uint64_t hash) const {
+    if (!slots_.empty()) __builtin_prefetch(&slots_[home(tag_of(hash))]);
+}
+
+void StringMap::prefetch_key(uint64_t hash) const {
+    if (slots_.empty()) return;
+    const uint32_t tag = tag_of(hash);
     const size_t mask = slots_.size() - 1;
-    for (size_t i = h & mask;; i = (i + 1) & mask) {
+    for (size_t i = home(tag);; i = (i + 1) & mask) {
+        const Slot& s = slots_[i];
+        if (s.tag == 0) return;
+        if (s.tag == tag) {
+            __builtin_prefetch(arena_.data() + s.offset);
+            return;
+        }
+    }
+}
+
+int32_t StringMap::find(std::string_view key, uint64_t hash) const {
+    if (slots_.empty()) return -1;
+    const uint32_t tag = tag_of(hash);
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = home(tag);; i = (i + 1) & mask) {
         const Slot& s = slots_[i];
         if (s.tag == 0) return -1;
         if (s.tag == tag && s.length == key.size() &&
@@ -91,7 +106,7 @@ void StringMap::clear() {
 
 void PairMap::reserve(size_t n) {
     size_t want = 16;
-    while (want < n * 2) want *= 2;
+    while (want * 2 < n * 3) want *= 2;
     if (want <= slots_.size()) return;
     std::vector<Slot> old = std::move(slots_);
     slots_.assign(want, Slot{});
@@ -107,7 +122,7 @@ void PairMap::reserve(size_t n) {
 void PairMap::grow() { reserve(slots_.empty() ? 8 : slots_.size()); }
 
 void PairMap::insert(int32_t left, int32_t right, Merge merge) {
-    if ((size_ + 1) * 2 > slots_.size()) grow();
+    if ((size_ + 1) * 3 > slots_.size() * 2) grow();
     const uint64_t key = pack(left, right);
     for (size_t i = mix(key) & mask_;; i = (i + 1) & mask_) {
         Slot& s = slots_[i];

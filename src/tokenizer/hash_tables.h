@@ -17,7 +17,12 @@ public:
     void reserve(size_t n);
     // Sets key's value (a later insert of the same key replaces the value).
     void insert(std::string_view key, int32_t value);
-    int32_t find(std::string_view key) const;  // -1 when absent
+    int32_t find(std::string_view key) const { return find(key, hash_bytes(key)); }  // -1: absent
+    // Batched lookups (loading hundreds of thousands of merges is bound by cache
+    // misses): hash first, prefetch the slot, later the key bytes, then find.
+    int32_t find(std::string_view key, uint64_t hash) const;
+    void prefetch_slot(uint64_t hash) const;
+    void prefetch_key(uint64_t hash) const;
     size_t size() const { return size_; }
     size_t arena_bytes() const { return arena_.size(); }
     void clear();
@@ -30,6 +35,8 @@ private:
         int32_t value = -1;
     };
     static uint32_t tag_of(uint64_t h) { return static_cast<uint32_t>(h >> 32) | 1u; }
+    // The home slot comes from the tag alone, so growing never rehashes keys.
+    size_t home(uint32_t tag) const { return (tag * 0x9E3779B1u) & (slots_.size() - 1); }
     void grow();
 
     std::string arena_;
@@ -46,6 +53,9 @@ public:
     };
     void reserve(size_t n);
     void insert(int32_t left, int32_t right, Merge merge);
+    void prefetch(int32_t left, int32_t right) const {
+        if (!slots_.empty()) __builtin_prefetch(&slots_[mix(pack(left, right)) & mask_]);
+    }
     const Merge* find(int32_t left, int32_t right) const {
         if (slots_.empty()) return nullptr;
         const uint64_t key = pack(left, right);

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 
 #include "base/error.h"
 #include "base/mapped_file.h"
@@ -86,13 +85,18 @@ std::string token_content(const nlohmann::json& j) {
     return {};
 }
 
-nlohmann::json read_json_file(const std::filesystem::path& path) {
-    std::ifstream in(path);
-    try {
-        return nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-        fail("{}: {}", path.string(), e.what());
-    }
+// One member of the top-level object of a JSON file (null when absent), without
+// parsing the rest: Gemma's tokenizer_config.json is over a megabyte.
+nlohmann::json read_json_member(const std::filesystem::path& path, const std::string& key) {
+    const MappedFile file(path.string());
+    JsonScanner scan(std::string_view(reinterpret_cast<const char*>(file.data()), file.size()),
+                     path.string());
+    nlohmann::json value;
+    scan.read_object([&](const std::string& k) {
+        const std::string_view raw = scan.skip_value();
+        if (k == key) value = parse_part(raw, fmt::format("{}: {}", path.string(), key));
+    });
+    return value;
 }
 
 }  // namespace
@@ -138,13 +142,15 @@ void HfTokenizer::load_json(const std::string& path) {
                                                            : std::string("BPE");
     if (type != "BPE") fail("{}.type: unsupported model type \"{}\"", model_where, type);
     model_.set_options(bpe_options(model_fields, model_where), model_where);
+    std::vector<std::pair<std::string_view, std::string_view>> merge_pairs;
+    merge_pairs.reserve(merges.bounds.size() / 2);
+    const std::string_view arena(merges.arena);
     for (size_t k = 0; k < merges.bounds.size(); k += 2) {
         const uint32_t begin = k == 0 ? 0 : merges.bounds[k - 1];
-        const std::string_view all(merges.arena);
-        model_.add_merge(all.substr(begin, merges.bounds[k] - begin),
-                         all.substr(merges.bounds[k], merges.bounds[k + 1] - merges.bounds[k]),
-                         fmt::format("{}.merges[{}]", model_where, k / 2));
+        merge_pairs.emplace_back(arena.substr(begin, merges.bounds[k] - begin),
+                                 arena.substr(merges.bounds[k], merges.bounds[k + 1] - merges.bounds[k]));
     }
+    model_.add_merges(merge_pairs, model_where + ".merges");
 
     auto part = [&](const char* key) -> const nlohmann::json& {
         static const nlohmann::json null;
@@ -193,16 +199,15 @@ void HfTokenizer::load_configs(const std::string& path) {
     };
     const auto config = dir / "tokenizer_config.json";
     if (std::filesystem::exists(config)) {
-        const nlohmann::json j = read_json_file(config);
-        if (j.contains("eos_token")) add_eos(token_to_id(token_content(j["eos_token"])));
+        const nlohmann::json eos = read_json_member(config, "eos_token");
+        if (!eos.is_null()) add_eos(token_to_id(token_content(eos)));
     }
     const auto generation = dir / "generation_config.json";
     if (std::filesystem::exists(generation)) {
-        const nlohmann::json j = read_json_file(generation);
-        const auto it = j.find("eos_token_id");
-        if (it != j.end() && it->is_number_integer()) add_eos(it->get<int32_t>());
-        if (it != j.end() && it->is_array())
-            for (const auto& id : *it)
+        const nlohmann::json ids = read_json_member(generation, "eos_token_id");
+        if (ids.is_number_integer()) add_eos(ids.get<int32_t>());
+        if (ids.is_array())
+            for (const auto& id : ids)
                 if (id.is_number_integer()) add_eos(id.get<int32_t>());
     }
     // Without either file, an EOS the post-processor appends is the best guess.
