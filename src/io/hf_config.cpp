@@ -1,9 +1,6 @@
 #include "io/hf_config.h"
 
-#include <fmt/ranges.h>
-
 #include <algorithm>
-#include <cmath>
 #include <optional>
 
 #include "base/error.h"
@@ -39,7 +36,8 @@ public:
     std::optional<int64_t> integer(const char* name, int64_t lo, int64_t hi) const {
         const json* v = find(name);
         if (!v) return std::nullopt;
-        if (!v->is_number_integer()) fail_field(name, "expected an integer, got {}", json_type_words(*v));
+        if (!v->is_number_integer())
+            fail_field(name, "expected an integer, got {}", json_type_words(*v));
         if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi))
             fail_field(name, "{} is out of range [{}, {}]", v->get<uint64_t>(), lo, hi);
         const int64_t i = v->get<int64_t>();
@@ -68,7 +66,8 @@ public:
     bool boolean(const char* name, bool fallback) const {
         const json* v = find(name);
         if (!v) return fallback;
-        if (!v->is_boolean()) fail_field(name, "expected true or false, got {}", json_type_words(*v));
+        if (!v->is_boolean())
+            fail_field(name, "expected true or false, got {}", json_type_words(*v));
         return v->get<bool>();
     }
 
@@ -89,7 +88,8 @@ public:
             const int64_t i = id.get<int64_t>();
             if (id.is_number_unsigned() ? id.get<uint64_t>() >= static_cast<uint64_t>(n_vocab)
                                         : i < 0 || i >= n_vocab)
-                fail_field(name, "token id {} is outside the vocabulary [0, {})", id.dump(), n_vocab);
+                fail_field(name, "token id {} is outside the vocabulary [0, {})", id.dump(),
+                           n_vocab);
             return static_cast<int32_t>(i);
         };
         std::vector<int32_t> ids;
@@ -128,7 +128,8 @@ Arch parse_arch(const Fields& f) {
     const json* list = f.find("architectures");
     if (!list) f.fail_field("model_type", "missing, and no architectures field to fall back on");
     if (!list->is_array())
-        f.fail_field("architectures", "expected a list of class names, got {}", json_type_words(*list));
+        f.fail_field("architectures", "expected a list of class names, got {}",
+                     json_type_words(*list));
     for (const json& entry : *list)
         for (const auto& [name, arch] : classes)
             if (entry.is_string() && entry.get_ref<const std::string&>() == name) return arch;
@@ -163,7 +164,8 @@ RopeScaling parse_rope_scaling(const Fields& r) {
                          s.high_freq_factor, s.low_freq_factor);
         return s;
     }
-    r.fail_field(type_field, "unsupported rope scaling type \"{}\" (supported: default, linear, llama3)",
+    r.fail_field(type_field,
+                 "unsupported rope scaling type \"{}\" (supported: default, linear, llama3)",
                  *type);
 }
 
@@ -174,7 +176,8 @@ void parse_rope(const Fields& f, const std::string& path, ModelSpec& spec) {
     for (const char* name : {"rope_parameters", "rope_scaling"}) {
         const json* v = f.find(name);
         if (!v) continue;
-        if (!v->is_object()) f.fail_field(name, "expected an object or null, got {}", json_type_words(*v));
+        if (!v->is_object())
+            f.fail_field(name, "expected an object or null, got {}", json_type_words(*v));
         const Fields r(*v, path, std::string(name) + ".");
         if (auto theta = r.positive("rope_theta", 1e12)) spec.rope_theta = *theta;
         spec.rope_scaling = parse_rope_scaling(r);
@@ -201,7 +204,8 @@ void check_features(const Fields& f, Arch arch) {
 
 ModelSpec parse_hf_config(std::string_view text, const std::string& path) {
     const json config = parse_json(text, path);
-    if (!config.is_object()) fail("{}: expected a JSON object, got {}", path, json_type_words(config));
+    if (!config.is_object())
+        fail("{}: expected a JSON object, got {}", path, json_type_words(config));
     const Fields f(config, path);
 
     ModelSpec spec;
@@ -270,7 +274,8 @@ ModelSpec load_hf_config(const std::string& path) {
 
 void merge_generation_config(std::string_view text, const std::string& path, ModelSpec& spec) {
     const json config = parse_json(text, path);
-    if (!config.is_object()) fail("{}: expected a JSON object, got {}", path, json_type_words(config));
+    if (!config.is_object())
+        fail("{}: expected a JSON object, got {}", path, json_type_words(config));
     const Fields f(config, path);
 
     if (auto bos = bos_token_id(f, spec.n_vocab)) spec.bos_token_id = *bos;

@@ -1,5 +1,6 @@
 #include "io/llama2c.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 
@@ -34,11 +35,14 @@ ModelSpec spec_from_header(const std::string& path, const Header& h) {
     check_range(path, "n_layers", h.n_layers, 1024);
     check_range(path, "n_heads", h.n_heads, h.dim);
     check_range(path, "n_kv_heads", h.n_kv_heads, h.n_heads);
-    if (h.vocab_size == INT32_MIN) fail("{}: header field vocab_size is {}", path, h.vocab_size);
-    check_range(path, "vocab_size", h.vocab_size < 0 ? -int64_t{h.vocab_size} : h.vocab_size, 1 << 24);
+    // The sign of vocab_size says whether the classifier is shared.
+    const int64_t n_vocab = std::abs(int64_t{h.vocab_size});
+    if (n_vocab < 1 || n_vocab > (1 << 24))
+        fail("{}: header field vocab_size is {}, expected ±1 .. ±{}", path, h.vocab_size, 1 << 24);
     check_range(path, "seq_len", h.seq_len, 1 << 24);
     if (h.dim % h.n_heads != 0)
-        fail("{}: header field n_heads is {}, which does not divide dim {}", path, h.n_heads, h.dim);
+        fail("{}: header field n_heads is {}, which does not divide dim {}", path, h.n_heads,
+             h.dim);
     if (h.n_heads % h.n_kv_heads != 0)
         fail("{}: header field n_kv_heads is {}, which does not divide n_heads {}", path,
              h.n_kv_heads, h.n_heads);
@@ -55,14 +59,14 @@ ModelSpec spec_from_header(const std::string& path, const Header& h) {
     spec.n_head_kv = h.n_kv_heads;
     spec.head_dim = h.dim / h.n_heads;
     spec.n_ff = h.hidden_dim;
-    spec.n_vocab = h.vocab_size < 0 ? -int64_t{h.vocab_size} : h.vocab_size;
+    spec.n_vocab = n_vocab;
     spec.n_ctx_train = h.seq_len;
     // run.c's fixed constants: RoPE base 10000 over interleaved pairs (2i, 2i+1),
     // which its exported q/k rows are ordered for, and RMSNorm epsilon 1e-5.
     spec.rope_theta = 10000.0;
     spec.rope_style = RopeStyle::interleaved;
     spec.rms_norm_eps = 1e-5;
-    spec.tie_word_embeddings = h.vocab_size > 0;  // a negative size flags its own classifier
+    spec.tie_word_embeddings = h.vocab_size > 0;
     spec.torch_dtype = "float32";
     // run.c starts from BOS (1) and stops generating when it samples BOS again:
     // in these checkpoints, trained on documents separated by BOS, 1 ends a text
@@ -113,10 +117,11 @@ ModelSpec load_llama2c(const std::string& path, WeightStore& store) {
         expected += TensorView{DType::f32, a.shape, nullptr}.n_bytes() *
                     static_cast<uint64_t>(a.per_layer ? spec.n_layer : 1);
     if (file->size() != expected)
-        fail("{}: file is {} bytes, but its header (dim {}, hidden_dim {}, n_layers {}, n_heads {}, "
-             "n_kv_heads {}, vocab_size {}, seq_len {}) needs {}",
-             path, file->size(), h.dim, h.hidden_dim, h.n_layers, h.n_heads, h.n_kv_heads,
-             h.vocab_size, h.seq_len, expected);
+        fail(
+            "{}: file is {} bytes, but its header (dim {}, hidden_dim {}, n_layers {}, n_heads {}, "
+            "n_kv_heads {}, vocab_size {}, seq_len {}) needs {}",
+            path, file->size(), h.dim, h.hidden_dim, h.n_layers, h.n_heads, h.n_kv_heads,
+            h.vocab_size, h.seq_len, expected);
 
     store.keep_alive(file);
     const std::byte* at = file->data() + sizeof(Header);  // 4-byte aligned: mapping + 28

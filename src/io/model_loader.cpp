@@ -29,7 +29,8 @@ LoadedModel load_hf_folder(const fs::path& dir) {
     else if (fs::is_regular_file(single))
         load_safetensors(single.string(), model.weights);
     else
-        fail("{}: no model.safetensors or model.safetensors.index.json in this folder", dir.string());
+        fail("{}: no model.safetensors or model.safetensors.index.json in this folder",
+             dir.string());
     model.weights.set_origin(dir.string());
 
     if (const fs::path tok = dir / "tokenizer.json"; fs::is_regular_file(tok))

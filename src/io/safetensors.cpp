@@ -36,7 +36,8 @@ struct Entry {
 uint64_t to_count(const std::string& path, const std::string& name, const char* field,
                   const json& v) {
     if (!v.is_number_integer())
-        fail_entry(path, name, field, fmt::format("expected an integer, got {}", json_type_words(v)));
+        fail_entry(path, name, field,
+                   fmt::format("expected an integer, got {}", json_type_words(v)));
     if (v.is_number_unsigned()) return v.get<uint64_t>();
     const int64_t i = v.get<int64_t>();
     if (i < 0) fail_entry(path, name, field, fmt::format("negative value {}", i));
@@ -52,7 +53,8 @@ const json& require(const std::string& path, const std::string& name, const json
 
 DType parse_dtype(const std::string& path, const std::string& name, const json& v) {
     if (!v.is_string())
-        fail_entry(path, name, "dtype", fmt::format("expected a string, got {}", json_type_words(v)));
+        fail_entry(path, name, "dtype",
+                   fmt::format("expected a string, got {}", json_type_words(v)));
     const auto& text = v.get_ref<const std::string&>();
     if (auto t = safetensors::dtype_from_name(text)) return *t;
     if (safetensors::dtype_is_known_unsupported(text))
@@ -71,11 +73,13 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
 
     const json& shape = require(path, name, v, "shape");
     if (!shape.is_array())
-        fail_entry(path, name, "shape", fmt::format("expected an array, got {}", json_type_words(shape)));
+        fail_entry(path, name, "shape",
+                   fmt::format("expected an array, got {}", json_type_words(shape)));
     uint64_t n_bytes = dtype_size(e.dtype);
     for (const json& d : shape) {
         const uint64_t dim = to_count(path, name, "shape", d);
-        if (dim > static_cast<uint64_t>(INT64_MAX) || __builtin_mul_overflow(n_bytes, dim, &n_bytes))
+        if (dim > static_cast<uint64_t>(INT64_MAX) ||
+            __builtin_mul_overflow(n_bytes, dim, &n_bytes))
             fail_entry(path, name, "shape", fmt::format("shape {} is too large", shape.dump()));
         e.shape.push_back(static_cast<int64_t>(dim));
     }
@@ -87,7 +91,8 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
     e.begin = to_count(path, name, "data_offsets", offsets[0]);
     e.end = to_count(path, name, "data_offsets", offsets[1]);
     if (e.end < e.begin)
-        fail_entry(path, name, "data_offsets", fmt::format("end {} is before begin {}", e.end, e.begin));
+        fail_entry(path, name, "data_offsets",
+                   fmt::format("end {} is before begin {}", e.end, e.begin));
     if (e.end > data_size)
         fail_entry(path, name, "data_offsets",
                    fmt::format("[{}, {}] runs past the end of the data ({} bytes)", e.begin, e.end,
@@ -121,9 +126,12 @@ std::vector<Entry> parse_header(const MappedFile& file, uint64_t& data_start) {
     data_start = safetensors::header_length_size + n;
     const uint64_t data_size = size - data_start;
 
-    const auto* chars = reinterpret_cast<const char*>(file.data()) + safetensors::header_length_size;
-    const json header = parse_json(std::string_view(chars, n), path, safetensors::header_length_size);
-    if (!header.is_object()) fail("{}: header is {}, expected a JSON object", path, json_type_words(header));
+    const auto* chars =
+        reinterpret_cast<const char*>(file.data()) + safetensors::header_length_size;
+    const json header =
+        parse_json(std::string_view(chars, n), path, safetensors::header_length_size);
+    if (!header.is_object())
+        fail("{}: header is {}, expected a JSON object", path, json_type_words(header));
 
     std::vector<Entry> entries;
     for (const auto& [name, value] : header.items()) {
@@ -167,7 +175,8 @@ std::vector<std::string> load_safetensors(const std::string& path, WeightStore& 
     if (aligned) {
         store.keep_alive(file);
     } else {
-        auto copy = std::make_shared<const std::vector<std::byte>>(data, file->data() + file->size());
+        auto copy =
+            std::make_shared<const std::vector<std::byte>>(data, file->data() + file->size());
         data = copy->data();
         store.keep_alive(copy);
     }
@@ -183,7 +192,8 @@ std::vector<std::string> load_safetensors(const std::string& path, WeightStore& 
 
 void load_safetensors_index(const std::string& index_path, WeightStore& store) {
     const json index = read_json_file(index_path);
-    if (!index.is_object()) fail("{}: expected a JSON object, got {}", index_path, json_type_words(index));
+    if (!index.is_object())
+        fail("{}: expected a JSON object, got {}", index_path, json_type_words(index));
     auto it = index.find("weight_map");
     if (it == index.end()) fail("{}: field weight_map: missing", index_path);
     if (!it->is_object() || it->empty())

@@ -19,11 +19,16 @@ constexpr size_t header_alignment = 8;
 
 constexpr std::string_view dtype_name(DType t) {
     switch (t) {
-        case DType::f32: return "F32";
-        case DType::f16: return "F16";
-        case DType::bf16: return "BF16";
-        case DType::i32: return "I32";
-        case DType::count: break;
+        case DType::f32:
+            return "F32";
+        case DType::f16:
+            return "F16";
+        case DType::bf16:
+            return "BF16";
+        case DType::i32:
+            return "I32";
+        case DType::count:
+            break;
     }
     return "?";
 }
@@ -39,9 +44,9 @@ constexpr std::optional<DType> dtype_from_name(std::string_view name) {
 // Names the format defines that anelm does not read; they get a clearer
 // message than a name that is not safetensors at all.
 constexpr bool dtype_is_known_unsupported(std::string_view name) {
-    constexpr std::string_view names[] = {"BOOL", "U8",  "I8",  "I16",     "U16",     "U32",
-                                          "I64",  "U64", "F64", "F8_E4M3", "F8_E5M2", "F8_E8M0",
-                                          "F4",   "F6_E2M3", "F6_E3M2", "C64"};
+    constexpr std::string_view names[] = {
+        "BOOL", "U8",      "I8",      "I16",     "U16", "U32",     "I64",     "U64",
+        "F64",  "F8_E4M3", "F8_E5M2", "F8_E8M0", "F4",  "F6_E2M3", "F6_E3M2", "C64"};
     for (std::string_view n : names)
         if (n == name) return true;
     return false;

@@ -50,10 +50,10 @@ std::string header_json(const std::string& path, const std::vector<TensorSpec>& 
         offset += sizes[i];
     }
     std::string text = header.dump();
-    const size_t padded = (safetensors::header_length_size + text.size() +
-                           safetensors::header_alignment - 1) /
-                              safetensors::header_alignment * safetensors::header_alignment -
-                          safetensors::header_length_size;
+    const size_t padded =
+        (safetensors::header_length_size + text.size() + safetensors::header_alignment - 1) /
+            safetensors::header_alignment * safetensors::header_alignment -
+        safetensors::header_length_size;
     text.resize(padded, ' ');
     return text;
 }
@@ -84,13 +84,15 @@ void write_safetensors(const std::string& path, const std::vector<TensorSpec>& t
         write_all(file.get(), tmp, header.data(), header.size());
         // One buffer, sized for the largest tensor, reused for all of them: files
         // of many gigabytes are written without holding more than one tensor.
-        std::vector<std::byte> buffer(sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end()));
+        std::vector<std::byte> buffer(
+            sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end()));
         for (size_t i = 0; i < tensors.size(); ++i) {
             std::span<std::byte> out(buffer.data(), sizes[i]);
             fill(i, out);
             write_all(file.get(), tmp, out.data(), out.size());
         }
-        if (std::fclose(file.release()) != 0) fail("{}: cannot write: {}", tmp, std::strerror(errno));
+        if (std::fclose(file.release()) != 0)
+            fail("{}: cannot write: {}", tmp, std::strerror(errno));
         std::error_code ec;
         std::filesystem::rename(tmp, path, ec);
         if (ec) fail("{}: cannot rename to {}: {}", tmp, path, ec.message());

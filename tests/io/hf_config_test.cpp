@@ -48,7 +48,9 @@ const json qwen3_06b = json::parse(R"({
   "transformers_version": "4.51.0", "use_cache": true, "use_sliding_window": false,
   "vocab_size": 151936})");
 
-ModelSpec parse(const json& config) { return parse_hf_config(config.dump(), "m/config.json"); }
+ModelSpec parse(const json& config) {
+    return parse_hf_config(config.dump(), "m/config.json");
+}
 
 // `config` with `patch` merged in (a null value removes the field).
 json with(json config, const json& patch) {
@@ -107,9 +109,9 @@ TEST(ConfigLlama, AppliesLlamaConfigDefaults) {
 }
 
 TEST(ConfigLlama, NullMeansDerivedOrNone) {
-    const ModelSpec s = parse(with(llama32_1b, {{"num_key_value_heads", nullptr},
-                                                {"head_dim", nullptr},
-                                                {"rope_scaling", nullptr}}));
+    const ModelSpec s = parse(
+        with(llama32_1b,
+             {{"num_key_value_heads", nullptr}, {"head_dim", nullptr}, {"rope_scaling", nullptr}}));
     // merge_patch removes fields given as null; both ways mean "derive".
     EXPECT_EQ(s.n_head_kv, 32);
     EXPECT_EQ(s.head_dim, 64);
@@ -155,9 +157,10 @@ TEST(ConfigRope, ReadsTransformers5RopeParameters) {
     json config = llama32_1b;
     config.erase("rope_theta");
     config.erase("rope_scaling");
-    config["rope_parameters"] = {{"rope_type", "llama3"}, {"rope_theta", 500000.0},
-                                 {"factor", 8.0},        {"low_freq_factor", 1.0},
-                                 {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}};
+    config["rope_parameters"] = {
+        {"rope_type", "llama3"},   {"rope_theta", 500000.0},
+        {"factor", 8.0},           {"low_freq_factor", 1.0},
+        {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}};
     const ModelSpec s = parse(config);
     EXPECT_EQ(s.rope_theta, 500000.0);
     EXPECT_EQ(s.rope_scaling.type, RopeScaling::Type::llama3);
@@ -165,21 +168,40 @@ TEST(ConfigRope, ReadsTransformers5RopeParameters) {
 }
 
 TEST(ConfigRope, RejectsUnsupportedOrIncompleteScaling) {
-    expect_error([&] { parse(with(llama32_1b, {{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}}}})); },
-                 {"m/config.json: field rope_scaling.rope_type: unsupported rope scaling type \"yarn\""});
-    expect_error([&] { parse(with(llama32_1b, {{"rope_scaling", {{"type", "dynamic"}, {"factor", 2.0}}}})); },
-                 {"m/config.json: field rope_scaling.type: unsupported rope scaling type \"dynamic\""});
-    expect_error([&] { parse(with(llama32_1b, {{"rope_scaling", {{"low_freq_factor", nullptr}}}})); },
-                 {"m/config.json: field rope_scaling.low_freq_factor: missing"});
-    expect_error([&] { parse(with(llama32_1b, {{"rope_scaling", {{"high_freq_factor", 1.0}}}})); },
-                 {"field rope_scaling.high_freq_factor: 1 must be greater than low_freq_factor 1"});
-    expect_error([&] { parse(with(llama32_1b, {{"rope_scaling", {{"rope_type", nullptr}}}})); },
-                 {"field rope_scaling.rope_type: missing"});
-    expect_error([&] { parse(with(llama32_1b, {{"rope_scaling", {{"factor", -2}}}})); },
-                 {"field rope_scaling.factor: -2 is out of range"});
+    expect_error(
+        [&] {
+            parse(with(llama32_1b, {{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}}}}));
+        },
+        {"m/config.json: field rope_scaling.rope_type: unsupported rope scaling type \"yarn\""});
+    expect_error(
+        [&] {
+            parse(with(llama32_1b, {{"rope_scaling", {{"type", "dynamic"}, {"factor", 2.0}}}}));
+        },
+        {"m/config.json: field rope_scaling.type: unsupported rope scaling type \"dynamic\""});
+    expect_error(
+        [&] {
+            parse(with(llama32_1b, {{"rope_scaling", {{"low_freq_factor", nullptr}}}}));
+        },
+        {"m/config.json: field rope_scaling.low_freq_factor: missing"});
+    expect_error(
+        [&] {
+            parse(with(llama32_1b, {{"rope_scaling", {{"high_freq_factor", 1.0}}}}));
+        },
+        {"field rope_scaling.high_freq_factor: 1 must be greater than low_freq_factor 1"});
+    expect_error(
+        [&] {
+            parse(with(llama32_1b, {{"rope_scaling", {{"rope_type", nullptr}}}}));
+        },
+        {"field rope_scaling.rope_type: missing"});
+    expect_error(
+        [&] {
+            parse(with(llama32_1b, {{"rope_scaling", {{"factor", -2}}}}));
+        },
+        {"field rope_scaling.factor: -2 is out of range"});
     json as_list = llama32_1b;
     as_list["rope_scaling"] = json::array();
-    expect_error([&] { parse(as_list); }, {"field rope_scaling: expected an object or null, got an array"});
+    expect_error([&] { parse(as_list); },
+                 {"field rope_scaling: expected an object or null, got an array"});
 }
 
 TEST(ConfigQwen2, ParsesQwen25WithBiasAndTie) {
@@ -216,8 +238,11 @@ TEST(ConfigQwen2, DefaultsAndRequiredFields) {
     EXPECT_EQ(s.rms_norm_eps, 1e-6);
     config.erase("num_key_value_heads");
     expect_error([&] { parse(config); }, {"m/config.json: field num_key_value_heads: missing"});
-    expect_error([&] { parse(with(qwen25_05b, {{"use_sliding_window", true}})); },
-                 {"field use_sliding_window: true is not supported"});
+    expect_error(
+        [&] {
+            parse(with(qwen25_05b, {{"use_sliding_window", true}}));
+        },
+        {"field use_sliding_window: true is not supported"});
 }
 
 TEST(ConfigQwen3, ParsesQwen3WithQkNorm) {
@@ -246,62 +271,125 @@ TEST(ConfigQwen3, RequiresHeadDim) {
 }
 
 TEST(ConfigErrors, RejectsUnsupportedModels) {
-    expect_error([&] { parse(with(llama32_1b, {{"model_type", "gemma3"}})); },
-                 {"m/config.json: field model_type: unsupported model type \"gemma3\""});
+    expect_error(
+        [&] {
+            parse(with(llama32_1b, {{"model_type", "gemma3"}}));
+        },
+        {"m/config.json: field model_type: unsupported model type \"gemma3\""});
     json config = llama32_1b;
     config.erase("model_type");
     config["architectures"] = {"MistralForCausalLM"};
-    expect_error([&] { parse(config); },
-                 {"m/config.json: field architectures: none of [\"MistralForCausalLM\"] is supported"});
+    expect_error(
+        [&] { parse(config); },
+        {"m/config.json: field architectures: none of [\"MistralForCausalLM\"] is supported"});
     config.erase("architectures");
     expect_error([&] { parse(config); }, {"field model_type: missing"});
-    expect_error([&] { parse(with(llama32_1b, {{"hidden_act", "gelu"}})); },
-                 {"field hidden_act: unsupported activation \"gelu\""});
-    expect_error([&] { parse(with(llama32_1b, {{"mlp_bias", true}})); },
-                 {"field mlp_bias: true is not supported"});
+    expect_error(
+        [&] {
+            parse(with(llama32_1b, {{"hidden_act", "gelu"}}));
+        },
+        {"field hidden_act: unsupported activation \"gelu\""});
+    expect_error(
+        [&] {
+            parse(with(llama32_1b, {{"mlp_bias", true}}));
+        },
+        {"field mlp_bias: true is not supported"});
 }
 
 TEST(ConfigErrors, RejectsMissingAndAbsurdDimensions) {
-    expect_error([&] { parse(with(llama32_1b, {{"hidden_size", 0}})); },
-                 {"m/config.json: field hidden_size: 0 is out of range [1, "});
-    expect_error([&] { parse(with(llama32_1b, {{"num_hidden_layers", -3}})); },
-                 {"field num_hidden_layers: -3 is out of range"});
-    expect_error([&] { parse(with(llama32_1b, {{"vocab_size", "128256"}})); },
-                 {"field vocab_size: expected an integer, got a string"});
-    expect_error([&] { parse(with(llama32_1b, {{"intermediate_size", 8192.5}})); },
-                 {"field intermediate_size: expected an integer, got a floating-point number"});
-    expect_error([&] { parse(with(llama32_1b, {{"vocab_size", nullptr}})); },
-                 {"m/config.json: field vocab_size: missing"});
-    expect_error([&] { parse(with(llama32_1b, {{"max_position_embeddings", nullptr}})); },
-                 {"field max_position_embeddings: missing"});
-    expect_error([&] { parse(with(llama32_1b, {{"num_attention_heads", uint64_t{1} << 63}})); },
-                 {"field num_attention_heads: 9223372036854775808 is out of range"});
+    expect_error(
+        [&] {
+            parse(with(llama32_1b, {{"hidden_size", 0}}));
+        },
+        {"m/config.json: field hidden_size: 0 is out of range [1, "});
+    expect_error(
+        [&] {
+            parse(with(llama32_1b, {{"num_hidden_layers", -3}}));
+        },
+        {"field num_hidden_layers: -3 is out of range"});
+    expect_error(
+        [&] {
+            parse(with(llama32_1b, {{"vocab_size", "128256"}}));
+        },
+        {"field vocab_size: expected an integer, got a string"});
+    expect_error(
+        [&] {
+            parse(with(llama32_1b, {{"intermediate_size", 8192.5}}));
+        },
+        {"field intermediate_size: expected an integer, got a floating-point number"});
+    expect_error(
+        [&] {
+            parse(with(llama32_1b, {{"vocab_size", nullptr}}));
+        },
+        {"m/config.json: field vocab_size: missing"});
+    expect_error(
+        [&] {
+            parse(with(llama32_1b, {{"max_position_embeddings", nullptr}}));
+        },
+        {"field max_position_embeddings: missing"});
+    expect_error(
+        [&] {
+            parse(with(llama32_1b, {{"num_attention_heads", uint64_t{1} << 63}}));
+        },
+        {"field num_attention_heads: 9223372036854775808 is out of range"});
 }
 
 TEST(ConfigErrors, RejectsInconsistentHeads) {
-    expect_error([&] { parse(with(llama32_1b, {{"head_dim", nullptr}, {"num_attention_heads", 30}, {"num_key_value_heads", 10}})); },
-                 {"m/config.json: field num_attention_heads: 30 does not divide hidden_size 2048"});
-    expect_error([&] { parse(with(llama32_1b, {{"num_key_value_heads", 5}})); },
-                 {"field num_key_value_heads: 5 does not divide num_attention_heads 32"});
-    expect_error([&] { parse(with(llama32_1b, {{"head_dim", 63}})); },
-                 {"field head_dim: 63 is odd"});
+    expect_error(
+        [&] {
+            parse(with(
+                llama32_1b,
+                {{"head_dim", nullptr}, {"num_attention_heads", 30}, {"num_key_value_heads", 10}}));
+        },
+        {"m/config.json: field num_attention_heads: 30 does not divide hidden_size 2048"});
+    expect_error(
+        [&] {
+            parse(with(llama32_1b, {{"num_key_value_heads", 5}}));
+        },
+        {"field num_key_value_heads: 5 does not divide num_attention_heads 32"});
+    expect_error(
+        [&] {
+            parse(with(llama32_1b, {{"head_dim", 63}}));
+        },
+        {"field head_dim: 63 is odd"});
 }
 
 TEST(ConfigErrors, RejectsBadNumbersAndIds) {
-    expect_error([&] { parse(with(llama32_1b, {{"rms_norm_eps", 0}})); },
-                 {"m/config.json: field rms_norm_eps: 0 is out of range (0, 1]"});
-    expect_error([&] { parse(with(llama32_1b, {{"rms_norm_eps", -1e-5}})); },
-                 {"field rms_norm_eps: -1e-05 is out of range"});
-    expect_error([&] { parse(with(llama32_1b, {{"rope_theta", 0.0}})); },
-                 {"field rope_theta: 0 is out of range"});
-    expect_error([&] { parse(with(llama32_1b, {{"tie_word_embeddings", "yes"}})); },
-                 {"field tie_word_embeddings: expected true or false, got a string"});
-    expect_error([&] { parse(with(llama32_1b, {{"eos_token_id", {128001, 200000}}})); },
-                 {"field eos_token_id: token id 200000 is outside the vocabulary [0, 128256)"});
-    expect_error([&] { parse(with(llama32_1b, {{"bos_token_id", -5}})); },
-                 {"field bos_token_id: token id -5 is outside the vocabulary"});
-    expect_error([&] { parse(with(llama32_1b, {{"bos_token_id", {1, 2}}})); },
-                 {"field bos_token_id: expected one token id, got 2"});
+    expect_error(
+        [&] {
+            parse(with(llama32_1b, {{"rms_norm_eps", 0}}));
+        },
+        {"m/config.json: field rms_norm_eps: 0 is out of range (0, 1]"});
+    expect_error(
+        [&] {
+            parse(with(llama32_1b, {{"rms_norm_eps", -1e-5}}));
+        },
+        {"field rms_norm_eps: -1e-05 is out of range"});
+    expect_error(
+        [&] {
+            parse(with(llama32_1b, {{"rope_theta", 0.0}}));
+        },
+        {"field rope_theta: 0 is out of range"});
+    expect_error(
+        [&] {
+            parse(with(llama32_1b, {{"tie_word_embeddings", "yes"}}));
+        },
+        {"field tie_word_embeddings: expected true or false, got a string"});
+    expect_error(
+        [&] {
+            parse(with(llama32_1b, {{"eos_token_id", {128001, 200000}}}));
+        },
+        {"field eos_token_id: token id 200000 is outside the vocabulary [0, 128256)"});
+    expect_error(
+        [&] {
+            parse(with(llama32_1b, {{"bos_token_id", -5}}));
+        },
+        {"field bos_token_id: token id -5 is outside the vocabulary"});
+    expect_error(
+        [&] {
+            parse(with(llama32_1b, {{"bos_token_id", {1, 2}}}));
+        },
+        {"field bos_token_id: expected one token id, got 2"});
 }
 
 TEST(ConfigErrors, RejectsBadJson) {
@@ -351,7 +439,8 @@ TEST_F(ConfigFile, LoadsFromFilesAndNamesThem) {
     test::write_file(path("config.json"), with(qwen3_06b, {{"num_hidden_layers", 0}}).dump());
     expect_error([&] { load_hf_config(path("config.json")); },
                  {path("config.json") + ": field num_hidden_layers: 0 is out of range"});
-    expect_error([&] { load_hf_config(path("absent.json")); }, {path("absent.json"), "cannot open"});
+    expect_error([&] { load_hf_config(path("absent.json")); },
+                 {path("absent.json"), "cannot open"});
 }
 
 }  // namespace

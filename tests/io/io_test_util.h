@@ -52,14 +52,21 @@ std::string error_of(F&& fn) {
     return "";
 }
 
-// Expects fn to throw an Error on one line that contains every one of `parts`.
-template <typename F>
-void expect_error(F&& fn, std::initializer_list<std::string_view> parts) {
-    const std::string message = error_of(fn);
+// Expects `message` to be one line that starts with `prefix` and contains every one of `parts`.
+inline void expect_message(const std::string& message, std::string_view prefix,
+                           std::initializer_list<std::string_view> parts) {
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    EXPECT_TRUE(message.starts_with(prefix))
+        << "message \"" << message << "\" does not start with \"" << prefix << "\"";
     for (std::string_view part : parts)
         EXPECT_NE(message.find(part), std::string::npos)
             << "message \"" << message << "\" does not contain \"" << part << "\"";
+}
+
+// Expects fn to throw an Error on one line that contains every one of `parts`.
+template <typename F>
+void expect_error(F&& fn, std::initializer_list<std::string_view> parts) {
+    expect_message(error_of(fn), "", parts);
 }
 
 }  // namespace anelm::test

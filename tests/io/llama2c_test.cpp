@@ -77,7 +77,8 @@ TEST_F(Llama2cTest, MapsEveryArrayInFileOrder) {
     EXPECT_EQ(first(store.get("model.layers.1.self_attn.k_proj.weight", {4, 8})), wk + 32);
     EXPECT_EQ(first(store.get("model.layers.0.self_attn.v_proj.weight", {4, 8})), wv);
     EXPECT_EQ(first(store.get("model.layers.1.self_attn.o_proj.weight", {8, 8})), wo + 64);
-    EXPECT_EQ(first(store.get("model.layers.1.post_attention_layernorm.weight", {8})), ffn_norm + 8);
+    EXPECT_EQ(first(store.get("model.layers.1.post_attention_layernorm.weight", {8})),
+              ffn_norm + 8);
     EXPECT_EQ(first(store.get("model.layers.1.mlp.gate_proj.weight", {12, 8})), w1 + 96);
     EXPECT_EQ(first(store.get("model.layers.1.mlp.down_proj.weight", {8, 12})), w2 + 96);
     EXPECT_EQ(first(store.get("model.layers.0.mlp.up_proj.weight", {12, 8})), w3);
@@ -118,16 +119,19 @@ TEST_F(Llama2cTest, RejectsAbsurdHeaders) {
         return write(bytes);
     };
     std::string file = header_only({0, 12, 1, 2, 2, 10, 4});
-    expect_error([&] { load_llama2c(file, store); }, {file + ": header field dim is 0, expected 1 .. 65536"});
+    expect_error([&] { load_llama2c(file, store); },
+                 {file + ": header field dim is 0, expected 1 .. 65536"});
     file = header_only({8, 12, -1, 2, 2, 10, 4});
     expect_error([&] { load_llama2c(file, store); }, {"header field n_layers is -1"});
     file = header_only({8, 12, 1, 3, 3, 10, 4});
-    expect_error([&] { load_llama2c(file, store); }, {"header field n_heads is 3, which does not divide dim 8"});
+    expect_error([&] { load_llama2c(file, store); },
+                 {"header field n_heads is 3, which does not divide dim 8"});
     file = header_only({8, 12, 1, 4, 3, 10, 4});
     expect_error([&] { load_llama2c(file, store); },
                  {"header field n_kv_heads is 3, which does not divide n_heads 4"});
     file = header_only({8, 12, 1, 2, 4, 10, 4});
-    expect_error([&] { load_llama2c(file, store); }, {"header field n_kv_heads is 4, expected 1 .. 2"});
+    expect_error([&] { load_llama2c(file, store); },
+                 {"header field n_kv_heads is 4, expected 1 .. 2"});
     file = header_only({8, 12, 1, 8, 8, 10, 4});
     expect_error([&] { load_llama2c(file, store); }, {"head size 1 (dim / n_heads) is odd"});
     file = header_only({8, 12, 1, 2, 2, INT32_MIN, 4});
@@ -161,8 +165,9 @@ TEST_F(Llama2cStories, Loads260KWithItsDocumentedConfig) {
     EXPECT_EQ(s.bos_token_id, 1);
     EXPECT_EQ(s.eos_token_ids, (std::vector<int32_t>{1}));
     EXPECT_EQ(store.size(), 47u);
-    EXPECT_EQ(store.total_bytes(), (512 * 64 + 5 * (64 + 64 * 64 + 2 * 32 * 64 + 64 * 64 + 64 +
-                                                    3 * 172 * 64) + 64) * 4u);
+    EXPECT_EQ(
+        store.total_bytes(),
+        (512 * 64 + 5 * (64 + 64 * 64 + 2 * 32 * 64 + 64 * 64 + 64 + 3 * 172 * 64) + 64) * 4u);
 
     // Views point into the file: compare against bytes read independently.
     const std::string raw = test::read_file(file);
@@ -184,9 +189,10 @@ TEST_F(Llama2cStories, RejectsTruncatedCopy) {
     const std::string copy = path("stories260K.bin");
     test::write_file(copy, raw.substr(0, 600000));
     WeightStore store;
-    expect_error([&] { load_llama2c(copy, store); },
-                 {copy + ": file is 600000 bytes, but its header (dim 64, hidden_dim 172, n_layers 5, "
-                         "n_heads 8, n_kv_heads 4, vocab_size 512, seq_len 512) needs 1056540"});
+    expect_error(
+        [&] { load_llama2c(copy, store); },
+        {copy + ": file is 600000 bytes, but its header (dim 64, hidden_dim 172, n_layers 5, "
+                "n_heads 8, n_kv_heads 4, vocab_size 512, seq_len 512) needs 1056540"});
 }
 
 }  // namespace

@@ -125,9 +125,10 @@ TEST_F(ModelLoaderTest, RejectsWrongShape) {
     for (TensorSpec& t : tensors)
         if (t.name == "model.layers.1.self_attn.k_proj.weight") t.shape = {32, 16};
     write_folder(tiny_config("qwen3"), tensors);
-    expect_error([&] { load_model(folder()); },
-                 {path("model.safetensors") +
-                  ": tensor model.layers.1.self_attn.k_proj.weight has shape [32, 16], expected [16, 16]"});
+    expect_error(
+        [&] { load_model(folder()); },
+        {path("model.safetensors") +
+         ": tensor model.layers.1.self_attn.k_proj.weight has shape [32, 16], expected [16, 16]"});
 }
 
 TEST_F(ModelLoaderTest, RejectsMissingTensors) {
@@ -151,7 +152,8 @@ TEST_F(ModelLoaderTest, RejectsIncompleteFolders) {
     test::write_file(path("config.json"), tiny_config("llama").dump());
     expect_error([&] { load_model(folder()); },
                  {folder() + ": no model.safetensors or model.safetensors.index.json"});
-    expect_error([&] { load_model(path("absent")); }, {path("absent") + ": no such file or folder"});
+    expect_error([&] { load_model(path("absent")); },
+                 {path("absent") + ": no such file or folder"});
     write_folder(tiny_config("llama"), tiny_tensors(false, false, false, true));
     expect_error([&] { load_model(path("model.safetensors")); },
                  {path("model.safetensors") + ": give the model's folder"});

@@ -26,10 +26,14 @@ TEST(WeightStore, FindsTensorsAndChecksShapes) {
     EXPECT_EQ(store.get("b.weight", {2, 3}).numel(), 6);
 
     expect_error([&] { store.get("c.weight"); }, {"model/: missing tensor c.weight"});
-    expect_error([&] { store.get("b.weight", {3, 2}); },
-                 {"model/a.safetensors: tensor b.weight has shape [2, 3], expected [3, 2]"});
-    expect_error([&] { store.add("a.weight", TensorView{}, "model/c.safetensors"); },
-                 {"model/c.safetensors: tensor a.weight is defined twice (also in model/b.safetensors)"});
+    expect_error(
+        [&] {
+            store.get("b.weight", {3, 2});
+        },
+        {"model/a.safetensors: tensor b.weight has shape [2, 3], expected [3, 2]"});
+    expect_error(
+        [&] { store.add("a.weight", TensorView{}, "model/c.safetensors"); },
+        {"model/c.safetensors: tensor a.weight is defined twice (also in model/b.safetensors)"});
 }
 
 TEST(WeightStore, KeepsOwnersAlive) {
