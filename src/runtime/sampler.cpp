@@ -73,26 +73,33 @@ void Sampler::select_candidates(std::span<const float> logits) {
 }
 
 void Sampler::keep_top_p() {
-    if (!sorted_) {
-        std::sort(candidates_.begin(), candidates_.end(), better);
-        sorted_ = true;
-    }
     // Probabilities at temperature 1, as llama.cpp applies top-p before temperature.
-    const float max = candidates_.front().first;
+    float max = -INFINITY;
+    for (const auto& c : candidates_) max = std::max(max, c.first);
     double total = 0.0;
-    probs_.resize(candidates_.size());
-    for (size_t i = 0; i < candidates_.size(); ++i) {
-        probs_[i] = std::exp(candidates_[i].first - max);
-        total += probs_[i];
-    }
+    for (const auto& c : candidates_) total += std::exp(c.first - max);
+    const double target = params_.top_p * total;
+
+    // Sort a growing prefix until it holds the mass: usually a few dozen tokens, so
+    // a whole vocabulary is rarely sorted.
+    const size_t n = candidates_.size();
+    size_t sorted_len = sorted_ ? n : 0;
     double cum = 0.0;
-    for (size_t i = 0; i < candidates_.size(); ++i) {
-        cum += probs_[i] / total;
-        if (cum >= params_.top_p) {
+    for (size_t i = 0; i < n; ++i) {
+        if (i == sorted_len) {
+            sorted_len = std::min(n, std::max<size_t>(64, 4 * sorted_len));
+            const auto first = candidates_.begin() + static_cast<ptrdiff_t>(i);
+            const auto last = candidates_.begin() + static_cast<ptrdiff_t>(sorted_len);
+            std::nth_element(first, last, candidates_.end(), better);
+            std::sort(first, last, better);
+        }
+        cum += std::exp(candidates_[i].first - max);
+        if (cum >= target) {
             candidates_.resize(i + 1);
-            return;
+            break;
         }
     }
+    sorted_ = true;
 }
 
 void Sampler::keep_min_p() {

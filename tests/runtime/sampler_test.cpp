@@ -119,6 +119,33 @@ TEST(Sampler, TopPKeepsTheSmallestPrefixReachingP) {
     EXPECT_EQ(freq[2] + freq[3], 0.0);
 }
 
+TEST(Sampler, TopPOnLargeVocabularyStaysInTheNucleus) {
+    // Wide logits put the 0.9 nucleus in the thousands, past the first sorted prefix.
+    const auto logits = random_logits(20000, 17);
+    const auto probs = softmax(logits, 1.0f);
+    std::vector<int32_t> order(logits.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
+    std::sort(order.begin(), order.end(),
+              [&](int32_t a, int32_t b) { return probs[a] > probs[b]; });
+    std::set<int32_t> nucleus;
+    double cum = 0.0;
+    for (int32_t id : order) {
+        nucleus.insert(id);
+        if ((cum += probs[id]) >= 0.9) break;
+    }
+    ASSERT_GT(nucleus.size(), 256u);
+    SamplerParams p = no_filters(1.0f, 6);
+    p.top_p = 0.9f;
+    Sampler sampler(p);
+    std::set<int32_t> drawn;
+    for (int i = 0; i < 100; ++i) {
+        const int32_t id = sampler.sample(logits, {});
+        EXPECT_TRUE(nucleus.count(id)) << id;
+        drawn.insert(id);
+    }
+    EXPECT_GT(drawn.size(), 30u);
+}
+
 TEST(Sampler, MinPDropsTokensBelowAFractionOfTheBest) {
     // Probabilities 0.5, 0.3, 0.15, 0.05: min_p 0.2 keeps those >= 0.1.
     const std::vector<float> logits = {std::log(0.3f), std::log(0.05f), std::log(0.5f),
