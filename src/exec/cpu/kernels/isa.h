@@ -19,9 +19,10 @@ struct Isa {
     // panel[k * nr + r] = w[o0 + r, k0 + k] as f32 for k < kc; zero for r >= n_rows.
     void (*pack_panel)(const Matrix& w, int64_t o0, int64_t n_rows, int64_t k0, int64_t kc,
                        float* panel);
-    // y[t * ldy + j] (+)= sum_k x[t * ldx + k] * panel[k * nr + j], t < m <= mr, j < n <= nr.
-    void (*gemm_tile)(const float* x, int64_t ldx, int64_t m, const float* panel, int64_t kc,
-                      float* y, int64_t ldy, int64_t n, bool accumulate);
+    // y[t * ldy + j] (+)= sum_k xp[k * mr + t] * panel[k * nr + j], t < m <= mr, j < n <= nr.
+    // xp holds mr tokens interleaved, so each step reads one short contiguous run.
+    void (*gemm_tile)(const float* xp, int64_t m, const float* panel, int64_t kc, float* y,
+                      int64_t ldy, int64_t n, bool accumulate);
 
     // Matrix-vector products streaming the weights once for up to gemv_tokens tokens:
     // y[t * ldy + o] = sum_i x[t * n_in + i] * w[o, i] for t < n_tokens, o0 <= o < o1.

@@ -12,13 +12,17 @@ namespace {
 // Up to this many tokens the weights are streamed once, row by row (memory
 // bound); beyond, they are converted to f32 panels once and reused across all
 // tokens by a register-blocked micro-kernel (compute bound).
-constexpr int64_t gemv_max_tokens = 8;
+constexpr int64_t gemv_max_tokens = 12;
 
 // GEMM blocking: kc inputs per packed panel (a panel of nr outputs stays in L1),
-// up to nc_max outputs per task (all its panels stay in L2), mc tokens per pass.
+// up to nc_max outputs per task (all its panels stay in L2), chunks of mc tokens
+// that stay in L1/L2 while every panel of the task passes over them.
 constexpr int64_t kc_max = 256;
 constexpr int64_t nc_max = 256;
-constexpr int64_t mc_max = 192;
+constexpr int64_t mc_max = 48;
+// Tokens per GEMM pass: their packed copy stays a few MiB, and the weights are
+// still converted only once per 512 tokens.
+constexpr int64_t tokens_per_pass = 512;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -43,18 +47,37 @@ void matmul_gemv(const Isa& isa, const Matrix& w, const float* x, int64_t n_toke
     });
 }
 
-// A per-thread buffer of packed panels, 64-byte aligned.
-float* panel_scratch(size_t n_floats) {
-    thread_local std::vector<float> buffer;
+// A 64-byte aligned view of n_floats in a per-thread buffer.
+float* aligned_scratch(std::vector<float>& buffer, size_t n_floats) {
     if (buffer.size() < n_floats + 16) buffer.resize(n_floats + 16);
     const auto addr = reinterpret_cast<uintptr_t>(buffer.data());
     return buffer.data() + ((64 - addr % 64) % 64) / sizeof(float);
 }
 
-void matmul_gemm(const Isa& isa, const Matrix& w, const float* x, int64_t n_tokens, float* y,
-                 ThreadPool& pool) {
-    const int64_t nr = isa.nr, mr = isa.mr;
+// xp[k * mr + t] = x[t * n_in + k] for t < m, zero for m <= t < mr: one tile
+// of tokens, interleaved.
+void pack_tokens(const float* x, int64_t n_in, int64_t m, int64_t mr, float* xp) {
+    for (int64_t k = 0; k < n_in; ++k) {
+        for (int64_t t = 0; t < mr; ++t) xp[k * mr + t] = t < m ? x[t * n_in + k] : 0.0f;
+    }
+}
+
+// One blocked GEMM over up to tokens_per_pass tokens. The tokens are packed once
+// into tiles shared by all tasks; each task converts its weight panels once per
+// k block and runs them against every tile.
+void gemm_pass(const Isa& isa, const Matrix& w, const float* x, int64_t n_tokens, float* y,
+               ThreadPool& pool) {
+    const int64_t nr = isa.nr, mr = isa.mr, n_in = w.n_in;
     const int64_t n_threads = pool.size();
+
+    thread_local std::vector<float> token_buffer;
+    const int64_t n_tiles = ceil_div(n_tokens, mr);
+    float* tokens = aligned_scratch(token_buffer, static_cast<size_t>(n_tiles * mr * n_in));
+    pool.run(n_tiles, [&](int64_t tile, int) {
+        pack_tokens(x + tile * mr * n_in, n_in, std::min(mr, n_tokens - tile * mr), mr,
+                    tokens + tile * mr * n_in);
+    });
+
     // Output blocks of whole panels; fewer, larger ones reuse each token tile
     // more, but every thread needs a few to balance.
     const int64_t n_panels = ceil_div(w.n_out, nr);
@@ -62,33 +85,35 @@ void matmul_gemm(const Isa& isa, const Matrix& w, const float* x, int64_t n_toke
         std::clamp<int64_t>(ceil_div(n_panels, 4 * n_threads), 1, nc_max / nr);
     const int64_t nc = panels_per_block * nr;
     const int64_t n_oblocks = ceil_div(w.n_out, nc);
-    // Too few output blocks for the threads: split the tokens too.
+    // Too few output blocks for the threads: split the tiles too.
     int64_t n_tblocks = 1;
-    if (n_oblocks < 2 * n_threads) {
-        n_tblocks = std::min(ceil_div(2 * n_threads, n_oblocks), ceil_div(n_tokens, mr));
-    }
-    const int64_t tb = ceil_div(ceil_div(n_tokens, n_tblocks), mr) * mr;
-    n_tblocks = ceil_div(n_tokens, tb);
-    const int64_t kc = std::min(kc_max, w.n_in);
+    if (n_oblocks < 2 * n_threads) n_tblocks = std::min(ceil_div(2 * n_threads, n_oblocks), n_tiles);
+    const int64_t tiles_per_block = ceil_div(n_tiles, n_tblocks);
+    n_tblocks = ceil_div(n_tiles, tiles_per_block);
+    const int64_t kc = std::min(kc_max, n_in);
+    const int64_t tiles_per_chunk = std::max<int64_t>(1, mc_max / mr);
 
     pool.run(n_oblocks * n_tblocks, [&](int64_t task, int) {
         const int64_t o_begin = (task / n_tblocks) * nc;
         const int64_t o_end = std::min(w.n_out, o_begin + nc);
-        const int64_t t_begin = (task % n_tblocks) * tb;
-        const int64_t t_end = std::min(n_tokens, t_begin + tb);
-        float* panels = panel_scratch(static_cast<size_t>(nc * kc));
-        for (int64_t k0 = 0; k0 < w.n_in; k0 += kc) {
-            const int64_t k_len = std::min(kc, w.n_in - k0);
+        const int64_t tile_begin = (task % n_tblocks) * tiles_per_block;
+        const int64_t tile_end = std::min(n_tiles, tile_begin + tiles_per_block);
+        thread_local std::vector<float> panel_buffer;
+        float* panels = aligned_scratch(panel_buffer, static_cast<size_t>(nc * kc));
+        for (int64_t k0 = 0; k0 < n_in; k0 += kc) {
+            const int64_t k_len = std::min(kc, n_in - k0);
             for (int64_t o = o_begin; o < o_end; o += nr) {
                 isa.pack_panel(w, o, std::min(nr, o_end - o), k0, k_len,
                                panels + (o - o_begin) * k_len);
             }
-            for (int64_t t_chunk = t_begin; t_chunk < t_end; t_chunk += mc_max) {
-                const int64_t t_chunk_end = std::min(t_end, t_chunk + mc_max);
+            // Token tiles in chunks that stay in L2 while every panel passes over them.
+            for (int64_t chunk = tile_begin; chunk < tile_end; chunk += tiles_per_chunk) {
+                const int64_t chunk_end = std::min(tile_end, chunk + tiles_per_chunk);
                 for (int64_t o = o_begin; o < o_end; o += nr) {
                     const float* panel = panels + (o - o_begin) * k_len;
-                    for (int64_t t = t_chunk; t < t_chunk_end; t += mr) {
-                        isa.gemm_tile(x + t * w.n_in + k0, w.n_in, std::min(mr, t_chunk_end - t),
+                    for (int64_t tile = chunk; tile < chunk_end; ++tile) {
+                        const int64_t t = tile * mr;
+                        isa.gemm_tile(tokens + t * n_in + k0 * mr, std::min(mr, n_tokens - t),
                                       panel, k_len, y + t * w.n_out + o, w.n_out,
                                       std::min(nr, o_end - o), k0 > 0);
                     }
@@ -96,6 +121,14 @@ void matmul_gemm(const Isa& isa, const Matrix& w, const float* x, int64_t n_toke
             }
         }
     });
+}
+
+void matmul_gemm(const Isa& isa, const Matrix& w, const float* x, int64_t n_tokens, float* y,
+                 ThreadPool& pool) {
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += tokens_per_pass) {
+        gemm_pass(isa, w, x + t0 * w.n_in, std::min(tokens_per_pass, n_tokens - t0),
+                  y + t0 * w.n_out, pool);
+    }
 }
 
 }  // namespace

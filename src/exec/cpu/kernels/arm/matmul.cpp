@@ -39,36 +39,60 @@ void pack(const Matrix& w, int64_t o0, int64_t n_rows, int64_t k0, int64_t kc, f
     }
 }
 
-// M tokens by 12 outputs: per input, three panel vectors times M broadcasts.
+// One row of a tile into y (n of its 12 outputs), added to what is there or not.
+inline void store_row(float* out, float32x4_t c0, float32x4_t c1, float32x4_t c2, int64_t n,
+                      bool accumulate) {
+    if (n == nr) {
+        if (accumulate) {
+            c0 = vaddq_f32(c0, vld1q_f32(out));
+            c1 = vaddq_f32(c1, vld1q_f32(out + 4));
+            c2 = vaddq_f32(c2, vld1q_f32(out + 8));
+        }
+        vst1q_f32(out, c0);
+        vst1q_f32(out + 4, c1);
+        vst1q_f32(out + 8, c2);
+        return;
+    }
+    alignas(16) float row[nr];
+    vst1q_f32(row, c0);
+    vst1q_f32(row + 4, c1);
+    vst1q_f32(row + 8, c2);
+    for (int64_t j = 0; j < n; ++j) out[j] = accumulate ? out[j] + row[j] : row[j];
+}
+
+// Token rows m.. of one input step: each token value is a lane of a (tokens
+// 0-3) or a_hi (4-7), so the eight values take two registers, not eight.
+template <int M, int m = 0>
+inline void fma_rows(float32x4_t (&c)[3][M], float32x4_t b0, float32x4_t b1, float32x4_t b2,
+                     float32x4_t a_lo, float32x4_t a_hi) {
+    if constexpr (m < M) {
+        const float32x4_t a = m < 4 ? a_lo : a_hi;
+        c[0][m] = vfmaq_laneq_f32(c[0][m], b0, a, m % 4);
+        c[1][m] = vfmaq_laneq_f32(c[1][m], b1, a, m % 4);
+        c[2][m] = vfmaq_laneq_f32(c[2][m], b2, a, m % 4);
+        fma_rows<M, m + 1>(c, b0, b1, b2, a_lo, a_hi);
+    }
+}
+
+// M tokens by 12 outputs: per input, three panel vectors times M token lanes.
 template <int M>
-void tile(const float* x, int64_t ldx, const float* panel, int64_t kc, float* y, int64_t ldy,
-          int64_t n, bool accumulate) {
-    float32x4_t c[M][3];
-    for (int m = 0; m < M; ++m) c[m][0] = c[m][1] = c[m][2] = vdupq_n_f32(0.0f);
-    for (int64_t k = 0; k < kc; ++k) {
-        const float32x4_t b0 = vld1q_f32(panel + k * nr);
-        const float32x4_t b1 = vld1q_f32(panel + k * nr + 4);
-        const float32x4_t b2 = vld1q_f32(panel + k * nr + 8);
-        for (int m = 0; m < M; ++m) {
-            const float32x4_t a = vld1q_dup_f32(x + m * ldx + k);
-            c[m][0] = vfmaq_f32(c[m][0], b0, a);
-            c[m][1] = vfmaq_f32(c[m][1], b1, a);
-            c[m][2] = vfmaq_f32(c[m][2], b2, a);
-        }
-    }
+void tile(const float* xp, const float* panel, int64_t kc, float* y, int64_t ldy, int64_t n,
+          bool accumulate) {
+    float32x4_t c[3][M];
+#pragma GCC unroll 8
     for (int m = 0; m < M; ++m) {
-        float* out = y + m * ldy;
-        if (n == nr) {
-            for (int j = 0; j < 3; ++j) {
-                if (accumulate) c[m][j] = vaddq_f32(c[m][j], vld1q_f32(out + 4 * j));
-                vst1q_f32(out + 4 * j, c[m][j]);
-            }
-        } else {
-            alignas(16) float row[nr];
-            for (int j = 0; j < 3; ++j) vst1q_f32(row + 4 * j, c[m][j]);
-            for (int64_t j = 0; j < n; ++j) out[j] = accumulate ? out[j] + row[j] : row[j];
-        }
+        c[0][m] = c[1][m] = c[2][m] = vdupq_n_f32(0.0f);
+        __builtin_prefetch(y + m * ldy);
     }
+    for (int64_t k = 0; k < kc; ++k) {
+        // Reads up to 8 values of the step; lanes past M are never used.
+        const float32x4_t a_lo = vld1q_f32(xp + k * mr);
+        const float32x4_t a_hi = M > 4 ? vld1q_f32(xp + k * mr + 4) : a_lo;
+        fma_rows<M>(c, vld1q_f32(panel + k * nr), vld1q_f32(panel + k * nr + 4),
+                    vld1q_f32(panel + k * nr + 8), a_lo, a_hi);
+    }
+#pragma GCC unroll 8
+    for (int m = 0; m < M; ++m) store_row(y + m * ldy, c[0][m], c[1][m], c[2][m], n, accumulate);
 }
 
 // R rows by T tokens, the weights read once: per 8 inputs, R weight vector
@@ -139,17 +163,17 @@ void pack_panel(const Matrix& w, int64_t o0, int64_t n_rows, int64_t k0, int64_t
     }
 }
 
-void gemm_tile(const float* x, int64_t ldx, int64_t m, const float* panel, int64_t kc, float* y,
-               int64_t ldy, int64_t n, bool accumulate) {
+void gemm_tile(const float* xp, int64_t m, const float* panel, int64_t kc, float* y, int64_t ldy,
+               int64_t n, bool accumulate) {
     switch (m) {
-        case 1: return tile<1>(x, ldx, panel, kc, y, ldy, n, accumulate);
-        case 2: return tile<2>(x, ldx, panel, kc, y, ldy, n, accumulate);
-        case 3: return tile<3>(x, ldx, panel, kc, y, ldy, n, accumulate);
-        case 4: return tile<4>(x, ldx, panel, kc, y, ldy, n, accumulate);
-        case 5: return tile<5>(x, ldx, panel, kc, y, ldy, n, accumulate);
-        case 6: return tile<6>(x, ldx, panel, kc, y, ldy, n, accumulate);
-        case 7: return tile<7>(x, ldx, panel, kc, y, ldy, n, accumulate);
-        default: return tile<8>(x, ldx, panel, kc, y, ldy, n, accumulate);
+        case 1: return tile<1>(xp, panel, kc, y, ldy, n, accumulate);
+        case 2: return tile<2>(xp, panel, kc, y, ldy, n, accumulate);
+        case 3: return tile<3>(xp, panel, kc, y, ldy, n, accumulate);
+        case 4: return tile<4>(xp, panel, kc, y, ldy, n, accumulate);
+        case 5: return tile<5>(xp, panel, kc, y, ldy, n, accumulate);
+        case 6: return tile<6>(xp, panel, kc, y, ldy, n, accumulate);
+        case 7: return tile<7>(xp, panel, kc, y, ldy, n, accumulate);
+        default: return tile<8>(xp, panel, kc, y, ldy, n, accumulate);
     }
 }
 

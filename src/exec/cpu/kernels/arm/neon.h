@@ -91,8 +91,8 @@ inline float32x4_t vexp(float32x4_t x) {
 
 // Leaves, in matmul.cpp, ops.cpp and attention.cpp.
 void pack_panel(const Matrix& w, int64_t o0, int64_t n_rows, int64_t k0, int64_t kc, float* panel);
-void gemm_tile(const float* x, int64_t ldx, int64_t m, const float* panel, int64_t kc, float* y,
-               int64_t ldy, int64_t n, bool accumulate);
+void gemm_tile(const float* xp, int64_t m, const float* panel, int64_t kc, float* y, int64_t ldy,
+               int64_t n, bool accumulate);
 void gemv(const Matrix& w, const float* x, int64_t n_tokens, int64_t o0, int64_t o1, float* y,
           int64_t ldy);
 void attend(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_keys,

@@ -48,37 +48,49 @@ void pack(const Matrix& w, int64_t o0, int64_t n_rows, int64_t k0, int64_t kc, f
     }
 }
 
-// M tokens by 16 outputs: per input, two panel vectors times M broadcasts.
+// One row of a tile into y (n of its 16 outputs), added to what is there or not.
+inline void store_row(float* out, __m256 c0, __m256 c1, int64_t n, bool accumulate) {
+    if (n == nr) {
+        if (accumulate) {
+            c0 = _mm256_add_ps(c0, _mm256_loadu_ps(out));
+            c1 = _mm256_add_ps(c1, _mm256_loadu_ps(out + 8));
+        }
+        _mm256_storeu_ps(out, c0);
+        _mm256_storeu_ps(out + 8, c1);
+        return;
+    }
+    alignas(32) float row[nr];
+    _mm256_store_ps(row, c0);
+    _mm256_store_ps(row + 8, c1);
+    for (int64_t j = 0; j < n; ++j) out[j] = accumulate ? out[j] + row[j] : row[j];
+}
+
+// M tokens by 16 outputs: per input, two panel vectors times M broadcasts. The
+// loops over m are unrolled up front so the accumulators are registers: left to
+// itself GCC keeps them in memory and stores them on every iteration.
 template <int M>
-void tile(const float* x, int64_t ldx, const float* panel, int64_t kc, float* y, int64_t ldy,
-          int64_t n, bool accumulate) {
-    __m256 c[M][2];
-    for (int m = 0; m < M; ++m) c[m][0] = c[m][1] = _mm256_setzero_ps();
+void tile(const float* xp, const float* panel, int64_t kc, float* y, int64_t ldy, int64_t n,
+          bool accumulate) {
+    __m256 lo[M], hi[M];
+#pragma GCC unroll 8
+    for (int m = 0; m < M; ++m) {
+        lo[m] = hi[m] = _mm256_setzero_ps();
+        _mm_prefetch(reinterpret_cast<const char*>(y + m * ldy), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(y + m * ldy + nr - 1), _MM_HINT_T0);
+    }
+#pragma GCC unroll 4
     for (int64_t k = 0; k < kc; ++k) {
         const __m256 b0 = _mm256_load_ps(panel + k * nr);
         const __m256 b1 = _mm256_load_ps(panel + k * nr + 8);
+#pragma GCC unroll 8
         for (int m = 0; m < M; ++m) {
-            const __m256 a = _mm256_broadcast_ss(x + m * ldx + k);
-            c[m][0] = _mm256_fmadd_ps(a, b0, c[m][0]);
-            c[m][1] = _mm256_fmadd_ps(a, b1, c[m][1]);
+            const __m256 a = _mm256_broadcast_ss(xp + k * mr + m);
+            lo[m] = _mm256_fmadd_ps(a, b0, lo[m]);
+            hi[m] = _mm256_fmadd_ps(a, b1, hi[m]);
         }
     }
-    for (int m = 0; m < M; ++m) {
-        float* out = y + m * ldy;
-        if (n == nr) {
-            if (accumulate) {
-                c[m][0] = _mm256_add_ps(c[m][0], _mm256_loadu_ps(out));
-                c[m][1] = _mm256_add_ps(c[m][1], _mm256_loadu_ps(out + 8));
-            }
-            _mm256_storeu_ps(out, c[m][0]);
-            _mm256_storeu_ps(out + 8, c[m][1]);
-        } else {
-            alignas(32) float row[nr];
-            _mm256_store_ps(row, c[m][0]);
-            _mm256_store_ps(row + 8, c[m][1]);
-            for (int64_t j = 0; j < n; ++j) out[j] = accumulate ? out[j] + row[j] : row[j];
-        }
-    }
+#pragma GCC unroll 8
+    for (int m = 0; m < M; ++m) store_row(y + m * ldy, lo[m], hi[m], n, accumulate);
 }
 
 // R rows by T tokens, the weights read once: per 8 inputs, R weight vectors
@@ -142,15 +154,15 @@ void pack_panel(const Matrix& w, int64_t o0, int64_t n_rows, int64_t k0, int64_t
     }
 }
 
-void gemm_tile(const float* x, int64_t ldx, int64_t m, const float* panel, int64_t kc, float* y,
-               int64_t ldy, int64_t n, bool accumulate) {
+void gemm_tile(const float* xp, int64_t m, const float* panel, int64_t kc, float* y, int64_t ldy,
+               int64_t n, bool accumulate) {
     switch (m) {
-        case 1: return tile<1>(x, ldx, panel, kc, y, ldy, n, accumulate);
-        case 2: return tile<2>(x, ldx, panel, kc, y, ldy, n, accumulate);
-        case 3: return tile<3>(x, ldx, panel, kc, y, ldy, n, accumulate);
-        case 4: return tile<4>(x, ldx, panel, kc, y, ldy, n, accumulate);
-        case 5: return tile<5>(x, ldx, panel, kc, y, ldy, n, accumulate);
-        default: return tile<6>(x, ldx, panel, kc, y, ldy, n, accumulate);
+        case 1: return tile<1>(xp, panel, kc, y, ldy, n, accumulate);
+        case 2: return tile<2>(xp, panel, kc, y, ldy, n, accumulate);
+        case 3: return tile<3>(xp, panel, kc, y, ldy, n, accumulate);
+        case 4: return tile<4>(xp, panel, kc, y, ldy, n, accumulate);
+        case 5: return tile<5>(xp, panel, kc, y, ldy, n, accumulate);
+        default: return tile<6>(xp, panel, kc, y, ldy, n, accumulate);
     }
 }
 
