@@ -53,7 +53,8 @@ void build_llama_function(const ModelSpec& spec, const WeightStore& weights, con
         k = b.rope(k, pos, 0, spec.n_head_kv, spec.head_dim, v("attn_k_rope"));
         attn.layer = static_cast<int32_t>(il);
         ir::ValueId a = b.attention(q, k, vv, pos, attn, v("attn"));
-        a = b.linear(a, w("self_attn.o_proj.weight"), "", v("attn_out"));
+        a = b.linear(a, w("self_attn.o_proj.weight"),
+                     spec.attention_out_bias ? w("self_attn.o_proj.bias") : "", v("attn_out"));
         x = b.add(x, a, v("ffn_inp"));
 
         h = b.rms_norm(x, w("post_attention_layernorm.weight"), eps, v("ffn_norm"));
