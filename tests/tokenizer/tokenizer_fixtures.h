@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "test_support.h"
 #include "tokenizer/tokenizer.h"
 
