@@ -4,6 +4,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -83,6 +84,16 @@ void BM_memory_read(benchmark::State& state) {
                                                 benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_memory_read)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The fixed cost of one parallel step (decode runs a few hundred per token).
+void BM_thread_pool_run(benchmark::State& state) {
+    std::atomic<int64_t> sink{0};
+    for (auto _ : state) {
+        pool().run(state.range(0), [&](int64_t task, int) { sink.fetch_add(task, std::memory_order_relaxed); });
+    }
+    benchmark::DoNotOptimize(sink.load());
+}
+BENCHMARK(BM_thread_pool_run)->Arg(2)->Arg(64)->UseRealTime();
 
 // Args: dtype (0 f16, 1 bf16), n_out, n_in, n_tokens.
 void BM_matmul(benchmark::State& state) {

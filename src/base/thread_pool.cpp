@@ -59,10 +59,12 @@ struct ThreadPool::Impl {
     // the job's generation in their high 32 bits. A worker claims a task with a
     // compare-exchange that also checks the generation, so a late worker can
     // never run a task of one job with the function of another.
-    std::atomic<uint64_t> cursor{0};
+    // Each on its own cache line: idle workers poll `generation` while busy
+    // ones claim tasks on `cursor`.
+    alignas(64) std::atomic<uint64_t> cursor{0};
     std::atomic<uint64_t> limit{0};
-    std::atomic<uint32_t> generation{0};
-    std::atomic<int64_t> n_done{0};
+    alignas(64) std::atomic<uint32_t> generation{0};
+    alignas(64) std::atomic<int64_t> n_done{0};
     const std::function<void(int64_t, int)>* fn = nullptr;
     // The first exception a task threw, rethrown by run() once all tasks ended.
     std::mutex error_mutex;
@@ -73,9 +75,11 @@ struct ThreadPool::Impl {
     std::atomic<int> n_sleeping{0};
     std::atomic<bool> stopping{false};
 
-    // Claims and runs tasks of generation `gen` until none are left.
+    // Claims and runs tasks of generation `gen` until none are left, then
+    // reports how many it ran (once, to keep the counter's cache line quiet).
     void work(uint32_t gen, int thread) {
         const Current outer = std::exchange(current, Current{this, thread});
+        int64_t n_ran = 0;
         uint64_t cur = cursor.load(std::memory_order_acquire);
         for (;;) {
             const uint64_t lim = limit.load(std::memory_order_acquire);
@@ -91,9 +95,10 @@ struct ThreadPool::Impl {
                 std::lock_guard lock(error_mutex);
                 if (!error) error = std::current_exception();
             }
-            n_done.fetch_add(1, std::memory_order_release);
+            ++n_ran;
             cur = cursor.load(std::memory_order_acquire);
         }
+        if (n_ran > 0) n_done.fetch_add(n_ran, std::memory_order_release);
         current = outer;
     }
 
