@@ -162,6 +162,11 @@ struct Stmt {
 using StmtPtr = std::unique_ptr<Stmt>;
 using Body = std::vector<StmtPtr>;
 
+// Names a scope binds to Undefined on entry: Jinja2 resolves names statically,
+// and a name the scope assigns before any read shadows outer values from the
+// start (see jinja_scope.h).
+using Unset = std::vector<std::string>;
+
 // Where an assignment stores: a name, namespace.attribute, or a tuple of targets.
 struct Target {
     std::string name;
@@ -195,6 +200,7 @@ struct ForStmt : Stmt {
     bool recursive = false;
     Body body;
     Body otherwise;
+    Unset body_unset, otherwise_unset;
 };
 
 struct SetStmt : Stmt {
@@ -209,6 +215,7 @@ struct SetBlockStmt : Stmt {
     Target target;
     ExprPtr filter;
     Body body;
+    Unset unset;
 };
 
 struct MacroStmt : Stmt {
@@ -217,6 +224,7 @@ struct MacroStmt : Stmt {
     std::vector<std::string> params;
     std::vector<ExprPtr> defaults;  // for the last defaults.size() params
     Body body;
+    Unset unset;
     bool uses_varargs = false;  // the body reads `varargs`, so extra arguments are allowed
     bool uses_kwargs = false;
     bool uses_caller = false;
@@ -233,18 +241,21 @@ struct FilterBlockStmt : Stmt {
     explicit FilterBlockStmt(int line) : Stmt(StmtKind::filter_block, line) {}
     ExprPtr filter;
     Body body;
+    Unset unset;
 };
 
 struct WithStmt : Stmt {
     explicit WithStmt(int line) : Stmt(StmtKind::with, line) {}
     std::vector<std::pair<Target, ExprPtr>> assignments;
     Body body;
+    Unset unset;
 };
 
 // A body with a scope of its own ({% generation %}).
 struct ScopeStmt : Stmt {
     explicit ScopeStmt(int line) : Stmt(StmtKind::scope, line) {}
     Body body;
+    Unset unset;
 };
 
 }  // namespace anelm::jinja

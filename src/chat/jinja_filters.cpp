@@ -3,13 +3,16 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
+#include <optional>
 
 #include "chat/jinja_builtins.h"
 #include "chat/jinja_error.h"
 #include "chat/jinja_format.h"
 #include "chat/jinja_interpreter.h"
 #include "chat/jinja_methods.h"
+#include "chat/jinja_objects.h"
 #include "chat/jinja_ops.h"
 #include "chat/jinja_text.h"
 
@@ -23,11 +26,12 @@ Value lowered(const Value& v) { return v.is_string() ? Value::string(text::lower
 // The getter behind `attribute=`: "a.b" reads item a then b; digits are indices.
 struct AttrGetter {
     std::vector<Value> parts;
-    const Value* fallback = nullptr;  // used where a part is undefined
+    std::optional<Value> fallback;  // used where a part is undefined
     bool ignore_case = false;
 
     AttrGetter(const Value* attribute, const Value* fallback, bool ignore_case)
-        : fallback(fallback), ignore_case(ignore_case) {
+        : ignore_case(ignore_case) {
+        if (fallback) this->fallback = *fallback;
         if (!attribute || attribute->is_none()) return;
         if (!attribute->is_string()) {
             parts.push_back(*attribute);
@@ -52,6 +56,64 @@ struct AttrGetter {
 bool is_true(const Value* v) { return v && truthy(*v); }
 
 Value list_of(Items items) { return Value::list(std::move(items)); }
+
+Value generator(Interpreter& in, std::string type, std::string name, Generator::Next next) {
+    auto g = std::make_shared<Generator>(std::move(type), std::move(name), std::move(next));
+    in.track(g);
+    return Value::object(g);
+}
+
+// Maps an item to what the generator yields; nullopt skips it.
+using Step = std::function<std::optional<Value>(const Value&)>;
+
+// A generator over `source` as a Python generator function makes it: nothing
+// runs until the first pull, which calls `setup` (argument checks happen there)
+// and starts iterating. With skip_falsy a false source yields nothing, as
+// map and select do (`if value:`).
+Value lazy(Interpreter& in, std::string name, Value source, bool skip_falsy,
+           std::function<Step()> setup) {
+    struct State {
+        Value source;
+        bool skip_falsy;
+        std::function<Step()> setup;
+        Step step;
+        std::optional<Cursor> cursor;
+        bool started = false;
+    };
+    auto st = std::make_shared<State>(State{std::move(source), skip_falsy, std::move(setup), {}, {}, false});
+    return generator(in, "generator", std::move(name), [st]() -> std::optional<Value> {
+        if (!st->started) {
+            st->started = true;
+            if (st->skip_falsy && !truthy(st->source)) return std::nullopt;
+            st->step = st->setup();
+            st->cursor.emplace(st->source);
+        }
+        if (!st->cursor) return std::nullopt;
+        while (auto item = st->cursor->next())
+            if (auto out = st->step(*item)) return out;
+        return std::nullopt;
+    });
+}
+
+// A generator yielding `items` once (a reverse iterator, or a whole result
+// computed at the first pull by `produce`).
+Value lazy_items(Interpreter& in, std::string type, std::string name, std::function<Items()> produce) {
+    struct State {
+        std::function<Items()> produce;
+        Items items;
+        size_t pos = 0;
+        bool started = false;
+    };
+    auto st = std::make_shared<State>(State{std::move(produce), {}, 0, false});
+    return generator(in, std::move(type), std::move(name), [st]() -> std::optional<Value> {
+        if (!st->started) {
+            st->started = true;
+            st->items = st->produce();
+        }
+        if (st->pos >= st->items.size()) return std::nullopt;
+        return st->items[st->pos++];
+    });
+}
 
 // ---- filters ----
 
@@ -80,21 +142,24 @@ Value f_attr(Interpreter&, const Value& v, CallArgs& args) {
     return undefined_attribute(v, name);
 }
 
-Value f_batch(Interpreter&, const Value& v, CallArgs& args) {
-    ArgBinder bind("batch", args, {"linecount", "fill_with"});
-    if (!bind.get(0) || !bind.get(0)->is_integral()) raise("batch() requires an integer linecount");
-    const int64_t n = bind.get(0)->as_int();
-    Items out, tmp;
-    for (Value& item : iterate(v)) {
-        if (static_cast<int64_t>(tmp.size()) == n) out.push_back(list_of(std::move(tmp))), tmp.clear();
-        tmp.push_back(std::move(item));
-    }
-    if (!tmp.empty()) {
-        if (bind.get(1) && !bind.get(1)->is_none())
-            while (static_cast<int64_t>(tmp.size()) < n) tmp.push_back(*bind.get(1));
-        out.push_back(list_of(std::move(tmp)));
-    }
-    return list_of(std::move(out));
+Value f_batch(Interpreter& in, const Value& v, CallArgs& args) {
+    return lazy_items(in, "generator", "do_batch", [v, args]() {
+        ArgBinder bind("batch", args, {"linecount", "fill_with"});
+        if (!bind.get(0) || !bind.get(0)->is_integral()) raise("batch() requires an integer linecount");
+        const int64_t n = bind.get(0)->as_int();
+        Items out, tmp;
+        Cursor cursor(v);
+        while (auto item = cursor.next()) {
+            if (static_cast<int64_t>(tmp.size()) == n) out.push_back(list_of(std::move(tmp))), tmp.clear();
+            tmp.push_back(std::move(*item));
+        }
+        if (!tmp.empty()) {
+            if (bind.get(1) && !bind.get(1)->is_none())
+                while (static_cast<int64_t>(tmp.size()) < n) tmp.push_back(*bind.get(1));
+            out.push_back(list_of(std::move(tmp)));
+        }
+        return out;
+    });
 }
 
 Value f_capitalize(Interpreter&, const Value& v, CallArgs& args) {
@@ -118,7 +183,8 @@ Value f_default(Interpreter&, const Value& v, CallArgs& args) {
 
 Value f_dictsort(Interpreter&, const Value& v, CallArgs& args) {
     ArgBinder bind("dictsort", args, {"case_sensitive", "by", "reverse"});
-    if (!v.is_dict()) raise("dictsort() requires a mapping, not {}", type_name(v));
+    if (v.is_undefined()) raise_undefined(v);
+    if (!v.is_dict()) raise("'{}' object has no attribute 'items'", type_name(v));
     const std::string by = bind.get(1) ? py_str(*bind.get(1)) : "key";
     if (by != "key" && by != "value") raise("You can only sort by either \"key\" or \"value\"");
     const bool ignore_case = !is_true(bind.get(0));
@@ -154,9 +220,8 @@ Value f_escape(Interpreter&, const Value& v, CallArgs& args) {
 
 Value f_first(Interpreter&, const Value& v, CallArgs& args) {
     ArgBinder("first", args, {});
-    Items items = iterate(v);
-    if (items.empty()) return Value::undefined("No first item, sequence was empty.");
-    return items.front();
+    if (auto item = Cursor(v).next()) return *item;
+    return Value::undefined("No first item, sequence was empty.");
 }
 
 Value f_last(Interpreter&, const Value& v, CallArgs& args) {
@@ -228,7 +293,12 @@ Value f_indent(Interpreter&, const Value& v, CallArgs& args) {
     } else {
         raise("can't multiply sequence by non-int of type '{}'", type_name(width));
     }
-    const std::string s = py_str(v) + "\n";
+    // Python appends "\n" to the value itself, which only a str allows.
+    if (v.is_undefined()) raise_undefined(v);
+    if (v.is_list()) raise("'list' object has no attribute 'splitlines'");
+    if (v.is_tuple()) raise("can only concatenate tuple (not \"str\") to tuple");
+    if (!v.is_string()) raise("unsupported operand type(s) for +=: '{}' and 'str'", type_name(v));
+    const std::string s = v.as_string() + "\n";
     const std::vector<std::string> lines = text::splitlines(s, false);
     std::string rv;
     if (is_true(bind.get(2))) {
@@ -294,13 +364,15 @@ Value f_int(Interpreter&, const Value& v, CallArgs& args) {
     return fallback;
 }
 
-Value f_items(Interpreter&, const Value& v, CallArgs& args) {
+Value f_items(Interpreter& in, const Value& v, CallArgs& args) {
     ArgBinder("items", args, {});
-    if (v.is_undefined()) return list_of({});
-    if (!v.is_dict()) raise("Can only get item pairs from a mapping.");
-    Items out;
-    for (const auto& [k, val] : v.as_dict().entries) out.push_back(Value::tuple({k, val}));
-    return list_of(std::move(out));
+    return lazy_items(in, "generator", "do_items", [v]() {
+        Items out;
+        if (v.is_undefined()) return out;
+        if (!v.is_dict()) raise("Can only get item pairs from a mapping.");
+        for (const auto& [k, val] : v.as_dict().entries) out.push_back(Value::tuple({k, val}));
+        return out;
+    });
 }
 
 Value f_join(Interpreter&, const Value& v, CallArgs& args) {
@@ -339,27 +411,28 @@ Value f_upper(Interpreter&, const Value& v, CallArgs& args) {
 }
 
 Value f_map(Interpreter& in, const Value& v, CallArgs& args) {
-    Items out;
-    const Value* attribute = nullptr;
-    const Value* fallback = nullptr;
-    for (const auto& [k, val] : args.keyword) {
-        if (k == "attribute") attribute = &val;
-        if (k == "default") fallback = &val;
-    }
-    if (args.positional.empty() && attribute) {
-        for (const auto& [k, _] : args.keyword)
-            if (k != "attribute" && k != "default") raise("Unexpected keyword argument {}", string_repr(k));
-        const AttrGetter get(attribute, fallback, false);
-        for (const Value& item : iterate(v)) out.push_back(get(item));
-        return list_of(std::move(out));
-    }
-    if (args.positional.empty()) raise("map requires a filter argument");
-    const std::string name = py_str(args.positional[0]);
-    for (const Value& item : iterate(v)) {
-        CallArgs rest{{args.positional.begin() + 1, args.positional.end()}, args.keyword};
-        out.push_back(in.call_filter(name, item, rest));
-    }
-    return list_of(std::move(out));
+    return lazy(in, "sync_do_map", v, true, [&in, args]() -> Step {
+        const Value* attribute = nullptr;
+        const Value* fallback = nullptr;
+        for (const auto& [k, val] : args.keyword) {
+            if (k == "attribute") attribute = &val;
+            if (k == "default") fallback = &val;
+        }
+        if (args.positional.empty() && attribute) {
+            for (const auto& [k, _] : args.keyword)
+                if (k != "attribute" && k != "default") raise("Unexpected keyword argument {}", string_repr(k));
+            return [get = AttrGetter(attribute, fallback, false)](const Value& item) -> std::optional<Value> {
+                return get(item);
+            };
+        }
+        if (args.positional.empty()) raise("map requires a filter argument");
+        const std::string name = py_str(args.positional[0]);
+        const CallArgs rest{{args.positional.begin() + 1, args.positional.end()}, args.keyword};
+        return [&in, name, rest](const Value& item) -> std::optional<Value> {
+            CallArgs call = rest;
+            return in.call_filter(name, item, call);
+        };
+    });
 }
 
 Value min_or_max(const Value& v, CallArgs& args, const char* name, bool want_max) {
@@ -371,7 +444,7 @@ Value min_or_max(const Value& v, CallArgs& args, const char* name, bool want_max
     Value best_key = key(items[0]);
     for (size_t i = 1; i < items.size(); ++i) {
         Value k = key(items[i]);
-        if (want_max ? less(best_key, k) : less(k, best_key)) best = i, best_key = std::move(k);
+        if (compare(want_max ? CompareOp::gt : CompareOp::lt, k, best_key)) best = i, best_key = std::move(k);
     }
     return items[best];
 }
@@ -381,26 +454,28 @@ Value f_min(Interpreter&, const Value& v, CallArgs& args) { return min_or_max(v,
 
 // select / reject / selectattr / rejectattr.
 Value select_items(Interpreter& in, const Value& v, CallArgs& args, bool keep, bool by_attr) {
-    size_t off = 0;
-    std::optional<AttrGetter> get;
-    if (by_attr) {
-        if (args.positional.empty()) raise("Missing parameter for attribute name");
-        get.emplace(&args.positional[0], nullptr, false);
-        off = 1;
-    }
-    Items out;
-    for (const Value& item : iterate(v)) {
-        const Value subject = get ? (*get)(item) : item;
-        bool pass;
-        if (args.positional.size() > off) {
-            CallArgs rest{{args.positional.begin() + off + 1, args.positional.end()}, args.keyword};
-            pass = in.call_test(py_str(args.positional[off]), subject, rest);
-        } else {
-            pass = truthy(subject);
+    return lazy(in, "select_or_reject", v, true, [&in, args, keep, by_attr]() -> Step {
+        size_t off = 0;
+        std::optional<AttrGetter> get;
+        if (by_attr) {
+            if (args.positional.empty()) raise("Missing parameter for attribute name");
+            get.emplace(&args.positional[0], nullptr, false);
+            off = 1;
         }
-        if (pass == keep) out.push_back(item);
-    }
-    return list_of(std::move(out));
+        std::optional<std::string> test;
+        CallArgs rest{{}, args.keyword};
+        if (args.positional.size() > off) {
+            test = py_str(args.positional[off]);
+            rest.positional.assign(args.positional.begin() + off + 1, args.positional.end());
+        }
+        return [&in, get, test, rest, keep](const Value& item) -> std::optional<Value> {
+            const Value subject = get ? (*get)(item) : item;
+            CallArgs call = rest;
+            const bool pass = test ? in.call_test(*test, subject, call) : truthy(subject);
+            if (pass != keep) return std::nullopt;
+            return item;
+        };
+    });
 }
 
 Value f_select(Interpreter& in, const Value& v, CallArgs& a) { return select_items(in, v, a, true, false); }
@@ -418,9 +493,17 @@ Value f_replace(Interpreter&, const Value& v, CallArgs& args) {
                                        count.is_none() ? -1 : count.as_int()));
 }
 
-Value f_reverse(Interpreter&, const Value& v, CallArgs& args) {
+Value f_reverse(Interpreter& in, const Value& v, CallArgs& args) {
     ArgBinder("reverse", args, {});
     if (v.is_string()) return get_slice(v, Value::none(), Value::none(), Value::integer(-1));
+    if (v.is_array() || v.is_dict() || v.is_undefined()) {
+        // reversed(): a one-pass iterator over the sequence backwards.
+        const char* type = v.is_list() ? "list_reverseiterator" : v.is_dict() ? "dict_reversekeyiterator" : "reversed";
+        Items items = iterate(v);
+        std::reverse(items.begin(), items.end());
+        return lazy_items(in, type, type, [items]() { return items; });
+    }
+    if (!v.is_object() || !dynamic_cast<Generator*>(&v.as_object())) raise("argument must be iterable");
     Items items = iterate(v);
     std::reverse(items.begin(), items.end());
     return list_of(std::move(items));
@@ -432,7 +515,6 @@ Value f_round(Interpreter&, const Value& v, CallArgs& args) {
     const std::string method = bind.get(1) ? py_str(*bind.get(1)) : "common";
     if (method != "common" && method != "ceil" && method != "floor")
         raise("method must be common, ceil or floor");
-    if (v.is_undefined()) raise_undefined(v);
     if (!v.is_number()) raise("type {} doesn't define __round__ method", type_name(v));
     if (!precision.is_integral())
         raise("'{}' object cannot be interpreted as an integer", type_name(precision));
@@ -460,26 +542,29 @@ Value f_safe(Interpreter&, const Value& v, CallArgs& args) {
     return Value::string(py_str(v));
 }
 
-Value f_slice(Interpreter&, const Value& v, CallArgs& args) {
-    ArgBinder bind("slice", args, {"slices", "fill_with"});
-    if (!bind.get(0) || !bind.get(0)->is_integral() || bind.get(0)->as_int() <= 0)
-        raise("slice() requires a positive integer number of slices");
-    const Items seq = iterate(v);
-    const int64_t slices = std::min<int64_t>(bind.get(0)->as_int(), 100000);
-    const int64_t n = static_cast<int64_t>(seq.size());
-    const int64_t per = n / slices, extra = n % slices;
-    const Value* fill = bind.get(1) && !bind.get(1)->is_none() ? bind.get(1) : nullptr;
-    Items out;
-    int64_t offset = 0;
-    for (int64_t k = 0; k < slices; ++k) {
-        const int64_t start = offset + k * per;
-        if (k < extra) ++offset;
-        const int64_t end = offset + (k + 1) * per;
-        Items part(seq.begin() + start, seq.begin() + end);
-        if (fill && k >= extra) part.push_back(*fill);
-        out.push_back(list_of(std::move(part)));
-    }
-    return list_of(std::move(out));
+Value f_slice(Interpreter& in, const Value& v, CallArgs& args) {
+    return lazy_items(in, "generator", "sync_do_slice", [v, args]() {
+        ArgBinder bind("slice", args, {"slices", "fill_with"});
+        if (!bind.get(0) || !bind.get(0)->is_integral())
+            raise("slice() requires an integer number of slices");
+        const Items seq = iterate(v);
+        const int64_t slices = std::min<int64_t>(bind.get(0)->as_int(), 100000);
+        if (slices <= 0) raise("integer division or modulo by zero");
+        const int64_t n = static_cast<int64_t>(seq.size());
+        const int64_t per = n / slices, extra = n % slices;
+        const Value* fill = bind.get(1) && !bind.get(1)->is_none() ? bind.get(1) : nullptr;
+        Items out;
+        int64_t offset = 0;
+        for (int64_t k = 0; k < slices; ++k) {
+            const int64_t start = offset + k * per;
+            if (k < extra) ++offset;
+            const int64_t end = offset + (k + 1) * per;
+            Items part(seq.begin() + start, seq.begin() + end);
+            if (fill && k >= extra) part.push_back(*fill);
+            out.push_back(list_of(std::move(part)));
+        }
+        return out;
+    });
 }
 
 Value f_sort(Interpreter&, const Value& v, CallArgs& args) {
@@ -582,34 +667,32 @@ Value f_truncate(Interpreter&, const Value& v, CallArgs& args) {
     const Value len_v = bind.get_or(0, Value::integer(255));
     const Value leeway_v = bind.get_or(3, Value::integer(5));
     if (!len_v.is_integral() || !leeway_v.is_integral()) raise("truncate() needs integer arguments");
-    const std::string s = py_str(v);
-    const std::string end = bind.get(2) ? py_str(*bind.get(2)) : "...";
-    const int64_t n = len_v.as_int(), end_len = static_cast<int64_t>(text::length(end));
+    const Value end = bind.get_or(2, Value::string("..."));
+    const int64_t n = len_v.as_int(), end_len = static_cast<int64_t>(length(end));
     if (n < end_len) raise("expected length >= {}, got {}", end_len, n);
     if (leeway_v.as_int() < 0) raise("expected leeway >= 0, got {}", leeway_v.as_int());
-    if (static_cast<int64_t>(text::length(s)) <= n + leeway_v.as_int()) return Value::string(s);
-    std::string head =
-        get_slice(Value::string(s), Value::none(), Value::integer(n - end_len), Value::none()).as_string();
-    if (!is_true(bind.get(1))) {
-        const std::string space = " ";
-        head = text::rsplit(head, &space, 1)[0];
-    }
-    return Value::string(head + end);
+    if (static_cast<int64_t>(length(v)) <= n + leeway_v.as_int()) return v;
+    const Value head = get_slice(v, Value::none(), Value::integer(n - end_len), Value::none());
+    if (is_true(bind.get(1))) return binary_op(BinaryOp::add, head, end);
+    if (!head.is_string()) raise("'{}' object has no attribute 'rsplit'", type_name(head));
+    const std::string space = " ";
+    return binary_op(BinaryOp::add, Value::string(text::rsplit(head.as_string(), &space, 1)[0]), end);
 }
 
-Value f_unique(Interpreter&, const Value& v, CallArgs& args) {
-    ArgBinder bind("unique", args, {"case_sensitive", "attribute"});
-    const AttrGetter key(bind.get(1), nullptr, !is_true(bind.get(0)));
-    Items seen, out;
-    for (const Value& item : iterate(v)) {
-        Value k = key(item);
-        require_hashable(k);
-        if (std::none_of(seen.begin(), seen.end(), [&](const Value& s) { return equals(s, k); })) {
-            seen.push_back(std::move(k));
-            out.push_back(item);
-        }
-    }
-    return list_of(std::move(out));
+Value f_unique(Interpreter& in, const Value& v, CallArgs& args) {
+    return lazy(in, "sync_do_unique", v, false, [args]() -> Step {
+        ArgBinder bind("unique", args, {"case_sensitive", "attribute"});
+        auto seen = std::make_shared<Items>();
+        return [key = AttrGetter(bind.get(1), nullptr, !is_true(bind.get(0))), seen](
+                   const Value& item) -> std::optional<Value> {
+            Value k = key(item);
+            require_hashable(k);
+            if (std::any_of(seen->begin(), seen->end(), [&](const Value& s) { return equals(s, k); }))
+                return std::nullopt;
+            seen->push_back(std::move(k));
+            return item;
+        };
+    });
 }
 
 Value f_wordcount(Interpreter&, const Value& v, CallArgs& args) {

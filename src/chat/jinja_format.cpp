@@ -411,7 +411,10 @@ std::string percent_format(std::string_view format, const Value& args) {
         spec.conversion = format[i++];
         out += percent_one(spec, arg ? *arg : take());
     }
-    if (!used_mapping && next < items.size() && !(items.size() == 1 && args.is_dict()))
+    // Python takes any non-tuple, non-str argument with [] (list, dict) as a mapping,
+    // which never leaves arguments unconverted.
+    const bool mapping_like = args.is_dict() || args.is_list();
+    if (!used_mapping && next < items.size() && !mapping_like)
         raise("not all arguments converted during string formatting");
     return out;
 }

@@ -162,7 +162,8 @@ Interpreter::~Interpreter() {
         if (auto object = weak.lock()) object->release();
 }
 
-std::string Interpreter::run(const Body& body) {
+std::string Interpreter::run(const Body& body, const Unset& unset) {
+    for (const std::string& name : unset) root_->set(name, undefined_name(name));
     std::string out;
     exec(body, out);
     return out;
@@ -303,12 +304,14 @@ Value Interpreter::eval_inner(const Expr& e) {
             const auto& f = static_cast<const FilterExpr&>(e);
             const Value value = f.value ? eval(*f.value) : *block_input_;
             CallArgs args = eval_args(f.args);
+            if (!f.fn) raise("No filter named {} found.", string_repr(f.name));
             return f.fn(*this, value, args);
         }
         case ExprKind::test: {
             const auto& t = static_cast<const TestExpr&>(e);
             const Value value = eval(*t.value);
             CallArgs args = eval_args(t.args);
+            if (!t.fn) raise("No test named {} found.", string_repr(t.name));
             return Value::boolean(t.fn(*this, value, args));
         }
         case ExprKind::unary: {
@@ -372,9 +375,15 @@ Interpreter::Flow Interpreter::exec(const Body& body, std::string& out) {
     return Flow::normal;
 }
 
-std::string Interpreter::render_scoped(const Body& body) {
+// Makes a new innermost scope whose `unset` names start undefined.
+void Interpreter::enter_scope(const Unset& unset) {
+    frame_ = std::make_shared<Frame>(Frame{frame_, {}});
+    for (const std::string& name : unset) frame_->vars.emplace_back(name, undefined_name(name));
+}
+
+std::string Interpreter::render_scoped(const Body& body, const Unset& unset) {
     const FramePtr saved = frame_;
-    frame_ = std::make_shared<Frame>(Frame{saved, {}});
+    enter_scope(unset);
     std::string out;
     exec(body, out);
     frame_ = saved;
@@ -415,7 +424,7 @@ Interpreter::Flow Interpreter::exec_stmt(const Stmt& s, std::string& out) {
             }
             case StmtKind::set_block: {
                 const auto& st = static_cast<const SetBlockStmt&>(s);
-                assign(st.target, apply_block_filter(st.filter.get(), render_scoped(st.body)));
+                assign(st.target, apply_block_filter(st.filter.get(), render_scoped(st.body, st.unset)));
                 break;
             }
             case StmtKind::macro: {
@@ -426,7 +435,7 @@ Interpreter::Flow Interpreter::exec_stmt(const Stmt& s, std::string& out) {
             case StmtKind::call_block: exec_call_block(static_cast<const CallBlockStmt&>(s), out); break;
             case StmtKind::filter_block: {
                 const auto& st = static_cast<const FilterBlockStmt&>(s);
-                out += py_str(apply_block_filter(st.filter.get(), render_scoped(st.body)));
+                out += py_str(apply_block_filter(st.filter.get(), render_scoped(st.body, st.unset)));
                 break;
             }
             case StmtKind::with: {
@@ -434,16 +443,17 @@ Interpreter::Flow Interpreter::exec_stmt(const Stmt& s, std::string& out) {
                 std::vector<Value> values;
                 for (const auto& [_, e] : st.assignments) values.push_back(eval(*e));
                 const FramePtr saved = frame_;
-                frame_ = std::make_shared<Frame>(Frame{saved, {}});
+                enter_scope(st.unset);
                 for (size_t i = 0; i < values.size(); ++i) assign(st.assignments[i].first, values[i]);
                 const Flow flow = exec(st.body, out);
                 frame_ = saved;
                 return flow;
             }
             case StmtKind::scope: {
+                const auto& st = static_cast<const ScopeStmt&>(s);
                 const FramePtr saved = frame_;
-                frame_ = std::make_shared<Frame>(Frame{saved, {}});
-                const Flow flow = exec(static_cast<const ScopeStmt&>(s).body, out);
+                enter_scope(st.unset);
+                const Flow flow = exec(st.body, out);
                 frame_ = saved;
                 return flow;
             }
@@ -471,24 +481,29 @@ Interpreter::Flow Interpreter::exec_for(const ForStmt& s, const Value& iterable,
         frame_ = saved;
         items = std::move(kept);
     }
-    if (items.empty()) {
-        frame_ = std::make_shared<Frame>(Frame{saved, {}});
+    // Jinja2 runs the else block unless some iteration reached the end of the
+    // body: an iteration left by break or continue does not count.
+    bool completed = false;
+    if (!items.empty()) {
+        const size_t n = items.size();
+        auto loop = std::make_shared<LoopContext>(std::move(items), depth, s, saved);
+        track(loop);
+        const Value loop_value = Value::object(loop);
+        for (size_t i = 0; i < n; ++i) {
+            loop->index0 = i;
+            enter_scope(s.body_unset);
+            frame_->set("loop", loop_value);
+            assign(s.target, loop->item(i));
+            const Flow flow = exec(s.body, out);
+            frame_ = saved;
+            if (flow == Flow::normal) completed = true;
+            if (flow == Flow::loop_break) break;
+        }
+    }
+    if (!completed && !s.otherwise.empty()) {
+        enter_scope(s.otherwise_unset);
         exec(s.otherwise, out);
         frame_ = saved;
-        return Flow::normal;
-    }
-    const size_t n = items.size();
-    auto loop = std::make_shared<LoopContext>(std::move(items), depth, s, saved);
-    track(loop);
-    const Value loop_value = Value::object(loop);
-    for (size_t i = 0; i < n; ++i) {
-        loop->index0 = i;
-        frame_ = std::make_shared<Frame>(Frame{saved, {}});
-        frame_->set("loop", loop_value);
-        assign(s.target, loop->item(i));
-        const Flow flow = exec(s.body, out);
-        frame_ = saved;
-        if (flow == Flow::loop_break) break;
     }
     return Flow::normal;
 }
@@ -547,7 +562,8 @@ std::string Interpreter::call_macro(const MacroStmt& m, const FramePtr& closure,
         raise("macro {} takes not more than {} argument(s)", string_repr(m.name), n);
 
     const FramePtr saved = frame_;
-    frame_ = std::make_shared<Frame>(Frame{closure ? closure : root_, {}});
+    frame_ = closure ? closure : root_;
+    enter_scope(m.unset);
     const size_t first_default = n - m.defaults.size();
     for (size_t i = 0; i < n; ++i) {
         if (bound[i]) {

@@ -29,7 +29,8 @@ public:
     Interpreter(const Interpreter&) = delete;
     Interpreter& operator=(const Interpreter&) = delete;
 
-    std::string run(const Body& body);
+    // `unset`: the template scope's names that start undefined (jinja_scope.h).
+    std::string run(const Body& body, const Unset& unset);
 
     Value eval(const Expr& e);
     Value call(const Value& callee, CallArgs& args);
@@ -51,7 +52,8 @@ private:
     Flow exec_stmt(const Stmt& s, std::string& out);
     Flow exec_for(const ForStmt& s, const Value& iterable, int depth, std::string& out);
     void exec_call_block(const CallBlockStmt& s, std::string& out);
-    std::string render_scoped(const Body& body);
+    void enter_scope(const Unset& unset);
+    std::string render_scoped(const Body& body, const Unset& unset);
     Value apply_block_filter(const Expr* filter, std::string text);
     Value eval_inner(const Expr& e);
     Value eval_call(const CallExpr& e);

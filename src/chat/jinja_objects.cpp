@@ -1,6 +1,7 @@
 #include "chat/jinja_objects.h"
 
 #include "chat/jinja_format.h"
+#include "chat/jinja_ops.h"
 
 namespace anelm::jinja {
 
@@ -16,6 +17,32 @@ std::string Namespace::repr() const {
         out += py_repr(attrs_.entries[i].first) + ": " + py_repr(attrs_.entries[i].second);
     }
     return out + "}>";
+}
+
+std::string Generator::repr() const {
+    if (type_ == "generator") return "<generator object " + name_ + ">";
+    return "<" + type_ + " object>";
+}
+
+std::optional<Value> Generator::next() {
+    if (!next_) return std::nullopt;
+    std::optional<Value> v = next_();
+    if (!v) next_ = nullptr;  // exhausted for good, like a Python generator
+    return v;
+}
+
+Cursor::Cursor(const Value& iterable) {
+    if (iterable.is_object() && dynamic_cast<Generator*>(&iterable.as_object())) {
+        generator_ = iterable.object_ptr();
+    } else {
+        items_ = iterate(iterable);
+    }
+}
+
+std::optional<Value> Cursor::next() {
+    if (generator_) return static_cast<Generator&>(*generator_).next();
+    if (pos_ >= items_.size()) return std::nullopt;
+    return std::move(items_[pos_++]);
 }
 
 }  // namespace anelm::jinja

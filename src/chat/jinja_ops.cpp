@@ -6,6 +6,7 @@
 #include "chat/jinja_error.h"
 #include "chat/jinja_format.h"
 #include "chat/jinja_methods.h"
+#include "chat/jinja_objects.h"
 #include "chat/jinja_text.h"
 
 namespace anelm::jinja {
@@ -92,7 +93,9 @@ static Value numeric_op(BinaryOp op, const Value& a, const Value& b) {
                 return Value::number(double(x) / double(y));
             case BinaryOp::floordiv:
             case BinaryOp::mod: {
-                if (y == 0) raise("integer division or modulo by zero");
+                if (y == 0)
+                    raise("{}", op == BinaryOp::mod ? "integer modulo by zero"
+                                                    : "integer division or modulo by zero");
                 if (x == INT64_MIN && y == -1) raise("integer overflow");
                 int64_t q = x / y, m = x % y;
                 if (m != 0 && ((m < 0) != (y < 0))) --q, m += y;
@@ -252,6 +255,13 @@ bool contains(const Value& container, const Value& item) {
         case Kind::dict:
             require_hashable(item);
             return container.as_dict().find(item) != nullptr;
+        case Kind::object:
+            if (auto* g = dynamic_cast<Generator*>(&container.as_object())) {
+                while (auto v = g->next())
+                    if (equals(*v, item)) return true;
+                return false;
+            }
+            [[fallthrough]];
         default: raise("argument of type '{}' is not iterable", type_name(container));
     }
 }
@@ -327,29 +337,28 @@ static std::vector<size_t> slice_positions(const Value& start, const Value& stop
     return out;
 }
 
+// Jinja2 compiles slices to plain Python subscripts: anything but a sequence raises.
 Value get_slice(const Value& obj, const Value& start, const Value& stop, const Value& step) {
     if (obj.is_undefined()) raise_undefined(obj);
-    const bool indices_ok = (start.is_none() || start.is_integral()) &&
-                            (stop.is_none() || stop.is_integral()) &&
-                            (step.is_none() || step.is_integral());
-    if (indices_ok && obj.is_array()) {
+    if (obj.is_dict()) raise("unhashable type: 'slice'");
+    if (!obj.is_array() && !obj.is_string()) raise("'{}' object is not subscriptable", type_name(obj));
+    for (const Value* bound : {&start, &stop, &step}) {
+        if (!bound->is_none() && !bound->is_integral())
+            raise("slice indices must be integers or None or have an __index__ method");
+    }
+    if (obj.is_array()) {
         const Array& a = obj.as_array();
         std::vector<Value> items;
         for (size_t i : slice_positions(start, stop, step, a.items.size()))
             items.push_back(a.items[i]);
         return a.is_tuple ? Value::tuple(std::move(items)) : Value::list(std::move(items));
     }
-    if (indices_ok && obj.is_string()) {
-        const std::string& s = obj.as_string();
-        const auto at = text::boundaries(s);
-        std::string out;
-        for (size_t i : slice_positions(start, stop, step, at.size() - 1))
-            out.append(s, at[i], at[i + 1] - at[i]);
-        return Value::string(std::move(out));
-    }
-    return Value::undefined(fmt::format("{} has no element slice({}, {}, {})",
-                                        object_type_repr(obj), py_repr(start), py_repr(stop),
-                                        py_repr(step)));
+    const std::string& s = obj.as_string();
+    const auto at = text::boundaries(s);
+    std::string out;
+    for (size_t i : slice_positions(start, stop, step, at.size() - 1))
+        out.append(s, at[i], at[i + 1] - at[i]);
+    return Value::string(std::move(out));
 }
 
 std::vector<Value> iterate(const Value& v) {
@@ -371,6 +380,13 @@ std::vector<Value> iterate(const Value& v) {
             }
             return chars;
         }
+        case Kind::object:
+            if (auto* g = dynamic_cast<Generator*>(&v.as_object())) {
+                std::vector<Value> items;
+                while (auto item = g->next()) items.push_back(std::move(*item));
+                return items;
+            }
+            [[fallthrough]];
         default: raise("'{}' object is not iterable", type_name(v));
     }
 }

@@ -39,6 +39,8 @@ public:
     Body parse_template() {
         Body body = subparse({});
         if (cur().type != TokenType::eof) fail(fmt::format("unexpected {}", quoted(describe(cur()))));
+        for (const Unknown& u : unknown_)
+            if (!u.soft) fail_at(u.line, u.message);
         return body;
     }
 
@@ -50,6 +52,27 @@ private:
     std::vector<std::vector<std::string>> end_stack_;
     std::vector<std::string> tag_stack_;
     std::vector<std::set<std::string>*> name_sinks_;  // names read inside open macros
+
+    // Unknown filters and tests. Jinja2 rejects them when compiling, except
+    // inside an if statement or an inline if in the same scope, where the
+    // error waits until the filter runs.
+    struct Unknown {
+        int line;
+        std::string message;
+        bool soft;
+    };
+    std::vector<Unknown> unknown_;
+    bool soft_ = false;
+
+    // Parses a part of a statement with the given softness.
+    template <typename F>
+    auto with_soft(bool soft, F f) {
+        const bool saved = soft_;
+        soft_ = soft;
+        auto result = f();
+        soft_ = saved;
+        return result;
+    }
 
     struct Nest {
         explicit Nest(Parser& p) : p(p) {
@@ -211,16 +234,19 @@ private:
         s->target = parse_assign_target({"in"}, false);
         expect_keyword("in");
         s->iterable = parse_tuple(false, false, {"recursive"}, false);
-        if (skip_name("if")) s->condition = parse_expression(true);
+        if (skip_name("if")) s->condition = with_soft(false, [&] { return parse_expression(true); });
         s->recursive = skip_name("recursive");
         ++loop_depth_;
-        s->body = parse_statements({"endfor", "else"}, false);
+        s->body = with_soft(false, [&] { return parse_statements({"endfor", "else"}, false); });
         --loop_depth_;
-        if (next().value != "endfor") s->otherwise = parse_statements({"endfor"}, true);
+        if (next().value != "endfor")
+            s->otherwise = with_soft(false, [&] { return parse_statements({"endfor"}, true); });
         return s;
     }
 
     StmtPtr parse_if() {
+        const bool saved = soft_;
+        soft_ = true;
         auto s = std::make_unique<IfStmt>(next().line);
         while (true) {
             ExprPtr test = parse_tuple(false, false, {}, false);
@@ -231,6 +257,7 @@ private:
             if (tag == "else") s->otherwise = parse_statements({"endif"}, true);
             break;
         }
+        soft_ = saved;
         return s;
     }
 
@@ -245,8 +272,8 @@ private:
         }
         auto s = std::make_unique<SetBlockStmt>(line);
         s->target = std::move(target);
-        if (is_op("|")) s->filter = parse_filter(nullptr, false);
-        s->body = parse_statements({"endset"}, true);
+        if (is_op("|")) s->filter = with_soft(false, [&] { return parse_filter(nullptr, false); });
+        s->body = with_soft(false, [&] { return parse_statements({"endset"}, true); });
         return s;
     }
 
@@ -258,7 +285,7 @@ private:
             expect_op("=");
             s->assignments.emplace_back(std::move(target), parse_expression(true));
         }
-        s->body = parse_statements({"endwith"}, true);
+        s->body = with_soft(false, [&] { return parse_statements({"endwith"}, true); });
         return s;
     }
 
@@ -273,7 +300,7 @@ private:
 
     StmtPtr parse_generation() {
         auto s = std::make_unique<ScopeStmt>(next().line);
-        s->body = parse_statements({"endgeneration"}, true);
+        s->body = with_soft(false, [&] { return parse_statements({"endgeneration"}, true); });
         return s;
     }
 
@@ -297,7 +324,7 @@ private:
         name_sinks_.push_back(&names);
         const int saved_loops = loop_depth_;
         loop_depth_ = 0;
-        m.body = parse_statements({end_tag}, true);
+        m.body = with_soft(false, [&] { return parse_statements({end_tag}, true); });
         loop_depth_ = saved_loops;
         name_sinks_.pop_back();
         m.uses_varargs = names.count("varargs") > 0;
@@ -326,8 +353,8 @@ private:
 
     StmtPtr parse_filter_block() {
         auto s = std::make_unique<FilterBlockStmt>(next().line);
-        s->filter = parse_filter(nullptr, true);
-        s->body = parse_statements({"endfilter"}, true);
+        s->filter = with_soft(false, [&] { return parse_filter(nullptr, true); });
+        s->body = with_soft(false, [&] { return parse_statements({"endfilter"}, true); });
         return s;
     }
 
@@ -400,6 +427,7 @@ private:
 
     ExprPtr parse_condexpr() {
         const int line = cur().line;
+        const size_t first_unknown = unknown_.size();
         ExprPtr expr = parse_or();
         while (skip_name("if")) {
             auto c = std::make_unique<ConditionalExpr>(line);
@@ -407,6 +435,7 @@ private:
             c->test = parse_or();
             if (skip_name("else")) c->otherwise = parse_condexpr();
             expr = std::move(c);
+            for (size_t i = first_unknown; i < unknown_.size(); ++i) unknown_[i].soft = true;
         }
         return expr;
     }
@@ -706,7 +735,7 @@ private:
             const int line = cur().line;
             std::string name = parse_dotted_name();
             const FilterFn fn = find_filter(name);
-            if (!fn) fail_at(line, fmt::format("No filter named {}.", quoted(name)));
+            if (!fn) unknown_.push_back({line, fmt::format("No filter named {}.", quoted(name)), soft_});
             auto f = std::make_unique<FilterExpr>(line, std::move(node), std::move(name), fn);
             if (is_op("(")) f->args = parse_call_args();
             node = std::move(f);
@@ -719,7 +748,7 @@ private:
         const bool negated = skip_name("not");
         std::string name = parse_dotted_name();
         const TestFn fn = find_test(name);
-        if (!fn) fail_at(line, fmt::format("No test named {}.", quoted(name)));
+        if (!fn) unknown_.push_back({line, fmt::format("No test named {}.", quoted(name)), soft_});
         auto t = std::make_unique<TestExpr>(line, std::move(node), std::move(name), fn);
         const TokenType type = cur().type;
         if (is_op("(")) {

@@ -5,6 +5,7 @@
 #include "chat/jinja_interpreter.h"
 #include "chat/jinja_lexer.h"
 #include "chat/jinja_parser.h"
+#include "chat/jinja_scope.h"
 
 namespace anelm::jinja {
 
@@ -54,6 +55,7 @@ static auto with_location(const std::string& name, F f) {
 
 Template::Template(std::string_view source, std::string name) : name_(std::move(name)) {
     body_ = with_location(name_, [&] { return parse(tokenize(source)); });
+    unset_ = analyze_scopes(body_);
 }
 
 std::string Template::render(const nlohmann::ordered_json& variables) const {
@@ -66,7 +68,7 @@ std::string Template::render(const nlohmann::ordered_json& variables) const {
 std::string Template::render(std::vector<std::pair<std::string, Value>> variables) const {
     return with_location(name_, [&] {
         Interpreter interp(std::move(variables));
-        return interp.run(body_);
+        return interp.run(body_, unset_);
     });
 }
 

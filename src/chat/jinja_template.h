@@ -32,6 +32,7 @@ public:
 private:
     std::string name_;
     Body body_;
+    Unset unset_;
 };
 
 }  // namespace anelm::jinja

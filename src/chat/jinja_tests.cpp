@@ -6,6 +6,7 @@
 #include "chat/jinja_ops.h"
 #include "chat/jinja_text.h"
 #include "chat/jinja_format.h"
+#include "chat/jinja_objects.h"
 
 namespace anelm::jinja {
 namespace {
@@ -23,8 +24,10 @@ bool no_args(const char* test, CallArgs& args) {
 }
 
 bool t_boolean(Interpreter&, const Value& v, CallArgs& a) { return no_args("boolean", a) && v.is_bool(); }
+// Python's callable(): Undefined has __call__ (it raises when called).
 bool t_callable(Interpreter&, const Value& v, CallArgs& a) {
-    return no_args("callable", a) && v.is_object() && v.as_object().is_callable();
+    no_args("callable", a);
+    return v.is_undefined() || (v.is_object() && v.as_object().is_callable());
 }
 bool t_defined(Interpreter&, const Value& v, CallArgs& a) { return no_args("defined", a) && !v.is_undefined(); }
 bool t_undefined(Interpreter&, const Value& v, CallArgs& a) { return no_args("undefined", a) && v.is_undefined(); }
@@ -41,7 +44,7 @@ bool t_escaped(Interpreter&, const Value&, CallArgs& a) { return !no_args("escap
 // Python's iter() succeeds on these (Undefined iterates as empty).
 bool t_iterable(Interpreter&, const Value& v, CallArgs& a) {
     no_args("iterable", a);
-    if (v.is_object()) return v.as_object().type_name() == "LoopContext";
+    if (v.is_object()) return v.as_object().type_name() == "LoopContext" || dynamic_cast<Generator*>(&v.as_object());
     return v.is_undefined() || v.is_string() || v.is_array() || v.is_dict();
 }
 
