@@ -49,6 +49,7 @@ TEST(Attention, MatchesTheFormulaWithGqaAndOffsets) {
     const Case cases[] = {
         {1, 1, 1, 8, 0},   {1, 4, 2, 64, 9},  {7, 6, 2, 13, 0},  {5, 6, 3, 32, 4},
         {3, 8, 1, 128, 40}, {9, 2, 2, 17, 2}, {4, 4, 4, 1, 3},   {2, 16, 4, 80, 100},
+        {1, 7, 1, 24, 6},   {6, 10, 2, 64, 0},
     };
     for (int n_threads : {1, 2, 3}) {
         ThreadPool pool(n_threads);

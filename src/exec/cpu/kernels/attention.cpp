@@ -1,5 +1,6 @@
-// Causal attention: one task per (token, head), each a leaf call with a
-// per-thread score buffer.
+// Causal attention: tasks of (token, kv head) handing the leaf the query heads
+// that share the kv head, with a per-thread score buffer.
+#include <algorithm>
 #include <vector>
 
 #include "base/error.h"
@@ -22,16 +23,29 @@ void attention(const AttentionArgs& a, ThreadPool& pool) {
     const Isa* isa = active();
     if (!isa) return ref::attention(a, pool);
     check_attention(a);
+    // Tasks of (token, kv head, slice of its query heads): a whole group shares
+    // each converted key and value row; groups are sliced only when there would
+    // be too few tasks for the threads.
     const int64_t group = a.n_head / a.n_head_kv;
+    const int64_t n_groups = std::max<int64_t>(1, a.n_tokens * a.n_head_kv);
+    const int64_t want_slices =
+        std::clamp<int64_t>((2 * pool.size() + n_groups - 1) / n_groups, 1, group);
+    const int64_t heads_per_slice = (group + want_slices - 1) / want_slices;
+    const int64_t n_slices = (group + heads_per_slice - 1) / heads_per_slice;
     const int64_t kv_stride = a.n_ctx * a.head_dim;
-    pool.run(a.n_tokens * a.n_head, [&](int64_t task, int) {
+    pool.run(a.n_tokens * a.n_head_kv * n_slices, [&](int64_t task, int) {
         thread_local std::vector<float> scores;
-        const int64_t t = task / a.n_head, h = task % a.n_head;
+        const int64_t slice = task % n_slices, g = task / n_slices % a.n_head_kv;
+        const int64_t t = task / n_slices / a.n_head_kv;
+        const int64_t h0 = g * group + slice * heads_per_slice;
+        const int64_t n_q = std::min(heads_per_slice, group - slice * heads_per_slice);
         const int64_t n_keys = a.pos0 + t + 1;
-        if (scores.size() < static_cast<size_t>(n_keys)) scores.resize(static_cast<size_t>(n_keys));
-        isa->attend(a.q + task * a.head_dim, a.k + (h / group) * kv_stride,
-                    a.v + (h / group) * kv_stride, n_keys, a.head_dim, a.scale, scores.data(),
-                    a.out + task * a.head_dim);
+        if (scores.size() < static_cast<size_t>(n_q * n_keys)) {
+            scores.resize(static_cast<size_t>(n_q * n_keys));
+        }
+        const int64_t row = (t * a.n_head + h0) * a.head_dim;
+        isa->attend(a.q + row, n_q, a.k + g * kv_stride, a.v + g * kv_stride, n_keys, a.head_dim,
+                    a.scale, scores.data(), a.out + row);
     });
 }
 

@@ -30,10 +30,11 @@ struct Isa {
     void (*gemv)(const Matrix& w, const float* x, int64_t n_tokens, int64_t o0, int64_t o1,
                  float* y, int64_t ldy);
 
-    // One query row against keys [0, n_keys) of one kv head (rows of head_dim):
-    // out = softmax(scale * k q) v. `scores` has room for n_keys floats.
-    void (*attend)(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_keys,
-                   int64_t head_dim, float scale, float* scores, float* out);
+    // n_q query rows (heads sharing one kv head, rows of head_dim) against keys
+    // [0, n_keys) of that kv head: out_h = softmax(scale * K q_h) V, each key and
+    // value row converted once for all n_q. `scores` has room for n_q * n_keys.
+    void (*attend)(const float* q, int64_t n_q, const uint16_t* k, const uint16_t* v,
+                   int64_t n_keys, int64_t head_dim, float scale, float* scores, float* out);
 
     // The single-row kernels of kernels.h, same contracts.
     void (*rms_norm)(const float* x, const float* gain, float gain_offset, int64_t n, float eps,

@@ -95,7 +95,7 @@ void gemm_tile(const float* xp, int64_t m, const float* panel, int64_t kc, float
                int64_t n, bool accumulate);
 void gemv(const Matrix& w, const float* x, int64_t n_tokens, int64_t o0, int64_t o1, float* y,
           int64_t ldy);
-void attend(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_keys,
+void attend(const float* q, int64_t n_q, const uint16_t* k, const uint16_t* v, int64_t n_keys,
             int64_t head_dim, float scale, float* scores, float* out);
 void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, float eps, float* y);
 void softmax(float* x, int64_t n);
@@ -105,6 +105,9 @@ void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const f
 void f32_to_f16_row(const float* x, int64_t n, uint16_t* y);
 void f16_to_f32_row(const uint16_t* x, int64_t n, float* y);
 void round_to_f16_row(float* x, int64_t n);
+
+// x[i] = exp(x[i] - max(x)) over n > 0 values; returns their sum.
+float exp_sum(float* x, int64_t n);
 
 // Tile shape of gemm_tile (32 registers: 24 accumulators) and tokens per gemv pass.
 constexpr int mr = 8;

@@ -50,8 +50,7 @@ void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, f
     for (; i < n; ++i) y[i] = gain ? x[i] * scale * (gain_offset + gain[i]) : x[i] * scale;
 }
 
-void softmax(float* x, int64_t n) {
-    if (n <= 0) return;
+float exp_sum(float* x, int64_t n) {
     float32x4_t vmax = vdupq_n_f32(-__builtin_inff());
     int64_t i = 0;
     for (; i + 4 <= n; i += 4) vmax = vmaxq_f32(vmax, vld1q_f32(x + i));
@@ -69,8 +68,14 @@ void softmax(float* x, int64_t n) {
         x[i] = vgetq_lane_f32(vexp(vdupq_n_f32(x[i] - max)), 0);
         sum += x[i];
     }
-    const float inv = 1.0f / sum;
-    for (i = 0; i + 4 <= n; i += 4) vst1q_f32(x + i, vmulq_f32(vld1q_f32(x + i), vdupq_n_f32(inv)));
+    return sum;
+}
+
+void softmax(float* x, int64_t n) {
+    if (n <= 0) return;
+    const float inv = 1.0f / exp_sum(x, n);
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(x + i, vmulq_n_f32(vld1q_f32(x + i), inv));
     for (; i < n; ++i) x[i] *= inv;
 }
 

@@ -1,97 +1,120 @@
-// AVX2 attention leaf: scores of one query against f16 key rows, softmax, and
-// the probability-weighted sum of f16 value rows.
+// AVX2 attention leaf: the query heads of one kv head against its f16 key
+// rows, softmax, and the probability-weighted sum of its f16 value rows. Up to
+// four heads go together so each key and value vector is converted once for all.
 #include "exec/cpu/kernels/x86/avx2.h"
 
 namespace anelm::kernels::avx2 {
 
 namespace {
 
-// scores[j] = scale * q . k_j for four keys at a time, sharing each q load.
-void scores_of(const float* q, const uint16_t* k, int64_t n_keys, int64_t head_dim, float scale,
-               float* scores) {
-    const int64_t full = head_dim / 8 * 8, rest = head_dim - full;
-    const __m256 q_rest = load_partial<DType::f32>(q + full, rest);
-    int64_t j = 0;
-    for (; j + 4 <= n_keys; j += 4) {
-        const uint16_t* rows = k + j * head_dim;
-        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                         _mm256_setzero_ps()};
-        for (int64_t d = 0; d < full; d += 8) {
-            const __m256 qv = _mm256_loadu_ps(q + d);
-            for (int r = 0; r < 4; ++r) {
-                acc[r] = _mm256_fmadd_ps(qv, load8<DType::f16>(rows + r * head_dim + d), acc[r]);
-            }
-        }
-        if (rest) {
-            for (int r = 0; r < 4; ++r) {
-                const __m256 kv = load_partial<DType::f16>(rows + r * head_dim + full, rest);
-                acc[r] = _mm256_fmadd_ps(q_rest, kv, acc[r]);
-            }
-        }
-        _mm_storeu_ps(scores + j, _mm_mul_ps(hsum4(acc[0], acc[1], acc[2], acc[3]),
-                                             _mm_set1_ps(scale)));
+constexpr int max_heads = 4;
+
+// scores[h * n_keys + j0 + j] = scale * q_h . k_(j0 + j) for H heads and J keys.
+template <int H, int J>
+void score_block(const float* q, const uint16_t* k, int64_t j0, int64_t n_keys, int64_t head_dim,
+                 float scale, float* scores) {
+    const uint16_t* rows = k + j0 * head_dim;
+    __m256 acc[H][J];
+#pragma GCC unroll 4
+    for (int h = 0; h < H; ++h) {
+#pragma GCC unroll 4
+        for (int j = 0; j < J; ++j) acc[h][j] = _mm256_setzero_ps();
     }
-    for (; j < n_keys; ++j) {
-        const uint16_t* row = k + j * head_dim;
-        __m256 acc = _mm256_setzero_ps();
-        for (int64_t d = 0; d < full; d += 8) {
-            acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), load8<DType::f16>(row + d), acc);
+    for (int64_t d = 0; d < head_dim; d += 8) {
+        const int64_t len = head_dim - d < 8 ? head_dim - d : 8;
+        __m256 kv[J];
+#pragma GCC unroll 4
+        for (int j = 0; j < J; ++j) {
+            const uint16_t* p = rows + j * head_dim + d;
+            kv[j] = len == 8 ? load8<DType::f16>(p) : load_partial<DType::f16>(p, len);
         }
-        if (rest) acc = _mm256_fmadd_ps(q_rest, load_partial<DType::f16>(row + full, rest), acc);
-        scores[j] = hsum(acc) * scale;
+#pragma GCC unroll 4
+        for (int h = 0; h < H; ++h) {
+            const float* qh = q + h * head_dim + d;
+            const __m256 qv = len == 8 ? _mm256_loadu_ps(qh) : load_partial<DType::f32>(qh, len);
+#pragma GCC unroll 4
+            for (int j = 0; j < J; ++j) acc[h][j] = _mm256_fmadd_ps(qv, kv[j], acc[h][j]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int h = 0; h < H; ++h) {
+#pragma GCC unroll 4
+        for (int j = 0; j < J; ++j) scores[h * n_keys + j0 + j] = hsum(acc[h][j]) * scale;
     }
 }
 
-// out[d0 .. d0 + 8V) = inv_sum * sum_j p_j v_j[d0 ..], the accumulators held in
-// registers across all keys. `len` < 8 marks a partial last vector.
-template <int V>
-void weighted_sum(const float* p, const uint16_t* v, int64_t n_keys, int64_t head_dim, int64_t d0,
-                  int64_t len, float inv_sum, float* out) {
-    __m256 acc[V];
-    for (int b = 0; b < V; ++b) acc[b] = _mm256_setzero_ps();
+// out_h[d0 .. d0 + 8V) = inv_sum_h * sum_j p_hj v_j[d0 ..] for H heads, the
+// accumulators in registers across all keys. `len` < 8 marks a partial vector.
+template <int H, int V>
+void value_block(const float* p, int64_t n_keys, const uint16_t* v, int64_t head_dim, int64_t d0,
+                 int64_t len, const float* inv_sum, float* out) {
+    __m256 acc[H][V];
+#pragma GCC unroll 4
+    for (int h = 0; h < H; ++h) {
+#pragma GCC unroll 4
+        for (int b = 0; b < V; ++b) acc[h][b] = _mm256_setzero_ps();
+    }
     for (int64_t j = 0; j < n_keys; ++j) {
-        const __m256 pj = _mm256_broadcast_ss(p + j);
         const uint16_t* row = v + j * head_dim + d0;
+        __m256 vv[V];
+#pragma GCC unroll 4
         for (int b = 0; b < V; ++b) {
-            const __m256 vv = len == 8 ? load8<DType::f16>(row + 8 * b)
-                                       : load_partial<DType::f16>(row + 8 * b, len);
-            acc[b] = _mm256_fmadd_ps(pj, vv, acc[b]);
+            vv[b] = len == 8 ? load8<DType::f16>(row + 8 * b) : load_partial<DType::f16>(row + 8 * b, len);
+        }
+#pragma GCC unroll 4
+        for (int h = 0; h < H; ++h) {
+            const __m256 pj = _mm256_broadcast_ss(p + h * n_keys + j);
+#pragma GCC unroll 4
+            for (int b = 0; b < V; ++b) acc[h][b] = _mm256_fmadd_ps(pj, vv[b], acc[h][b]);
         }
     }
-    const __m256 inv = _mm256_set1_ps(inv_sum);
-    for (int b = 0; b < V; ++b) store_partial(out + d0 + 8 * b, _mm256_mul_ps(acc[b], inv), len);
+#pragma GCC unroll 4
+    for (int h = 0; h < H; ++h) {
+        const __m256 inv = _mm256_set1_ps(inv_sum[h]);
+#pragma GCC unroll 4
+        for (int b = 0; b < V; ++b) {
+            store_partial(out + h * head_dim + d0 + 8 * b, _mm256_mul_ps(acc[h][b], inv), len);
+        }
+    }
+}
+
+// Keys and value vectors per pass chosen to keep about eight accumulators.
+template <int H>
+void attend_heads(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_keys,
+                  int64_t head_dim, float scale, float* scores, float* out) {
+    constexpr int J = H <= 2 ? 4 : 2;
+    int64_t j = 0;
+    for (; j + J <= n_keys; j += J) score_block<H, J>(q, k, j, n_keys, head_dim, scale, scores);
+    for (; j < n_keys; ++j) score_block<H, 1>(q, k, j, n_keys, head_dim, scale, scores);
+    // Unnormalised softmax; the 1 / sum goes into the output scaling.
+    float inv_sum[H];
+    for (int h = 0; h < H; ++h) inv_sum[h] = 1.0f / exp_sum(scores + h * n_keys, n_keys);
+    constexpr int V = H <= 2 ? 4 : 2;
+    int64_t d = 0;
+    for (; d + 8 * V <= head_dim; d += 8 * V) {
+        value_block<H, V>(scores, n_keys, v, head_dim, d, 8, inv_sum, out);
+    }
+    for (; d < head_dim; d += 8) {
+        const int64_t len = head_dim - d < 8 ? head_dim - d : 8;
+        value_block<H, 1>(scores, n_keys, v, head_dim, d, len, inv_sum, out);
+    }
 }
 
 }  // namespace
 
-void attend(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_keys,
+void attend(const float* q, int64_t n_q, const uint16_t* k, const uint16_t* v, int64_t n_keys,
             int64_t head_dim, float scale, float* scores, float* out) {
-    scores_of(q, k, n_keys, head_dim, scale, scores);
-    // Unnormalised softmax; the 1 / sum goes into the output scaling.
-    __m256 vmax = _mm256_set1_ps(-__builtin_inff());
-    int64_t j = 0;
-    for (; j + 8 <= n_keys; j += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(scores + j));
-    float max = hmax(vmax);
-    for (; j < n_keys; ++j) max = scores[j] > max ? scores[j] : max;
-    const __m256 vm = _mm256_set1_ps(max);
-    __m256 vsum = _mm256_setzero_ps();
-    for (j = 0; j + 8 <= n_keys; j += 8) {
-        const __m256 e = vexp(_mm256_sub_ps(_mm256_loadu_ps(scores + j), vm));
-        _mm256_storeu_ps(scores + j, e);
-        vsum = _mm256_add_ps(vsum, e);
+    for (int64_t h = 0; h < n_q; h += max_heads) {
+        const float* qh = q + h * head_dim;
+        float* sh = scores + h * n_keys;
+        float* oh = out + h * head_dim;
+        switch (n_q - h < max_heads ? n_q - h : max_heads) {
+            case 1: attend_heads<1>(qh, k, v, n_keys, head_dim, scale, sh, oh); break;
+            case 2: attend_heads<2>(qh, k, v, n_keys, head_dim, scale, sh, oh); break;
+            case 3: attend_heads<3>(qh, k, v, n_keys, head_dim, scale, sh, oh); break;
+            default: attend_heads<4>(qh, k, v, n_keys, head_dim, scale, sh, oh); break;
+        }
     }
-    float sum = hsum(vsum);
-    for (; j < n_keys; ++j) {
-        alignas(32) float e[8];
-        _mm256_store_ps(e, vexp(_mm256_set1_ps(scores[j] - max)));
-        scores[j] = e[0];
-        sum += e[0];
-    }
-    const float inv_sum = 1.0f / sum;
-    int64_t d = 0;
-    for (; d + 32 <= head_dim; d += 32) weighted_sum<4>(scores, v, n_keys, head_dim, d, 8, inv_sum, out);
-    for (; d + 8 <= head_dim; d += 8) weighted_sum<1>(scores, v, n_keys, head_dim, d, 8, inv_sum, out);
-    if (d < head_dim) weighted_sum<1>(scores, v, n_keys, head_dim, d, head_dim - d, inv_sum, out);
 }
 
 }  // namespace anelm::kernels::avx2

@@ -50,8 +50,7 @@ void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, f
     for (; i < n; ++i) y[i] = gain ? x[i] * scale * (gain_offset + gain[i]) : x[i] * scale;
 }
 
-void softmax(float* x, int64_t n) {
-    if (n <= 0) return;
+float exp_sum(float* x, int64_t n) {
     __m256 vmax = _mm256_set1_ps(-__builtin_inff());
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(x + i));
@@ -59,19 +58,30 @@ void softmax(float* x, int64_t n) {
     for (; i < n; ++i) max = x[i] > max ? x[i] : max;
     const __m256 vm = _mm256_set1_ps(max);
     __m256 vsum = _mm256_setzero_ps();
-    for (i = 0; i < n; i += 8) {
-        const int64_t len = n - i < 8 ? n - i : 8;
-        const __m256 e = vexp(_mm256_sub_ps(load_partial<DType::f32>(x + i, len), vm));
+    for (i = 0; i + 8 <= n; i += 8) {
+        const __m256 e = vexp(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+        _mm256_storeu_ps(x + i, e);
+        vsum = _mm256_add_ps(vsum, e);
+    }
+    if (i < n) {
+        const __m256 e = vexp(_mm256_sub_ps(load_partial<DType::f32>(x + i, n - i), vm));
         // Lanes past the row hold exp(-max): keep them out of the sum.
         const __m256 live = _mm256_castsi256_ps(
-            _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(len)),
+            _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - i)),
                                _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
         vsum = _mm256_add_ps(vsum, _mm256_and_ps(e, live));
-        store_partial(x + i, e, len);
+        store_partial(x + i, e, n - i);
     }
-    const __m256 inv = _mm256_set1_ps(1.0f / hsum(vsum));
-    for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), inv));
-    for (; i < n; ++i) x[i] *= _mm256_cvtss_f32(inv);
+    return hsum(vsum);
+}
+
+void softmax(float* x, int64_t n) {
+    if (n <= 0) return;
+    const float inv = 1.0f / exp_sum(x, n);
+    const __m256 vinv = _mm256_set1_ps(inv);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vinv));
+    for (; i < n; ++i) x[i] *= inv;
 }
 
 void silu_mul(const float* gate, const float* up, int64_t n, float* out) {

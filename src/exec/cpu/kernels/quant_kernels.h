@@ -1,0 +1,58 @@
+// Matrix products computed straight from quantized weights: LUT palettized
+// (per grouped channel, Core ML's iOS18 constexpr_lut_to_dense) and symmetric
+// int8 / int4 per output channel. Weights are decoded a few rows at a time in
+// registers or small per-thread buffers, never into a dense copy.
+#pragma once
+
+#include <cstdint>
+
+#include "base/thread_pool.h"
+
+namespace anelm::kernels {
+
+enum class QuantKind : uint8_t { lut, int8, int4 };
+
+// A quantized weight [n_out, n_in] as the kernels read it (storage owned elsewhere).
+//
+// codes: row o starts at codes + o * row_bytes, row_bytes = ceil(n_in * nbits / 8).
+// Within a row element i occupies bits [i * nbits, (i + 1) * nbits) counting from
+// bit 0 of the row's first byte (LSB first, elements may straddle bytes): Core ML's
+// packing of uint1/2/3/4/6 and int4 blobs. Rows start on a byte boundary, so when
+// n_in * nbits is a multiple of 8 (every real model) the whole buffer is exactly
+// Core ML's blob; otherwise quant::coreml_indices repacks it contiguously.
+// lut:  nbits in {1, 2, 3, 4, 6, 8}; element (o, i) = table[o / group][code], the
+//       tables f16 [ceil(n_out / group), 2^nbits] (Core ML lut [n_out / G, 1, 2^nbits, 1]).
+// int8: nbits 8, codes are two's complement bytes; element (o, i) = scales[o] * code.
+// int4: nbits 4, two's complement nibbles; element (o, i) = scales[o] * code.
+struct QuantMatrix {
+    QuantKind kind = QuantKind::lut;
+    int nbits = 4;
+    int64_t n_out = 0;
+    int64_t n_in = 0;
+    int64_t group = 1;               // lut: rows sharing one table (n_out for one table)
+    const uint8_t* codes = nullptr;  // packed codes, row_bytes() per row
+    const uint16_t* lut = nullptr;   // lut: f16 tables
+    const uint16_t* scales = nullptr;  // int8/int4: f16 [n_out]
+
+    int64_t row_bytes() const { return (n_in * nbits + 7) / 8; }
+};
+
+// Throws unless w is a combination the kernels support (kinds, widths, pointers, group).
+void check_quant_matrix(const QuantMatrix& w);
+
+// y[t, o] = sum_i x[t, i] * W[o, i] for t < n_tokens, W the dequantized weight.
+// x: f32 [n_tokens, n_in]; y: f32 [n_tokens, n_out]. Split across the pool.
+// int8/int4 rows are summed on the integer codes and scaled once at the end.
+void quant_matmul(const QuantMatrix& w, const float* x, int64_t n_tokens, float* y,
+                  ThreadPool& pool);
+
+// out[j] = W[o, k0 + j] for j < n: part of one dequantized row.
+void quant_decode_row(const QuantMatrix& w, int64_t o, int64_t k0, int64_t n, float* out);
+
+namespace ref {
+void quant_matmul(const QuantMatrix& w, const float* x, int64_t n_tokens, float* y,
+                  ThreadPool& pool);
+void quant_decode_row(const QuantMatrix& w, int64_t o, int64_t k0, int64_t n, float* out);
+}  // namespace ref
+
+}  // namespace anelm::kernels
