@@ -1,6 +1,7 @@
 #include "tokenizer/bpe_model.h"
 
 #include <algorithm>
+#include <array>
 
 #include "base/error.h"
 #include "tokenizer/utf8.h"
@@ -34,47 +35,48 @@ void BpeModel::add_token(std::string_view token, int32_t id) {
     arena_.append(token);
 }
 
-void BpeModel::add_merges(const std::vector<std::pair<std::string_view, std::string_view>>& merges,
-                          const std::string& where) {
-    const size_t n = merges.size();
-    // The merged token is left + right, less the continuing-subword prefix of right.
-    std::string joined;
-    std::vector<uint32_t> joined_end(n);
-    for (size_t k = 0; k < n; ++k) {
-        const auto& [left, right] = merges[k];
-        joined.append(left).append(right.substr(
-            std::min(options_.continuing_subword_prefix.size(), right.size())));
-        joined_end[k] = static_cast<uint32_t>(joined.size());
-    }
-    auto joined_at = [&](size_t k) {
-        const uint32_t begin = k == 0 ? 0 : joined_end[k - 1];
-        return std::string_view(joined).substr(begin, joined_end[k] - begin);
+void BpeModel::add_merges(const MergeList& merges, const std::string& where) {
+    // Loading is bound by cache misses in the vocabulary and merge tables, so
+    // lookups are pipelined: merge k + 16 is hashed and its slots prefetched,
+    // merge k + 8 has its key bytes prefetched, merge k is resolved.
+    constexpr size_t ring = 32, ahead = 16, near = 8;
+    struct Pending {
+        std::string joined;  // left + right, less right's continuing-subword prefix
+        uint64_t hash[3];
+        int32_t id[3];
     };
-    std::vector<uint64_t> hashes(3 * n);
-    for (size_t k = 0; k < n; ++k) {
-        hashes[3 * k] = hash_bytes(merges[k].first);
-        hashes[3 * k + 1] = hash_bytes(merges[k].second);
-        hashes[3 * k + 2] = hash_bytes(joined_at(k));
-    }
-    // Lookups run ahead: slots 16 merges ahead, key bytes 8 ahead.
-    std::vector<int32_t> ids(3 * n);
-    for (size_t k = 0; k < n; ++k) {
-        for (size_t t = 0; t < 3; ++t) {
-            if (k + 16 < n) vocab_.prefetch_slot(hashes[3 * (k + 16) + t]);
-            if (k + 8 < n) vocab_.prefetch_key(hashes[3 * (k + 8) + t]);
+    std::array<Pending, ring> pending;
+    const size_t n = merges.size();
+    const size_t skip = options_.continuing_subword_prefix.size();
+    auto prepare = [&](size_t k) {
+        Pending& p = pending[k % ring];
+        const std::string_view right = merges.right(k);
+        p.joined.assign(merges.left(k)).append(right.substr(std::min(skip, right.size())));
+        p.hash[0] = hash_bytes(merges.left(k));
+        p.hash[1] = hash_bytes(right);
+        p.hash[2] = hash_bytes(p.joined);
+        for (uint64_t h : p.hash) vocab_.prefetch_slot(h);
+    };
+    merges_.reserve(n);
+    for (size_t k = 0; k < std::min(ahead, n); ++k) prepare(k);
+    for (size_t k = 0; k < n + near; ++k) {
+        if (k + ahead < n) prepare(k + ahead);
+        if (k + near < n)
+            for (uint64_t h : pending[(k + near) % ring].hash) vocab_.prefetch_key(h);
+        if (k >= near) {  // insert merge k - near, whose merge-table slot was prefetched
+            const Pending& q = pending[(k - near) % ring];
+            merges_.insert(q.id[0], q.id[1], {static_cast<int32_t>(k - near), q.id[2]});
         }
-        const std::string_view keys[3] = {merges[k].first, merges[k].second, joined_at(k)};
+        if (k >= n) continue;
+        Pending& p = pending[k % ring];
+        const std::string_view keys[3] = {merges.left(k), merges.right(k), p.joined};
         for (size_t t = 0; t < 3; ++t) {
-            ids[3 * k + t] = vocab_.find(keys[t], hashes[3 * k + t]);
-            if (ids[3 * k + t] < 0)
+            p.id[t] = vocab_.find(keys[t], p.hash[t]);
+            if (p.id[t] < 0)
                 fail("{}[{}]: {} \"{}\" is not in the vocabulary", where, k,
                      t < 2 ? "merge token" : "merged token", keys[t]);
         }
-    }
-    merges_.reserve(n);
-    for (size_t k = 0; k < n; ++k) {
-        if (k + 16 < n) merges_.prefetch(ids[3 * (k + 16)], ids[3 * (k + 16) + 1]);
-        merges_.insert(ids[3 * k], ids[3 * k + 1], {static_cast<int32_t>(k), ids[3 * k + 2]});
+        merges_.prefetch(p.id[0], p.id[1]);
     }
 }
 

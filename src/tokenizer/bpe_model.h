@@ -12,6 +12,28 @@
 
 namespace anelm {
 
+// Merges as read from a file, in rank order: (left, right) strings in one arena.
+class MergeList {
+public:
+    void add(std::string_view left, std::string_view right) {
+        arena_.append(left);
+        ends_.push_back(static_cast<uint32_t>(arena_.size()));
+        arena_.append(right);
+        ends_.push_back(static_cast<uint32_t>(arena_.size()));
+    }
+    size_t size() const { return ends_.size() / 2; }
+    std::string_view left(size_t k) const { return part(2 * k); }
+    std::string_view right(size_t k) const { return part(2 * k + 1); }
+
+private:
+    std::string_view part(size_t i) const {
+        const uint32_t begin = i == 0 ? 0 : ends_[i - 1];
+        return std::string_view(arena_).substr(begin, ends_[i] - begin);
+    }
+    std::string arena_;
+    std::vector<uint32_t> ends_;
+};
+
 struct BpeOptions {
     std::string unk_token;  // empty: none
     bool fuse_unk = false;
@@ -44,9 +66,8 @@ public:
     void reserve(size_t n_tokens, size_t n_merges);
     void add_token(std::string_view token, int32_t id);
     void set_options(BpeOptions options, const std::string& where);
-    // Merges (left, right) in rank order; where names the merge list for errors.
-    void add_merges(const std::vector<std::pair<std::string_view, std::string_view>>& merges,
-                    const std::string& where);
+    // Resolves merges to ids; where names the merge list for errors.
+    void add_merges(const MergeList& merges, const std::string& where);
 
     // Appends the ids of one word (a pre-token).
     void encode_word(std::string_view word, std::vector<int32_t>& out, Scratch& scratch,

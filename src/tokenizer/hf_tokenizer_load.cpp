@@ -24,18 +24,6 @@ nlohmann::json parse_part(std::string_view raw, const std::string& where) {
     }
 }
 
-// Merges as read, resolved to ids once the vocabulary and options are known.
-struct MergeList {
-    std::string arena;
-    std::vector<uint32_t> bounds;  // per merge: end of left, end of right in arena
-    void add(std::string_view left, std::string_view right) {
-        arena.append(left);
-        bounds.push_back(static_cast<uint32_t>(arena.size()));
-        arena.append(right);
-        bounds.push_back(static_cast<uint32_t>(arena.size()));
-    }
-};
-
 void read_merges(JsonScanner& scan, MergeList& merges, const std::string& where) {
     std::string left, right;
     scan.read_array([&] {
@@ -142,15 +130,7 @@ void HfTokenizer::load_json(const std::string& path) {
                                                            : std::string("BPE");
     if (type != "BPE") fail("{}.type: unsupported model type \"{}\"", model_where, type);
     model_.set_options(bpe_options(model_fields, model_where), model_where);
-    std::vector<std::pair<std::string_view, std::string_view>> merge_pairs;
-    merge_pairs.reserve(merges.bounds.size() / 2);
-    const std::string_view arena(merges.arena);
-    for (size_t k = 0; k < merges.bounds.size(); k += 2) {
-        const uint32_t begin = k == 0 ? 0 : merges.bounds[k - 1];
-        merge_pairs.emplace_back(arena.substr(begin, merges.bounds[k] - begin),
-                                 arena.substr(merges.bounds[k], merges.bounds[k + 1] - merges.bounds[k]));
-    }
-    model_.add_merges(merge_pairs, model_where + ".merges");
+    model_.add_merges(merges, model_where + ".merges");
 
     auto part = [&](const char* key) -> const nlohmann::json& {
         static const nlohmann::json null;
