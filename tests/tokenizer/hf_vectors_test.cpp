@@ -1,10 +1,12 @@
 // Every vector of shared/tokenizers/*/hf-tokenizers-vectors.jsonl, made with
 // Hugging Face's tokenizers: encode with and without special tokens, decode,
-// and decode with special tokens skipped.
+// and decode with special tokens skipped. Streaming the ids one by one must
+// give the same text as decoding them at once.
 #include <gtest/gtest.h>
 
 #include <iostream>
 
+#include "tokenizer/utf8.h"
 #include "tokenizer_fixtures.h"
 
 namespace anelm::test {
@@ -35,6 +37,16 @@ TEST_P(HfVectors, MatchHuggingFace) {
         EXPECT_TRUE(ok_decoded) << "decoded of " << row["input"].dump();
         EXPECT_TRUE(ok_skip) << "decoded_skip_special of " << row["input"].dump();
         passed += ok_ids && ok_special && ok_decoded && ok_skip;
+
+        StreamDecoder stream(tok);
+        std::string streamed;
+        for (int32_t id : with_special) {
+            const std::string piece = stream.push(id);
+            EXPECT_EQ(utf8::find_invalid(piece), std::string::npos) << row["input"].dump();
+            streamed += piece;
+        }
+        streamed += stream.flush();
+        EXPECT_EQ(streamed, tok.decode(with_special)) << "stream of " << row["input"].dump();
     }
     std::cout << rel << ": " << passed << "/" << rows.size() << " vectors pass\n";
 }
