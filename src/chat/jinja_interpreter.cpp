@@ -256,15 +256,6 @@ Value Interpreter::eval_call(const CallExpr& e) {
 }
 
 Value Interpreter::eval(const Expr& e) {
-    try {
-        return eval_inner(e);
-    } catch (Failure& f) {
-        if (!f.line) f.line = e.line;
-        throw;
-    }
-}
-
-Value Interpreter::eval_inner(const Expr& e) {
     switch (e.kind) {
         case ExprKind::constant: return static_cast<const ConstantExpr&>(e).value;
         case ExprKind::name: return lookup(static_cast<const NameExpr&>(e).name);
@@ -405,12 +396,29 @@ Interpreter::Flow Interpreter::exec_stmt(const Stmt& s, std::string& out) {
         switch (s.kind) {
             case StmtKind::text: out += static_cast<const TextStmt&>(s).text; break;
             case StmtKind::output:
-                for (const auto& v : static_cast<const OutputStmt&>(s).values) out += py_str(eval(*v));
+                // Jinja2 reports an error in {{ ... }} at the line its expression starts.
+                for (const auto& v : static_cast<const OutputStmt&>(s).values) {
+                    try {
+                        out += py_str(eval(*v));
+                    } catch (Failure& f) {
+                        if (!f.line) f.line = v->line;
+                        throw;
+                    }
+                }
                 break;
             case StmtKind::if_: {
                 const auto& st = static_cast<const IfStmt&>(s);
-                for (const auto& [test, body] : st.branches)
-                    if (truthy(eval(*test))) return exec(body, out);
+                for (size_t k = 0; k < st.branches.size(); ++k) {
+                    const auto& [test, body] = st.branches[k];
+                    bool pass = false;
+                    try {
+                        pass = truthy(eval(*test));
+                    } catch (Failure& f) {
+                        if (!f.line) f.line = k == 0 ? s.line : test->line;  // an elif's own line
+                        throw;
+                    }
+                    if (pass) return exec(body, out);
+                }
                 return exec(st.otherwise, out);
             }
             case StmtKind::for_: {

@@ -55,7 +55,6 @@ private:
     void enter_scope(const Unset& unset);
     std::string render_scoped(const Body& body, const Unset& unset);
     Value apply_block_filter(const Expr* filter, std::string text);
-    Value eval_inner(const Expr& e);
     Value eval_call(const CallExpr& e);
     CallArgs eval_args(const Arguments& a);
     Value lookup(std::string_view name) const;
