@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 
+#include "base/error.h"
 #include "exec/cpu/kernels/kernels.h"
 #include "runtime/session.h"
 #include "tiny_model.h"
@@ -53,7 +54,7 @@ TEST_P(TinyModels, PrefillMatchesTokenByTokenDecode) {
     for (size_t t = 0; t < tokens.size(); ++t) {
         const auto step = stepwise.decode(tokens[t]);
         const std::span<const float> row(all.data() + t * m.spec.n_vocab, m.spec.n_vocab);
-        EXPECT_LT(relative_error(step, row), 1e-5) << "token " << t;
+        EXPECT_LT(relative_error(step, row), 1e-4) << "token " << t;
     }
 }
 
