@@ -92,8 +92,8 @@ void stream_decode(benchmark::State& state, const std::string& name) {
         for (int32_t id : ids) n += stream.push(id).size();
         benchmark::DoNotOptimize(n);
     }
-    state.counters["tokens/s"] = benchmark::Counter(
-        static_cast<double>(ids.size()), benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(ids.size()),
+                                                    benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void load(benchmark::State& state, const std::string& name) {

@@ -14,10 +14,11 @@ namespace anelm::bench {
 
 inline std::string mixed_text(size_t bytes) {
     static const std::vector<std::string> words = {
-        "the", "of", "and", "to", "in", "is", "was", "that", "for", "on", "with", "as", "by",
-        "model", "token", "language", "Neural", "Engine", "quickly", "running", "doesn't",
-        "we'll", "numbers", "2024", "3.14159", "people", "through", "between", "however",
-        "Tokenizers", "split", "text", "into", "pieces", "before", "merging", "them", "again"};
+        "the",     "of",     "and",     "to",      "in",      "is",         "was",     "that",
+        "for",     "on",     "with",    "as",      "by",      "model",      "token",   "language",
+        "Neural",  "Engine", "quickly", "running", "doesn't", "we'll",      "numbers", "2024",
+        "3.14159", "people", "through", "between", "however", "Tokenizers", "split",   "text",
+        "into",    "pieces", "before",  "merging", "them",    "again"};
     static const std::vector<std::string> code = {
         "for (int i = 0; i < n; ++i) {\n    sum += x[i] * w[i];\n}\n",
         "def encode(self, text: str) -> list[int]:\n    return self._bpe(text)\n",
@@ -41,7 +42,8 @@ inline std::string mixed_text(size_t bytes) {
                 break;
             default:  // CJK ideographs and kana with full-width punctuation
                 for (int n = 10 + rng() % 30; n > 0; --n) {
-                    const uint32_t cp = rng() % 4 == 0 ? 0x3041 + rng() % 86 : 0x4E00 + rng() % 3000;
+                    const uint32_t cp =
+                        rng() % 4 == 0 ? 0x3041 + rng() % 86 : 0x4E00 + rng() % 3000;
                     utf8::append(out, cp);
                     if (rng() % 12 == 0) out += "\xE3\x80\x82";  // 。
                 }

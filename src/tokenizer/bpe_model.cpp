@@ -84,7 +84,8 @@ void BpeModel::set_options(BpeOptions options, const std::string& where) {
     options_ = std::move(options);
     if (!options_.unk_token.empty()) {
         unk_id_ = vocab_.find(options_.unk_token);
-        if (unk_id_ < 0) fail("{}: unk_token \"{}\" is not in the vocabulary", where, options_.unk_token);
+        if (unk_id_ < 0)
+            fail("{}: unk_token \"{}\" is not in the vocabulary", where, options_.unk_token);
     }
     all_byte_ids_ = true;
     for (int b = 0; b < 256; ++b) {

@@ -18,8 +18,8 @@ struct Tables {
         bytes.fill(-1);
         uint32_t next = 0x100;
         for (int b = 0; b < 256; ++b) {
-            const bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) ||
-                                   (b >= 0xAE && b <= 0xFF);
+            const bool printable =
+                (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
             const uint32_t cp = printable ? b : next++;
             utf8::append(chars[b], cp);
             bytes[cp] = static_cast<int16_t>(b);
@@ -34,8 +34,12 @@ const Tables& tables() {
 
 }  // namespace
 
-std::string_view char_of(uint8_t b) { return tables().chars[b]; }
+std::string_view char_of(uint8_t b) {
+    return tables().chars[b];
+}
 
-int byte_of(uint32_t cp) { return cp < 0x144 ? tables().bytes[cp] : -1; }
+int byte_of(uint32_t cp) {
+    return cp < 0x144 ? tables().bytes[cp] : -1;
+}
 
 }  // namespace anelm::byte_level

@@ -121,8 +121,8 @@ public:
             std::string& t = state.tokens[k];
             size_t begin = 0, end = t.size();
             const bool lead = !(k == 0 && state.fused && !state.at_start);
-            for (size_t n = 0; lead && n < start_ && t.compare(begin, content_.size(), content_) == 0;
-                 ++n)
+            for (size_t n = 0;
+                 lead && n < start_ && t.compare(begin, content_.size(), content_) == 0; ++n)
                 begin += content_.size();
             for (size_t n = 0; n < stop_ && end >= begin + content_.size() &&
                                t.compare(end - content_.size(), content_.size(), content_) == 0;
@@ -147,8 +147,8 @@ public:
             // Only a kept cut-off character can make a token invalid UTF-8; the
             // regex runs on the valid part.
             const size_t tail = utf8::truncated_tail(t);
-            std::string out = replace_all(*pattern_, std::string_view(t).substr(0, t.size() - tail),
-                                          content_);
+            std::string out =
+                replace_all(*pattern_, std::string_view(t).substr(0, t.size() - tail), content_);
             out.append(t, t.size() - tail, tail);
             t = std::move(out);
         }

@@ -45,7 +45,9 @@ void StringMap::reserve(size_t n) {
     }
 }
 
-void StringMap::grow() { reserve(slots_.empty() ? 8 : slots_.size()); }
+void StringMap::grow() {
+    reserve(slots_.empty() ? 8 : slots_.size());
+}
 
 void StringMap::insert(std::string_view key, int32_t value) {
     if ((size_ + 1) * 2 > slots_.size()) grow();
@@ -119,7 +121,9 @@ void PairMap::reserve(size_t n) {
     }
 }
 
-void PairMap::grow() { reserve(slots_.empty() ? 8 : slots_.size()); }
+void PairMap::grow() {
+    reserve(slots_.empty() ? 8 : slots_.size());
+}
 
 void PairMap::insert(int32_t left, int32_t right, Merge merge) {
     if ((size_ + 1) * 3 > slots_.size() * 2) grow();

@@ -126,8 +126,8 @@ void HfTokenizer::load_json(const std::string& path) {
     if (!has_model || !has_vocab) fail("{}: model.vocab: missing", path);
 
     const std::string model_where = path + ": model";
-    const std::string type = model_fields.contains("type") ? type_field(model_fields, model_where)
-                                                           : std::string("BPE");
+    const std::string type =
+        model_fields.contains("type") ? type_field(model_fields, model_where) : std::string("BPE");
     if (type != "BPE") fail("{}.type: unsupported model type \"{}\"", model_where, type);
     model_.set_options(bpe_options(model_fields, model_where), model_where);
     model_.add_merges(merges, model_where + ".merges");
@@ -152,7 +152,8 @@ void HfTokenizer::load_json(const std::string& path) {
         t.content = string_field(added[i], "content", where);
         // As in Hugging Face: a content already in the vocabulary keeps that id.
         const int32_t in_vocab = model_.token_to_id(t.content);
-        t.id = in_vocab >= 0 ? in_vocab : static_cast<int32_t>(int_field(added[i], "id", -1, where));
+        t.id =
+            in_vocab >= 0 ? in_vocab : static_cast<int32_t>(int_field(added[i], "id", -1, where));
         if (t.id < 0) fail("{}.id: expected a non-negative integer", where);
         t.special = bool_field(added[i], "special", false, where);
         t.lstrip = bool_field(added[i], "lstrip", false, where);

@@ -49,13 +49,15 @@ const nlohmann::json& array_field(const nlohmann::json& j, const char* key,
 std::unique_ptr<Regex> pattern_field(const nlohmann::json& j, const std::string& where) {
     const std::string field = where + ".pattern";
     const nlohmann::json* p = member(j, "pattern", where);
-    if (!p || !p->is_object()) fail("{}: expected {{\"String\": ...}} or {{\"Regex\": ...}}", field);
+    if (!p || !p->is_object())
+        fail("{}: expected {{\"String\": ...}} or {{\"Regex\": ...}}", field);
     if (p->contains("String")) {
         const std::string literal = string_field(*p, "String", field);
         if (literal.empty()) return nullptr;
         return std::make_unique<Regex>(escape_regex(literal), field);
     }
-    if (p->contains("Regex")) return std::make_unique<Regex>(string_field(*p, "Regex", field), field);
+    if (p->contains("Regex"))
+        return std::make_unique<Regex>(string_field(*p, "Regex", field), field);
     fail("{}: expected {{\"String\": ...}} or {{\"Regex\": ...}}", field);
 }
 

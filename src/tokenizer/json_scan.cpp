@@ -65,14 +65,30 @@ void JsonScanner::read_string(std::string& out) {
         if (pos_ >= s_.size()) error("an escape");
         const char e = s_[pos_++];
         switch (e) {
-            case '"': out += '"'; break;
-            case '\\': out += '\\'; break;
-            case '/': out += '/'; break;
-            case 'b': out += '\b'; break;
-            case 'f': out += '\f'; break;
-            case 'n': out += '\n'; break;
-            case 'r': out += '\r'; break;
-            case 't': out += '\t'; break;
+            case '"':
+                out += '"';
+                break;
+            case '\\':
+                out += '\\';
+                break;
+            case '/':
+                out += '/';
+                break;
+            case 'b':
+                out += '\b';
+                break;
+            case 'f':
+                out += '\f';
+                break;
+            case 'n':
+                out += '\n';
+                break;
+            case 'r':
+                out += '\r';
+                break;
+            case 't':
+                out += '\t';
+                break;
             case 'u': {
                 uint32_t cp = read_hex4();
                 if (cp >= 0xD800 && cp <= 0xDBFF) {
@@ -87,7 +103,8 @@ void JsonScanner::read_string(std::string& out) {
                 utf8::append(out, cp);
                 break;
             }
-            default: error("a valid escape");
+            default:
+                error("a valid escape");
         }
     }
 }

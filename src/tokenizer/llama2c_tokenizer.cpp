@@ -32,11 +32,12 @@ Llama2cTokenizer::Llama2cTokenizer(const std::string& path) : path_(path) {
     const MappedFile file(path);
     if (file.size() < 4) fail("{}: too short for a llama2.c tokenizer header", path);
     const int32_t max_token_length = read_i32(file, 0);
-    if (max_token_length <= 0) fail("{}: offset 0: max_token_length {} is not positive", path,
-                                    max_token_length);
+    if (max_token_length <= 0)
+        fail("{}: offset 0: max_token_length {} is not positive", path, max_token_length);
     size_t at = 4;
     while (at < file.size()) {
-        if (at + 8 > file.size()) fail("{}: offset {}: token {} is cut off", path, at, pieces_.size());
+        if (at + 8 > file.size())
+            fail("{}: offset {}: token {} is cut off", path, at, pieces_.size());
         float score;
         std::memcpy(&score, file.data() + at, 4);
         const int32_t length = read_i32(file, at + 4);
@@ -47,8 +48,8 @@ Llama2cTokenizer::Llama2cTokenizer(const std::string& path) : path_(path) {
         scores_.push_back(score);
         at += 8 + static_cast<size_t>(length);
     }
-    if (pieces_.size() < 3 + 256) fail("{}: {} tokens; expected <unk>, <s>, </s> and 256 bytes",
-                                       path, pieces_.size());
+    if (pieces_.size() < 3 + 256)
+        fail("{}: {} tokens; expected <unk>, <s>, </s> and 256 bytes", path, pieces_.size());
     lookup_.reserve(pieces_.size());
     for (size_t id = 0; id < pieces_.size(); ++id)
         lookup_.insert(pieces_[id], static_cast<int32_t>(id));

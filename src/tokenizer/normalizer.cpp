@@ -67,10 +67,9 @@ public:
 private:
     void append_normalized(std::string& out, std::string_view s) const {
         utf8proc_uint8_t* result = nullptr;
-        const utf8proc_ssize_t n =
-            utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
-                         static_cast<utf8proc_ssize_t>(s.size()), &result,
-                         static_cast<utf8proc_option_t>(options_));
+        const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
+                                                static_cast<utf8proc_ssize_t>(s.size()), &result,
+                                                static_cast<utf8proc_option_t>(options_));
         if (n < 0) {
             out.append(s);  // unreachable for valid UTF-8; keep the text as it was
             return;

@@ -193,9 +193,9 @@ public:
             const std::string_view s = list.view(piece);
             const auto begin = static_cast<uint32_t>(scratch.text.size());
             const bool starts = s.starts_with(' ') || s.starts_with(replacement_);
-            const bool prepend = !s.empty() && !starts &&
-                                 (prepend_ == Prepend::always ||
-                                  (prepend_ == Prepend::first && piece.at_start));
+            const bool prepend =
+                !s.empty() && !starts &&
+                (prepend_ == Prepend::always || (prepend_ == Prepend::first && piece.at_start));
             if (prepend) scratch.text += replacement_;
             for (char c : s) {
                 if (c == ' ')
@@ -207,7 +207,8 @@ public:
                 {begin, static_cast<uint32_t>(scratch.text.size()), piece.at_start});
         }
         std::swap(list, scratch);
-        if (split_) split_all(split_pattern_.get(), false, Behavior::merged_with_next, list, scratch);
+        if (split_)
+            split_all(split_pattern_.get(), false, Behavior::merged_with_next, list, scratch);
     }
 
 private:

@@ -42,7 +42,6 @@ public:
 };
 
 // From the JSON object (null gives nullptr); an unsupported type is an error naming it.
-std::unique_ptr<PreTokenizer> make_pre_tokenizer(const nlohmann::json& j,
-                                                 const std::string& where);
+std::unique_ptr<PreTokenizer> make_pre_tokenizer(const nlohmann::json& j, const std::string& where);
 
 }  // namespace anelm

@@ -56,9 +56,9 @@ Regex::Regex(std::string_view pattern, const std::string& where)
     const std::string rewritten = rewrite_whitespace_classes(pattern);
     int error = 0;
     PCRE2_SIZE offset = 0;
-    impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(rewritten.data()), rewritten.size(),
-                                PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK, &error, &offset,
-                                nullptr);
+    impl_->code =
+        pcre2_compile(reinterpret_cast<PCRE2_SPTR>(rewritten.data()), rewritten.size(),
+                      PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK, &error, &offset, nullptr);
     if (!impl_->code) {
         PCRE2_UCHAR message[256];
         pcre2_get_error_message(error, message, sizeof message);
@@ -102,8 +102,8 @@ void Regex::find_all(std::string_view text,
     const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
     size_t pos = 0;
     while (pos <= text.size()) {
-        int rc = impl_->jit ? pcre2_jit_match(impl_->code, subject, text.size(), pos, 0,
-                                              state.data, state.context)
+        int rc = impl_->jit ? pcre2_jit_match(impl_->code, subject, text.size(), pos, 0, state.data,
+                                              state.context)
                             : pcre2_match(impl_->code, subject, text.size(), pos,
                                           PCRE2_NO_UTF_CHECK, state.data, state.context);
         if (rc == PCRE2_ERROR_JIT_STACKLIMIT && !state.stack) {

@@ -21,8 +21,7 @@ public:
 
     // Calls on_match(begin, end) for each leftmost non-overlapping match in text,
     // which must be valid UTF-8. An empty match advances by one character.
-    void find_all(std::string_view text,
-                  const std::function<void(size_t, size_t)>& on_match) const;
+    void find_all(std::string_view text, const std::function<void(size_t, size_t)>& on_match) const;
 
 private:
     struct Impl;

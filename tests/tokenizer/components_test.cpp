@@ -31,13 +31,16 @@ json small_bpe_model() {
     vocab[meta + "b"] = 263;
     vocab["ab"] = 264;
     vocab[meta + "ab"] = 265;
-    return {{"type", "BPE"},        {"unk_token", "<unk>"}, {"fuse_unk", true},
-            {"byte_fallback", true}, {"vocab", vocab},
+    return {{"type", "BPE"},
+            {"unk_token", "<unk>"},
+            {"fuse_unk", true},
+            {"byte_fallback", true},
+            {"vocab", vocab},
             {"merges", json::array({meta + " a", meta + " b", "a b", meta + "a b"})}};
 }
 
 json special(const std::string& content, int id) {
-    return {{"id", id},         {"content", content}, {"single_word", false}, {"lstrip", false},
+    return {{"id", id},        {"content", content},  {"single_word", false}, {"lstrip", false},
             {"rstrip", false}, {"normalized", false}, {"special", true}};
 }
 
@@ -54,30 +57,29 @@ json llama2_style() {
         {"added_tokens", json::array({special("<unk>", 0), special("<s>", 1), special("</s>", 2)})},
         {"normalizer",
          {{"type", "Sequence"},
-          {"normalizers", json::array({{{"type", "Prepend"}, {"prepend", meta}},
-                                       {{"type", "Replace"},
-                                        {"pattern", {{"String", " "}}},
-                                        {"content", meta}}})}}},
+          {"normalizers",
+           json::array(
+               {{{"type", "Prepend"}, {"prepend", meta}},
+                {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", meta}}})}}},
         {"pre_tokenizer", nullptr},
         {"post_processor", bos_template()},
         {"decoder",
          {{"type", "Sequence"},
-          {"decoders", json::array({{{"type", "Replace"},
-                                     {"pattern", {{"String", meta}}},
-                                     {"content", " "}},
-                                    {{"type", "ByteFallback"}},
-                                    {{"type", "Fuse"}},
-                                    {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}})}}},
+          {"decoders",
+           json::array({{{"type", "Replace"}, {"pattern", {{"String", meta}}}, {"content", " "}},
+                        {{"type", "ByteFallback"}},
+                        {{"type", "Fuse"}},
+                        {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}})}}},
         {"model", small_bpe_model()}};
 }
 
 json metaspace_style() {
     json j = llama2_style();
     j["normalizer"] = nullptr;
-    j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", meta},
-                          {"prepend_scheme", "first"}, {"split", true}};
-    j["decoder"] = {{"type", "Metaspace"}, {"replacement", meta}, {"prepend_scheme", "first"},
-                    {"split", true}};
+    j["pre_tokenizer"] = {
+        {"type", "Metaspace"}, {"replacement", meta}, {"prepend_scheme", "first"}, {"split", true}};
+    j["decoder"] = {
+        {"type", "Metaspace"}, {"replacement", meta}, {"prepend_scheme", "first"}, {"split", true}};
     return j;
 }
 
@@ -139,14 +141,15 @@ json flags_tokenizer() {
         t[flag] = true;
         return t;
     };
-    return {{"added_tokens", json::array({added("<x>", 10, "lstrip"), added("<y>", 11, "rstrip"),
-                                          added("ww", 12, "single_word")})},
-            {"normalizer", nullptr},
-            {"pre_tokenizer", nullptr},
-            {"post_processor", nullptr},
-            {"decoder", {{"type", "Fuse"}}},
-            {"model",
-             {{"type", "BPE"}, {"unk_token", "<unk>"}, {"vocab", vocab}, {"merges", json::array()}}}};
+    return {
+        {"added_tokens", json::array({added("<x>", 10, "lstrip"), added("<y>", 11, "rstrip"),
+                                      added("ww", 12, "single_word")})},
+        {"normalizer", nullptr},
+        {"pre_tokenizer", nullptr},
+        {"post_processor", nullptr},
+        {"decoder", {{"type", "Fuse"}}},
+        {"model",
+         {{"type", "BPE"}, {"unk_token", "<unk>"}, {"vocab", vocab}, {"merges", json::array()}}}};
 }
 
 TEST(AddedTokens, StripAndSingleWordFlags) {
@@ -204,7 +207,8 @@ TEST(Errors, BrokenJsonNamesTheOffset) {
         load_tokenizer(path);
         ADD_FAILURE() << "expected an error";
     } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("byte offset 48: expected ':'"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("byte offset 48: expected ':'"), std::string::npos)
+            << e.what();
     }
 }
 
@@ -225,7 +229,7 @@ TEST(Normalizer, StretchesEqualWholeTextNfc) {
     const auto nfc = make_normalizer(json{{"type", "NFC"}}, "test");
     std::mt19937 rng(5);
     const std::vector<std::pair<uint32_t, uint32_t>> ranges = {
-        {0x41, 0x7A}, {0x300, 0x36F}, {0xC0, 0x17F}, {0x1100, 0x11FF}, {0xAC00, 0xAC20},
+        {0x41, 0x7A},     {0x300, 0x36F},   {0xC0, 0x17F},    {0x1100, 0x11FF}, {0xAC00, 0xAC20},
         {0x3040, 0x30FF}, {0x4E00, 0x4E10}, {0x2000, 0x2010}, {0x0B47, 0x0B57}, {0x20, 0x20}};
     for (int k = 0; k < 2000; ++k) {
         std::string s;
@@ -233,7 +237,8 @@ TEST(Normalizer, StretchesEqualWholeTextNfc) {
             const auto [lo, hi] = ranges[rng() % ranges.size()];
             utf8::append(s, lo + rng() % (hi - lo + 1));
         }
-        utf8proc_uint8_t* whole = utf8proc_NFC(reinterpret_cast<const utf8proc_uint8_t*>(s.c_str()));
+        utf8proc_uint8_t* whole =
+            utf8proc_NFC(reinterpret_cast<const utf8proc_uint8_t*>(s.c_str()));
         const std::string expected(reinterpret_cast<char*>(whole));
         std::free(whole);
         std::string got = s;

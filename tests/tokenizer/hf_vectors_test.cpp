@@ -31,7 +31,8 @@ TEST_P(HfVectors, MatchHuggingFace) {
         const bool ok_ids = tok.encode(input, false) == ids;
         const bool ok_special = tok.encode(input, true) == with_special;
         const bool ok_decoded = tok.decode(ids) == row["decoded"].get<std::string>();
-        const bool ok_skip = tok.decode(unspecial) == row["decoded_skip_special"].get<std::string>();
+        const bool ok_skip =
+            tok.decode(unspecial) == row["decoded_skip_special"].get<std::string>();
         EXPECT_TRUE(ok_ids) << "ids of " << row["input"].dump();
         EXPECT_TRUE(ok_special) << "ids_with_special of " << row["input"].dump();
         EXPECT_TRUE(ok_decoded) << "decoded of " << row["input"].dump();

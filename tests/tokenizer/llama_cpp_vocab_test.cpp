@@ -42,8 +42,8 @@ std::vector<std::vector<int32_t>> read_outputs(const std::filesystem::path& path
 }
 
 TEST_P(LlamaCppVocab, MatchTransformers) {
-    const std::string base = std::string("tokenizers/llama.cpp-vocab-tests/ggml-vocab-") +
-                             GetParam().name + ".gguf";
+    const std::string base =
+        std::string("tokenizers/llama.cpp-vocab-tests/ggml-vocab-") + GetParam().name + ".gguf";
     ANELM_REQUIRE_SHARED(base + ".inp");
     ANELM_REQUIRE_SHARED(std::string("tokenizers/") + GetParam().tokenizer + "/tokenizer.json");
     const Tokenizer& tok = shared_tokenizer(GetParam().tokenizer);

@@ -122,7 +122,8 @@ TEST(LlamaSpmGguf, RunCEncodeMatchesSentencePiece) {
     const auto tmp = temp_dir("spm");
     const auto tok = load_tokenizer(write_llama2c_tokenizer(gguf, tmp / "tokenizer.bin"));
 
-    const std::string all = read_file(shared_path(std::string(dir) + "ggml-vocab-llama-spm.gguf.inp"));
+    const std::string all =
+        read_file(shared_path(std::string(dir) + "ggml-vocab-llama-spm.gguf.inp"));
     std::ifstream expected(shared_path(std::string(dir) + "ggml-vocab-llama-spm.gguf.out"));
     const std::string sep = "\n__ggml_vocab_test__\n";
     size_t passed = 0, total = 0;

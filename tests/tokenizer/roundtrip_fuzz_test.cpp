@@ -14,12 +14,13 @@ namespace {
 // fallback. With nfc_stable only characters that NFC leaves alone.
 std::string random_text(std::mt19937& rng, bool nfc_stable) {
     static const std::vector<std::pair<uint32_t, uint32_t>> stable = {
-        {0x20, 0x7E}, {0x20, 0x20}, {0x0A, 0x0A}, {0x09, 0x0D}, {0x30, 0x39},
-        {0x410, 0x44F}, {0x4E00, 0x9FFF}, {0x3041, 0x3096}, {0x30A1, 0x30FA}, {0x1F600, 0x1F64F},
-        {0x2002, 0x200A}, {0x3000, 0x3000}, {0x20000, 0x2A6DF}, {0xE000, 0xE0FF}};
+        {0x20, 0x7E},       {0x20, 0x20},       {0x0A, 0x0A},     {0x09, 0x0D},
+        {0x30, 0x39},       {0x410, 0x44F},     {0x4E00, 0x9FFF}, {0x3041, 0x3096},
+        {0x30A1, 0x30FA},   {0x1F600, 0x1F64F}, {0x2002, 0x200A}, {0x3000, 0x3000},
+        {0x20000, 0x2A6DF}, {0xE000, 0xE0FF}};
     static const std::vector<std::pair<uint32_t, uint32_t>> any = {
-        {0x0, 0x7F}, {0x80, 0x7FF}, {0x800, 0xD7FF}, {0xE000, 0xFFFF}, {0x10000, 0x10FFFF},
-        {0x300, 0x36F}, {0x1100, 0x11FF}, {0xAC00, 0xD7A3}};
+        {0x0, 0x7F},         {0x80, 0x7FF},  {0x800, 0xD7FF},  {0xE000, 0xFFFF},
+        {0x10000, 0x10FFFF}, {0x300, 0x36F}, {0x1100, 0x11FF}, {0xAC00, 0xD7A3}};
     const auto& ranges = nfc_stable ? stable : any;
     std::uniform_int_distribution<size_t> length(0, 40), pick(0, ranges.size() - 1);
     std::string s;
@@ -68,7 +69,8 @@ TEST_P(RandomText, RoundTripsAndSurvivesRandomBytes) {
         // Random ids decode too, whatever they are.
         std::vector<int32_t> random_ids;
         for (int n = length(rng); n > 0; --n)
-            random_ids.push_back(std::uniform_int_distribution<int32_t>(-5, tok.n_vocab() + 5)(rng));
+            random_ids.push_back(
+                std::uniform_int_distribution<int32_t>(-5, tok.n_vocab() + 5)(rng));
         EXPECT_EQ(utf8::find_invalid(tok.decode(random_ids)), std::string::npos);
     }
 }

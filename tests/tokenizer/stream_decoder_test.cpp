@@ -23,7 +23,10 @@ TEST(StreamDecoder, HoldsSplitCharacterUntilComplete) {
     ANELM_REQUIRE_SHARED("tokenizers/gemma3/tokenizer.json");
     const Tokenizer& tok = shared_tokenizer("gemma3");
     // U+20000 is not in Gemma's vocabulary: four <0xXX> byte tokens.
-    const auto ids = tok.encode("a\xF0\xA0\x80\x80" "b", false);
+    const auto ids = tok.encode(
+        "a\xF0\xA0\x80\x80"
+        "b",
+        false);
     ASSERT_EQ(ids.size(), 6u);
     StreamDecoder stream(tok);
     EXPECT_EQ(stream.push(ids[0]), "a");
@@ -52,7 +55,8 @@ TEST(StreamDecoder, LongGenerationStaysEqual) {
     const Tokenizer& tok = shared_tokenizer("qwen3");
     std::string text;
     for (int k = 0; k < 200; ++k)
-        text += "Step " + std::to_string(k) + ": \xE4\xBD\xA0\xE5\xA5\xBD, w\xC3\xB6rld \xF0\x9F\x98\x80\n";
+        text += "Step " + std::to_string(k) +
+                ": \xE4\xBD\xA0\xE5\xA5\xBD, w\xC3\xB6rld \xF0\x9F\x98\x80\n";
     const auto ids = tok.encode(text, true);
     EXPECT_EQ(stream_all(tok, ids), text);
 }

@@ -21,7 +21,8 @@ namespace anelm::test {
 inline const Tokenizer& shared_tokenizer(const std::string& name) {
     static std::map<std::string, std::unique_ptr<Tokenizer>> loaded;
     auto& slot = loaded[name];
-    if (!slot) slot = load_tokenizer(shared_path("tokenizers/" + name + "/tokenizer.json").string());
+    if (!slot)
+        slot = load_tokenizer(shared_path("tokenizers/" + name + "/tokenizer.json").string());
     return *slot;
 }
 

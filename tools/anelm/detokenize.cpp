@@ -34,11 +34,13 @@ std::vector<int32_t> read_ids() {
 
 std::function<int()> setup(CLI::App& app) {
     auto model = std::make_shared<std::string>();
-    app.add_option("model", *model,
-                   "model folder with tokenizer.json, a tokenizer.json, or a llama2.c tokenizer.bin")
+    app.add_option(
+           "model", *model,
+           "model folder with tokenizer.json, a tokenizer.json, or a llama2.c tokenizer.bin")
         ->required();
-    app.footer("Reads whitespace-separated ids and writes their decoded text, with no newline "
-               "added. Ids outside the vocabulary are skipped, as Hugging Face does.");
+    app.footer(
+        "Reads whitespace-separated ids and writes their decoded text, with no newline "
+        "added. Ids outside the vocabulary are skipped, as Hugging Face does.");
     return [model] {
         const std::unique_ptr<Tokenizer> tok = load_tokenizer(*model);
         const std::string text = tok->decode(read_ids());

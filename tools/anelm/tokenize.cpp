@@ -57,24 +57,28 @@ int run_tokenize(const TokenizeArgs& args) {
         }
         if (!row.is_object() || !row.contains("text") || !row["text"].is_string())
             fail("{}: expected a JSON object with a string \"text\"", where);
-        fmt::print("[{}]\n", fmt::join(tok->encode(row["text"].get<std::string>(), args.special), ","));
+        fmt::print("[{}]\n",
+                   fmt::join(tok->encode(row["text"].get<std::string>(), args.special), ","));
     }
     return 0;
 }
 
 std::function<int()> setup(CLI::App& app) {
     auto args = std::make_shared<TokenizeArgs>();
-    app.add_option("model", args->model,
-                   "model folder with tokenizer.json, a tokenizer.json, or a llama2.c tokenizer.bin")
+    app.add_option(
+           "model", args->model,
+           "model folder with tokenizer.json, a tokenizer.json, or a llama2.c tokenizer.bin")
         ->required();
     app.add_flag("--jsonl", args->jsonl,
                  "each input line is {\"text\": ...}; each output line a JSON array of ids");
-    app.add_flag("--special", args->special,
-                 "add what the tokenizer's post-processor adds (BOS ...); special tokens written in "
-                 "the text are recognised either way");
-    app.footer("Reads all of stdin as one text (a final newline is part of it) and prints the ids "
-               "separated by spaces on one line. Invalid UTF-8 input is an error naming the byte "
-               "offset.");
+    app.add_flag(
+        "--special", args->special,
+        "add what the tokenizer's post-processor adds (BOS ...); special tokens written in "
+        "the text are recognised either way");
+    app.footer(
+        "Reads all of stdin as one text (a final newline is part of it) and prints the ids "
+        "separated by spaces on one line. Invalid UTF-8 input is an error naming the byte "
+        "offset.");
     return [args] { return run_tokenize(*args); };
 }
 
