@@ -56,3 +56,35 @@ INSTANTIATE_TEST_SUITE_P(Models, HfVectors, ::testing::Values("qwen3", "llama3",
 
 }  // namespace
 }  // namespace anelm::test
+
+namespace anelm::test {
+namespace {
+
+struct SpecialIds {
+    const char* model;
+    int32_t bos;
+    int32_t eos;  // tokenizer_config.json's eos_token
+    int32_t n_vocab;
+};
+
+class HfSpecialIds : public ::testing::TestWithParam<SpecialIds> {};
+
+TEST_P(HfSpecialIds, FromPostProcessorAndConfig) {
+    const std::string model = GetParam().model;
+    ANELM_REQUIRE_SHARED("tokenizers/" + model + "/tokenizer.json");
+    const Tokenizer& tok = shared_tokenizer(model);
+    EXPECT_EQ(tok.bos_id(), GetParam().bos);
+    EXPECT_EQ(tok.eos_ids(), std::vector<int32_t>{GetParam().eos});
+    EXPECT_EQ(tok.n_vocab(), GetParam().n_vocab);
+    EXPECT_TRUE(tok.is_special(GetParam().eos));
+    EXPECT_EQ(tok.token_to_id(tok.token_to_piece(GetParam().eos)), GetParam().eos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, HfSpecialIds,
+                         ::testing::Values(SpecialIds{"qwen3", -1, 151645, 151669},
+                                           SpecialIds{"llama3", 128000, 128009, 128256},
+                                           SpecialIds{"gemma3", 2, 106, 262145}),
+                         [](const auto& info) { return std::string(info.param.model); });
+
+}  // namespace
+}  // namespace anelm::test
