@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "chat/chat_template.h"
 #include "command.h"
 #include "runtime/generate.h"
 #include "runtime/model.h"
@@ -14,6 +15,7 @@ namespace {
 struct GenerateArgs {
     std::string model, tokenizer, prompt;
     int64_t n = 256;
+    bool chat = false;
     RunOptions run;
     SamplerParams sampler;
 };
@@ -21,7 +23,14 @@ struct GenerateArgs {
 int run_generate(const GenerateArgs& args) {
     Model model = open_model(args.model, args.tokenizer, true);
     Session session(model.spec(), model.weights(), args.run.session());
-    const std::vector<int32_t> prompt = model.tokenizer->encode(args.prompt, true);
+    // With --chat the prompt is one user message rendered through the model's
+    // template, which writes any BOS itself.
+    std::string text = args.prompt;
+    if (args.chat) {
+        const nlohmann::ordered_json messages = {{{"role", "user"}, {"content", args.prompt}}};
+        text = ChatTemplate::load(args.model).render(messages, true);
+    }
+    const std::vector<int32_t> prompt = model.tokenizer->encode(text, !args.chat);
 
     GenerateOptions options;
     options.max_tokens = args.n;
@@ -30,7 +39,7 @@ int run_generate(const GenerateArgs& args) {
 
     StreamDecoder decoder(*model.tokenizer);
     for (int32_t id : prompt) decoder.push(id);  // context for the first pieces
-    fmt::print("{}", args.prompt);
+    fmt::print("{}", text);
     std::fflush(stdout);
     const GenerateStats stats = generate(session, prompt, options, [&](int32_t id) {
         fmt::print("{}", decoder.push(id));
@@ -53,6 +62,7 @@ std::function<int()> setup(CLI::App& app) {
     app.add_option("-p,--prompt", args->prompt, "the prompt")->required();
     app.add_option("-n", args->n, "stop when prompt + generated tokens reach N (as run.c counts)")
         ->capture_default_str();
+    app.add_flag("--chat", args->chat, "render the prompt through the model's chat template");
     add_sampler_options(app, args->sampler);
     add_run_options(app, args->run);
     return [args] { return run_generate(*args); };
