@@ -4,17 +4,28 @@
 #include "base/error.h"
 #include "exec/cpu/kernels/isa.h"
 
+#if ANELM_HAVE_X86_KERNELS
+#include <cpuid.h>
+#endif
+
 namespace anelm::kernels {
 
 namespace {
 
 std::atomic<bool> scalar_forced{false};
 
+#if ANELM_HAVE_X86_KERNELS
+// Not every compiler's __builtin_cpu_supports knows F16C: ask CPUID leaf 1.
+bool has_f16c() {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+}
+#endif
+
 const Isa* detect() {
 #if ANELM_HAVE_X86_KERNELS
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c")) {
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c()) {
         return &avx2_isa;
     }
 #endif

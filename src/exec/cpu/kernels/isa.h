@@ -52,12 +52,10 @@ struct Isa {
 // (no SIMD path for this processor, or force_scalar(true)).
 const Isa* active();
 
-#if ANELM_HAVE_X86_KERNELS
+// The leaf tables, each defined only in builds for its processor family
+// (ANELM_HAVE_X86_KERNELS, ANELM_HAVE_ARM_KERNELS) and chosen by active().
 extern const Isa avx2_isa;  // valid only where AVX2, FMA and F16C are present
-#endif
-#if ANELM_HAVE_ARM_KERNELS
 extern const Isa neon_isa;
-#endif
 
 // Throw unless the arguments are ones the kernels support: a weight dtype of
 // f32, f16 or bf16; whole query groups per kv head and queries inside n_ctx.
