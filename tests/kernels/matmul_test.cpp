@@ -123,6 +123,17 @@ TEST(Matmul, LargerBlockedShapesMatchTheFormula) {
     expect_matmul_exact(w, x, n_tokens, y, 1e-5f, active_isa());
 }
 
+TEST(Matmul, ManyTokensTakeSeveralPasses) {
+    std::mt19937 rng(6);
+    ThreadPool pool(3);
+    const Weights w = random_weights(rng, DType::bf16, 37, 45);
+    const int64_t n_tokens = 1100;
+    const auto x = test::random_floats(rng, n_tokens * 45);
+    std::vector<float> y(static_cast<size_t>(n_tokens * 37));
+    matmul(w.matrix, x.data(), n_tokens, y.data(), pool);
+    expect_matmul_exact(w, x, n_tokens, y, 1e-5f, active_isa());
+}
+
 TEST(Matmul, EmptyInputDimensionGivesZeros) {
     ThreadPool pool(2);
     const float dummy = 0.0f;
