@@ -38,6 +38,25 @@ TEST(StreamDecoder, HoldsSplitCharacterUntilComplete) {
     EXPECT_EQ(stream.flush(), "");
 }
 
+TEST(StreamDecoder, GarbageBytesAreNotHeldForever) {
+    ANELM_REQUIRE_SHARED("tokenizers/llama3/tokenizer.json");
+    const Tokenizer& tok = shared_tokenizer("llama3");
+    // "â" stands for byte 0xE2 in byte-level vocabularies: each id opens a new
+    // three-byte character that never completes.
+    const int32_t lead = tok.token_to_id("\xC3\xA2");
+    ASSERT_GE(lead, 0);
+    StreamDecoder stream(tok);
+    std::string text;
+    for (int k = 0; k < 20; ++k) {
+        const std::string piece = stream.push(lead);
+        EXPECT_EQ(utf8::find_invalid(piece), std::string::npos);
+        text += piece;
+    }
+    EXPECT_FALSE(text.empty());
+    text += stream.flush();
+    EXPECT_EQ(text, tok.decode(std::vector<int32_t>(20, lead)));
+}
+
 TEST(StreamDecoder, FlushGivesCutOffCharacterAsHuggingFaceDecodes) {
     ANELM_REQUIRE_SHARED("tokenizers/llama3/tokenizer.json");
     const Tokenizer& tok = shared_tokenizer("llama3");
