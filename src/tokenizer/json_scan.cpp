@@ -61,7 +61,11 @@ void JsonScanner::read_string(std::string& out) {
         out.append(s_.substr(pos_, end - pos_));
         pos_ = end;
         if (pos_ >= s_.size()) error("the end of the string");
-        if (s_[pos_++] == '"') return;
+        if (s_[pos_++] == '"') {
+            // The regex engine runs on these strings and assumes valid UTF-8.
+            if (utf8::find_invalid(out) != std::string::npos) error("a string of valid UTF-8");
+            return;
+        }
         if (pos_ >= s_.size()) error("an escape");
         const char e = s_[pos_++];
         switch (e) {

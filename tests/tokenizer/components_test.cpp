@@ -212,6 +212,18 @@ TEST(Errors, BrokenJsonNamesTheOffset) {
     }
 }
 
+TEST(Errors, InvalidUtf8InTheVocabulary) {
+    const auto dir = temp_dir("components");
+    const auto path = (dir / "latin1.json").string();
+    std::ofstream(path) << "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"caf\xE9\": 0}}}";
+    try {
+        load_tokenizer(path);
+        ADD_FAILURE() << "expected an error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("valid UTF-8"), std::string::npos) << e.what();
+    }
+}
+
 TEST(Utf8, RepairsMaximalSubparts) {
     EXPECT_EQ(utf8::repair("a\xE2\x82"), "a\xEF\xBF\xBD");
     EXPECT_EQ(utf8::repair("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
