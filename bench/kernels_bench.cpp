@@ -52,13 +52,14 @@ void BM_memory_triad(benchmark::State& state) {
     std::vector<float> a(stream_n, 0.0f), b(stream_n, 1.0f), c(stream_n, 2.0f);
     for (auto _ : state) {
         pool().run(n_threads, [&](int64_t task, int) {
-            const int64_t begin = task * stream_n / n_threads, end = (task + 1) * stream_n / n_threads;
+            const int64_t begin = task * stream_n / n_threads,
+                          end = (task + 1) * stream_n / n_threads;
             for (int64_t i = begin; i < end; ++i) a[i] = b[i] + 3.0f * c[i];
         });
         benchmark::ClobberMemory();
     }
-    state.counters["GB/s"] = benchmark::Counter(rate(state, 12.0 * stream_n / 1e9),
-                                                benchmark::Counter::kIsRate);
+    state.counters["GB/s"] =
+        benchmark::Counter(rate(state, 12.0 * stream_n / 1e9), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_memory_triad)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -80,8 +81,8 @@ void BM_memory_read(benchmark::State& state) {
         });
         benchmark::DoNotOptimize(sums);
     }
-    state.counters["GB/s"] = benchmark::Counter(rate(state, 8.0 * n / 1e9),
-                                                benchmark::Counter::kIsRate);
+    state.counters["GB/s"] =
+        benchmark::Counter(rate(state, 8.0 * n / 1e9), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_memory_read)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -89,7 +90,8 @@ BENCHMARK(BM_memory_read)->Unit(benchmark::kMillisecond)->UseRealTime();
 void BM_thread_pool_run(benchmark::State& state) {
     std::atomic<int64_t> sink{0};
     for (auto _ : state) {
-        pool().run(state.range(0), [&](int64_t task, int) { sink.fetch_add(task, std::memory_order_relaxed); });
+        pool().run(state.range(0),
+                   [&](int64_t task, int) { sink.fetch_add(task, std::memory_order_relaxed); });
     }
     benchmark::DoNotOptimize(sink.load());
 }
@@ -102,7 +104,8 @@ void BM_matmul(benchmark::State& state) {
     // Few tokens: cycle through copies adding up to 512 MiB, so weights come
     // from memory as in a model too large for the caches.
     const int64_t bytes = n_out * n_in * 2;
-    const int64_t n_copies = n_tokens <= 16 ? std::max<int64_t>(1, (int64_t{512} << 20) / bytes) : 1;
+    const int64_t n_copies =
+        n_tokens <= 16 ? std::max<int64_t>(1, (int64_t{512} << 20) / bytes) : 1;
     const auto first = random_halves(dtype, n_out * n_in);
     std::vector<std::vector<uint16_t>> copies(static_cast<size_t>(n_copies), first);
     const auto x = random_floats(n_tokens * n_in);
@@ -114,11 +117,11 @@ void BM_matmul(benchmark::State& state) {
         next = (next + 1) % copies.size();
         benchmark::DoNotOptimize(y.data());
     }
-    state.counters["GB/s"] = benchmark::Counter(rate(state, bytes / 1e9),
-                                                benchmark::Counter::kIsRate);
-    state.counters["GFLOP/s"] = benchmark::Counter(
-        rate(state, 2.0 * static_cast<double>(n_out * n_in * n_tokens) / 1e9),
-        benchmark::Counter::kIsRate);
+    state.counters["GB/s"] =
+        benchmark::Counter(rate(state, bytes / 1e9), benchmark::Counter::kIsRate);
+    state.counters["GFLOP/s"] =
+        benchmark::Counter(rate(state, 2.0 * static_cast<double>(n_out * n_in * n_tokens) / 1e9),
+                           benchmark::Counter::kIsRate);
     state.SetLabel(std::string(dtype_name(dtype)) + " " + active_isa());
 }
 
@@ -137,15 +140,21 @@ void decode_shapes(benchmark::internal::Benchmark* b) {
         }
     }
 }
-BENCHMARK(BM_matmul)->Name("matmul_decode")->Apply(decode_shapes)
-    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_matmul)
+    ->Name("matmul_decode")
+    ->Apply(decode_shapes)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 // Few tokens (speculative decoding) on a 2048 x 2048 matrix.
 void few_token_shapes(benchmark::internal::Benchmark* b) {
     for (int64_t n_tokens : {2, 3, 4, 6, 8, 12, 16}) b->Args({0, 2048, 2048, n_tokens});
 }
-BENCHMARK(BM_matmul)->Name("matmul_few")->Apply(few_token_shapes)
-    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_matmul)
+    ->Name("matmul_few")
+    ->Apply(few_token_shapes)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 void prefill_shapes(benchmark::internal::Benchmark* b) {
     for (int64_t dtype : {0, 1}) {
@@ -154,8 +163,11 @@ void prefill_shapes(benchmark::internal::Benchmark* b) {
         }
     }
 }
-BENCHMARK(BM_matmul)->Name("matmul_prefill")->Apply(prefill_shapes)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_matmul)
+    ->Name("matmul_prefill")
+    ->Apply(prefill_shapes)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // Args: n_tokens, pos0; 16 query heads over 8 kv heads of 128 (Qwen3-0.6B), n_ctx 512.
 void BM_attention(benchmark::State& state) {
@@ -186,8 +198,12 @@ void BM_attention(benchmark::State& state) {
         rate(state, pairs * static_cast<double>(a.n_head * a.head_dim) * 4.0 / 1e9),
         benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_attention)->Name("attention_ctx512")->Args({1, 511})->Args({512, 0})
-    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_attention)
+    ->Name("attention_ctx512")
+    ->Args({1, 511})
+    ->Args({512, 0})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace anelm::kernels

@@ -107,8 +107,7 @@ struct ThreadPool::Impl {
         for (;;) {
             const auto start = std::chrono::steady_clock::now();
             uint32_t gen = generation.load(std::memory_order_acquire);
-            for (int spins = 0; gen == seen && !stopping.load(std::memory_order_relaxed);
-                 ++spins) {
+            for (int spins = 0; gen == seen && !stopping.load(std::memory_order_relaxed); ++spins) {
                 cpu_relax();
                 if ((spins & 255) == 255 && std::chrono::steady_clock::now() - start > spin_time) {
                     std::unique_lock lock(sleep_mutex);
@@ -141,7 +140,9 @@ ThreadPool::~ThreadPool() {
     for (auto& w : impl_->workers) w.join();
 }
 
-int ThreadPool::size() const { return impl_->n_threads; }
+int ThreadPool::size() const {
+    return impl_->n_threads;
+}
 
 void ThreadPool::run(int64_t n_tasks, const std::function<void(int64_t task, int thread)>& fn) {
     if (n_tasks <= 0) return;
@@ -187,7 +188,7 @@ int ThreadPool::physical_cores() {
     if (sysctlbyname("hw.physicalcpu", &value, &len, nullptr, 0) == 0) n = value;
 #elif defined(__linux__)
     // Distinct (package, core) pairs; hyperthreads share both.
-    std::set<std::pair<std::string, std::string>> cores;
+    std::set<std::pair<std::string, std::string> > cores;
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator("/sys/devices/system/cpu", ec)) {
         const std::string name = entry.path().filename().string();

@@ -99,7 +99,9 @@ TEST(ThreadPool, TaskExceptionReachesTheCaller) {
     expect_each_task_once(pool, 10);  // still usable
 }
 
-TEST(ThreadPool, PhysicalCoresIsPositive) { EXPECT_GE(ThreadPool::physical_cores(), 1); }
+TEST(ThreadPool, PhysicalCoresIsPositive) {
+    EXPECT_GE(ThreadPool::physical_cores(), 1);
+}
 
 }  // namespace
 }  // namespace anelm

@@ -47,15 +47,16 @@ std::vector<float> naive_attention(const AttentionArgs& a) {
 TEST(Attention, MatchesTheFormulaWithGqaAndOffsets) {
     std::mt19937 rng(21);
     const Case cases[] = {
-        {1, 1, 1, 8, 0},   {1, 4, 2, 64, 9},  {7, 6, 2, 13, 0},  {5, 6, 3, 32, 4},
-        {3, 8, 1, 128, 40}, {9, 2, 2, 17, 2}, {4, 4, 4, 1, 3},   {2, 16, 4, 80, 100},
+        {1, 1, 1, 8, 0},    {1, 4, 2, 64, 9},  {7, 6, 2, 13, 0}, {5, 6, 3, 32, 4},
+        {3, 8, 1, 128, 40}, {9, 2, 2, 17, 2},  {4, 4, 4, 1, 3},  {2, 16, 4, 80, 100},
         {1, 7, 1, 24, 6},   {6, 10, 2, 64, 0},
     };
     for (int n_threads : {1, 2, 3}) {
         ThreadPool pool(n_threads);
         for (const Case& c : cases) {
             const int64_t n_ctx = c.pos0 + c.n_tokens + 3;  // unused slots stay out of sight
-            const auto q = test::random_floats(rng, c.n_tokens * c.n_head * c.head_dim, -2.0f, 2.0f);
+            const auto q =
+                test::random_floats(rng, c.n_tokens * c.n_head * c.head_dim, -2.0f, 2.0f);
             const auto k = test::to_f16(test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim));
             const auto v = test::to_f16(test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim));
             std::vector<float> out(q.size(), NAN), ref_out(q.size(), NAN);

@@ -71,7 +71,8 @@ TEST(SiluMul, DispatchedMatchesReference) {
         silu_mul(gate.data(), up.data(), n, y.data());
         ref::silu_mul(gate.data(), up.data(), n, want.data());
         for (int64_t i = 0; i < n; ++i) {
-            ASSERT_NEAR(y[i], want[i], 2e-6f * std::abs(want[i]) + 1e-30f) << "n " << n << " i " << i;
+            ASSERT_NEAR(y[i], want[i], 2e-6f * std::abs(want[i]) + 1e-30f)
+                << "n " << n << " i " << i;
         }
     }
     // Far negative gates go to zero, not to NaN.
@@ -150,8 +151,8 @@ TEST(Convert, F32ToF16IsBitExact) {
         f32_to_f16_row(cases.data() + offset, n, y.data());
         ref::f32_to_f16_row(cases.data() + offset, n, want.data());
         for (int64_t i = 0; i < n; ++i) {
-            ASSERT_EQ(y[i], want[i]) << "float bits " << std::hex
-                                     << std::bit_cast<uint32_t>(cases[offset + i]);
+            ASSERT_EQ(y[i], want[i])
+                << "float bits " << std::hex << std::bit_cast<uint32_t>(cases[offset + i]);
             ASSERT_EQ(want[i], f32_to_f16(cases[offset + i]));
         }
     }

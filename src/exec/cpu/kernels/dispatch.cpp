@@ -47,7 +47,9 @@ const char* active_isa() {
     return isa ? isa->name : "scalar";
 }
 
-void force_scalar(bool on) { scalar_forced.store(on); }
+void force_scalar(bool on) {
+    scalar_forced.store(on);
+}
 
 void check_matrix(const Matrix& w) {
     if (w.dtype != DType::f32 && w.dtype != DType::f16 && w.dtype != DType::bf16) {
@@ -55,7 +57,8 @@ void check_matrix(const Matrix& w) {
     }
 }
 
-void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, float eps, float* y) {
+void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, float eps,
+              float* y) {
     const Isa* isa = active();
     isa ? isa->rms_norm(x, gain, gain_offset, n, eps, y)
         : ref::rms_norm(x, gain, gain_offset, n, eps, y);

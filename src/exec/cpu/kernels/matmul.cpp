@@ -24,12 +24,15 @@ constexpr int64_t mc_max = 48;
 // still converted only once per 512 tokens.
 constexpr int64_t tokens_per_pass = 512;
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+    return (a + b - 1) / b;
+}
 
 // Rows per matrix-vector task: about 64 KiB of weights (stays in L2 while the
 // token groups reuse it), a multiple of 4, and enough tasks to balance threads.
 int64_t gemv_rows_per_task(const Matrix& w, int n_threads) {
-    const int64_t row_bytes = std::max<int64_t>(1, w.n_in * static_cast<int64_t>(dtype_size(w.dtype)));
+    const int64_t row_bytes =
+        std::max<int64_t>(1, w.n_in * static_cast<int64_t>(dtype_size(w.dtype)));
     int64_t rows = std::max<int64_t>(4, (int64_t{64} << 10) / row_bytes);
     rows = std::min(rows, ceil_div(w.n_out, 4 * static_cast<int64_t>(n_threads)));
     return std::max<int64_t>(4, ceil_div(rows, 4) * 4);
@@ -87,7 +90,8 @@ void gemm_pass(const Isa& isa, const Matrix& w, const float* x, int64_t n_tokens
     const int64_t n_oblocks = ceil_div(w.n_out, nc);
     // Too few output blocks for the threads: split the tiles too.
     int64_t n_tblocks = 1;
-    if (n_oblocks < 2 * n_threads) n_tblocks = std::min(ceil_div(2 * n_threads, n_oblocks), n_tiles);
+    if (n_oblocks < 2 * n_threads)
+        n_tblocks = std::min(ceil_div(2 * n_threads, n_oblocks), n_tiles);
     const int64_t tiles_per_block = ceil_div(n_tiles, n_tblocks);
     n_tblocks = ceil_div(n_tiles, tiles_per_block);
     const int64_t kc = std::min(kc_max, n_in);

@@ -15,9 +15,15 @@ void weight_row(const Matrix& w, int64_t o, float* row) {
     const int64_t base = o * w.n_in;
     for (int64_t i = 0; i < w.n_in; ++i) {
         switch (w.dtype) {
-            case DType::f16: row[i] = f16_to_f32(static_cast<const uint16_t*>(w.data)[base + i]); break;
-            case DType::bf16: row[i] = bf16_to_f32(static_cast<const uint16_t*>(w.data)[base + i]); break;
-            default: row[i] = static_cast<const float*>(w.data)[base + i]; break;
+            case DType::f16:
+                row[i] = f16_to_f32(static_cast<const uint16_t*>(w.data)[base + i]);
+                break;
+            case DType::bf16:
+                row[i] = bf16_to_f32(static_cast<const uint16_t*>(w.data)[base + i]);
+                break;
+            default:
+                row[i] = static_cast<const float*>(w.data)[base + i];
+                break;
         }
     }
 }
@@ -41,7 +47,8 @@ void matmul(const Matrix& w, const float* x, int64_t n_tokens, float* y, ThreadP
     });
 }
 
-void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, float eps, float* y) {
+void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, float eps,
+              float* y) {
     float sum_sq = 0.0f;
     for (int64_t i = 0; i < n; ++i) sum_sq += x[i] * x[i];
     const float scale = 1.0f / std::sqrt(sum_sq / static_cast<float>(n) + eps);
@@ -105,7 +112,8 @@ void attention(const AttentionArgs& a, ThreadPool& pool) {
         std::vector<float> p(static_cast<size_t>(n_keys));
         for (int64_t j = 0; j < n_keys; ++j) {
             float dot = 0.0f;
-            for (int64_t d = 0; d < a.head_dim; ++d) dot += q[d] * f16_to_f32(k[j * a.head_dim + d]);
+            for (int64_t d = 0; d < a.head_dim; ++d)
+                dot += q[d] * f16_to_f32(k[j * a.head_dim + d]);
             p[j] = dot * a.scale;
         }
         softmax(p.data(), n_keys);

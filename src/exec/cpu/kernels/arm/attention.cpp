@@ -59,7 +59,8 @@ void value_block(const float* p, int64_t n_keys, const uint16_t* v, int64_t head
         float32x4_t vv[V];
 #pragma GCC unroll 8
         for (int b = 0; b < V; ++b) {
-            vv[b] = len == 4 ? load4<DType::f16>(row + 4 * b) : load_partial<DType::f16>(row + 4 * b, len);
+            vv[b] = len == 4 ? load4<DType::f16>(row + 4 * b)
+                             : load_partial<DType::f16>(row + 4 * b, len);
         }
 #pragma GCC unroll 4
         for (int h = 0; h < H; ++h) {
@@ -108,10 +109,18 @@ void attend(const float* q, int64_t n_q, const uint16_t* k, const uint16_t* v, i
         float* sh = scores + h * n_keys;
         float* oh = out + h * head_dim;
         switch (n_q - h < max_heads ? n_q - h : max_heads) {
-            case 1: attend_heads<1>(qh, k, v, n_keys, head_dim, scale, sh, oh); break;
-            case 2: attend_heads<2>(qh, k, v, n_keys, head_dim, scale, sh, oh); break;
-            case 3: attend_heads<3>(qh, k, v, n_keys, head_dim, scale, sh, oh); break;
-            default: attend_heads<4>(qh, k, v, n_keys, head_dim, scale, sh, oh); break;
+            case 1:
+                attend_heads<1>(qh, k, v, n_keys, head_dim, scale, sh, oh);
+                break;
+            case 2:
+                attend_heads<2>(qh, k, v, n_keys, head_dim, scale, sh, oh);
+                break;
+            case 3:
+                attend_heads<3>(qh, k, v, n_keys, head_dim, scale, sh, oh);
+                break;
+            default:
+                attend_heads<4>(qh, k, v, n_keys, head_dim, scale, sh, oh);
+                break;
         }
     }
 }

@@ -12,10 +12,10 @@ inline float32x4_t f16_to_f32_exact(uint16x4_t h) {
     const float32x4_t converted = vcvt_f32_f16(vreinterpret_f16_u16(h));
     const uint32x4_t bits = vmovl_u16(h);
     const uint32x4_t nan = vcgtq_u32(vandq_u32(bits, vdupq_n_u32(0x7fff)), vdupq_n_u32(0x7c00));
-    const uint32x4_t exact = vorrq_u32(
-        vorrq_u32(vshlq_n_u32(vandq_u32(bits, vdupq_n_u32(0x8000)), 16),
-                  vshlq_n_u32(vandq_u32(bits, vdupq_n_u32(0x3ff)), 13)),
-        vdupq_n_u32(0x7f800000));
+    const uint32x4_t exact =
+        vorrq_u32(vorrq_u32(vshlq_n_u32(vandq_u32(bits, vdupq_n_u32(0x8000)), 16),
+                            vshlq_n_u32(vandq_u32(bits, vdupq_n_u32(0x3ff)), 13)),
+                  vdupq_n_u32(0x7f800000));
     return vbslq_f32(nan, vreinterpretq_f32_u32(exact), converted);
 }
 
@@ -25,7 +25,8 @@ inline uint16x4_t f32_to_f16_bits(float32x4_t v) {
 
 }  // namespace
 
-void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, float eps, float* y) {
+void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, float eps,
+              float* y) {
     float32x4_t acc[4] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f),
                           vdupq_n_f32(0.0f)};
     int64_t i = 0;
@@ -39,7 +40,8 @@ void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, f
         const float32x4_t v = load_partial<DType::f32>(x + i, n - i < 4 ? n - i : 4);
         acc[0] = vfmaq_f32(acc[0], v, v);
     }
-    const float sum_sq = vaddvq_f32(vaddq_f32(vaddq_f32(acc[0], acc[1]), vaddq_f32(acc[2], acc[3])));
+    const float sum_sq =
+        vaddvq_f32(vaddq_f32(vaddq_f32(acc[0], acc[1]), vaddq_f32(acc[2], acc[3])));
     const float scale = 1.0f / __builtin_sqrtf(sum_sq / static_cast<float>(n) + eps);
     const float32x4_t vscale = vdupq_n_f32(scale), offset = vdupq_n_f32(gain_offset);
     for (i = 0; i + 4 <= n; i += 4) {
@@ -98,8 +100,9 @@ void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const f
         for (; i + 4 <= half; i += 4) {
             const float32x4_t c = vld1q_f32(cos + i), s = vld1q_f32(sin + i);
             // Interleaved pairs load de-interleaved: val[0] the first of each pair.
-            float32x4x2_t ab = interleaved ? vld2q_f32(head + 2 * i)
-                                           : float32x4x2_t{{vld1q_f32(head + i), vld1q_f32(head + half + i)}};
+            float32x4x2_t ab =
+                interleaved ? vld2q_f32(head + 2 * i)
+                            : float32x4x2_t{{vld1q_f32(head + i), vld1q_f32(head + half + i)}};
             const float32x4_t a = ab.val[0], b = ab.val[1];
             ab.val[0] = vfmsq_f32(vmulq_f32(a, c), b, s);
             ab.val[1] = vfmaq_f32(vmulq_f32(b, c), a, s);
@@ -142,7 +145,8 @@ void f16_to_f32_row(const uint16_t* x, int64_t n, float* y) {
 
 void round_to_f16_row(float* x, int64_t n) {
     int64_t i = 0;
-    for (; i + 4 <= n; i += 4) vst1q_f32(x + i, f16_to_f32_exact(f32_to_f16_bits(vld1q_f32(x + i))));
+    for (; i + 4 <= n; i += 4)
+        vst1q_f32(x + i, f16_to_f32_exact(f32_to_f16_bits(vld1q_f32(x + i))));
     if (i < n) {
         const uint16x4_t h = f32_to_f16_bits(load_partial<DType::f32>(x + i, n - i));
         store_partial(x + i, f16_to_f32_exact(h), n - i);

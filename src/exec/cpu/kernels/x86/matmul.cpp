@@ -43,7 +43,8 @@ void pack(const Matrix& w, int64_t o0, int64_t n_rows, int64_t k0, int64_t kc, f
                 }
             }
             transpose8(r);
-            for (int64_t c = 0; c < n_cols; ++c) _mm256_store_ps(panel + (k + c) * nr + half * 8, r[c]);
+            for (int64_t c = 0; c < n_cols; ++c)
+                _mm256_store_ps(panel + (k + c) * nr + half * 8, r[c]);
         }
     }
 }
@@ -140,29 +141,37 @@ void gemv_rows(const Matrix& w, const float* x, int64_t o0, int64_t o1, float* y
 using GemvFn = void (*)(const Matrix&, const float*, int64_t, int64_t, float*, int64_t);
 
 template <DType D>
-constexpr GemvFn gemv_by_tokens[gemv_tokens] = {gemv_rows<D, 1>, gemv_rows<D, 2>,
-                                                 gemv_rows<D, 3>, gemv_rows<D, 4>};
+constexpr GemvFn gemv_by_tokens[gemv_tokens] = {gemv_rows<D, 1>, gemv_rows<D, 2>, gemv_rows<D, 3>,
+                                                gemv_rows<D, 4>};
 
 }  // namespace
 
-void pack_panel(const Matrix& w, int64_t o0, int64_t n_rows, int64_t k0, int64_t kc,
-                float* panel) {
+void pack_panel(const Matrix& w, int64_t o0, int64_t n_rows, int64_t k0, int64_t kc, float* panel) {
     switch (w.dtype) {
-        case DType::f16: return pack<DType::f16>(w, o0, n_rows, k0, kc, panel);
-        case DType::bf16: return pack<DType::bf16>(w, o0, n_rows, k0, kc, panel);
-        default: return pack<DType::f32>(w, o0, n_rows, k0, kc, panel);
+        case DType::f16:
+            return pack<DType::f16>(w, o0, n_rows, k0, kc, panel);
+        case DType::bf16:
+            return pack<DType::bf16>(w, o0, n_rows, k0, kc, panel);
+        default:
+            return pack<DType::f32>(w, o0, n_rows, k0, kc, panel);
     }
 }
 
 void gemm_tile(const float* xp, int64_t m, const float* panel, int64_t kc, float* y, int64_t ldy,
                int64_t n, bool accumulate) {
     switch (m) {
-        case 1: return tile<1>(xp, panel, kc, y, ldy, n, accumulate);
-        case 2: return tile<2>(xp, panel, kc, y, ldy, n, accumulate);
-        case 3: return tile<3>(xp, panel, kc, y, ldy, n, accumulate);
-        case 4: return tile<4>(xp, panel, kc, y, ldy, n, accumulate);
-        case 5: return tile<5>(xp, panel, kc, y, ldy, n, accumulate);
-        default: return tile<6>(xp, panel, kc, y, ldy, n, accumulate);
+        case 1:
+            return tile<1>(xp, panel, kc, y, ldy, n, accumulate);
+        case 2:
+            return tile<2>(xp, panel, kc, y, ldy, n, accumulate);
+        case 3:
+            return tile<3>(xp, panel, kc, y, ldy, n, accumulate);
+        case 4:
+            return tile<4>(xp, panel, kc, y, ldy, n, accumulate);
+        case 5:
+            return tile<5>(xp, panel, kc, y, ldy, n, accumulate);
+        default:
+            return tile<6>(xp, panel, kc, y, ldy, n, accumulate);
     }
 }
 
@@ -170,9 +179,12 @@ void gemv(const Matrix& w, const float* x, int64_t n_tokens, int64_t o0, int64_t
           int64_t ldy) {
     const int64_t t = n_tokens - 1;
     switch (w.dtype) {
-        case DType::f16: return gemv_by_tokens<DType::f16>[t](w, x, o0, o1, y, ldy);
-        case DType::bf16: return gemv_by_tokens<DType::bf16>[t](w, x, o0, o1, y, ldy);
-        default: return gemv_by_tokens<DType::f32>[t](w, x, o0, o1, y, ldy);
+        case DType::f16:
+            return gemv_by_tokens<DType::f16>[t](w, x, o0, o1, y, ldy);
+        case DType::bf16:
+            return gemv_by_tokens<DType::bf16>[t](w, x, o0, o1, y, ldy);
+        default:
+            return gemv_by_tokens<DType::f32>[t](w, x, o0, o1, y, ldy);
     }
 }
 

@@ -24,7 +24,8 @@ inline __m256 f16_to_f32_exact(__m128i h) {
 
 }  // namespace
 
-void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, float eps, float* y) {
+void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, float eps,
+              float* y) {
     __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
                      _mm256_setzero_ps()};
     int64_t i = 0;
@@ -66,9 +67,8 @@ float exp_sum(float* x, int64_t n) {
     if (i < n) {
         const __m256 e = vexp(_mm256_sub_ps(load_partial<DType::f32>(x + i, n - i), vm));
         // Lanes past the row hold exp(-max): keep them out of the sum.
-        const __m256 live = _mm256_castsi256_ps(
-            _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - i)),
-                               _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+        const __m256 live = _mm256_castsi256_ps(_mm256_cmpgt_epi32(
+            _mm256_set1_epi32(static_cast<int>(n - i)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
         vsum = _mm256_add_ps(vsum, _mm256_and_ps(e, live));
         store_partial(x + i, e, n - i);
     }
@@ -107,8 +107,10 @@ void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const f
             const __m256i dup = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
             for (; i + 4 <= half; i += 4) {
                 const __m256 v = _mm256_loadu_ps(head + 2 * i);
-                const __m256 c = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(cos + i)), dup);
-                const __m256 s = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(sin + i)), dup);
+                const __m256 c =
+                    _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(cos + i)), dup);
+                const __m256 s =
+                    _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(sin + i)), dup);
                 const __m256 swapped = _mm256_permute_ps(v, 0xb1);
                 _mm256_storeu_ps(head + 2 * i, _mm256_fmaddsub_ps(v, c, _mm256_mul_ps(swapped, s)));
             }
