@@ -1,0 +1,196 @@
+// Quantized weights with two threads: matrix-vector speed straight from LUT
+// and integer codes against the f16 matrix-vector of the same shape (weights
+// streamed from memory), and the time to palettize every linear weight of a
+// model at LUT4 group 8.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/half.h"
+#include "exec/cpu/kernels/kernels.h"
+#include "quant/bit_packing.h"
+#include "quant/quantize.h"
+
+namespace anelm::quant {
+namespace {
+
+constexpr int n_threads = 2;
+
+ThreadPool& pool() {
+    static ThreadPool p(n_threads);
+    return p;
+}
+
+std::vector<float> random_floats(int64_t n, float scale, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> dist(0.0f, scale);
+    std::vector<float> v(static_cast<size_t>(n));
+    for (auto& x : v) x = dist(rng);
+    return v;
+}
+
+// A matrix in one of the formats measured, with random codes and tables.
+struct Format {
+    const char* name;
+    QuantKind kind;
+    int nbits;  // 16: plain f16
+};
+const Format formats[] = {{"f16", QuantKind::lut, 16}, {"lut4:8", QuantKind::lut, 4},
+                          {"lut6:8", QuantKind::lut, 6}, {"int8", QuantKind::int8, 8},
+                          {"int4", QuantKind::int4, 4}};
+
+QuantizedMatrix random_quantized(const Format& f, int64_t n_out, int64_t n_in, uint32_t seed) {
+    std::mt19937 rng(seed);
+    QuantizedMatrix q;
+    q.kind = f.kind;
+    q.nbits = f.nbits;
+    q.n_out = n_out;
+    q.n_in = n_in;
+    q.group_size = 8;
+    q.codes.resize(static_cast<size_t>(n_out * q.row_bytes()));
+    for (auto& b : q.codes) b = static_cast<uint8_t>(rng());
+    if (f.kind == QuantKind::lut) {
+        q.lut.resize(static_cast<size_t>(q.n_tables() << f.nbits));
+        for (auto& e : q.lut) e = f32_to_f16(std::normal_distribution<float>(0.0f, 0.02f)(rng));
+    } else {
+        q.scales.assign(static_cast<size_t>(n_out), f32_to_f16(0.001f));
+    }
+    return q;
+}
+
+double rate(benchmark::State& state, double per_iteration) {
+    return static_cast<double>(state.iterations()) * per_iteration;
+}
+
+// Args: format index, n_out, n_in. One token; copies adding up to 512 MiB are
+// cycled so the weights come from memory, as in a model too large for the caches.
+void BM_decode(benchmark::State& state) {
+    const Format& f = formats[state.range(0)];
+    const int64_t n_out = state.range(1), n_in = state.range(2);
+    const int64_t bytes = f.nbits == 16 ? n_out * n_in * 2 : n_out * ((n_in * f.nbits + 7) / 8);
+    const int64_t n_copies = std::max<int64_t>(1, (int64_t{512} << 20) / bytes);
+    std::vector<std::vector<uint16_t>> halves;
+    std::vector<QuantizedMatrix> quantized;
+    for (int64_t c = 0; c < n_copies; ++c) {
+        if (f.nbits == 16) {
+            if (c == 0) {
+                const auto v = random_floats(n_out * n_in, 0.02f, 1);
+                halves.emplace_back(v.size());
+                for (size_t i = 0; i < v.size(); ++i) halves[0][i] = f32_to_f16(v[i]);
+            } else {
+                halves.push_back(halves[0]);
+            }
+        } else {
+            quantized.push_back(c == 0 ? random_quantized(f, n_out, n_in, 1) : quantized[0]);
+        }
+    }
+    const auto x = random_floats(n_in, 1.0f, 2);
+    std::vector<float> y(static_cast<size_t>(n_out));
+    size_t next = 0;
+    for (auto _ : state) {
+        if (f.nbits == 16) {
+            kernels::matmul({DType::f16, halves[next].data(), n_out, n_in}, x.data(), 1, y.data(),
+                            pool());
+        } else {
+            quant_matmul(quantized[next], x.data(), 1, y.data(), pool());
+        }
+        next = (next + 1) % static_cast<size_t>(n_copies);
+        benchmark::DoNotOptimize(y.data());
+    }
+    state.counters["GB/s"] = benchmark::Counter(rate(state, static_cast<double>(bytes) / 1e9),
+                                                benchmark::Counter::kIsRate);
+    state.counters["Gweights/s"] = benchmark::Counter(
+        rate(state, static_cast<double>(n_out * n_in) / 1e9), benchmark::Counter::kIsRate);
+    state.SetLabel(std::string(f.name) + " " + kernels::active_isa());
+}
+
+void decode_shapes(benchmark::internal::Benchmark* b) {
+    for (auto [n_out, n_in] : {std::pair<int64_t, int64_t>{1024, 3072},
+                               {3072, 1024},
+                               {2048, 8192},
+                               {151936, 1024}}) {
+        for (int64_t f = 0; f < static_cast<int64_t>(std::size(formats)); ++f) {
+            b->Args({f, n_out, n_in});
+        }
+    }
+}
+BENCHMARK(BM_decode)->Name("quant_decode")->Apply(decode_shapes)
+    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// Args: format index, n_tokens; 2048 x 2048.
+void BM_prefill(benchmark::State& state) {
+    const Format& f = formats[state.range(0)];
+    const int64_t n_out = 2048, n_in = 2048, n_tokens = state.range(1);
+    const QuantizedMatrix q = random_quantized(f, n_out, n_in, 1);
+    const auto x = random_floats(n_tokens * n_in, 1.0f, 2);
+    std::vector<float> y(static_cast<size_t>(n_tokens * n_out));
+    for (auto _ : state) {
+        quant_matmul(q, x.data(), n_tokens, y.data(), pool());
+        benchmark::DoNotOptimize(y.data());
+    }
+    state.counters["GFLOP/s"] = benchmark::Counter(
+        rate(state, 2.0 * static_cast<double>(n_out * n_in * n_tokens) / 1e9),
+        benchmark::Counter::kIsRate);
+    state.SetLabel(f.name);
+}
+BENCHMARK(BM_prefill)->Name("quant_tokens")
+    ->ArgsProduct({{1, 3}, {2, 4, 8, 9, 16, 64, 512}})
+    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// The linear weights of a model: (n_out, n_in, how many).
+struct Linear {
+    int64_t n_out, n_in, count;
+};
+
+std::vector<Linear> model_linears(int64_t n_embd, int64_t n_layer, int64_t n_head,
+                                  int64_t n_head_kv, int64_t head_dim, int64_t n_ff,
+                                  int64_t n_vocab) {
+    const int64_t q_dim = n_head * head_dim, kv_dim = n_head_kv * head_dim;
+    return {{q_dim, n_embd, n_layer}, {kv_dim, n_embd, 2 * n_layer}, {n_embd, q_dim, n_layer},
+            {n_ff, n_embd, 2 * n_layer}, {n_embd, n_ff, n_layer}, {n_vocab, n_embd, 1}};
+}
+
+// Args: model (0 qwen3-0.6b, 1 llama-3.2-1b), with the LM head (1) or the layers only (0).
+// One random f16 matrix per distinct shape, palettized as many times as the model has it.
+void BM_palettize_model(benchmark::State& state) {
+    const bool qwen = state.range(0) == 0, with_head = state.range(1) != 0;
+    const auto linears = qwen ? model_linears(1024, 28, 16, 8, 128, 3072, 151936)
+                              : model_linears(2048, 16, 32, 8, 64, 8192, 128256);
+    std::vector<std::vector<uint16_t>> data;
+    int64_t n_weights = 0;
+    for (const Linear& l : linears) {
+        const auto v = random_floats(l.n_out * l.n_in, 0.02f, static_cast<uint32_t>(data.size()));
+        data.emplace_back(v.size());
+        for (size_t i = 0; i < v.size(); ++i) data.back()[i] = f32_to_f16(v[i]);
+    }
+    const QuantChoice choice{QuantMethod::lut, 4, 8};
+    for (auto _ : state) {
+        n_weights = 0;
+        for (size_t s = 0; s < linears.size(); ++s) {
+            const Linear& l = linears[s];
+            if (!with_head && s + 1 == linears.size()) continue;
+            const TensorView view{DType::f16, {l.n_out, l.n_in},
+                                  reinterpret_cast<const std::byte*>(data[s].data())};
+            for (int64_t c = 0; c < l.count; ++c) {
+                benchmark::DoNotOptimize(quantize_matrix(view, choice, pool(), 1));
+                n_weights += l.n_out * l.n_in;
+            }
+        }
+    }
+    state.counters["Mweights/s"] = benchmark::Counter(
+        rate(state, static_cast<double>(n_weights) / 1e6), benchmark::Counter::kIsRate);
+    state.SetLabel(std::string(qwen ? "qwen3-0.6b" : "llama-3.2-1b") +
+                   (with_head ? " layers + head" : " layers") + ", lut4:8");
+}
+BENCHMARK(BM_palettize_model)->Name("palettize_model")
+    ->Args({0, 1})->Args({0, 0})->Args({1, 1})->Args({1, 0})
+    ->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
+
+}  // namespace
+}  // namespace anelm::quant
+
+BENCHMARK_MAIN();

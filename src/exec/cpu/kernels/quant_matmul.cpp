@@ -1,0 +1,160 @@
+// quant_matmul: argument checks, the choice of leaves, and the threading and
+// blocking around them.
+#include <algorithm>
+#include <array>
+#include <vector>
+
+#include "base/error.h"
+#include "exec/cpu/kernels/isa.h"
+#include "exec/cpu/kernels/quant_isa.h"
+
+namespace anelm::kernels {
+
+namespace {
+
+// Up to this many tokens the codes are streamed once per group of gemv_tokens
+// (memory bound). Beyond, blocks of rows are decoded to f32 once and multiplied
+// by the f32 GEMM, which reuses each decoded block across all tokens.
+constexpr int64_t gemv_max_tokens = 8;
+// Rows decoded per GEMM step: about 1 MiB of f32, which stays in L2/L3.
+constexpr int64_t gemm_block_bytes = int64_t{1} << 20;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The place of byte b (< 32) of a 32-byte register in the four runs of eight
+// the leaves produce from it. swap_bits_3_4: runs of an in-lane byte unpack
+// (bytes 0-7, 16-23, 8-15, 24-31); quads: runs of a byte then word unpack
+// (bytes 0-3 and 16-19, 4-7 and 20-23, ...).
+constexpr int64_t swap_bits_3_4(int64_t b) { return (b & ~int64_t{24}) | ((b >> 1) & 8) | ((b << 1) & 16); }
+constexpr int64_t quads(int64_t b) { return ((b >> 2) & 3) * 8 + (b >> 4) * 4 + (b & 3); }
+
+// xb = x in block order, one row of n_in per token.
+void to_block_order(int nbits, const float* x, int64_t n_in, int64_t n_tokens, float* xb) {
+    const int64_t len = quant_block_len(nbits);
+    std::array<int64_t, 64> slot{};
+    for (int64_t e = 0; e < len; ++e) slot[static_cast<size_t>(e)] = quant_block_slot(nbits, e);
+    const int64_t n_whole = len ? n_in / len * len : 0;
+    for (int64_t t = 0; t < n_tokens; ++t) {
+        const float* src = x + t * n_in;
+        float* dst = xb + t * n_in;
+        for (int64_t b = 0; b < n_whole; b += len) {
+            for (int64_t e = 0; e < len; ++e) dst[b + slot[static_cast<size_t>(e)]] = src[b + e];
+        }
+        std::copy(src + n_whole, src + n_in, dst + n_whole);
+    }
+}
+
+// Rows per matrix-vector task: about 64 KiB of codes, a multiple of 8, and
+// enough tasks to balance the threads.
+int64_t gemv_rows_per_task(const QuantMatrix& w, int n_threads) {
+    int64_t rows = std::max<int64_t>(8, (int64_t{64} << 10) / std::max<int64_t>(1, w.row_bytes()));
+    rows = std::min(rows, ceil_div(w.n_out, 4 * static_cast<int64_t>(n_threads)));
+    return std::max<int64_t>(8, ceil_div(rows, 8) * 8);
+}
+
+void matmul_gemv(const QuantIsa& isa, const QuantMatrix& w, const float* x, int64_t n_tokens,
+                 float* y, ThreadPool& pool) {
+    thread_local std::vector<float> xb_buffer;
+    xb_buffer.resize(static_cast<size_t>(n_tokens * w.n_in));
+    float* xb = xb_buffer.data();
+    to_block_order(w.nbits, x, w.n_in, n_tokens, xb);
+    const int64_t rows = gemv_rows_per_task(w, pool.size());
+    pool.run(ceil_div(w.n_out, rows), [&](int64_t task, int) {
+        const int64_t o0 = task * rows, o1 = std::min(w.n_out, o0 + rows);
+        for (int64_t t0 = 0; t0 < n_tokens; t0 += isa.gemv_tokens) {
+            const int64_t n = std::min<int64_t>(isa.gemv_tokens, n_tokens - t0);
+            isa.gemv(w, xb + t0 * w.n_in, n, o0, o1, y + t0 * w.n_out, w.n_out);
+        }
+    });
+}
+
+// Blocks of rows decoded to f32 (in parallel), multiplied by the f32 GEMM
+// and copied into their columns of y.
+void matmul_gemm(const QuantIsa& isa, const QuantMatrix& w, const float* x, int64_t n_tokens,
+                 float* y, ThreadPool& pool) {
+    const int64_t block = std::clamp<int64_t>(gemm_block_bytes / (4 * w.n_in) / 16 * 16, 16,
+                                              ceil_div(w.n_out, 16) * 16);
+    thread_local std::vector<float> rows_buffer, y_buffer;
+    rows_buffer.resize(static_cast<size_t>(block * w.n_in));
+    y_buffer.resize(static_cast<size_t>(block * n_tokens));
+    // Thread-local names inside the tasks would mean the workers' own buffers.
+    float* rows = rows_buffer.data();
+    float* y_block = y_buffer.data();
+    constexpr int64_t rows_per_task = 8;
+    for (int64_t o0 = 0; o0 < w.n_out; o0 += block) {
+        const int64_t n_rows = std::min(block, w.n_out - o0);
+        pool.run(ceil_div(n_rows, rows_per_task), [&](int64_t task, int) {
+            const int64_t r_end = std::min(n_rows, (task + 1) * rows_per_task);
+            for (int64_t r = task * rows_per_task; r < r_end; ++r) {
+                isa.decode_row(w, o0 + r, 0, w.n_in, rows + r * w.n_in);
+            }
+        });
+        matmul(Matrix{DType::f32, rows, n_rows, w.n_in}, x, n_tokens, y_block, pool);
+        for (int64_t t = 0; t < n_tokens; ++t) {
+            std::copy_n(y_block + t * n_rows, n_rows, y + t * w.n_out + o0);
+        }
+    }
+}
+
+}  // namespace
+
+int64_t quant_block_len(int nbits) { return nbits == 4 ? 64 : nbits == 6 ? 32 : 0; }
+
+int64_t quant_block_slot(int nbits, int64_t e) {
+    // 4 bits: byte b holds elements 2b (low nibble) and 2b + 1 (high nibble);
+    // all low nibbles of the 32 bytes decode first. 6 bits: byte b holds element b.
+    if (nbits == 4) return (e & 1) * 32 + quads(e >> 1);
+    return swap_bits_3_4(e);
+}
+
+const QuantIsa* quant_active() {
+    const Isa* isa = active();
+#if ANELM_HAVE_X86_KERNELS
+    if (isa == &avx2_isa) return &avx2_quant_isa;
+#endif
+#if ANELM_HAVE_ARM_KERNELS
+    if (isa == &neon_isa) return &neon_quant_isa;
+#endif
+    return nullptr;
+}
+
+void check_quant_matrix(const QuantMatrix& w) {
+    if (w.n_out < 0 || w.n_in < 0) fail("quant_matmul: shape [{}, {}]", w.n_out, w.n_in);
+    switch (w.kind) {
+        case QuantKind::lut:
+            if (w.nbits < 1 || w.nbits > 8 || w.nbits == 5 || w.nbits == 7)
+                fail("quant_matmul: lut of {} bits, expected 1, 2, 3, 4, 6 or 8", w.nbits);
+            if (w.group < 1) fail("quant_matmul: lut group of {} rows, expected >= 1", w.group);
+            if (!w.lut && w.n_out > 0) fail("quant_matmul: lut matrix without tables");
+            break;
+        case QuantKind::int8:
+        case QuantKind::int4:
+            if (w.nbits != (w.kind == QuantKind::int8 ? 8 : 4))
+                fail("quant_matmul: int{} matrix with {}-bit codes",
+                     w.kind == QuantKind::int8 ? 8 : 4, w.nbits);
+            if (!w.scales && w.n_out > 0) fail("quant_matmul: integer matrix without scales");
+            break;
+    }
+    if (!w.codes && w.n_out * w.n_in > 0) fail("quant_matmul: matrix without codes");
+}
+
+void quant_matmul(const QuantMatrix& w, const float* x, int64_t n_tokens, float* y,
+                  ThreadPool& pool) {
+    const QuantIsa* isa = quant_active();
+    if (!isa) return ref::quant_matmul(w, x, n_tokens, y, pool);
+    check_quant_matrix(w);
+    if (n_tokens <= 0 || w.n_out <= 0) return;
+    if (w.n_in == 0) return std::fill(y, y + n_tokens * w.n_out, 0.0f);
+    if (n_tokens <= gemv_max_tokens) {
+        matmul_gemv(*isa, w, x, n_tokens, y, pool);
+    } else {
+        matmul_gemm(*isa, w, x, n_tokens, y, pool);
+    }
+}
+
+void quant_decode_row(const QuantMatrix& w, int64_t o, int64_t k0, int64_t n, float* out) {
+    const QuantIsa* isa = quant_active();
+    isa ? isa->decode_row(w, o, k0, n, out) : ref::quant_decode_row(w, o, k0, n, out);
+}
+
+}  // namespace anelm::kernels

@@ -1,0 +1,59 @@
+// Which weights to quantize and how, per component as ANEMLL's converter
+// splits a model: `embed` (token embeddings), `ffn` (every weight of the
+// transformer layers), `head` (the LM head). Grammar in docs/quantization.md:
+//
+//   spec   := part ("," part)*                  later parts override earlier ones
+//   part   := preset | component "=" choice | "min=" N
+//   preset := none | lut4 | lut6 | lut8 | int8 | int4
+//   choice := none | BITS | BITS ":" GROUP | int8 | int4
+//
+// BITS is a LUT width (1, 2, 3, 4, 6, 8), GROUP the output rows sharing one
+// table (default 8; 0 = one table per tensor). Tensors with fewer than N
+// elements (default 2048, as coremltools) stay f16.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace anelm::quant {
+
+enum class QuantMethod : uint8_t { none, lut, int8, int4 };
+
+struct QuantChoice {
+    QuantMethod method = QuantMethod::none;
+    int nbits = 0;           // lut: 1, 2, 3, 4, 6 or 8
+    int64_t group_size = 8;  // lut: output rows per table, 0 = one table per tensor
+
+    // "none", "lut4:8", "lut6:0", "int8", "int4".
+    std::string name() const;
+    bool operator==(const QuantChoice&) const = default;
+};
+
+constexpr int64_t default_group_size = 8;
+constexpr int64_t default_min_elements = 2048;
+
+enum class Component : uint8_t { embed, ffn, head };
+const char* component_name(Component c);
+
+struct QuantSpec {
+    QuantChoice embed, ffn, head;
+    int64_t min_elements = default_min_elements;
+
+    const QuantChoice& choice(Component c) const;
+    // The choice for a tensor of `numel` elements: none below min_elements.
+    QuantChoice choice_for(Component c, int64_t numel) const;
+    // A spec text that parses back to this spec.
+    std::string to_string() const;
+};
+
+// Throws Error "quant spec: PART: what was expected" naming the bad part.
+QuantSpec parse_quant_spec(std::string_view text);
+
+// The component of a Hugging Face tensor name: model.embed_tokens.weight is
+// embed, lm_head.weight head, model.layers.N.*.weight ffn; others none. Only
+// rank-2 tensors among them are linear weights.
+std::optional<Component> tensor_component(std::string_view name);
+
+}  // namespace anelm::quant

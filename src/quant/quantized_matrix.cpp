@@ -1,0 +1,59 @@
+#include "quant/quantized_matrix.h"
+
+#include "base/error.h"
+#include "quant/bit_packing.h"
+
+namespace anelm::quant {
+
+int64_t QuantizedMatrix::storage_bytes() const {
+    return static_cast<int64_t>(codes.size() + 2 * lut.size() + 2 * scales.size());
+}
+
+kernels::QuantMatrix QuantizedMatrix::view() const {
+    kernels::QuantMatrix v;
+    v.kind = kind;
+    v.nbits = nbits;
+    v.n_out = n_out;
+    v.n_in = n_in;
+    v.group = rows_per_table();
+    v.codes = codes.data();
+    v.lut = lut.empty() ? nullptr : lut.data();
+    v.scales = scales.empty() ? nullptr : scales.data();
+    return v;
+}
+
+uint32_t QuantizedMatrix::code(int64_t o, int64_t i) const {
+    uint8_t c = 0;
+    unpack_codes(codes.data() + o * row_bytes(), 1, nbits, &c, i);
+    return c;
+}
+
+void QuantizedMatrix::decode_row(int64_t o, float* out) const {
+    kernels::quant_decode_row(view(), o, 0, n_in, out);
+}
+
+std::vector<uint8_t> coreml_codes(const QuantizedMatrix& q) {
+    if (q.n_in * q.nbits % 8 == 0) return q.codes;
+    std::vector<uint8_t> out(static_cast<size_t>(packed_bytes(q.n_out * q.n_in, q.nbits)), 0);
+    std::vector<uint8_t> row(static_cast<size_t>(q.n_in));
+    for (int64_t o = 0; o < q.n_out; ++o) {
+        unpack_codes(q.codes.data() + o * q.row_bytes(), q.n_in, q.nbits, row.data());
+        pack_codes(row.data(), q.n_in, q.nbits, out.data(), o * q.n_in);
+    }
+    return out;
+}
+
+std::array<int64_t, 4> coreml_lut_shape(const QuantizedMatrix& q) {
+    if (q.kind != QuantKind::lut) fail("coreml_lut_shape: the matrix is not LUT palettized");
+    if (q.n_out % q.rows_per_table() != 0) {
+        fail("coreml_lut_shape: {} rows do not split into groups of {}", q.n_out, q.rows_per_table());
+    }
+    return {q.n_tables(), 1, int64_t{1} << q.nbits, 1};
+}
+
+void quant_matmul(const QuantizedMatrix& w, const float* x, int64_t n_tokens, float* y,
+                  ThreadPool& pool) {
+    kernels::quant_matmul(w.view(), x, n_tokens, y, pool);
+}
+
+}  // namespace anelm::quant

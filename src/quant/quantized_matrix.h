@@ -1,0 +1,60 @@
+// A quantized weight [n_out, n_in] and its storage, in the form Core ML's
+// iOS18 ops take: LUT palettization per grouped output channel
+// (constexpr_lut_to_dense: uintN indices of the weight's shape, an f16 lut
+// [n_out / G, 1, 2^nbits, 1]) or symmetric int8 / int4 per output channel
+// (constexpr_blockwise_shift_scale: int8 / int4 data, an f16 scale [n_out, 1]).
+//
+// The codes are kept in rows that each start on a byte boundary, LSB first
+// inside a row (see kernels::QuantMatrix). That is byte for byte Core ML's
+// blob whenever n_in * nbits is a multiple of 8, which holds for every real
+// model; coreml_codes() repacks the other shapes contiguously. The tables are
+// stored in Core ML's lut order already (table g = rows [g G, (g + 1) G)).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "exec/cpu/kernels/quant_kernels.h"
+
+namespace anelm::quant {
+
+using kernels::QuantKind;
+
+struct QuantizedMatrix {
+    QuantKind kind = QuantKind::lut;
+    int nbits = 4;
+    int64_t n_out = 0;
+    int64_t n_in = 0;
+    int64_t group_size = 0;        // lut: rows per table; 0 = one table for the tensor
+    std::vector<uint8_t> codes;    // n_out rows of row_bytes()
+    std::vector<uint16_t> lut;     // lut: f16 [n_tables(), 2^nbits]
+    std::vector<uint16_t> scales;  // int8 / int4: f16 [n_out]
+
+    int64_t rows_per_table() const { return group_size > 0 ? group_size : std::max<int64_t>(1, n_out); }
+    int64_t n_tables() const { return (n_out + rows_per_table() - 1) / rows_per_table(); }
+    int64_t row_bytes() const { return (n_in * nbits + 7) / 8; }
+    // Bytes of codes, tables and scales.
+    int64_t storage_bytes() const;
+
+    kernels::QuantMatrix view() const;
+    uint32_t code(int64_t o, int64_t i) const;
+    // out[i] = the dequantized W[o, i], i < n_in.
+    void decode_row(int64_t o, float* out) const;
+};
+
+// The codes as Core ML's blob holds them: all n_out * n_in elements packed
+// contiguously, LSB first, ceil(n_out * n_in * nbits / 8) bytes.
+std::vector<uint8_t> coreml_codes(const QuantizedMatrix& q);
+// The shape of the lut tensor of constexpr_lut_to_dense (iOS18) for this weight
+// as a linear layer: [n_tables, 1, 2^nbits, 1]. Throws when the rows do not
+// divide into whole groups, which Core ML requires.
+std::array<int64_t, 4> coreml_lut_shape(const QuantizedMatrix& q);
+
+// y[t, o] = sum_i x[t, i] * W[o, i]: kernels::quant_matmul on q's storage.
+void quant_matmul(const QuantizedMatrix& w, const float* x, int64_t n_tokens, float* y,
+                  ThreadPool& pool);
+
+}  // namespace anelm::quant

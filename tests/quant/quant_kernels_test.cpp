@@ -1,0 +1,141 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "exec/cpu/kernels/kernels.h"
+#include "exec/cpu/kernels/quant_kernels.h"
+#include "quant/quant_testing.h"
+
+namespace anelm::kernels {
+namespace {
+
+struct Format {
+    QuantKind kind;
+    int nbits;
+    int64_t group;
+};
+
+const Format formats[] = {
+    {QuantKind::lut, 1, 8},  {QuantKind::lut, 2, 8}, {QuantKind::lut, 3, 4},
+    {QuantKind::lut, 4, 8},  {QuantKind::lut, 4, 1}, {QuantKind::lut, 6, 8},
+    {QuantKind::lut, 8, 16}, {QuantKind::int8, 8, 0}, {QuantKind::int4, 4, 0},
+};
+
+std::string describe(const quant::QuantizedMatrix& q, int64_t n_tokens) {
+    const char* kind = q.kind == QuantKind::lut ? "lut" : q.kind == QuantKind::int8 ? "int" : "int";
+    return std::string(kind) + std::to_string(q.nbits) + " [" + std::to_string(q.n_out) + ", " +
+           std::to_string(q.n_in) + "] tokens " + std::to_string(n_tokens);
+}
+
+std::vector<float> random_x(std::mt19937& rng, int64_t n) {
+    std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+    std::vector<float> x(static_cast<size_t>(n));
+    for (auto& v : x) v = d(rng);
+    return x;
+}
+
+// Each output within tol of the double-precision sum over the dequantized
+// weights, relative to the sum of |x| |w| (the scale of rounding error).
+void expect_matches_dequantized(const quant::QuantizedMatrix& q, const std::vector<float>& x,
+                                int64_t n_tokens, const std::vector<float>& y, double tol) {
+    std::vector<float> row(static_cast<size_t>(q.n_in));
+    for (int64_t o = 0; o < q.n_out; ++o) {
+        ref::quant_decode_row(q.view(), o, 0, q.n_in, row.data());
+        for (int64_t t = 0; t < n_tokens; ++t) {
+            double sum = 0, abs_sum = 0;
+            for (int64_t i = 0; i < q.n_in; ++i) {
+                const double p = double{x[t * q.n_in + i]} * row[i];
+                sum += p;
+                abs_sum += std::fabs(p);
+            }
+            ASSERT_NEAR(y[t * q.n_out + o], sum, tol * abs_sum + 1e-30)
+                << describe(q, n_tokens) << " at t " << t << " o " << o;
+        }
+    }
+}
+
+class ScalarGuard {
+public:
+    explicit ScalarGuard(bool on) { force_scalar(on); }
+    ~ScalarGuard() { force_scalar(false); }
+};
+
+std::vector<float> run(const quant::QuantizedMatrix& q, const std::vector<float>& x,
+                       int64_t n_tokens, bool scalar, ThreadPool& pool) {
+    ScalarGuard guard(scalar);
+    std::vector<float> y(static_cast<size_t>(n_tokens * q.n_out), NAN);
+    quant::quant_matmul(q, x.data(), n_tokens, y.data(), pool);
+    return y;
+}
+
+TEST(QuantMatmul, SimdMatchesScalarAndDequantizedOnOddShapes) {
+    std::mt19937 rng(7);
+    ThreadPool pool(2);
+    // n_in: below one block, whole 64-blocks, blocks plus odd tails.
+    const int64_t shapes[][2] = {{8, 5}, {16, 64}, {24, 131}, {40, 200}, {8, 1},
+                                 {33 * 8, 71}, {16, 1000}};
+    for (const Format& f : formats) {
+        for (const auto& shape : shapes) {
+            const int64_t n_out = f.group > 1 ? shape[0] : shape[0] + 3, n_in = shape[1];
+            const auto q = test::random_quantized(rng, f.kind, f.nbits, n_out, n_in, f.group);
+            for (int64_t n_tokens : {1, 2, 3, 4, 5, 9, 21}) {
+                const auto x = random_x(rng, n_tokens * n_in);
+                const auto simd = run(q, x, n_tokens, false, pool);
+                const auto scalar = run(q, x, n_tokens, true, pool);
+                expect_matches_dequantized(q, x, n_tokens, simd, 1e-5);
+                expect_matches_dequantized(q, x, n_tokens, scalar, 1e-5);
+            }
+        }
+    }
+}
+
+TEST(QuantMatmul, DecodeRowMatchesScalarFromAnyStart) {
+    std::mt19937 rng(8);
+    for (const Format& f : formats) {
+        const auto q = test::random_quantized(rng, f.kind, f.nbits, 16, 77, f.group);
+        for (int64_t o : {0, 5, 15}) {
+            for (int64_t k0 : {0, 3, 8, 40}) {
+                const int64_t n = q.n_in - k0;
+                std::vector<float> got(static_cast<size_t>(n)), want(got.size());
+                quant_decode_row(q.view(), o, k0, n, got.data());
+                ref::quant_decode_row(q.view(), o, k0, n, want.data());
+                EXPECT_EQ(got, want) << describe(q, 1) << " o " << o << " k0 " << k0;
+            }
+        }
+    }
+}
+
+TEST(QuantMatmul, EmptyShapes) {
+    std::mt19937 rng(9);
+    ThreadPool pool(2);
+    const auto q = test::random_quantized(rng, QuantKind::lut, 4, 8, 0, 8);
+    std::vector<float> y(16, NAN);
+    quant::quant_matmul(q, nullptr, 2, y.data(), pool);
+    for (float v : y) EXPECT_EQ(v, 0.0f);
+}
+
+TEST(QuantMatmul, RejectsBadMatrices) {
+    ThreadPool pool(1);
+    QuantMatrix w;
+    w.n_out = w.n_in = 8;
+    std::vector<uint8_t> codes(64);
+    std::vector<uint16_t> table(16 << 3);
+    w.codes = codes.data();
+    w.lut = table.data();
+    w.nbits = 5;
+    EXPECT_THROW(check_quant_matrix(w), Error);
+    w.nbits = 4;
+    w.group = 0;
+    EXPECT_THROW(check_quant_matrix(w), Error);
+    w.group = 8;
+    EXPECT_NO_THROW(check_quant_matrix(w));
+    w.kind = QuantKind::int8;
+    EXPECT_THROW(check_quant_matrix(w), Error);  // 4-bit codes, no scales
+}
+
+}  // namespace
+}  // namespace anelm::kernels
