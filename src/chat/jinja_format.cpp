@@ -376,6 +376,7 @@ std::string percent_format(std::string_view format, const Value& args) {
         if (format[i] == '(') {
             const size_t close = format.find(')', i);
             if (close == std::string_view::npos) raise("incomplete format key");
+            if (args.is_undefined()) raise_undefined(args);
             if (!args.is_dict()) raise("format requires a mapping");
             const Value* v = args.as_dict().find(format.substr(i + 1, close - i - 1));
             if (!v) raise("KeyError: {}", string_repr(format.substr(i + 1, close - i - 1)));
@@ -413,7 +414,7 @@ std::string percent_format(std::string_view format, const Value& args) {
     }
     // Python takes any non-tuple, non-str argument with [] (list, dict) as a mapping,
     // which never leaves arguments unconverted.
-    const bool mapping_like = args.is_dict() || args.is_list();
+    const bool mapping_like = args.is_dict() || args.is_list() || args.is_undefined();
     if (!used_mapping && next < items.size() && !mapping_like)
         raise("not all arguments converted during string formatting");
     return out;

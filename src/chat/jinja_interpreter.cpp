@@ -188,6 +188,9 @@ void Interpreter::assign(const Target& target, const Value& value) {
         frame_->set(target.name, value);
         return;
     }
+    const bool iterable = value.is_undefined() || value.is_string() || value.is_array() || value.is_dict() ||
+                          (value.is_object() && dynamic_cast<Generator*>(&value.as_object()));
+    if (!iterable) raise("cannot unpack non-iterable {} object", type_name(value));
     const std::vector<Value> items = iterate(value);
     const size_t n = target.items.size();
     if (items.size() > n) raise("too many values to unpack (expected {})", n);
@@ -564,8 +567,14 @@ std::string Interpreter::call_macro(const MacroStmt& m, const FramePtr& closure,
             }
         }
     }
-    if (!m.uses_kwargs && !rest.empty())
+    if (!m.uses_kwargs && !rest.empty()) {
+        for (const auto& [k, _] : rest)
+            if (k == "caller")
+                raise("macro {} was invoked with two values for the special caller argument. This is "
+                      "most likely a bug.",
+                      string_repr(m.name));
         raise("macro {} takes no keyword argument {}", string_repr(m.name), string_repr(rest[0].first));
+    }
     if (!m.uses_varargs && args.positional.size() > n)
         raise("macro {} takes not more than {} argument(s)", string_repr(m.name), n);
 

@@ -31,9 +31,11 @@ const Names list_methods = {"append", "clear", "copy", "count", "extend", "index
 const Names list_unsafe = {"append", "clear", "extend", "insert", "pop", "remove", "reverse", "sort"};
 const Names tuple_methods = {"count", "index"};
 
-const std::string& str_arg(const Value* v, const char* method) {
-    if (!v || !v->is_string())
-        raise("{}() argument must be str, not {}", method, v ? type_name(*v) : "nothing");
+// A str argument; `what` names it in Python's message ("replace() argument 1").
+const std::string& str_arg(const Value* v, std::string_view what = {}) {
+    if (!v) raise("{} missing required argument", what.empty() ? "method" : what);
+    if (!v->is_string())
+        raise("{}must be str, not {}", what.empty() ? "" : std::string(what) + " ", type_name(*v));
     return v->as_string();
 }
 
@@ -69,7 +71,7 @@ struct CodePoints {
 
 int64_t find(const std::string& s, CallArgs& args, bool reverse, const char* name) {
     ArgBinder bind(name, args, {"sub", "start", "end"});
-    const std::string& sub = str_arg(bind.get(0), name);
+    const std::string& sub = str_arg(bind.get(0));
     const CodePoints cp(s);
     const int64_t raw_start = int_arg(bind.get(1), 0);
     if (raw_start > cp.size()) return -1;
@@ -112,7 +114,9 @@ std::string pad(const std::string& s, CallArgs& args, const char* name, char sid
     const int64_t width = int_arg(bind.get(0), 0);
     std::string fill = " ";
     if (bind.get(1)) {
-        fill = str_arg(bind.get(1), name);
+        if (!bind.get(1)->is_string())
+            raise("The fill character must be a unicode character, not {}", type_name(*bind.get(1)));
+        fill = bind.get(1)->as_string();
         if (text::length(fill) != 1) raise("The fill character must be exactly one character long");
     }
     const int64_t len = static_cast<int64_t>(text::length(s));
@@ -258,7 +262,10 @@ std::string str_format(const std::string& f, const CallArgs& args) {
 }
 
 Value str_method(const std::string& s, std::string_view name, CallArgs& args) {
-    auto none = [&](const char* n) { ArgBinder(n, args, {}); };
+    auto none = [&](const char*) {
+        if (!args.positional.empty() || !args.keyword.empty())
+            raise("str.{}() takes no arguments ({} given)", name, args.positional.size() + args.keyword.size());
+    };
     if (name == "upper") return none("upper"), Value::string(text::upper(s));
     if (name == "lower" || name == "casefold") return none("lower"), Value::string(text::lower(s));
     if (name == "title") return none("title"), Value::string(text::title(s));
@@ -295,7 +302,7 @@ Value str_method(const std::string& s, std::string_view name, CallArgs& args) {
     }
     if (name == "count") {
         ArgBinder bind("count", args, {"sub", "start", "end"});
-        const std::string& sub = str_arg(bind.get(0), "count");
+        const std::string& sub = str_arg(bind.get(0));
         const CodePoints cp(s);
         const auto [from, to] = cp.range(bind.get(1), bind.get(2));
         if (to < from || int_arg(bind.get(1), 0) > cp.size()) return Value::integer(0);
@@ -307,12 +314,16 @@ Value str_method(const std::string& s, std::string_view name, CallArgs& args) {
     }
     if (name == "replace") {
         ArgBinder bind("replace", args, {"old", "new", "count"});
-        return Value::string(text::replace(s, str_arg(bind.get(0), "replace"), str_arg(bind.get(1), "replace"),
-                                           int_arg(bind.get(2), -1)));
+        return Value::string(text::replace(s, str_arg(bind.get(0), "replace() argument 1"),
+                                           str_arg(bind.get(1), "replace() argument 2"), int_arg(bind.get(2), -1)));
     }
     if (name == "join") {
         ArgBinder bind("join", args, {"iterable"});
         if (!bind.get(0)) raise("join() takes exactly one argument (0 given)");
+        const Value& iterable = *bind.get(0);
+        if (!iterable.is_undefined() && !iterable.is_string() && !iterable.is_array() && !iterable.is_dict() &&
+            !iterable.is_object())
+            raise("can only join an iterable");
         std::string out;
         size_t i = 0;
         for (const Value& item : iterate(*bind.get(0))) {
@@ -339,7 +350,7 @@ Value str_method(const std::string& s, std::string_view name, CallArgs& args) {
     }
     if (name == "partition" || name == "rpartition") {
         ArgBinder bind(name, args, {"sep"});
-        const std::string& sep = str_arg(bind.get(0), "partition");
+        const std::string& sep = str_arg(bind.get(0));
         if (sep.empty()) raise("empty separator");
         const size_t p = name == "partition" ? s.find(sep) : s.rfind(sep);
         if (p == std::string::npos) {
@@ -350,7 +361,7 @@ Value str_method(const std::string& s, std::string_view name, CallArgs& args) {
     }
     if (name == "removeprefix" || name == "removesuffix") {
         ArgBinder bind(name, args, {"affix"});
-        const std::string& a = str_arg(bind.get(0), "remove");
+        const std::string& a = str_arg(bind.get(0), std::string(name) + "() argument");
         const bool prefix = name == "removeprefix";
         if (a.size() <= s.size() && (prefix ? s.compare(0, a.size(), a) == 0
                                             : s.compare(s.size() - a.size(), a.size(), a) == 0))

@@ -143,6 +143,8 @@ static Value repeat(const Value& seq, const Value& count) {
 }
 
 Value binary_op(BinaryOp op, const Value& a, const Value& b) {
+    // str % x formats without touching x unless the format needs it.
+    if (op == BinaryOp::mod && a.is_string()) return Value::string(percent_format(a.as_string(), b));
     if (a.is_undefined()) raise_undefined(a);
     if (b.is_undefined()) raise_undefined(b);
     if (a.is_number() && b.is_number()) return numeric_op(op, a, b);
@@ -171,7 +173,6 @@ Value binary_op(BinaryOp op, const Value& a, const Value& b) {
         if (a_seq || b_seq)
             raise("can't multiply sequence by non-int of type '{}'", type_name(a_seq ? b : a));
     }
-    if (op == BinaryOp::mod && a.is_string()) return Value::string(percent_format(a.as_string(), b));
     unsupported(op, a, b);
 }
 
