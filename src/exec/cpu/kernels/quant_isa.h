@@ -9,19 +9,16 @@
 
 namespace anelm::kernels {
 
-// Token rows are handed to the leaves in "block order": for 4-bit codes every
-// whole block of 64 inputs is permuted so that the values a 32-byte load of
-// codes decodes to (low nibbles, then high nibbles, each as the four 8-value
-// runs that byte and word unpacks yield) sit in the order they are produced,
-// and for 6-bit codes every whole block of 32 inputs likewise (the runs of one
-// byte unpack). NEON reads the same order in runs of four. Inputs past the
-// last whole block, and all inputs for other widths, keep their place.
-// Element e of a block goes to block_slot(nbits, e); see quant_matmul.cpp.
-int64_t quant_block_len(int nbits);  // 64, 32 or 0 (no permutation)
-int64_t quant_block_slot(int nbits, int64_t e);
-
 struct QuantIsa {
     const char* name;
+    // Token rows are handed to gemv in "block order": the leaves decode whole
+    // blocks of block_len(nbits) codes (0: none for this width) into vectors
+    // whose lanes hold the blocks' inputs in an order their shuffles find
+    // cheap, so each block of every token row is permuted once beforehand,
+    // input e of a block going to block_slot(nbits, e). Inputs past the last
+    // whole block keep their place. Blocks are at most 64 inputs long.
+    int64_t (*block_len)(int nbits);
+    int64_t (*block_slot)(int nbits, int64_t e);
     // y[t * ldy + o] = sum_i x[t, i] * W[o, i] for t < n_tokens <= gemv_tokens and
     // o0 <= o < o1, the weights streamed once. xb holds the n_tokens rows of x
     // (each n_in long) in block order.

@@ -21,18 +21,14 @@ constexpr int64_t gemm_block_bytes = int64_t{1} << 20;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// The place of byte b (< 32) of a 32-byte register in the four runs of eight
-// the leaves produce from it. swap_bits_3_4: runs of an in-lane byte unpack
-// (bytes 0-7, 16-23, 8-15, 24-31); quads: runs of a byte then word unpack
-// (bytes 0-3 and 16-19, 4-7 and 20-23, ...).
-constexpr int64_t swap_bits_3_4(int64_t b) { return (b & ~int64_t{24}) | ((b >> 1) & 8) | ((b << 1) & 16); }
-constexpr int64_t quads(int64_t b) { return ((b >> 2) & 3) * 8 + (b >> 4) * 4 + (b & 3); }
+constexpr int64_t max_block_len = 64;
 
 // xb = x in block order, one row of n_in per token.
-void to_block_order(int nbits, const float* x, int64_t n_in, int64_t n_tokens, float* xb) {
-    const int64_t len = quant_block_len(nbits);
-    std::array<int64_t, 64> slot{};
-    for (int64_t e = 0; e < len; ++e) slot[static_cast<size_t>(e)] = quant_block_slot(nbits, e);
+void to_block_order(const QuantIsa& isa, int nbits, const float* x, int64_t n_in,
+                    int64_t n_tokens, float* xb) {
+    const int64_t len = isa.block_len(nbits);
+    std::array<int64_t, max_block_len> slot{};
+    for (int64_t e = 0; e < len; ++e) slot[static_cast<size_t>(e)] = isa.block_slot(nbits, e);
     const int64_t n_whole = len ? n_in / len * len : 0;
     for (int64_t t = 0; t < n_tokens; ++t) {
         const float* src = x + t * n_in;
@@ -57,7 +53,7 @@ void matmul_gemv(const QuantIsa& isa, const QuantMatrix& w, const float* x, int6
     thread_local std::vector<float> xb_buffer;
     xb_buffer.resize(static_cast<size_t>(n_tokens * w.n_in));
     float* xb = xb_buffer.data();
-    to_block_order(w.nbits, x, w.n_in, n_tokens, xb);
+    to_block_order(isa, w.nbits, x, w.n_in, n_tokens, xb);
     const int64_t rows = gemv_rows_per_task(w, pool.size());
     pool.run(ceil_div(w.n_out, rows), [&](int64_t task, int) {
         const int64_t o0 = task * rows, o1 = std::min(w.n_out, o0 + rows);
@@ -97,15 +93,6 @@ void matmul_gemm(const QuantIsa& isa, const QuantMatrix& w, const float* x, int6
 }
 
 }  // namespace
-
-int64_t quant_block_len(int nbits) { return nbits == 4 ? 64 : nbits == 6 ? 32 : 0; }
-
-int64_t quant_block_slot(int nbits, int64_t e) {
-    // 4 bits: byte b holds elements 2b (low nibble) and 2b + 1 (high nibble);
-    // all low nibbles of the 32 bytes decode first. 6 bits: byte b holds element b.
-    if (nbits == 4) return (e & 1) * 32 + quads(e >> 1);
-    return swap_bits_3_4(e);
-}
 
 const QuantIsa* quant_active() {
     const Isa* isa = active();

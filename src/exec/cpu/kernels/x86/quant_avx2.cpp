@@ -293,6 +293,20 @@ void decode(const QuantMatrix& w, int64_t o, int64_t k0, int64_t n, float* out) 
     for (; i < end; ++i) scalar(i);
 }
 
+// Block order (quant_isa.h): 4-bit blocks of 64 are the 32 low nibbles of a
+// 32-byte load, then the 32 high ones, each as the runs a byte then word
+// unpack yields (bytes 0-3 and 16-19, 4-7 and 20-23, ...); 6-bit blocks of 32
+// are the runs of one byte unpack (bytes 0-7, 16-23, 8-15, 24-31).
+int64_t block_len(int nbits) { return nbits == 4 ? 64 : nbits == 6 ? 32 : 0; }
+
+int64_t block_slot(int nbits, int64_t e) {
+    if (nbits == 4) {
+        const int64_t b = e >> 1;  // byte b holds elements 2b (low nibble) and 2b + 1
+        return (e & 1) * 32 + ((b >> 2) & 3) * 8 + (b >> 4) * 4 + (b & 3);
+    }
+    return (e & ~int64_t{24}) | ((e >> 1) & 8) | ((e << 1) & 16);  // bits 3 and 4 swapped
+}
+
 using GemvFn = void (*)(const QuantMatrix&, const float*, int64_t, int64_t, float*, int64_t);
 using DecodeFn = void (*)(const QuantMatrix&, int64_t, int64_t, int64_t, float*);
 
@@ -348,6 +362,8 @@ namespace anelm::kernels {
 
 const QuantIsa avx2_quant_isa = {
     .name = "avx2",
+    .block_len = avx2::block_len,
+    .block_slot = avx2::block_slot,
     .gemv_tokens = avx2::quant_tokens,
     .gemv = avx2::quant_gemv,
     .decode_row = avx2::quant_decode_row,
