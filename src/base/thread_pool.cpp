@@ -32,10 +32,44 @@ inline void cpu_relax() {
 #endif
 }
 
-// How long an idle worker spins before it sleeps. Decode calls run() a few
-// hundred times per token with short serial gaps between, so waking from a
-// spin (~100 ns) instead of a futex (~50 us) matters.
-constexpr auto spin_time = std::chrono::microseconds(200);
+// How long a waiting thread spins before it sleeps. Decode calls run() a few
+// hundred times per token with short serial gaps between, so an idle worker
+// that is still spinning wakes in ~100 ns instead of a futex's ~50 us. The
+// caller waiting for the last tasks spins less: those usually end within a
+// task's length, and a sleeping waiter leaves its core (and its process's
+// share of a busy machine) to the threads that still have work.
+constexpr auto worker_spin = std::chrono::microseconds(100);
+constexpr auto caller_spin = std::chrono::microseconds(20);
+
+// A condition to wait for: spin briefly, then sleep until woken.
+struct WaitPoint {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::atomic<int> n_sleeping{0};
+
+    // `ready` must read with seq_cst, so it is ordered against wake().
+    template <typename Ready>
+    void wait(Ready ready, std::chrono::microseconds spin) {
+        const auto start = std::chrono::steady_clock::now();
+        for (int spins = 1; !ready(); ++spins) {
+            cpu_relax();
+            if (spins % 64 == 0 && std::chrono::steady_clock::now() - start > spin) {
+                std::unique_lock lock(mutex);
+                n_sleeping.fetch_add(1);
+                cv.wait(lock, ready);
+                n_sleeping.fetch_sub(1);
+                return;
+            }
+        }
+    }
+
+    // Call after making the condition true with a seq_cst store or RMW.
+    void wake() {
+        if (n_sleeping.load() == 0) return;
+        { std::lock_guard lock(mutex); }
+        cv.notify_all();
+    }
+};
 
 // The pool and thread index this thread is running tasks for, so a nested run()
 // on the same pool runs inline (keeping its unique index) instead of waiting on
@@ -70,9 +104,8 @@ struct ThreadPool::Impl {
     std::mutex error_mutex;
     std::exception_ptr error;
 
-    std::mutex sleep_mutex;
-    std::condition_variable wake;
-    std::atomic<int> n_sleeping{0};
+    WaitPoint idle;  // workers waiting for a job
+    WaitPoint done;  // the caller waiting for the last tasks
     std::atomic<bool> stopping{false};
 
     // Claims and runs tasks of generation `gen` until none are left, then
@@ -98,28 +131,20 @@ struct ThreadPool::Impl {
             ++n_ran;
             cur = cursor.load(std::memory_order_acquire);
         }
-        if (n_ran > 0) n_done.fetch_add(n_ran, std::memory_order_release);
+        if (n_ran > 0) {
+            n_done.fetch_add(n_ran);
+            done.wake();
+        }
         current = outer;
     }
 
     void worker_loop(int thread) {
         uint32_t seen = 0;
         for (;;) {
-            const auto start = std::chrono::steady_clock::now();
-            uint32_t gen = generation.load(std::memory_order_acquire);
-            for (int spins = 0; gen == seen && !stopping.load(std::memory_order_relaxed); ++spins) {
-                cpu_relax();
-                if ((spins & 255) == 255 && std::chrono::steady_clock::now() - start > spin_time) {
-                    std::unique_lock lock(sleep_mutex);
-                    n_sleeping.fetch_add(1);
-                    wake.wait(lock, [&] { return generation.load() != seen || stopping.load(); });
-                    n_sleeping.fetch_sub(1);
-                }
-                gen = generation.load(std::memory_order_acquire);
-            }
+            idle.wait([&] { return generation.load() != seen || stopping.load(); }, worker_spin);
             if (stopping.load()) return;
-            seen = gen;
-            work(gen, thread);
+            seen = generation.load();
+            work(seen, thread);
         }
     }
 };
@@ -132,11 +157,8 @@ ThreadPool::ThreadPool(int n_threads) : impl_(std::make_unique<Impl>()) {
 }
 
 ThreadPool::~ThreadPool() {
-    {
-        std::lock_guard lock(impl_->sleep_mutex);
-        impl_->stopping.store(true);
-    }
-    impl_->wake.notify_all();
+    impl_->stopping.store(true);
+    impl_->idle.wake();
     for (auto& w : impl_->workers) w.join();
 }
 
@@ -162,21 +184,10 @@ void ThreadPool::run(int64_t n_tasks, const std::function<void(int64_t task, int
     p.n_done.store(0, std::memory_order_relaxed);
     p.limit.store(tag | static_cast<uint64_t>(n_tasks), std::memory_order_release);
     p.cursor.store(tag, std::memory_order_release);
-    p.generation.store(gen);  // seq_cst, ordered against the n_sleeping load below
-    if (p.n_sleeping.load() > 0) {
-        { std::lock_guard lock(p.sleep_mutex); }
-        p.wake.notify_all();
-    }
+    p.generation.store(gen);
+    p.idle.wake();
     p.work(gen, 0);
-    // The other threads are finishing their last task: spin, then yield.
-    for (int spins = 0; p.n_done.load(std::memory_order_acquire) < n_tasks;) {
-        if (spins < 4096) {
-            ++spins;
-            cpu_relax();
-        } else {
-            std::this_thread::yield();
-        }
-    }
+    p.done.wait([&] { return p.n_done.load() >= n_tasks; }, caller_spin);
     if (p.error) std::rethrow_exception(std::exchange(p.error, nullptr));
 }
 
@@ -188,7 +199,7 @@ int ThreadPool::physical_cores() {
     if (sysctlbyname("hw.physicalcpu", &value, &len, nullptr, 0) == 0) n = value;
 #elif defined(__linux__)
     // Distinct (package, core) pairs; hyperthreads share both.
-    std::set<std::pair<std::string, std::string> > cores;
+    std::set<std::pair<std::string, std::string>> cores;
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator("/sys/devices/system/cpu", ec)) {
         const std::string name = entry.path().filename().string();

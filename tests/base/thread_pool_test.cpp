@@ -89,6 +89,18 @@ TEST(ThreadPool, WorkersWakeAfterSleeping) {
     expect_each_task_once(pool, 10);
 }
 
+TEST(ThreadPool, CallerWaitsPastItsSpinForASlowTask) {
+    ThreadPool pool(3);
+    for (int rep = 0; rep < 5; ++rep) {
+        std::vector<std::atomic<int>> finished(6);
+        pool.run(6, [&](int64_t task, int) {
+            if (task == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            finished[static_cast<size_t>(task)] = 1;
+        });
+        for (auto& f : finished) EXPECT_EQ(f.load(), 1);
+    }
+}
+
 TEST(ThreadPool, TaskExceptionReachesTheCaller) {
     ThreadPool pool(2);
     EXPECT_THROW(pool.run(10,
