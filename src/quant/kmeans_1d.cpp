@@ -10,11 +10,24 @@ namespace anelm::quant {
 
 namespace {
 
+// Scratch arrays kept per thread: groups are quantized one after another, and
+// allocating their arrays afresh each time costs more than the k-means (page
+// faults as the allocator hands memory back and forth).
+std::vector<double>& scratch(int slot, size_t n) {
+    thread_local std::vector<double> buffers[4];
+    std::vector<double>& b = buffers[slot];
+    b.resize(n);
+    return b;
+}
+
 // Prefix sums of counts, values and squares (values taken relative to their
 // weighted mean, which keeps the cost differences well conditioned).
 class Prefix {
 public:
-    explicit Prefix(const WeightedValues& p) {
+    explicit Prefix(const WeightedValues& p)
+        : w_(scratch(0, p.value.size() + 1)),
+          s1_(scratch(1, p.value.size() + 1)),
+          s2_(scratch(2, p.value.size() + 1)) {
         const size_t m = p.value.size();
         double total = 0, sum = 0;
         for (size_t i = 0; i < m; ++i) {
@@ -22,9 +35,7 @@ public:
             sum += p.count[i] * p.value[i];
         }
         ref_ = total > 0 ? sum / total : 0.0;
-        w_.assign(m + 1, 0.0);
-        s1_.assign(m + 1, 0.0);
-        s2_.assign(m + 1, 0.0);
+        w_[0] = s1_[0] = s2_[0] = 0.0;
         for (size_t i = 0; i < m; ++i) {
             const double v = p.value[i] - ref_;
             w_[i + 1] = w_[i] + p.count[i];
@@ -42,7 +53,9 @@ public:
 
 private:
     double ref_ = 0;
-    std::vector<double> w_, s1_, s2_;
+    std::vector<double>& w_;
+    std::vector<double>& s1_;
+    std::vector<double>& s2_;
 };
 
 // A uniform double in [0, 1) from a splitmix64 stream: the same draws on every
@@ -99,9 +112,8 @@ void solve_layer(const Prefix& prefix, const std::vector<double>& prev, std::vec
 // nothing, kept with sums per block of 64 so that a draw costs O(m / 64 + 64).
 class SeedWeights {
 public:
-    SeedWeights(const WeightedValues& p, double first) : p_(p) {
+    SeedWeights(const WeightedValues& p, double first) : p_(p), weight_(scratch(3, p.value.size())) {
         const size_t m = p.value.size();
-        weight_.resize(m);
         for (size_t i = 0; i < m; ++i) weight_[i] = p.count[i] * square(p.value[i] - first);
         block_.assign((m + block - 1) / block, 0.0);
         for (size_t b = 0; b < block_.size(); ++b) sum_block(b);
@@ -142,7 +154,8 @@ private:
     }
 
     const WeightedValues& p_;
-    std::vector<double> weight_, block_;
+    std::vector<double>& weight_;
+    std::vector<double> block_;
 };
 
 // k-means++: the first centre drawn by count, each next one by count times the
@@ -174,6 +187,30 @@ std::vector<double> seed_centers(const WeightedValues& p, int k, Random& rng) {
     return chosen;
 }
 
+// The first index in sorted v whose value exceeds x, searched outward from a
+// guess: Lloyd's boundaries move little between iterations, so this costs
+// O(log distance) instead of O(log m).
+size_t upper_bound_near(const std::vector<double>& v, double x, size_t guess) {
+    const auto n = static_cast<int64_t>(v.size());
+    int64_t lo = 0, hi = n;  // the answer lies in [lo, hi]
+    int64_t probe = std::min<int64_t>(static_cast<int64_t>(guess), n);
+    if (probe < n && v[static_cast<size_t>(probe)] <= x) {
+        for (int64_t step = 1; probe < n && v[static_cast<size_t>(probe)] <= x; step *= 2) {
+            lo = probe + 1;
+            probe += step;
+        }
+        hi = std::min(probe, n);
+    } else {
+        hi = probe;
+        for (int64_t step = 1; --probe >= 0 && v[static_cast<size_t>(probe)] > x; step *= 2) {
+            hi = probe;
+            probe -= step - 1;
+        }
+        lo = std::max<int64_t>(probe + 1, 0);
+    }
+    return static_cast<size_t>(std::upper_bound(v.begin() + lo, v.begin() + hi, x) - v.begin());
+}
+
 // Lloyd iterations from sorted centres until the assignment stops changing.
 KMeansResult lloyd(const WeightedValues& p, const Prefix& prefix, std::vector<double> centers,
                    int max_iterations) {
@@ -185,7 +222,7 @@ KMeansResult lloyd(const WeightedValues& p, const Prefix& prefix, std::vector<do
     for (int iteration = 0; iteration < max_iterations; ++iteration) {
         for (size_t j = 1; j < k; ++j) {
             const double mid = (centers[j - 1] + centers[j]) / 2;
-            bound[j] = static_cast<size_t>(std::upper_bound(v.begin(), v.end(), mid) - v.begin());
+            bound[j] = upper_bound_near(v, mid, iteration == 0 ? v.size() / 2 : bound[j]);
         }
         if (bound == previous) break;
         previous = bound;
@@ -230,17 +267,17 @@ uint64_t mix_seed(uint64_t seed, uint64_t stream) {
     return rng.next();
 }
 
-WeightedValues distinct_values(std::span<float> values) {
+void distinct_values(std::span<float> values, WeightedValues& out) {
     sort_floats(values);
-    WeightedValues p;
+    out.value.clear();
+    out.count.clear();
     for (size_t i = 0; i < values.size();) {
         size_t j = i + 1;
         while (j < values.size() && values[j] == values[i]) ++j;
-        p.value.push_back(values[i]);
-        p.count.push_back(static_cast<double>(j - i));
+        out.value.push_back(values[i]);
+        out.count.push_back(static_cast<double>(j - i));
         i = j;
     }
-    return p;
 }
 
 KMeansResult kmeans_1d_exact(const WeightedValues& points, int k) {
@@ -249,7 +286,7 @@ KMeansResult kmeans_1d_exact(const WeightedValues& points, int k) {
     const Prefix prefix(points);
     // d[i]: least cost of the first i points in j clusters; arg[j][i]: where the last one starts.
     std::vector<double> prev(static_cast<size_t>(m + 1)), cur(prev.size());
-    std::vector<std::vector<int32_t>> arg(static_cast<size_t>(k), std::vector<int32_t>(prev.size(), 0));
+    std::vector<std::vector<int32_t>> arg(static_cast<size_t>(k), std::vector<int32_t>(prev.size()));
     for (int64_t i = 1; i <= m; ++i) prev[i] = prefix.cost(0, static_cast<size_t>(i));
     for (int j = 1; j < k; ++j) {
         // j + 1 clusters need at least j + 1 points; the last k - j - 1 clusters need theirs.

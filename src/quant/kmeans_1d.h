@@ -38,8 +38,9 @@ struct WeightedValues {
     std::vector<double> count;  // > 0
 };
 
-// Sorts `values` (finite) in place and collects the distinct ones.
-WeightedValues distinct_values(std::span<float> values);
+// Sorts `values` (finite) in place and collects the distinct ones into `out`
+// (its arrays reused).
+void distinct_values(std::span<float> values, WeightedValues& out);
 
 KMeansResult kmeans_1d(const WeightedValues& points, int k, uint64_t seed,
                        const KMeansOptions& options = {});

@@ -68,11 +68,12 @@ void palettize(const TensorView& w, const MatrixShape& shape, ThreadPool& pool, 
         const int64_t o0 = g * rows, o1 = std::min(shape.n_out, o0 + rows);
         thread_local std::vector<float> values, sorted;
         thread_local std::vector<uint8_t> codes;
+        thread_local WeightedValues points;
         values.resize(static_cast<size_t>((o1 - o0) * shape.n_in));
         read_rows(w, shape, o0, o1, values.data());
         sorted = values;
-        const KMeansResult clusters =
-            kmeans_1d(distinct_values(sorted), k, mix_seed(seed, static_cast<uint64_t>(g)), kmeans);
+        distinct_values(sorted, points);
+        const KMeansResult clusters = kmeans_1d(points, k, mix_seed(seed, static_cast<uint64_t>(g)), kmeans);
         const std::vector<uint16_t> table = make_table(clusters.centers, q.nbits);
         std::copy(table.begin(), table.end(), q.lut.begin() + g * k);
 
@@ -87,6 +88,7 @@ void palettize(const TensorView& w, const MatrixShape& shape, ThreadPool& pool, 
         if (values.capacity() > (size_t{16} << 20)) {
             values = {};
             sorted = {};
+            points = {};
         }
     });
 }

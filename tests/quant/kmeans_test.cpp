@@ -59,7 +59,11 @@ double brute_force_optimum(const std::vector<float>& values, int k) {
     return best;
 }
 
-WeightedValues points_of(std::vector<float> values) { return distinct_values(values); }
+WeightedValues points_of(std::vector<float> values) {
+    WeightedValues p;
+    distinct_values(values, p);
+    return p;
+}
 
 std::vector<float> random_values(std::mt19937& rng, size_t n, bool with_duplicates) {
     std::normal_distribution<float> d(0.0f, 1.0f);
@@ -209,8 +213,7 @@ TEST(SortFloats, MatchesStdSort) {
 }
 
 TEST(DistinctValues, CountsEachValue) {
-    std::vector<float> v = {3, 1, 2, 3, 3, 1};
-    const WeightedValues p = distinct_values(v);
+    const WeightedValues p = points_of({3, 1, 2, 3, 3, 1});
     EXPECT_EQ(p.value, (std::vector<double>{1, 2, 3}));
     EXPECT_EQ(p.count, (std::vector<double>{2, 1, 3}));
 }
