@@ -94,8 +94,8 @@ TEST(Palettize, Lut4BeatsUniform4BitOnGaussianAndHeavyTails) {
         std::printf("%s: lut4:8 %.4f, uniform 4-bit %.4f\n", heavy ? "student-t" : "gaussian",
                     lut_error, uniform_error);
         const QuantError e = quant_error(w.view, q, pool);
-        EXPECT_NEAR(e.rel_rmse, lut_error, 1e-6);
-        EXPECT_GT(e.cosine, 0.98);
+        EXPECT_NEAR(e.rel_rmse(), lut_error, 1e-6);
+        EXPECT_GT(e.cosine(), 0.98);
     }
 }
 

@@ -1,0 +1,226 @@
+// anelm quantize: quantize every linear weight of a model as a spec says and
+// report how far each lands from the original. Writes no model.
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "base/thread_pool.h"
+#include "command.h"
+#include "io/expected_tensors.h"
+#include "io/model_loader.h"
+#include "quant/quant_error.h"
+#include "quant/quantize.h"
+
+namespace anelm::cli {
+namespace {
+
+struct QuantizeArgs {
+    std::string model, spec = "lut4";
+    int threads = 0;
+    uint64_t seed = 0;
+    bool json = false;
+};
+
+// One linear weight and what the spec does with it.
+struct Job {
+    std::string name;
+    const TensorView* view;
+    quant::Component component;
+    quant::QuantChoice choice;
+};
+
+struct Result {
+    quant::QuantError error;
+    double seconds = 0;
+    int64_t bytes_in = 0, bytes_out = 0;
+};
+
+// The linear weights in model order; a tied LM head is the embedding matrix
+// quantized as `head`.
+std::vector<Job> linear_jobs(const LoadedModel& m, const quant::QuantSpec& spec) {
+    std::vector<Job> jobs;
+    const auto add = [&](std::string name, const TensorView& view, quant::Component c) {
+        jobs.push_back({std::move(name), &view, c, spec.choice_for(c, view.shape[0], view.numel())});
+    };
+    for (const ExpectedTensor& t : expected_tensors(m.spec)) {
+        const std::optional<quant::Component> c = quant::tensor_component(t.name);
+        if (c && t.shape.size() == 2) add(t.name, m.weights.get(t.name), *c);
+    }
+    if (m.spec.tie_word_embeddings) {
+        add("lm_head.weight (tied)", m.weights.get("model.embed_tokens.weight"), quant::Component::head);
+    }
+    return jobs;
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", shape[i]);
+    return s + "]";
+}
+
+std::string clock_text(double seconds) {
+    const auto s = static_cast<int64_t>(seconds + 0.5);
+    return fmt::format("{}:{:02}", s / 60, s % 60);
+}
+
+// A one-line bar on stderr when it is a terminal: tensor i of n, ETA by weights done.
+class Progress {
+public:
+    explicit Progress(int64_t total_weights) : total_(total_weights), enabled_(isatty(STDERR_FILENO)) {}
+
+    void show(size_t i, size_t n, const std::string& name, int64_t weights_done, double elapsed) {
+        if (!enabled_) return;
+        constexpr int width = 24;
+        const double frac = total_ > 0 ? static_cast<double>(weights_done) / static_cast<double>(total_) : 1.0;
+        const int filled = static_cast<int>(frac * width);
+        const std::string eta = weights_done > 0 ? clock_text(elapsed / frac - elapsed) : "?";
+        fmt::print(stderr, "\r[{}{}] {}/{} ETA {} {:<50.50}", std::string(static_cast<size_t>(filled), '#'),
+                   std::string(static_cast<size_t>(width - filled), '.'), i + 1, n, eta, name);
+        std::fflush(stderr);
+    }
+    void done() {
+        if (enabled_) fmt::print(stderr, "\r{:<100}\r", "");
+    }
+
+private:
+    int64_t total_;
+    bool enabled_;
+};
+
+void print_table(const QuantizeArgs& args, const quant::QuantSpec& spec, const std::vector<Job>& jobs,
+                 const std::vector<Result>& results, int threads, double seconds) {
+    fmt::print("model  {}\nspec   {} (tensors under {} elements stay f16), seed {}, {} threads\n\n",
+               args.model, spec.to_string(), spec.min_elements, args.seed, threads);
+    fmt::print("{:<48} {:<14} {:<8} {:>9} {:>9} {:>10} {:>9}\n", "tensor", "shape", "quant",
+               "rel_rmse", "cosine", "max_abs", "ms");
+    quant::QuantError total;
+    int64_t n_quantized = 0, bytes_in = 0, bytes_out = 0;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        const Job& job = jobs[i];
+        const Result& r = results[i];
+        if (job.choice.method == quant::QuantMethod::none) {
+            fmt::print("{:<48} {:<14} none\n", job.name, shape_text(job.view->shape));
+            continue;
+        }
+        fmt::print("{:<48} {:<14} {:<8} {:>9.5f} {:>9.6f} {:>10.3g} {:>9.1f}\n", job.name,
+                   shape_text(job.view->shape), job.choice.name(), r.error.rel_rmse(),
+                   r.error.cosine(), r.error.max_abs, r.seconds * 1e3);
+        total += r.error;
+        ++n_quantized;
+        bytes_in += r.bytes_in;
+        bytes_out += r.bytes_out;
+    }
+    fmt::print("\ntotal: {} of {} linear weights quantized, {:.1f} MiB -> {:.1f} MiB, rel_rmse {:.5f}, "
+               "cosine {:.6f}, max_abs {:.3g}, {:.1f} s\n",
+               n_quantized, jobs.size(), bytes_in / 1048576.0, bytes_out / 1048576.0,
+               total.rel_rmse(), total.cosine(), total.max_abs, seconds);
+}
+
+void print_json(const QuantizeArgs& args, const quant::QuantSpec& spec, const std::vector<Job>& jobs,
+                const std::vector<Result>& results, int threads, double seconds) {
+    nlohmann::ordered_json j;
+    j["model"] = args.model;
+    j["spec"] = spec.to_string();
+    j["min_elements"] = spec.min_elements;
+    j["seed"] = args.seed;
+    j["threads"] = threads;
+    quant::QuantError total;
+    int64_t n_quantized = 0, bytes_in = 0, bytes_out = 0;
+    nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        const Job& job = jobs[i];
+        const Result& r = results[i];
+        nlohmann::ordered_json t;
+        t["name"] = job.name;
+        t["component"] = quant::component_name(job.component);
+        t["shape"] = job.view->shape;
+        t["quant"] = job.choice.name();
+        if (job.choice.method != quant::QuantMethod::none) {
+            t["rel_rmse"] = r.error.rel_rmse();
+            t["cosine"] = r.error.cosine();
+            t["max_abs"] = r.error.max_abs;
+            t["seconds"] = r.seconds;
+            t["bytes_in"] = r.bytes_in;
+            t["bytes_out"] = r.bytes_out;
+            total += r.error;
+            ++n_quantized;
+            bytes_in += r.bytes_in;
+            bytes_out += r.bytes_out;
+        }
+        tensors.push_back(std::move(t));
+    }
+    j["tensors"] = std::move(tensors);
+    j["total"] = {{"n_tensors", jobs.size()},     {"n_quantized", n_quantized},
+                  {"bytes_in", bytes_in},         {"bytes_out", bytes_out},
+                  {"rel_rmse", total.rel_rmse()}, {"cosine", total.cosine()},
+                  {"max_abs", total.max_abs},     {"seconds", seconds}};
+    fmt::print("{}\n", j.dump(2));
+}
+
+int run_quantize(const QuantizeArgs& args) {
+    const quant::QuantSpec spec = quant::parse_quant_spec(args.spec);
+    const LoadedModel m = load_model(args.model);
+    const std::vector<Job> jobs = linear_jobs(m, spec);
+    const int threads = args.threads > 0 ? args.threads : ThreadPool::physical_cores();
+    ThreadPool pool(threads);
+
+    int64_t total_weights = 0, weights_done = 0;
+    for (const Job& job : jobs) {
+        if (job.choice.method != quant::QuantMethod::none) total_weights += job.view->numel();
+    }
+    using Clock = std::chrono::steady_clock;
+    const auto start = Clock::now();
+    const auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+    Progress progress(total_weights);
+    std::vector<Result> results(jobs.size());
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        const Job& job = jobs[i];
+        if (job.choice.method == quant::QuantMethod::none) continue;
+        progress.show(i, jobs.size(), job.name, weights_done, since(start));
+        const auto t0 = Clock::now();
+        quant::QuantizedMatrix q;
+        try {
+            q = quant::quantize_matrix(*job.view, job.choice, pool, args.seed);
+        } catch (const Error& e) {
+            fail("{}: {}", job.name, e.what());
+        }
+        results[i].seconds = since(t0);
+        results[i].error = quant::quant_error(*job.view, q, pool);
+        results[i].bytes_in = static_cast<int64_t>(job.view->n_bytes());
+        results[i].bytes_out = q.storage_bytes();
+        weights_done += job.view->numel();
+    }
+    progress.done();
+    const double seconds = since(start);
+    if (args.json) {
+        print_json(args, spec, jobs, results, threads, seconds);
+    } else {
+        print_table(args, spec, jobs, results, threads, seconds);
+    }
+    return 0;
+}
+
+std::function<int()> setup(CLI::App& app) {
+    auto args = std::make_shared<QuantizeArgs>();
+    app.add_option("model", args->model, "Hugging Face folder or llama2.c .bin")->required();
+    app.add_option("--quant", args->spec,
+                   "what to quantize: a preset (lut4, lut6, lut8, int8, int4) and/or "
+                   "embed=|ffn=|head= none, BITS, BITS:GROUP, int8, int4 (docs/quantization.md)")
+        ->capture_default_str();
+    app.add_option("-t,--threads", args->threads, "threads (default: physical cores)");
+    app.add_option("--seed", args->seed, "k-means seed")->capture_default_str();
+    app.add_flag("--json", args->json, "print JSON");
+    return [args] { return run_quantize(*args); };
+}
+
+const bool registered =
+    register_command({"quantize", "Quantize the linear weights and report the error (writes no model)", setup});
+
+}  // namespace
+}  // namespace anelm::cli
