@@ -1,7 +1,9 @@
 #include "chat/jinja_methods.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
+#include <tuple>
 
 #include "chat/jinja_builtins.h"
 #include "chat/jinja_error.h"
@@ -87,20 +89,26 @@ bool affix_match(const std::string& s, CallArgs& args, bool prefix) {
     const char* name = prefix ? "startswith" : "endswith";
     ArgBinder bind(name, args, {"prefix", "start", "end"});
     if (!bind.get(0)) raise("{}() takes at least 1 argument (0 given)", name);
-    const CodePoints cp(s);
-    const auto [from, to] = cp.range(bind.get(1), bind.get(2));
-    const int64_t raw_start = int_arg(bind.get(1), 0);
     std::vector<Value> candidates;
     if (bind.get(0)->is_tuple()) {
         candidates = bind.get(0)->as_array().items;
     } else {
         candidates.push_back(*bind.get(0));
     }
+    // Code point positions only matter when start or end is given.
+    const bool whole = !bind.get(1) && !bind.get(2);
+    std::optional<CodePoints> cp;
+    int64_t from = 0, to = 0;
+    if (!whole) {
+        cp.emplace(s);
+        std::tie(from, to) = cp->range(bind.get(1), bind.get(2));
+        if (int_arg(bind.get(1), 0) > cp->size()) to = from - 1;  // never matches
+    }
     for (const Value& c : candidates) {
         if (!c.is_string())
             raise("{} first arg must be str or a tuple of str, not {}", name, type_name(c));
-        if (raw_start > cp.size() || to < from) continue;
-        const std::string_view range = cp.view(from, to);
+        if (!whole && to < from) continue;
+        const std::string_view range = whole ? std::string_view(s) : cp->view(from, to);
         const std::string& a = c.as_string();
         if (a.size() <= range.size() &&
             (prefix ? range.substr(0, a.size()) == a : range.substr(range.size() - a.size()) == a))

@@ -303,6 +303,10 @@ Value get_item(const Value& obj, const Value& key) {
         if (auto i = normalise_index(key.as_int(), items.size())) return items[*i];
     } else if (obj.is_string() && key.is_integral()) {
         const std::string& s = obj.as_string();
+        if (text::is_ascii(s)) {
+            if (auto i = normalise_index(key.as_int(), s.size())) return Value::string(s.substr(*i, 1));
+            return undefined_item(obj, key);
+        }
         const auto at = text::boundaries(s);
         if (auto i = normalise_index(key.as_int(), at.size() - 1))
             return Value::string(s.substr(at[*i], at[*i + 1] - at[*i]));

@@ -134,6 +134,15 @@ char32_t to_upper(char32_t c) { return utf8proc_toupper(static_cast<utf8proc_int
 char32_t to_lower(char32_t c) { return utf8proc_tolower(static_cast<utf8proc_int32_t>(c)); }
 char32_t to_title(char32_t c) { return utf8proc_totitle(static_cast<utf8proc_int32_t>(c)); }
 
+// The start of the code point that ends at `end` (end > 0).
+static size_t previous_start(std::string_view s, size_t end) {
+    size_t i = end - 1;
+    for (int k = 0; k < 3 && i > 0 && (static_cast<unsigned char>(s[i]) & 0xc0) == 0x80; ++k) --i;
+    size_t j = i;
+    decode(s, j);
+    return j == end ? i : end - 1;  // a stray continuation byte stands alone
+}
+
 std::string strip(std::string_view s, const std::string* chars, bool left, bool right) {
     std::vector<char32_t> set;
     if (chars)
@@ -141,17 +150,19 @@ std::string strip(std::string_view s, const std::string* chars, bool left, bool 
     auto stripped = [&](char32_t c) {
         return chars ? std::find(set.begin(), set.end(), c) != set.end() : is_space(c);
     };
-    const std::vector<size_t> at = boundaries(s);
-    size_t first = 0, last = at.size() - 1;  // code point range [first, last)
-    auto cp = [&](size_t k) {
-        size_t i = at[k];
-        return decode(s, i);
-    };
-    if (left)
-        while (first < last && stripped(cp(first))) ++first;
-    if (right)
-        while (last > first && stripped(cp(last - 1))) --last;
-    return std::string(s.substr(at[first], at[last] - at[first]));
+    size_t first = 0, last = s.size();  // byte range kept
+    while (left && first < last) {
+        size_t next = first;
+        if (!stripped(decode(s, next))) break;
+        first = next;
+    }
+    while (right && last > first) {
+        const size_t start = previous_start(s, last);
+        size_t i = start;
+        if (!stripped(decode(s, i))) break;
+        last = start;
+    }
+    return std::string(s.substr(first, last - first));
 }
 
 std::vector<std::string> split(std::string_view s, const std::string* sep, int64_t maxsplit) {

@@ -39,6 +39,7 @@ struct Dict {
     void set(Value key, Value value);  // replaces an equal key in place, else appends
 };
 
+using StringPtr = std::shared_ptr<const std::string>;  // shared: copying a value is O(1)
 using ArrayPtr = std::shared_ptr<const Array>;
 using DictPtr = std::shared_ptr<const Dict>;
 using ObjectPtr = std::shared_ptr<Object>;
@@ -46,15 +47,14 @@ using ObjectPtr = std::shared_ptr<Object>;
 enum class Kind : uint8_t { undefined, none, boolean, integer, floating, string, array, dict, object };
 
 struct Value {
-    std::variant<Undefined, None, bool, int64_t, double, std::string, ArrayPtr, DictPtr, ObjectPtr>
-        data;
+    std::variant<Undefined, None, bool, int64_t, double, StringPtr, ArrayPtr, DictPtr, ObjectPtr> data;
 
     static Value undefined(std::string message) { return {Undefined{std::move(message)}}; }
     static Value none() { return {None{}}; }
     static Value boolean(bool b) { return {b}; }
     static Value integer(int64_t i) { return {i}; }
     static Value number(double d) { return {d}; }
-    static Value string(std::string s) { return {std::move(s)}; }
+    static Value string(std::string s) { return {std::make_shared<const std::string>(std::move(s))}; }
     static Value list(std::vector<Value> items);
     static Value tuple(std::vector<Value> items);
     static Value dict(Dict d);
@@ -79,7 +79,7 @@ struct Value {
     bool as_bool() const { return std::get<bool>(data); }
     int64_t as_int() const { return is_bool() ? as_bool() : std::get<int64_t>(data); }
     double as_float() const { return is_float() ? std::get<double>(data) : double(as_int()); }
-    const std::string& as_string() const { return std::get<std::string>(data); }
+    const std::string& as_string() const { return *std::get<StringPtr>(data); }
     const Array& as_array() const { return *std::get<ArrayPtr>(data); }
     const Dict& as_dict() const { return *std::get<DictPtr>(data); }
     Object& as_object() const { return *std::get<ObjectPtr>(data); }

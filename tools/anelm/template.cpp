@@ -75,7 +75,8 @@ const bool registered = register_command(
          app.add_flag("--add-generation-prompt", o->add_generation_prompt,
                       "end with the header of the assistant's turn");
          app.add_option("--var", o->vars,
-                        "template variable NAME=JSON, e.g. enable_thinking=false, tools=[...]");
+                        "template variable NAME=JSON, e.g. enable_thinking=false, tools=[...]")
+             ->allow_extra_args(false);  // one value per --var; a path after it stays MODEL
          app.add_option("--template-name", o->template_name,
                         "one of several named templates (default: tool_use with tools, else default)");
          return [o] { return run(*o); };
