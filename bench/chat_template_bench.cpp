@@ -31,8 +31,12 @@ ojson conversation(int64_t turns) {
     ojson messages = ojson::array();
     messages.push_back({{"role", "system"}, {"content", "You are a helpful assistant."}});
     for (int64_t i = 0; i < turns; ++i) {
-        messages.push_back({{"role", "user"}, {"content", "Question " + std::to_string(i) + ": " + std::string(400, 'q')}});
-        messages.push_back({{"role", "assistant"}, {"content", "<think>\nreasoning\n</think>\n\n" + std::string(400, 'a')}});
+        messages.push_back(
+            {{"role", "user"},
+             {"content", "Question " + std::to_string(i) + ": " + std::string(400, 'q')}});
+        messages.push_back(
+            {{"role", "assistant"},
+             {"content", "<think>\nreasoning\n</think>\n\n" + std::string(400, 'a')}});
     }
     messages.push_back({{"role", "user"}, {"content", "last question"}});
     return messages;
@@ -56,9 +60,15 @@ void render_turns(benchmark::State& state, const char* name) {
     state.counters["messages"] = static_cast<double>(messages.size());
 }
 
-void BM_RenderQwen3(benchmark::State& state) { render_turns(state, "Qwen-Qwen3.jinja"); }
-void BM_RenderLlama31(benchmark::State& state) { render_turns(state, "meta-llama-Llama-3.1-8B-Instruct.jinja"); }
-void BM_RenderGemma3(benchmark::State& state) { render_turns(state, "google-gemma-3-it.jinja"); }
+void BM_RenderQwen3(benchmark::State& state) {
+    render_turns(state, "Qwen-Qwen3.jinja");
+}
+void BM_RenderLlama31(benchmark::State& state) {
+    render_turns(state, "meta-llama-Llama-3.1-8B-Instruct.jinja");
+}
+void BM_RenderGemma3(benchmark::State& state) {
+    render_turns(state, "google-gemma-3-it.jinja");
+}
 BENCHMARK(BM_RenderQwen3)->Arg(1)->Arg(16)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RenderLlama31)->Arg(1)->Arg(16)->Arg(256)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RenderGemma3)->Arg(1)->Arg(16)->Arg(256)->Unit(benchmark::kMicrosecond);

@@ -48,7 +48,8 @@ ojson special_tokens_of(const ojson& config, const fs::path& path) {
         ojson v = content(config[name], name);
         if (v.is_string() && !v.get<std::string>().empty()) tokens[name] = v;
     }
-    if (config.contains("additional_special_tokens") && config["additional_special_tokens"].is_array()) {
+    if (config.contains("additional_special_tokens") &&
+        config["additional_special_tokens"].is_array()) {
         ojson extra = ojson::array();
         for (const auto& t : config["additional_special_tokens"]) {
             ojson v = content(t, "additional_special_tokens");
@@ -73,7 +74,8 @@ ChatTemplate::ChatTemplate(const std::string& source, const std::string& name,
     add("default", source, name);
 }
 
-void ChatTemplate::add(const std::string& name, const std::string& source, const std::string& label) {
+void ChatTemplate::add(const std::string& name, const std::string& source,
+                       const std::string& label) {
     templates_.push_back({name, source, std::make_shared<const jinja::Template>(source, label)});
 }
 
@@ -132,16 +134,19 @@ ChatTemplate ChatTemplate::load(const std::string& path_str) {
         const fs::path processor = dir / "chat_template.json";
         const ojson j = read_json(processor);
         if (j.is_object() && j.contains("chat_template") && j["chat_template"].is_string())
-            t.add("default", j["chat_template"].get<std::string>(), processor.string() + ":chat_template");
+            t.add("default", j["chat_template"].get<std::string>(),
+                  processor.string() + ":chat_template");
     }
     if (t.templates_.empty())
-        fail("{}: no chat template (no chat_template.jinja, and tokenizer_config.json has no "
-             "\"chat_template\")",
-             path_str);
+        fail(
+            "{}: no chat template (no chat_template.jinja, and tokenizer_config.json has no "
+            "\"chat_template\")",
+            path_str);
     return t;
 }
 
-const ChatTemplate::Named& ChatTemplate::pick(const std::string& template_name, bool has_tools) const {
+const ChatTemplate::Named& ChatTemplate::pick(const std::string& template_name,
+                                              bool has_tools) const {
     auto find = [&](const std::string& name) -> const Named* {
         for (const Named& n : templates_)
             if (n.name == name) return &n;
@@ -163,7 +168,8 @@ std::string ChatTemplate::render(const ojson& messages, bool add_generation_prom
     if (!messages.is_array()) fail("{}: messages must be a JSON array", path_);
     if (!variables.is_object()) fail("{}: template variables must be a JSON object", path_);
     for (const char* reserved : {"messages", "add_generation_prompt"})
-        if (variables.contains(reserved)) fail("{}: \"{}\" cannot be set as a variable", path_, reserved);
+        if (variables.contains(reserved))
+            fail("{}: \"{}\" cannot be set as a variable", path_, reserved);
     const bool has_tools = variables.contains("tools") && !variables["tools"].is_null();
     const Named& t = pick(template_name, has_tools);
 
@@ -179,8 +185,12 @@ std::string ChatTemplate::render(const ojson& messages, bool add_generation_prom
     return t.compiled->render(std::move(vars));
 }
 
-std::string ChatTemplate::bos_token() const { return token_string(special_tokens_, "bos_token"); }
-std::string ChatTemplate::eos_token() const { return token_string(special_tokens_, "eos_token"); }
+std::string ChatTemplate::bos_token() const {
+    return token_string(special_tokens_, "bos_token");
+}
+std::string ChatTemplate::eos_token() const {
+    return token_string(special_tokens_, "eos_token");
+}
 
 std::vector<std::string> ChatTemplate::names() const {
     std::vector<std::string> out;

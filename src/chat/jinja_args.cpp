@@ -18,7 +18,8 @@ ArgBinder::ArgBinder(std::string_view function, const CallArgs& args,
         if (it == params.end())
             raise("{}() got an unexpected keyword argument {}", function, string_repr(name));
         const size_t i = static_cast<size_t>(it - params.begin());
-        if (bound_[i]) raise("{}() got multiple values for argument {}", function, string_repr(name));
+        if (bound_[i])
+            raise("{}() got multiple values for argument {}", function, string_repr(name));
         bound_[i] = &value;
     }
 }

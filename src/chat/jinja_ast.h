@@ -14,8 +14,23 @@
 namespace anelm::jinja {
 
 enum class ExprKind {
-    constant, name, list, tuple, dict, attribute, item, slice, call, filter, test,
-    unary, binary, logical, concat, compare, conditional
+    constant,
+    name,
+    list,
+    tuple,
+    dict,
+    attribute,
+    item,
+    slice,
+    call,
+    filter,
+    test,
+    unary,
+    binary,
+    logical,
+    concat,
+    compare,
+    conditional
 };
 
 struct Expr {
@@ -149,8 +164,19 @@ struct ConditionalExpr : Expr {
 // ---- statements ----
 
 enum class StmtKind {
-    text, output, if_, for_, set, set_block, macro, call_block, filter_block, with, scope,
-    loop_break, loop_continue
+    text,
+    output,
+    if_,
+    for_,
+    set,
+    set_block,
+    macro,
+    call_block,
+    filter_block,
+    with,
+    scope,
+    loop_break,
+    loop_continue
 };
 
 struct Stmt {
@@ -170,8 +196,8 @@ using Unset = std::vector<std::string>;
 // Where an assignment stores: a name, namespace.attribute, or a tuple of targets.
 struct Target {
     std::string name;
-    std::string attribute;       // set for `ns.attr`
-    std::vector<Target> items;   // set for a tuple
+    std::string attribute;      // set for `ns.attr`
+    std::vector<Target> items;  // set for a tuple
     bool is_tuple = false;
 };
 

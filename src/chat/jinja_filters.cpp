@@ -11,9 +11,11 @@
 #include "chat/jinja_error.h"
 #include "chat/jinja_format.h"
 #include "chat/jinja_interpreter.h"
+#include "chat/jinja_json.h"
 #include "chat/jinja_methods.h"
 #include "chat/jinja_objects.h"
 #include "chat/jinja_ops.h"
+#include "chat/jinja_printf.h"
 #include "chat/jinja_text.h"
 
 namespace anelm::jinja {
@@ -21,7 +23,9 @@ namespace {
 
 using Items = std::vector<Value>;
 
-Value lowered(const Value& v) { return v.is_string() ? Value::string(text::lower(v.as_string())) : v; }
+Value lowered(const Value& v) {
+    return v.is_string() ? Value::string(text::lower(v.as_string())) : v;
+}
 
 // The getter behind `attribute=`: "a.b" reads item a then b; digits are indices.
 struct AttrGetter {
@@ -39,8 +43,11 @@ struct AttrGetter {
         }
         const std::string sep = ".";
         for (const std::string& p : text::split(attribute->as_string(), &sep, -1)) {
-            const bool digits = !p.empty() && std::all_of(p.begin(), p.end(), [](char c) { return c >= '0' && c <= '9'; });
-            parts.push_back(digits ? Value::integer(std::strtoll(p.c_str(), nullptr, 10)) : Value::string(p));
+            const bool digits = !p.empty() && std::all_of(p.begin(), p.end(), [](char c) {
+                return c >= '0' && c <= '9';
+            });
+            parts.push_back(digits ? Value::integer(std::strtoll(p.c_str(), nullptr, 10))
+                                   : Value::string(p));
         }
     }
 
@@ -53,9 +60,13 @@ struct AttrGetter {
     }
 };
 
-bool is_true(const Value* v) { return v && truthy(*v); }
+bool is_true(const Value* v) {
+    return v && truthy(*v);
+}
 
-Value list_of(Items items) { return Value::list(std::move(items)); }
+Value list_of(Items items) {
+    return Value::list(std::move(items));
+}
 
 Value generator(Interpreter& in, std::string type, std::string name, Generator::Next next) {
     auto g = std::make_shared<Generator>(std::move(type), std::move(name), std::move(next));
@@ -80,7 +91,8 @@ Value lazy(Interpreter& in, std::string name, Value source, bool skip_falsy,
         std::optional<Cursor> cursor;
         bool started = false;
     };
-    auto st = std::make_shared<State>(State{std::move(source), skip_falsy, std::move(setup), {}, {}, false});
+    auto st = std::make_shared<State>(
+        State{std::move(source), skip_falsy, std::move(setup), {}, {}, false});
     return generator(in, "generator", std::move(name), [st]() -> std::optional<Value> {
         if (!st->started) {
             st->started = true;
@@ -97,7 +109,8 @@ Value lazy(Interpreter& in, std::string name, Value source, bool skip_falsy,
 
 // A generator yielding `items` once (a reverse iterator, or a whole result
 // computed at the first pull by `produce`).
-Value lazy_items(Interpreter& in, std::string type, std::string name, std::function<Items()> produce) {
+Value lazy_items(Interpreter& in, std::string type, std::string name,
+                 std::function<Items()> produce) {
     struct State {
         std::function<Items()> produce;
         Items items;
@@ -135,9 +148,12 @@ Value f_attr(Interpreter&, const Value& v, CallArgs& args) {
     if (v.is_undefined()) raise_undefined(v);
     if (v.is_object()) return v.as_object().attribute(name);
     switch (method_kind(v, name)) {
-        case MethodKind::safe: return Value::object(std::make_shared<BoundMethod>(v, name));
-        case MethodKind::unsafe: return unsafe_method(v, name);
-        case MethodKind::none: break;
+        case MethodKind::safe:
+            return Value::object(std::make_shared<BoundMethod>(v, name));
+        case MethodKind::unsafe:
+            return unsafe_method(v, name);
+        case MethodKind::none:
+            break;
     }
     return undefined_attribute(v, name);
 }
@@ -145,12 +161,14 @@ Value f_attr(Interpreter&, const Value& v, CallArgs& args) {
 Value f_batch(Interpreter& in, const Value& v, CallArgs& args) {
     return lazy_items(in, "generator", "do_batch", [v, args]() {
         ArgBinder bind("batch", args, {"linecount", "fill_with"});
-        if (!bind.get(0) || !bind.get(0)->is_integral()) raise("batch() requires an integer linecount");
+        if (!bind.get(0) || !bind.get(0)->is_integral())
+            raise("batch() requires an integer linecount");
         const int64_t n = bind.get(0)->as_int();
         Items out, tmp;
         Cursor cursor(v);
         while (auto item = cursor.next()) {
-            if (static_cast<int64_t>(tmp.size()) == n) out.push_back(list_of(std::move(tmp))), tmp.clear();
+            if (static_cast<int64_t>(tmp.size()) == n)
+                out.push_back(list_of(std::move(tmp))), tmp.clear();
             tmp.push_back(std::move(*item));
         }
         if (!tmp.empty()) {
@@ -207,12 +225,23 @@ Value f_escape(Interpreter&, const Value& v, CallArgs& args) {
     std::string out;
     for (char c : py_str(v)) {
         switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&#34;"; break;
-            case '\'': out += "&#39;"; break;
-            default: out += c;
+            case '&':
+                out += "&amp;";
+                break;
+            case '<':
+                out += "&lt;";
+                break;
+            case '>':
+                out += "&gt;";
+                break;
+            case '"':
+                out += "&#34;";
+                break;
+            case '\'':
+                out += "&#39;";
+                break;
+            default:
+                out += c;
         }
     }
     return Value::string(std::move(out));
@@ -239,7 +268,8 @@ bool parse_float(std::string s, double& out) {
     std::string clean;
     for (size_t i = 0; i < s.size(); ++i) {
         if (s[i] == '_') {
-            if (i == 0 || i + 1 == s.size() || !std::isdigit(static_cast<unsigned char>(s[i - 1])) ||
+            if (i == 0 || i + 1 == s.size() ||
+                !std::isdigit(static_cast<unsigned char>(s[i - 1])) ||
                 !std::isdigit(static_cast<unsigned char>(s[i + 1])))
                 return false;
             continue;
@@ -255,7 +285,8 @@ bool parse_float(std::string s, double& out) {
         if (lower[0] == '-') out = -out;
         return true;
     }
-    if (body.find_first_not_of("0123456789.e+-") != std::string::npos || body.find("0x") == 0) return false;
+    if (body.find_first_not_of("0123456789.e+-") != std::string::npos || body.find("0x") == 0)
+        return false;
     char* end = nullptr;
     out = std::strtod(clean.c_str(), &end);
     return end && *end == 0;
@@ -357,7 +388,8 @@ Value f_int(Interpreter&, const Value& v, CallArgs& args) {
     if (v.is_float()) return float_to_int(v.as_float(), fallback);
     if (v.is_string()) {
         int64_t i = 0;
-        if (base.is_integral() && parse_int(v.as_string(), base.as_int(), i)) return Value::integer(i);
+        if (base.is_integral() && parse_int(v.as_string(), base.as_int(), i))
+            return Value::integer(i);
         double d = 0;
         if (parse_float(v.as_string(), d)) return float_to_int(d, fallback);
     }
@@ -420,10 +452,10 @@ Value f_map(Interpreter& in, const Value& v, CallArgs& args) {
         }
         if (args.positional.empty() && attribute) {
             for (const auto& [k, _] : args.keyword)
-                if (k != "attribute" && k != "default") raise("Unexpected keyword argument {}", string_repr(k));
-            return [get = AttrGetter(attribute, fallback, false)](const Value& item) -> std::optional<Value> {
-                return get(item);
-            };
+                if (k != "attribute" && k != "default")
+                    raise("Unexpected keyword argument {}", string_repr(k));
+            return [get = AttrGetter(attribute, fallback, false)](
+                       const Value& item) -> std::optional<Value> { return get(item); };
         }
         if (args.positional.empty()) raise("map requires a filter argument");
         const std::string name = py_str(args.positional[0]);
@@ -444,13 +476,18 @@ Value min_or_max(const Value& v, CallArgs& args, const char* name, bool want_max
     Value best_key = key(items[0]);
     for (size_t i = 1; i < items.size(); ++i) {
         Value k = key(items[i]);
-        if (compare(want_max ? CompareOp::gt : CompareOp::lt, k, best_key)) best = i, best_key = std::move(k);
+        if (compare(want_max ? CompareOp::gt : CompareOp::lt, k, best_key))
+            best = i, best_key = std::move(k);
     }
     return items[best];
 }
 
-Value f_max(Interpreter&, const Value& v, CallArgs& args) { return min_or_max(v, args, "max", true); }
-Value f_min(Interpreter&, const Value& v, CallArgs& args) { return min_or_max(v, args, "min", false); }
+Value f_max(Interpreter&, const Value& v, CallArgs& args) {
+    return min_or_max(v, args, "max", true);
+}
+Value f_min(Interpreter&, const Value& v, CallArgs& args) {
+    return min_or_max(v, args, "min", false);
+}
 
 // select / reject / selectattr / rejectattr.
 Value select_items(Interpreter& in, const Value& v, CallArgs& args, bool keep, bool by_attr) {
@@ -478,10 +515,18 @@ Value select_items(Interpreter& in, const Value& v, CallArgs& args, bool keep, b
     });
 }
 
-Value f_select(Interpreter& in, const Value& v, CallArgs& a) { return select_items(in, v, a, true, false); }
-Value f_reject(Interpreter& in, const Value& v, CallArgs& a) { return select_items(in, v, a, false, false); }
-Value f_selectattr(Interpreter& in, const Value& v, CallArgs& a) { return select_items(in, v, a, true, true); }
-Value f_rejectattr(Interpreter& in, const Value& v, CallArgs& a) { return select_items(in, v, a, false, true); }
+Value f_select(Interpreter& in, const Value& v, CallArgs& a) {
+    return select_items(in, v, a, true, false);
+}
+Value f_reject(Interpreter& in, const Value& v, CallArgs& a) {
+    return select_items(in, v, a, false, false);
+}
+Value f_selectattr(Interpreter& in, const Value& v, CallArgs& a) {
+    return select_items(in, v, a, true, true);
+}
+Value f_rejectattr(Interpreter& in, const Value& v, CallArgs& a) {
+    return select_items(in, v, a, false, true);
+}
 
 Value f_replace(Interpreter&, const Value& v, CallArgs& args) {
     ArgBinder bind("replace", args, {"old", "new", "count"});
@@ -498,12 +543,15 @@ Value f_reverse(Interpreter& in, const Value& v, CallArgs& args) {
     if (v.is_string()) return get_slice(v, Value::none(), Value::none(), Value::integer(-1));
     if (v.is_array() || v.is_dict() || v.is_undefined()) {
         // reversed(): a one-pass iterator over the sequence backwards.
-        const char* type = v.is_list() ? "list_reverseiterator" : v.is_dict() ? "dict_reversekeyiterator" : "reversed";
+        const char* type = v.is_list()   ? "list_reverseiterator"
+                           : v.is_dict() ? "dict_reversekeyiterator"
+                                         : "reversed";
         Items items = iterate(v);
         std::reverse(items.begin(), items.end());
         return lazy_items(in, type, type, [items]() { return items; });
     }
-    if (!v.is_object() || !dynamic_cast<Generator*>(&v.as_object())) raise("argument must be iterable");
+    if (!v.is_object() || !dynamic_cast<Generator*>(&v.as_object()))
+        raise("argument must be iterable");
     Items items = iterate(v);
     std::reverse(items.begin(), items.end());
     return list_of(std::move(items));
@@ -526,7 +574,8 @@ Value f_round(Interpreter&, const Value& v, CallArgs& args) {
     }
     if (v.is_integral()) {
         if (p >= 0) return Value::integer(v.as_int());
-        return Value::integer(static_cast<int64_t>(std::nearbyint(double(v.as_int()) * scale) / scale));
+        return Value::integer(
+            static_cast<int64_t>(std::nearbyint(double(v.as_int()) * scale) / scale));
     }
     const double d = v.as_float();
     if (!std::isfinite(d)) return v;
@@ -616,7 +665,8 @@ Value f_title(Interpreter&, const Value& v, CallArgs& args) {
     bool word_start = true;
     for (size_t i = 0; i < s.size();) {
         const char32_t c = text::decode(s, i);
-        const bool separator = c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || text::is_space(c);
+        const bool separator =
+            c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || text::is_space(c);
         if (separator) {
             text::append(out, c);
             word_start = true;
@@ -637,7 +687,8 @@ Value f_tojson(Interpreter&, const Value& v, CallArgs& args) {
     if (indent.is_string()) {
         options.indent = indent.as_string();
     } else if (indent.is_integral()) {
-        options.indent = std::string(static_cast<size_t>(std::clamp<int64_t>(indent.as_int(), 0, 1000)), ' ');
+        options.indent =
+            std::string(static_cast<size_t>(std::clamp<int64_t>(indent.as_int(), 0, 1000)), ' ');
     } else if (!indent.is_none()) {
         raise("can't multiply sequence by non-int of type '{}'", type_name(indent));
     }
@@ -656,8 +707,7 @@ Value f_tojson(Interpreter&, const Value& v, CallArgs& args) {
 Value f_trim(Interpreter&, const Value& v, CallArgs& args) {
     ArgBinder bind("trim", args, {"chars"});
     const Value chars = bind.get_or(0, Value::none());
-    if (!chars.is_none() && !chars.is_string())
-        raise("strip arg must be None or str");
+    if (!chars.is_none() && !chars.is_string()) raise("strip arg must be None or str");
     return Value::string(
         text::strip(py_str(v), chars.is_string() ? &chars.as_string() : nullptr, true, true));
 }
@@ -666,7 +716,8 @@ Value f_truncate(Interpreter&, const Value& v, CallArgs& args) {
     ArgBinder bind("truncate", args, {"length", "killwords", "end", "leeway"});
     const Value len_v = bind.get_or(0, Value::integer(255));
     const Value leeway_v = bind.get_or(3, Value::integer(5));
-    if (!len_v.is_integral() || !leeway_v.is_integral()) raise("truncate() needs integer arguments");
+    if (!len_v.is_integral() || !leeway_v.is_integral())
+        raise("truncate() needs integer arguments");
     const Value end = bind.get_or(2, Value::string("..."));
     const int64_t n = len_v.as_int(), end_len = static_cast<int64_t>(length(end));
     if (n < end_len) raise("expected length >= {}, got {}", end_len, n);
@@ -676,18 +727,20 @@ Value f_truncate(Interpreter&, const Value& v, CallArgs& args) {
     if (is_true(bind.get(1))) return binary_op(BinaryOp::add, head, end);
     if (!head.is_string()) raise("'{}' object has no attribute 'rsplit'", type_name(head));
     const std::string space = " ";
-    return binary_op(BinaryOp::add, Value::string(text::rsplit(head.as_string(), &space, 1)[0]), end);
+    return binary_op(BinaryOp::add, Value::string(text::rsplit(head.as_string(), &space, 1)[0]),
+                     end);
 }
 
 Value f_unique(Interpreter& in, const Value& v, CallArgs& args) {
     return lazy(in, "sync_do_unique", v, false, [args]() -> Step {
         ArgBinder bind("unique", args, {"case_sensitive", "attribute"});
         auto seen = std::make_shared<Items>();
-        return [key = AttrGetter(bind.get(1), nullptr, !is_true(bind.get(0))), seen](
-                   const Value& item) -> std::optional<Value> {
+        return [key = AttrGetter(bind.get(1), nullptr, !is_true(bind.get(0))),
+                seen](const Value& item) -> std::optional<Value> {
             Value k = key(item);
             require_hashable(k);
-            if (std::any_of(seen->begin(), seen->end(), [&](const Value& s) { return equals(s, k); }))
+            if (std::any_of(seen->begin(), seen->end(),
+                            [&](const Value& s) { return equals(s, k); }))
                 return std::nullopt;
             seen->push_back(std::move(k));
             return item;
@@ -711,21 +764,51 @@ Value f_wordcount(Interpreter&, const Value& v, CallArgs& args) {
 
 const std::map<std::string_view, FilterFn>& filters() {
     static const std::map<std::string_view, FilterFn> table = {
-        {"abs", f_abs},           {"attr", f_attr},         {"batch", f_batch},
-        {"capitalize", f_capitalize}, {"center", f_center}, {"count", f_length},
-        {"d", f_default},         {"default", f_default},   {"dictsort", f_dictsort},
-        {"e", f_escape},          {"escape", f_escape},     {"first", f_first},
-        {"float", f_float},       {"forceescape", f_escape}, {"format", f_format},
-        {"indent", f_indent},     {"int", f_int},           {"items", f_items},
-        {"join", f_join},         {"last", f_last},         {"length", f_length},
-        {"list", f_list},         {"lower", f_lower},       {"map", f_map},
-        {"max", f_max},           {"min", f_min},           {"reject", f_reject},
-        {"rejectattr", f_rejectattr}, {"replace", f_replace}, {"reverse", f_reverse},
-        {"round", f_round},       {"safe", f_safe},         {"select", f_select},
-        {"selectattr", f_selectattr}, {"slice", f_slice},   {"sort", f_sort},
-        {"string", f_string},     {"sum", f_sum},           {"title", f_title},
-        {"tojson", f_tojson},     {"trim", f_trim},         {"truncate", f_truncate},
-        {"unique", f_unique},     {"upper", f_upper},       {"wordcount", f_wordcount},
+        {"abs", f_abs},
+        {"attr", f_attr},
+        {"batch", f_batch},
+        {"capitalize", f_capitalize},
+        {"center", f_center},
+        {"count", f_length},
+        {"d", f_default},
+        {"default", f_default},
+        {"dictsort", f_dictsort},
+        {"e", f_escape},
+        {"escape", f_escape},
+        {"first", f_first},
+        {"float", f_float},
+        {"forceescape", f_escape},
+        {"format", f_format},
+        {"indent", f_indent},
+        {"int", f_int},
+        {"items", f_items},
+        {"join", f_join},
+        {"last", f_last},
+        {"length", f_length},
+        {"list", f_list},
+        {"lower", f_lower},
+        {"map", f_map},
+        {"max", f_max},
+        {"min", f_min},
+        {"reject", f_reject},
+        {"rejectattr", f_rejectattr},
+        {"replace", f_replace},
+        {"reverse", f_reverse},
+        {"round", f_round},
+        {"safe", f_safe},
+        {"select", f_select},
+        {"selectattr", f_selectattr},
+        {"slice", f_slice},
+        {"sort", f_sort},
+        {"string", f_string},
+        {"sum", f_sum},
+        {"title", f_title},
+        {"tojson", f_tojson},
+        {"trim", f_trim},
+        {"truncate", f_truncate},
+        {"unique", f_unique},
+        {"upper", f_upper},
+        {"wordcount", f_wordcount},
     };
     return table;
 }

@@ -34,7 +34,8 @@ Value g_range(Interpreter&, CallArgs& args) {
     if (count > max_range)
         raise("Range too big. The sandbox blocks ranges larger than MAX_RANGE ({}).", max_range);
     std::vector<Value> items;
-    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) items.push_back(Value::integer(i));
+    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
+        items.push_back(Value::integer(i));
     return Value::list(std::move(items));
 }
 
@@ -50,7 +51,9 @@ Dict build_dict(const CallArgs& args, const char* function) {
         } else {
             for (const Value& pair : iterate(src)) {
                 const std::vector<Value> kv = iterate(pair);
-                if (kv.size() != 2) raise("dictionary update sequence element has length {}; 2 is required", kv.size());
+                if (kv.size() != 2)
+                    raise("dictionary update sequence element has length {}; 2 is required",
+                          kv.size());
                 require_hashable(kv[0]);
                 d.set(kv[0], kv[1]);
             }
@@ -60,7 +63,9 @@ Dict build_dict(const CallArgs& args, const char* function) {
     return d;
 }
 
-Value g_dict(Interpreter&, CallArgs& args) { return Value::dict(build_dict(args, "dict")); }
+Value g_dict(Interpreter&, CallArgs& args) {
+    return Value::dict(build_dict(args, "dict"));
+}
 
 Value g_namespace(Interpreter& in, CallArgs& args) {
     auto ns = std::make_shared<Namespace>();

@@ -64,7 +64,8 @@ public:
         if (name == "nextitem")
             return i + 1 < n ? items_[index0 + 1] : Value::undefined("there is no next item");
         if (name == "cycle" || name == "changed")
-            return Value::object(std::make_shared<LoopMethod>(shared_from_this(), std::string(name)));
+            return Value::object(
+                std::make_shared<LoopMethod>(shared_from_this(), std::string(name)));
         return Object::attribute(name);
     }
 
@@ -102,10 +103,13 @@ Value LoopMethod::call(Interpreter&, CallArgs& args) {
 
 class MacroObject : public Object {
 public:
-    MacroObject(const MacroStmt& macro, const FramePtr& closure) : macro_(macro), closure_(closure) {}
+    MacroObject(const MacroStmt& macro, const FramePtr& closure)
+        : macro_(macro), closure_(closure) {}
     std::string type_name() const override { return "Macro"; }
     bool is_callable() const override { return true; }
-    std::string repr() const override { return fmt::format("<Macro {}>", string_repr(macro_.name)); }
+    std::string repr() const override {
+        return fmt::format("<Macro {}>", string_repr(macro_.name));
+    }
 
     Value call(Interpreter& interp, CallArgs& args) override {
         return Value::string(interp.call_macro(macro_, closure_.lock(), args));
@@ -188,13 +192,15 @@ void Interpreter::assign(const Target& target, const Value& value) {
         frame_->set(target.name, value);
         return;
     }
-    const bool iterable = value.is_undefined() || value.is_string() || value.is_array() || value.is_dict() ||
+    const bool iterable = value.is_undefined() || value.is_string() || value.is_array() ||
+                          value.is_dict() ||
                           (value.is_object() && dynamic_cast<Generator*>(&value.as_object()));
     if (!iterable) raise("cannot unpack non-iterable {} object", type_name(value));
     const std::vector<Value> items = iterate(value);
     const size_t n = target.items.size();
     if (items.size() > n) raise("too many values to unpack (expected {})", n);
-    if (items.size() < n) raise("not enough values to unpack (expected {}, got {})", n, items.size());
+    if (items.size() < n)
+        raise("not enough values to unpack (expected {}, got {})", n, items.size());
     for (size_t i = 0; i < n; ++i) assign(target.items[i], items[i]);
 }
 
@@ -260,13 +266,17 @@ Value Interpreter::eval_call(const CallExpr& e) {
 
 Value Interpreter::eval(const Expr& e) {
     switch (e.kind) {
-        case ExprKind::constant: return static_cast<const ConstantExpr&>(e).value;
-        case ExprKind::name: return lookup(static_cast<const NameExpr&>(e).name);
+        case ExprKind::constant:
+            return static_cast<const ConstantExpr&>(e).value;
+        case ExprKind::name:
+            return lookup(static_cast<const NameExpr&>(e).name);
         case ExprKind::list:
         case ExprKind::tuple: {
             std::vector<Value> items;
-            for (const auto& item : static_cast<const SequenceExpr&>(e).items) items.push_back(eval(*item));
-            return e.kind == ExprKind::list ? Value::list(std::move(items)) : Value::tuple(std::move(items));
+            for (const auto& item : static_cast<const SequenceExpr&>(e).items)
+                items.push_back(eval(*item));
+            return e.kind == ExprKind::list ? Value::list(std::move(items))
+                                            : Value::tuple(std::move(items));
         }
         case ExprKind::dict: {
             Dict d;
@@ -292,8 +302,10 @@ Value Interpreter::eval(const Expr& e) {
             }
             return get_item(obj, eval(*item.index));
         }
-        case ExprKind::slice: return Value::undefined("slices are only supported in subscripts");
-        case ExprKind::call: return eval_call(static_cast<const CallExpr&>(e));
+        case ExprKind::slice:
+            return Value::undefined("slices are only supported in subscripts");
+        case ExprKind::call:
+            return eval_call(static_cast<const CallExpr&>(e));
         case ExprKind::filter: {
             const auto& f = static_cast<const FilterExpr&>(e);
             const Value value = f.value ? eval(*f.value) : *block_input_;
@@ -312,9 +324,12 @@ Value Interpreter::eval(const Expr& e) {
             const auto& u = static_cast<const UnaryExpr&>(e);
             const Value v = eval(*u.operand);
             switch (u.op) {
-                case UnaryOp::logical_not: return Value::boolean(!truthy(v));
-                case UnaryOp::negate: return negate(v);
-                case UnaryOp::plus: return unary_plus(v);
+                case UnaryOp::logical_not:
+                    return Value::boolean(!truthy(v));
+                case UnaryOp::negate:
+                    return negate(v);
+                case UnaryOp::plus:
+                    return unary_plus(v);
             }
             return v;
         }
@@ -397,7 +412,9 @@ Value Interpreter::apply_block_filter(const Expr* filter, std::string text) {
 Interpreter::Flow Interpreter::exec_stmt(const Stmt& s, std::string& out) {
     try {
         switch (s.kind) {
-            case StmtKind::text: out += static_cast<const TextStmt&>(s).text; break;
+            case StmtKind::text:
+                out += static_cast<const TextStmt&>(s).text;
+                break;
             case StmtKind::output:
                 // Jinja2 reports an error in {{ ... }} at the line its expression starts.
                 for (const auto& v : static_cast<const OutputStmt&>(s).values) {
@@ -435,7 +452,8 @@ Interpreter::Flow Interpreter::exec_stmt(const Stmt& s, std::string& out) {
             }
             case StmtKind::set_block: {
                 const auto& st = static_cast<const SetBlockStmt&>(s);
-                assign(st.target, apply_block_filter(st.filter.get(), render_scoped(st.body, st.unset)));
+                assign(st.target,
+                       apply_block_filter(st.filter.get(), render_scoped(st.body, st.unset)));
                 break;
             }
             case StmtKind::macro: {
@@ -443,10 +461,13 @@ Interpreter::Flow Interpreter::exec_stmt(const Stmt& s, std::string& out) {
                 frame_->set(st.name, Value::object(std::make_shared<MacroObject>(st, frame_)));
                 break;
             }
-            case StmtKind::call_block: exec_call_block(static_cast<const CallBlockStmt&>(s), out); break;
+            case StmtKind::call_block:
+                exec_call_block(static_cast<const CallBlockStmt&>(s), out);
+                break;
             case StmtKind::filter_block: {
                 const auto& st = static_cast<const FilterBlockStmt&>(s);
-                out += py_str(apply_block_filter(st.filter.get(), render_scoped(st.body, st.unset)));
+                out +=
+                    py_str(apply_block_filter(st.filter.get(), render_scoped(st.body, st.unset)));
                 break;
             }
             case StmtKind::with: {
@@ -455,7 +476,8 @@ Interpreter::Flow Interpreter::exec_stmt(const Stmt& s, std::string& out) {
                 for (const auto& [_, e] : st.assignments) values.push_back(eval(*e));
                 const FramePtr saved = frame_;
                 enter_scope(st.unset);
-                for (size_t i = 0; i < values.size(); ++i) assign(st.assignments[i].first, values[i]);
+                for (size_t i = 0; i < values.size(); ++i)
+                    assign(st.assignments[i].first, values[i]);
                 const Flow flow = exec(st.body, out);
                 frame_ = saved;
                 return flow;
@@ -468,8 +490,10 @@ Interpreter::Flow Interpreter::exec_stmt(const Stmt& s, std::string& out) {
                 frame_ = saved;
                 return flow;
             }
-            case StmtKind::loop_break: return Flow::loop_break;
-            case StmtKind::loop_continue: return Flow::loop_continue;
+            case StmtKind::loop_break:
+                return Flow::loop_break;
+            case StmtKind::loop_continue:
+                return Flow::loop_continue;
         }
     } catch (Failure& f) {
         if (!f.line) f.line = s.line;
@@ -536,7 +560,8 @@ void Interpreter::exec_call_block(const CallBlockStmt& s, std::string& out) {
     CallArgs args = eval_args(call_expr.args);
     for (const auto& [k, _] : args.keyword)
         if (k == "caller") raise("got multiple values for keyword argument 'caller'");
-    args.keyword.emplace_back("caller", Value::object(std::make_shared<MacroObject>(*s.caller, frame_)));
+    args.keyword.emplace_back("caller",
+                              Value::object(std::make_shared<MacroObject>(*s.caller, frame_)));
     out += py_str(call(callee, args));
 }
 
@@ -552,7 +577,8 @@ std::string Interpreter::call_macro(const MacroStmt& m, const FramePtr& closure,
         if (it != m.params.end() && !bound[i]) {
             bound[i] = &v;
         } else if (it != m.params.end()) {
-            raise("macro {} got multiple values for argument {}", string_repr(m.name), string_repr(k));
+            raise("macro {} got multiple values for argument {}", string_repr(m.name),
+                  string_repr(k));
         } else {
             rest.emplace_back(k, v);
         }
@@ -570,10 +596,12 @@ std::string Interpreter::call_macro(const MacroStmt& m, const FramePtr& closure,
     if (!m.uses_kwargs && !rest.empty()) {
         for (const auto& [k, _] : rest)
             if (k == "caller")
-                raise("macro {} was invoked with two values for the special caller argument. This is "
-                      "most likely a bug.",
-                      string_repr(m.name));
-        raise("macro {} takes no keyword argument {}", string_repr(m.name), string_repr(rest[0].first));
+                raise(
+                    "macro {} was invoked with two values for the special caller argument. This is "
+                    "most likely a bug.",
+                    string_repr(m.name));
+        raise("macro {} takes no keyword argument {}", string_repr(m.name),
+              string_repr(rest[0].first));
     }
     if (!m.uses_varargs && args.positional.size() > n)
         raise("macro {} takes not more than {} argument(s)", string_repr(m.name), n);
@@ -588,8 +616,8 @@ std::string Interpreter::call_macro(const MacroStmt& m, const FramePtr& closure,
         } else if (i >= first_default) {
             frame_->set(m.params[i], eval(*m.defaults[i - first_default]));
         } else {
-            frame_->set(m.params[i],
-                        Value::undefined(fmt::format("parameter {} was not provided", string_repr(m.params[i]))));
+            frame_->set(m.params[i], Value::undefined(fmt::format("parameter {} was not provided",
+                                                                  string_repr(m.params[i]))));
         }
     }
     if (m.uses_varargs) {

@@ -43,7 +43,8 @@ public:
     // Renders a macro body with `args` bound to its parameters.
     std::string call_macro(const MacroStmt& macro, const FramePtr& closure, CallArgs& args);
     // loop(items) inside a recursive for loop.
-    std::string call_loop(const ForStmt& loop, const FramePtr& frame, const Value& items, int depth);
+    std::string call_loop(const ForStmt& loop, const FramePtr& frame, const Value& items,
+                          int depth);
 
 private:
     enum class Flow { normal, loop_break, loop_continue };

@@ -11,9 +11,15 @@
 namespace anelm::jinja {
 namespace {
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
+bool is_digit(char c) {
+    return c >= '0' && c <= '9';
+}
+bool is_name_start(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+bool is_name_char(char c) {
+    return is_name_start(c) || is_digit(c);
+}
 
 // Jinja2 reads the whole source with "\r\n" and "\r" as "\n" and drops one
 // final newline (keep_trailing_newline is off).
@@ -38,22 +44,28 @@ bool all_space(std::string_view s) {
     return true;
 }
 
-std::string rstrip_space(std::string_view s) { return text::strip(s, nullptr, false, true); }
+std::string rstrip_space(std::string_view s) {
+    return text::strip(s, nullptr, false, true);
+}
 
 // The value of a Python string literal's body.
 std::string unescape(std::string_view body, int line) {
     std::string out;
     auto hex = [&](size_t at, int count) -> char32_t {
         if (at + count > body.size())
-            raise_at(line, "(unicode error) 'unicodeescape' codec can't decode bytes: truncated escape");
+            raise_at(line,
+                     "(unicode error) 'unicodeescape' codec can't decode bytes: truncated escape");
         char32_t v = 0;
         for (int k = 0; k < count; ++k) {
             const char c = body[at + k];
-            int d = is_digit(c) ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10
-                                          : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
+            int d = is_digit(c)              ? c - '0'
+                    : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+                    : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+                                             : -1;
             if (d < 0)
-                raise_at(line,
-                         "(unicode error) 'unicodeescape' codec can't decode bytes: truncated escape");
+                raise_at(
+                    line,
+                    "(unicode error) 'unicodeescape' codec can't decode bytes: truncated escape");
             v = v * 16 + d;
         }
         return v;
@@ -65,19 +77,44 @@ std::string unescape(std::string_view body, int line) {
         }
         const char c = body[++i];
         switch (c) {
-            case '\n': break;
-            case '\\': out += '\\'; break;
-            case '\'': out += '\''; break;
-            case '"': out += '"'; break;
-            case 'a': out += '\a'; break;
-            case 'b': out += '\b'; break;
-            case 'f': out += '\f'; break;
-            case 'n': out += '\n'; break;
-            case 'r': out += '\r'; break;
-            case 't': out += '\t'; break;
-            case 'v': out += '\v'; break;
-            case 'x': text::append(out, hex(i + 1, 2)), i += 2; break;
-            case 'u': text::append(out, hex(i + 1, 4)), i += 4; break;
+            case '\n':
+                break;
+            case '\\':
+                out += '\\';
+                break;
+            case '\'':
+                out += '\'';
+                break;
+            case '"':
+                out += '"';
+                break;
+            case 'a':
+                out += '\a';
+                break;
+            case 'b':
+                out += '\b';
+                break;
+            case 'f':
+                out += '\f';
+                break;
+            case 'n':
+                out += '\n';
+                break;
+            case 'r':
+                out += '\r';
+                break;
+            case 't':
+                out += '\t';
+                break;
+            case 'v':
+                out += '\v';
+                break;
+            case 'x':
+                text::append(out, hex(i + 1, 2)), i += 2;
+                break;
+            case 'u':
+                text::append(out, hex(i + 1, 4)), i += 4;
+                break;
             case 'U': {
                 const char32_t v = hex(i + 1, 8);
                 if (v > 0x10ffff) raise_at(line, "(unicode error) illegal Unicode character");
@@ -85,7 +122,8 @@ std::string unescape(std::string_view body, int line) {
                 i += 8;
                 break;
             }
-            case 'N': raise_at(line, "\\N{{...}} escapes are not supported");
+            case 'N':
+                raise_at(line, "\\N{{...}} escapes are not supported");
             default:
                 if (c >= '0' && c <= '7') {
                     char32_t v = 0;
@@ -117,7 +155,8 @@ public:
                 break;
             }
             const char kind = src_[p + 1];
-            const char sign = p + 2 < n && (src_[p + 2] == '-' || src_[p + 2] == '+') ? src_[p + 2] : 0;
+            const char sign =
+                p + 2 < n && (src_[p + 2] == '-' || src_[p + 2] == '+') ? src_[p + 2] : 0;
             const size_t raw_body = kind == '%' ? match_raw_begin(p) : 0;
             std::string text = strip_before(src_.substr(pos_, p - pos_), sign, kind != '{');
             if (!text.empty()) emit(TokenType::data, std::move(text), line_);
@@ -166,7 +205,8 @@ private:
 
     size_t find_tag(size_t from) const {
         for (size_t p = src_.find('{', from); p != std::string::npos; p = src_.find('{', p + 1))
-            if (p + 1 < src_.size() && (src_[p + 1] == '{' || src_[p + 1] == '%' || src_[p + 1] == '#'))
+            if (p + 1 < src_.size() &&
+                (src_[p + 1] == '{' || src_[p + 1] == '%' || src_[p + 1] == '#'))
                 return p;
         return std::string::npos;
     }
@@ -240,7 +280,8 @@ private:
             } else {
                 continue;
             }
-            std::string text = strip_before(std::string_view(src_).substr(pos_, q - pos_), sign, true);
+            std::string text =
+                strip_before(std::string_view(src_).substr(pos_, q - pos_), sign, true);
             if (!text.empty()) emit(TokenType::data, std::move(text), line_);
             finish_match(end);
             return;
@@ -333,8 +374,9 @@ private:
         const char c1 = start + 1 < src_.size() ? src_[start + 1] | 0x20 : 0;
         auto valid = [&](char c) {
             c |= 0x20;
-            return base == 2 ? (c == '0' || c == '1') : base == 8 ? (c >= '0' && c <= '7')
-                                                                  : (is_digit(c) || (c >= 'a' && c <= 'f'));
+            return base == 2   ? (c == '0' || c == '1')
+                   : base == 8 ? (c >= '0' && c <= '7')
+                               : (is_digit(c) || (c >= 'a' && c <= 'f'));
         };
         if (src_[start] == '0' && (c1 == 'b' || c1 == 'o' || c1 == 'x')) {
             base = c1 == 'b' ? 2 : c1 == 'o' ? 8 : 16;
@@ -395,8 +437,8 @@ private:
         if (i >= src_.size())
             raise_at(line_, "unexpected char {} at {}", string_repr(std::string(1, quote)), pos_);
         const int line = line_;
-        emit(TokenType::string, unescape(std::string_view(src_).substr(pos_ + 1, i - pos_ - 1), line),
-             line);
+        emit(TokenType::string,
+             unescape(std::string_view(src_).substr(pos_ + 1, i - pos_ - 1), line), line);
         advance_to(i + 1);
         return true;
     }
@@ -434,6 +476,8 @@ private:
 
 }  // namespace
 
-std::vector<Token> tokenize(std::string_view source) { return Lexer(source).run(); }
+std::vector<Token> tokenize(std::string_view source) {
+    return Lexer(source).run();
+}
 
 }  // namespace anelm::jinja

@@ -11,8 +11,17 @@
 namespace anelm::jinja {
 
 enum class TokenType {
-    data, variable_begin, variable_end, block_begin, block_end,
-    name, string, integer, floating, op, eof
+    data,
+    variable_begin,
+    variable_end,
+    block_begin,
+    block_end,
+    name,
+    string,
+    integer,
+    floating,
+    op,
+    eof
 };
 
 struct Token {

@@ -9,6 +9,7 @@
 #include "chat/jinja_error.h"
 #include "chat/jinja_format.h"
 #include "chat/jinja_ops.h"
+#include "chat/jinja_printf.h"
 #include "chat/jinja_text.h"
 
 namespace anelm::jinja {
@@ -18,19 +19,21 @@ using Names = std::set<std::string_view>;
 
 // Every method of Python's types, so attribute lookup finds them before keys.
 const Names str_methods = {
-    "capitalize", "casefold", "center", "count", "encode", "endswith", "expandtabs", "find",
-    "format", "format_map", "index", "isalnum", "isalpha", "isascii", "isdecimal", "isdigit",
-    "isidentifier", "islower", "isnumeric", "isprintable", "isspace", "istitle", "isupper",
-    "join", "ljust", "lower", "lstrip", "maketrans", "partition", "removeprefix",
-    "removesuffix", "replace", "rfind", "rindex", "rjust", "rpartition", "rsplit", "rstrip",
-    "split", "splitlines", "startswith", "strip", "swapcase", "title", "translate", "upper",
-    "zfill"};
-const Names dict_methods = {"clear", "copy", "fromkeys", "get", "items", "keys",
-                            "pop", "popitem", "setdefault", "update", "values"};
+    "capitalize",   "casefold",    "center",    "count",      "encode",       "endswith",
+    "expandtabs",   "find",        "format",    "format_map", "index",        "isalnum",
+    "isalpha",      "isascii",     "isdecimal", "isdigit",    "isidentifier", "islower",
+    "isnumeric",    "isprintable", "isspace",   "istitle",    "isupper",      "join",
+    "ljust",        "lower",       "lstrip",    "maketrans",  "partition",    "removeprefix",
+    "removesuffix", "replace",     "rfind",     "rindex",     "rjust",        "rpartition",
+    "rsplit",       "rstrip",      "split",     "splitlines", "startswith",   "strip",
+    "swapcase",     "title",       "translate", "upper",      "zfill"};
+const Names dict_methods = {"clear", "copy",    "fromkeys",   "get",    "items", "keys",
+                            "pop",   "popitem", "setdefault", "update", "values"};
 const Names dict_unsafe = {"clear", "pop", "popitem", "setdefault", "update"};
-const Names list_methods = {"append", "clear", "copy", "count", "extend", "index",
-                            "insert", "pop", "remove", "reverse", "sort"};
-const Names list_unsafe = {"append", "clear", "extend", "insert", "pop", "remove", "reverse", "sort"};
+const Names list_methods = {"append", "clear", "copy",   "count",   "extend", "index",
+                            "insert", "pop",   "remove", "reverse", "sort"};
+const Names list_unsafe = {"append", "clear",  "extend",  "insert",
+                           "pop",    "remove", "reverse", "sort"};
 const Names tuple_methods = {"count", "index"};
 
 // A str argument; `what` names it in Python's message ("replace() argument 1").
@@ -123,7 +126,8 @@ std::string pad(const std::string& s, CallArgs& args, const char* name, char sid
     std::string fill = " ";
     if (bind.get(1)) {
         if (!bind.get(1)->is_string())
-            raise("The fill character must be a unicode character, not {}", type_name(*bind.get(1)));
+            raise("The fill character must be a unicode character, not {}",
+                  type_name(*bind.get(1)));
         fill = bind.get(1)->as_string();
         if (text::length(fill) != 1) raise("The fill character must be exactly one character long");
     }
@@ -222,14 +226,21 @@ std::string str_format(const std::string& f, const CallArgs& args) {
         const size_t name_end = std::min(field.find_first_of(".["), field.size());
         const std::string head = field.substr(0, name_end);
         Value v;
-        if (head.empty() || std::all_of(head.begin(), head.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
+        if (head.empty() ||
+            std::all_of(head.begin(), head.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
             size_t index;
             if (head.empty()) {
-                if (manual) raise("cannot switch from manual field specification to automatic field numbering");
+                if (manual)
+                    raise(
+                        "cannot switch from manual field specification to automatic field "
+                        "numbering");
                 automatic = true;
                 index = auto_index++;
             } else {
-                if (automatic) raise("cannot switch from automatic field numbering to manual field specification");
+                if (automatic)
+                    raise(
+                        "cannot switch from automatic field numbering to manual field "
+                        "specification");
                 manual = true;
                 index = static_cast<size_t>(std::stoull(head.substr(0, 9)));
             }
@@ -251,8 +262,11 @@ std::string str_format(const std::string& f, const CallArgs& args) {
                 const size_t end = field.find(']', k);
                 if (end == std::string::npos) raise("Missing ']' in format string");
                 const std::string key = field.substr(k + 1, end - k - 1);
-                const bool digits = !key.empty() && std::all_of(key.begin(), key.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
-                v = get_item(v, digits ? Value::integer(std::stoll(key.substr(0, 18))) : Value::string(key));
+                const bool digits =
+                    !key.empty() && std::all_of(key.begin(), key.end(),
+                                                [](char ch) { return ch >= '0' && ch <= '9'; });
+                v = get_item(
+                    v, digits ? Value::integer(std::stoll(key.substr(0, 18))) : Value::string(key));
                 k = end + 1;
             }
         }
@@ -272,7 +286,8 @@ std::string str_format(const std::string& f, const CallArgs& args) {
 Value str_method(const std::string& s, std::string_view name, CallArgs& args) {
     auto none = [&](const char*) {
         if (!args.positional.empty() || !args.keyword.empty())
-            raise("str.{}() takes no arguments ({} given)", name, args.positional.size() + args.keyword.size());
+            raise("str.{}() takes no arguments ({} given)", name,
+                  args.positional.size() + args.keyword.size());
     };
     if (name == "upper") return none("upper"), Value::string(text::upper(s));
     if (name == "lower" || name == "casefold") return none("lower"), Value::string(text::lower(s));
@@ -282,7 +297,8 @@ Value str_method(const std::string& s, std::string_view name, CallArgs& args) {
     if (name == "strip" || name == "lstrip" || name == "rstrip") {
         ArgBinder bind(name, args, {"chars"});
         const Value* chars = bind.get(0);
-        if (chars && !chars->is_none() && !chars->is_string()) raise("{} arg must be None or str", name);
+        if (chars && !chars->is_none() && !chars->is_string())
+            raise("{} arg must be None or str", name);
         const std::string* set = chars && chars->is_string() ? &chars->as_string() : nullptr;
         return Value::string(text::strip(s, set, name != "rstrip", name != "lstrip"));
     }
@@ -294,7 +310,8 @@ Value str_method(const std::string& s, std::string_view name, CallArgs& args) {
         const std::string* sep_s = sep && sep->is_string() ? &sep->as_string() : nullptr;
         if (sep_s && sep_s->empty()) raise("empty separator");
         const int64_t maxsplit = int_arg(bind.get(1), -1);
-        return strings(name == "split" ? text::split(s, sep_s, maxsplit) : text::rsplit(s, sep_s, maxsplit));
+        return strings(name == "split" ? text::split(s, sep_s, maxsplit)
+                                       : text::rsplit(s, sep_s, maxsplit));
     }
     if (name == "splitlines") {
         ArgBinder bind(name, args, {"keepends"});
@@ -302,7 +319,8 @@ Value str_method(const std::string& s, std::string_view name, CallArgs& args) {
     }
     if (name == "startswith" || name == "endswith")
         return Value::boolean(affix_match(s, args, name == "startswith"));
-    if (name == "find" || name == "rfind") return Value::integer(find(s, args, name == "rfind", name == "find" ? "find" : "rfind"));
+    if (name == "find" || name == "rfind")
+        return Value::integer(find(s, args, name == "rfind", name == "find" ? "find" : "rfind"));
     if (name == "index" || name == "rindex") {
         const int64_t i = find(s, args, name == "rindex", name == "index" ? "index" : "rindex");
         if (i < 0) raise("substring not found");
@@ -317,20 +335,23 @@ Value str_method(const std::string& s, std::string_view name, CallArgs& args) {
         if (sub.empty()) return Value::integer(to - from + 1);
         const std::string_view range = cp.view(from, to);
         int64_t n = 0;
-        for (size_t p = range.find(sub); p != std::string_view::npos; p = range.find(sub, p + sub.size())) ++n;
+        for (size_t p = range.find(sub); p != std::string_view::npos;
+             p = range.find(sub, p + sub.size()))
+            ++n;
         return Value::integer(n);
     }
     if (name == "replace") {
         ArgBinder bind("replace", args, {"old", "new", "count"});
         return Value::string(text::replace(s, str_arg(bind.get(0), "replace() argument 1"),
-                                           str_arg(bind.get(1), "replace() argument 2"), int_arg(bind.get(2), -1)));
+                                           str_arg(bind.get(1), "replace() argument 2"),
+                                           int_arg(bind.get(2), -1)));
     }
     if (name == "join") {
         ArgBinder bind("join", args, {"iterable"});
         if (!bind.get(0)) raise("join() takes exactly one argument (0 given)");
         const Value& iterable = *bind.get(0);
-        if (!iterable.is_undefined() && !iterable.is_string() && !iterable.is_array() && !iterable.is_dict() &&
-            !iterable.is_object())
+        if (!iterable.is_undefined() && !iterable.is_string() && !iterable.is_array() &&
+            !iterable.is_dict() && !iterable.is_object())
             raise("can only join an iterable");
         std::string out;
         size_t i = 0;
@@ -362,10 +383,12 @@ Value str_method(const std::string& s, std::string_view name, CallArgs& args) {
         if (sep.empty()) raise("empty separator");
         const size_t p = name == "partition" ? s.find(sep) : s.rfind(sep);
         if (p == std::string::npos) {
-            if (name == "partition") return Value::tuple({Value::string(s), Value::string(""), Value::string("")});
+            if (name == "partition")
+                return Value::tuple({Value::string(s), Value::string(""), Value::string("")});
             return Value::tuple({Value::string(""), Value::string(""), Value::string(s)});
         }
-        return Value::tuple({Value::string(s.substr(0, p)), Value::string(sep), Value::string(s.substr(p + sep.size()))});
+        return Value::tuple({Value::string(s.substr(0, p)), Value::string(sep),
+                             Value::string(s.substr(p + sep.size()))});
     }
     if (name == "removeprefix" || name == "removesuffix") {
         ArgBinder bind(name, args, {"affix"});
@@ -381,7 +404,8 @@ Value str_method(const std::string& s, std::string_view name, CallArgs& args) {
     if (name == "isalpha") return none("isalpha"), Value::boolean(all_chars(s, text::is_alpha));
     if (name == "isdecimal" || name == "isdigit")
         return none("isdigit"), Value::boolean(all_chars(s, text::is_decimal));
-    if (name == "isnumeric") return none("isnumeric"), Value::boolean(all_chars(s, text::is_numeric));
+    if (name == "isnumeric")
+        return none("isnumeric"), Value::boolean(all_chars(s, text::is_numeric));
     if (name == "isalnum")
         return none("isalnum"), Value::boolean(all_chars(s, [](char32_t c) {
                    return text::is_alpha(c) || text::is_numeric(c);
@@ -406,10 +430,14 @@ Value dict_method(const Value& self, std::string_view name, CallArgs& args) {
     std::vector<Value> out;
     if (name == "copy") return self;
     for (const auto& [k, v] : d.entries) {
-        if (name == "items") out.push_back(Value::tuple({k, v}));
-        else if (name == "keys") out.push_back(k);
-        else if (name == "values") out.push_back(v);
-        else raise("dict.{}() is not supported", name);
+        if (name == "items")
+            out.push_back(Value::tuple({k, v}));
+        else if (name == "keys")
+            out.push_back(k);
+        else if (name == "values")
+            out.push_back(v);
+        else
+            raise("dict.{}() is not supported", name);
     }
     return Value::list(std::move(out));
 }
@@ -420,8 +448,8 @@ Value sequence_method(const Value& self, std::string_view name, CallArgs& args) 
     ArgBinder bind(name, args, {"value", "start", "stop"});
     if (!bind.get(0)) raise("{} expected at least 1 argument, got 0", name);
     if (name == "count")
-        return Value::integer(std::count_if(items.begin(), items.end(),
-                                            [&](const Value& v) { return equals(v, *bind.get(0)); }));
+        return Value::integer(std::count_if(
+            items.begin(), items.end(), [&](const Value& v) { return equals(v, *bind.get(0)); }));
     const int64_t n = static_cast<int64_t>(items.size());
     auto clamp = [&](const Value* v, int64_t fallback) {
         int64_t i = int_arg(v, fallback);
@@ -437,15 +465,18 @@ Value sequence_method(const Value& self, std::string_view name, CallArgs& args) 
 
 MethodKind method_kind(const Value& self, std::string_view name) {
     switch (self.kind()) {
-        case Kind::string: return str_methods.count(name) ? MethodKind::safe : MethodKind::none;
+        case Kind::string:
+            return str_methods.count(name) ? MethodKind::safe : MethodKind::none;
         case Kind::dict:
             if (!dict_methods.count(name)) return MethodKind::none;
             return dict_unsafe.count(name) ? MethodKind::unsafe : MethodKind::safe;
         case Kind::array:
-            if (self.is_tuple()) return tuple_methods.count(name) ? MethodKind::safe : MethodKind::none;
+            if (self.is_tuple())
+                return tuple_methods.count(name) ? MethodKind::safe : MethodKind::none;
             if (!list_methods.count(name)) return MethodKind::none;
             return list_unsafe.count(name) ? MethodKind::unsafe : MethodKind::safe;
-        default: return MethodKind::none;
+        default:
+            return MethodKind::none;
     }
 }
 
@@ -456,7 +487,8 @@ Value unsafe_method(const Value& self, std::string_view name) {
 
 Value call_method(const Value& self, std::string_view name, CallArgs& args) {
     switch (self.kind()) {
-        case Kind::string: return str_method(self.as_string(), name, args);
+        case Kind::string:
+            return str_method(self.as_string(), name, args);
         case Kind::dict:
             if (name == "fromkeys") {
                 ArgBinder bind("fromkeys", args, {"iterable", "value"});
@@ -469,8 +501,10 @@ Value call_method(const Value& self, std::string_view name, CallArgs& args) {
                 return Value::dict(std::move(d));
             }
             return dict_method(self, name, args);
-        case Kind::array: return sequence_method(self, name, args);
-        default: raise("'{}' object has no attribute {}", type_name(self), string_repr(name));
+        case Kind::array:
+            return sequence_method(self, name, args);
+        default:
+            raise("'{}' object has no attribute {}", type_name(self), string_repr(name));
     }
 }
 

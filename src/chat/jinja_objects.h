@@ -17,7 +17,9 @@ public:
     Value attribute(std::string_view name) override;
     std::string repr() const override;
     void release() override { attrs_.entries.clear(); }
-    void set(std::string name, Value value) { attrs_.set(Value::string(std::move(name)), std::move(value)); }
+    void set(std::string name, Value value) {
+        attrs_.set(Value::string(std::move(name)), std::move(value));
+    }
 
 private:
     Dict attrs_;

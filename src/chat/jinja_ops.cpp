@@ -7,19 +7,27 @@
 #include "chat/jinja_format.h"
 #include "chat/jinja_methods.h"
 #include "chat/jinja_objects.h"
+#include "chat/jinja_printf.h"
 #include "chat/jinja_text.h"
 
 namespace anelm::jinja {
 
 static const char* op_symbol(BinaryOp op) {
     switch (op) {
-        case BinaryOp::add: return "+";
-        case BinaryOp::sub: return "-";
-        case BinaryOp::mul: return "*";
-        case BinaryOp::div: return "/";
-        case BinaryOp::floordiv: return "//";
-        case BinaryOp::mod: return "%";
-        case BinaryOp::pow: return "** or pow()";
+        case BinaryOp::add:
+            return "+";
+        case BinaryOp::sub:
+            return "-";
+        case BinaryOp::mul:
+            return "*";
+        case BinaryOp::div:
+            return "/";
+        case BinaryOp::floordiv:
+            return "//";
+        case BinaryOp::mod:
+            return "%";
+        case BinaryOp::pow:
+            return "** or pow()";
     }
     return "?";
 }
@@ -41,9 +49,15 @@ static int64_t checked(Op op, int64_t x, int64_t y) {
     return r;
 }
 
-static bool mul_overflow(int64_t x, int64_t y, int64_t* r) { return __builtin_mul_overflow(x, y, r); }
-static bool add_overflow(int64_t x, int64_t y, int64_t* r) { return __builtin_add_overflow(x, y, r); }
-static bool sub_overflow(int64_t x, int64_t y, int64_t* r) { return __builtin_sub_overflow(x, y, r); }
+static bool mul_overflow(int64_t x, int64_t y, int64_t* r) {
+    return __builtin_mul_overflow(x, y, r);
+}
+static bool add_overflow(int64_t x, int64_t y, int64_t* r) {
+    return __builtin_add_overflow(x, y, r);
+}
+static bool sub_overflow(int64_t x, int64_t y, int64_t* r) {
+    return __builtin_sub_overflow(x, y, r);
+}
 
 static Value int_pow(int64_t base, int64_t exp) {
     int64_t result = 1;
@@ -85,9 +99,12 @@ static Value numeric_op(BinaryOp op, const Value& a, const Value& b) {
     if (a.is_integral() && b.is_integral()) {
         const int64_t x = a.as_int(), y = b.as_int();
         switch (op) {
-            case BinaryOp::add: return Value::integer(checked(add_overflow, x, y));
-            case BinaryOp::sub: return Value::integer(checked(sub_overflow, x, y));
-            case BinaryOp::mul: return Value::integer(checked(mul_overflow, x, y));
+            case BinaryOp::add:
+                return Value::integer(checked(add_overflow, x, y));
+            case BinaryOp::sub:
+                return Value::integer(checked(sub_overflow, x, y));
+            case BinaryOp::mul:
+                return Value::integer(checked(mul_overflow, x, y));
             case BinaryOp::div:
                 if (y == 0) raise("division by zero");
                 return Value::number(double(x) / double(y));
@@ -108,9 +125,12 @@ static Value numeric_op(BinaryOp op, const Value& a, const Value& b) {
     }
     const double x = a.as_float(), y = b.as_float();
     switch (op) {
-        case BinaryOp::add: return Value::number(x + y);
-        case BinaryOp::sub: return Value::number(x - y);
-        case BinaryOp::mul: return Value::number(x * y);
+        case BinaryOp::add:
+            return Value::number(x + y);
+        case BinaryOp::sub:
+            return Value::number(x - y);
+        case BinaryOp::mul:
+            return Value::number(x * y);
         case BinaryOp::div:
             if (y == 0) raise("float division by zero");
             return Value::number(x / y);
@@ -120,7 +140,8 @@ static Value numeric_op(BinaryOp op, const Value& a, const Value& b) {
         case BinaryOp::mod:
             if (y == 0) raise("float modulo");
             return Value::number(float_mod(x, y));
-        case BinaryOp::pow: return float_pow(x, y);
+        case BinaryOp::pow:
+            return float_pow(x, y);
     }
     return Value::none();
 }
@@ -144,14 +165,14 @@ static Value repeat(const Value& seq, const Value& count) {
 
 Value binary_op(BinaryOp op, const Value& a, const Value& b) {
     // str % x formats without touching x unless the format needs it.
-    if (op == BinaryOp::mod && a.is_string()) return Value::string(percent_format(a.as_string(), b));
+    if (op == BinaryOp::mod && a.is_string())
+        return Value::string(percent_format(a.as_string(), b));
     if (a.is_undefined()) raise_undefined(a);
     if (b.is_undefined()) raise_undefined(b);
     if (a.is_number() && b.is_number()) return numeric_op(op, a, b);
     if (op == BinaryOp::add) {
         if (a.is_string()) {
-            if (!b.is_string())
-                raise("can only concatenate str (not \"{}\") to str", type_name(b));
+            if (!b.is_string()) raise("can only concatenate str (not \"{}\") to str", type_name(b));
             check_size(a.as_string().size() + b.as_string().size());
             return Value::string(a.as_string() + b.as_string());
         }
@@ -195,11 +216,16 @@ Value unary_plus(const Value& v) {
 
 static const char* compare_symbol(CompareOp op) {
     switch (op) {
-        case CompareOp::lt: return "<";
-        case CompareOp::le: return "<=";
-        case CompareOp::gt: return ">";
-        case CompareOp::ge: return ">=";
-        default: return "==";
+        case CompareOp::lt:
+            return "<";
+        case CompareOp::le:
+            return "<=";
+        case CompareOp::gt:
+            return ">";
+        case CompareOp::ge:
+            return ">=";
+        default:
+            return "==";
     }
 }
 
@@ -208,10 +234,14 @@ static bool order(CompareOp op, const Value& a, const Value& b) {
     if (b.is_undefined()) raise_undefined(b);
     auto holds = [op](auto x, auto y) {
         switch (op) {
-            case CompareOp::lt: return x < y;
-            case CompareOp::le: return x <= y;
-            case CompareOp::gt: return x > y;
-            default: return x >= y;
+            case CompareOp::lt:
+                return x < y;
+            case CompareOp::le:
+                return x <= y;
+            case CompareOp::gt:
+                return x > y;
+            default:
+                return x >= y;
         }
     };
     if (a.is_number() && b.is_number()) {
@@ -226,25 +256,33 @@ static bool order(CompareOp op, const Value& a, const Value& b) {
             if (!equals(x[i], y[i])) return order(op, x[i], y[i]);
         return holds(x.size(), y.size());
     }
-    raise("'{}' not supported between instances of '{}' and '{}'", compare_symbol(op),
-          type_name(a), type_name(b));
+    raise("'{}' not supported between instances of '{}' and '{}'", compare_symbol(op), type_name(a),
+          type_name(b));
 }
 
-bool less(const Value& a, const Value& b) { return order(CompareOp::lt, a, b); }
+bool less(const Value& a, const Value& b) {
+    return order(CompareOp::lt, a, b);
+}
 
 bool compare(CompareOp op, const Value& a, const Value& b) {
     switch (op) {
-        case CompareOp::eq: return equals(a, b);
-        case CompareOp::ne: return !equals(a, b);
-        case CompareOp::in: return contains(b, a);
-        case CompareOp::not_in: return !contains(b, a);
-        default: return order(op, a, b);
+        case CompareOp::eq:
+            return equals(a, b);
+        case CompareOp::ne:
+            return !equals(a, b);
+        case CompareOp::in:
+            return contains(b, a);
+        case CompareOp::not_in:
+            return !contains(b, a);
+        default:
+            return order(op, a, b);
     }
 }
 
 bool contains(const Value& container, const Value& item) {
     switch (container.kind()) {
-        case Kind::undefined: return false;
+        case Kind::undefined:
+            return false;
         case Kind::string:
             if (!item.is_string())
                 raise("'in <string>' requires string as left operand, not {}", type_name(item));
@@ -263,7 +301,8 @@ bool contains(const Value& container, const Value& item) {
                 return false;
             }
             [[fallthrough]];
-        default: raise("argument of type '{}' is not iterable", type_name(container));
+        default:
+            raise("argument of type '{}' is not iterable", type_name(container));
     }
 }
 
@@ -271,8 +310,10 @@ static std::optional<Value> method_attribute(const Value& obj, std::string_view 
     switch (method_kind(obj, name)) {
         case MethodKind::safe:
             return Value::object(std::make_shared<BoundMethod>(obj, std::string(name)));
-        case MethodKind::unsafe: return unsafe_method(obj, name);
-        case MethodKind::none: break;
+        case MethodKind::unsafe:
+            return unsafe_method(obj, name);
+        case MethodKind::none:
+            break;
     }
     return std::nullopt;
 }
@@ -304,7 +345,8 @@ Value get_item(const Value& obj, const Value& key) {
     } else if (obj.is_string() && key.is_integral()) {
         const std::string& s = obj.as_string();
         if (text::is_ascii(s)) {
-            if (auto i = normalise_index(key.as_int(), s.size())) return Value::string(s.substr(*i, 1));
+            if (auto i = normalise_index(key.as_int(), s.size()))
+                return Value::string(s.substr(*i, 1));
             return undefined_item(obj, key);
         }
         const auto at = text::boundaries(s);
@@ -319,8 +361,8 @@ Value get_item(const Value& obj, const Value& key) {
 }
 
 // Python's slice.indices(): the positions a slice visits in a sequence of n.
-static std::vector<size_t> slice_positions(const Value& start, const Value& stop,
-                                           const Value& step, size_t n) {
+static std::vector<size_t> slice_positions(const Value& start, const Value& stop, const Value& step,
+                                           size_t n) {
     const int64_t len = static_cast<int64_t>(n);
     const int64_t st = step.is_none() ? 1 : step.as_int();
     if (st == 0) raise("slice step cannot be zero");
@@ -346,7 +388,8 @@ static std::vector<size_t> slice_positions(const Value& start, const Value& stop
 Value get_slice(const Value& obj, const Value& start, const Value& stop, const Value& step) {
     if (obj.is_undefined()) raise_undefined(obj);
     if (obj.is_dict()) raise("unhashable type: 'slice'");
-    if (!obj.is_array() && !obj.is_string()) raise("'{}' object is not subscriptable", type_name(obj));
+    if (!obj.is_array() && !obj.is_string())
+        raise("'{}' object is not subscriptable", type_name(obj));
     for (const Value* bound : {&start, &stop, &step}) {
         if (!bound->is_none() && !bound->is_integral())
             raise("slice indices must be integers or None or have an __index__ method");
@@ -368,8 +411,10 @@ Value get_slice(const Value& obj, const Value& start, const Value& stop, const V
 
 std::vector<Value> iterate(const Value& v) {
     switch (v.kind()) {
-        case Kind::undefined: return {};
-        case Kind::array: return v.as_array().items;
+        case Kind::undefined:
+            return {};
+        case Kind::array:
+            return v.as_array().items;
         case Kind::dict: {
             std::vector<Value> keys;
             for (const auto& [k, _] : v.as_dict().entries) keys.push_back(k);
@@ -392,17 +437,23 @@ std::vector<Value> iterate(const Value& v) {
                 return items;
             }
             [[fallthrough]];
-        default: raise("'{}' object is not iterable", type_name(v));
+        default:
+            raise("'{}' object is not iterable", type_name(v));
     }
 }
 
 size_t length(const Value& v) {
     switch (v.kind()) {
-        case Kind::undefined: return 0;
-        case Kind::string: return text::length(v.as_string());
-        case Kind::array: return v.as_array().items.size();
-        case Kind::dict: return v.as_dict().entries.size();
-        default: raise("object of type '{}' has no len()", type_name(v));
+        case Kind::undefined:
+            return 0;
+        case Kind::string:
+            return text::length(v.as_string());
+        case Kind::array:
+            return v.as_array().items.size();
+        case Kind::dict:
+            return v.as_dict().entries.size();
+        default:
+            raise("object of type '{}' has no len()", type_name(v));
     }
 }
 

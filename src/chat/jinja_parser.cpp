@@ -16,21 +16,33 @@ constexpr int max_nesting = 100;
 std::string describe(const Token& t) {
     switch (t.type) {
         case TokenType::name:
-        case TokenType::op: return t.value;
-        case TokenType::string: return "string";
-        case TokenType::integer: return "integer";
-        case TokenType::floating: return "float";
-        case TokenType::data: return "template data / text";
-        case TokenType::variable_begin: return "begin of print statement";
-        case TokenType::variable_end: return "end of print statement";
-        case TokenType::block_begin: return "begin of statement block";
-        case TokenType::block_end: return "end of statement block";
-        case TokenType::eof: return "end of template";
+        case TokenType::op:
+            return t.value;
+        case TokenType::string:
+            return "string";
+        case TokenType::integer:
+            return "integer";
+        case TokenType::floating:
+            return "float";
+        case TokenType::data:
+            return "template data / text";
+        case TokenType::variable_begin:
+            return "begin of print statement";
+        case TokenType::variable_end:
+            return "end of print statement";
+        case TokenType::block_begin:
+            return "begin of statement block";
+        case TokenType::block_end:
+            return "end of statement block";
+        case TokenType::eof:
+            return "end of template";
     }
     return "?";
 }
 
-std::string quoted(std::string_view s) { return fmt::format("'{}'", s); }
+std::string quoted(std::string_view s) {
+    return fmt::format("'{}'", s);
+}
 
 class Parser {
 public:
@@ -38,7 +50,8 @@ public:
 
     Body parse_template() {
         Body body = subparse({});
-        if (cur().type != TokenType::eof) fail(fmt::format("unexpected {}", quoted(describe(cur()))));
+        if (cur().type != TokenType::eof)
+            fail(fmt::format("unexpected {}", quoted(describe(cur()))));
         for (const Unknown& u : unknown_)
             if (!u.soft) fail_at(u.line, u.message);
         return body;
@@ -89,8 +102,12 @@ private:
         if (i_ + 1 < toks_.size()) ++i_;
         return t;
     }
-    bool is_op(std::string_view op) const { return cur().type == TokenType::op && cur().value == op; }
-    bool is_name(std::string_view n) const { return cur().type == TokenType::name && cur().value == n; }
+    bool is_op(std::string_view op) const {
+        return cur().type == TokenType::op && cur().value == op;
+    }
+    bool is_name(std::string_view n) const {
+        return cur().type == TokenType::name && cur().value == n;
+    }
     bool skip_op(std::string_view op) {
         if (!is_op(op)) return false;
         next();
@@ -103,7 +120,9 @@ private:
     }
 
     [[noreturn]] void fail(const std::string& message) const { throw Failure(message, cur().line); }
-    [[noreturn]] void fail_at(int line, const std::string& message) const { throw Failure(message, line); }
+    [[noreturn]] void fail_at(int line, const std::string& message) const {
+        throw Failure(message, line);
+    }
 
     void expect_failed(const std::string& what) const {
         if (cur().type == TokenType::eof)
@@ -128,21 +147,25 @@ private:
     // ---- statements ----
 
     [[noreturn]] void fail_unknown_tag(const std::string* name, int line) const {
-        std::string message =
-            name ? fmt::format("Encountered unknown tag {}.", quoted(*name)) : "Unexpected end of template.";
+        std::string message = name ? fmt::format("Encountered unknown tag {}.", quoted(*name))
+                                   : "Unexpected end of template.";
         if (!end_stack_.empty()) {
             std::string looking;
             for (const std::string& t : end_stack_.back())
                 looking += (looking.empty() ? "" : " or ") + quoted(t);
             bool expected = false;
             for (const auto& level : end_stack_)
-                if (name && std::find(level.begin(), level.end(), *name) != level.end()) expected = true;
-            message += expected ? " You probably made a nesting mistake. Jinja is expecting this tag, "
-                                  "but currently looking for " + looking + "."
-                                : " Jinja was looking for the following tags: " + looking + ".";
+                if (name && std::find(level.begin(), level.end(), *name) != level.end())
+                    expected = true;
+            message += expected
+                           ? " You probably made a nesting mistake. Jinja is expecting this tag, "
+                             "but currently looking for " +
+                                 looking + "."
+                           : " Jinja was looking for the following tags: " + looking + ".";
         }
         if (!tag_stack_.empty())
-            message += " The innermost block that needs to be closed is " + quoted(tag_stack_.back()) + ".";
+            message += " The innermost block that needs to be closed is " +
+                       quoted(tag_stack_.back()) + ".";
         fail_at(line, message);
     }
 
@@ -163,8 +186,8 @@ private:
                 body.push_back(std::move(out));
             } else if (t.type == TokenType::block_begin) {
                 next();
-                if (cur().type == TokenType::name &&
-                    std::find(end_tokens.begin(), end_tokens.end(), cur().value) != end_tokens.end()) {
+                if (cur().type == TokenType::name && std::find(end_tokens.begin(), end_tokens.end(),
+                                                               cur().value) != end_tokens.end()) {
                     end_stack_.pop_back();
                     return body;
                 }
@@ -199,25 +222,35 @@ private:
         const Token& t = cur();
         if (t.type != TokenType::name) fail("tag name expected");
         const std::string name = t.value;
-        static const std::set<std::string_view> known = {
-            "for", "if", "set", "macro", "call", "filter", "with", "print",
-            "break", "continue", "generation"};
-        static const std::set<std::string_view> unsupported = {
-            "block", "extends", "include", "from", "import", "autoescape"};
+        static const std::set<std::string_view> known = {"for",   "if",       "set",       "macro",
+                                                         "call",  "filter",   "with",      "print",
+                                                         "break", "continue", "generation"};
+        static const std::set<std::string_view> unsupported = {"block", "extends", "include",
+                                                               "from",  "import",  "autoescape"};
         if (unsupported.count(name)) fail(fmt::format("the {} tag is not supported", quoted(name)));
         if (!known.count(name)) fail_unknown_tag(&name, t.line);
         tag_stack_.push_back(name);
         StmtPtr s;
-        if (name == "for") s = parse_for();
-        else if (name == "if") s = parse_if();
-        else if (name == "set") s = parse_set();
-        else if (name == "macro") s = parse_macro();
-        else if (name == "call") s = parse_call_block();
-        else if (name == "filter") s = parse_filter_block();
-        else if (name == "with") s = parse_with();
-        else if (name == "print") s = parse_print();
-        else if (name == "generation") s = parse_generation();
-        else s = parse_loop_control();
+        if (name == "for")
+            s = parse_for();
+        else if (name == "if")
+            s = parse_if();
+        else if (name == "set")
+            s = parse_set();
+        else if (name == "macro")
+            s = parse_macro();
+        else if (name == "call")
+            s = parse_call_block();
+        else if (name == "filter")
+            s = parse_filter_block();
+        else if (name == "with")
+            s = parse_with();
+        else if (name == "print")
+            s = parse_print();
+        else if (name == "generation")
+            s = parse_generation();
+        else
+            s = parse_loop_control();
         tag_stack_.pop_back();
         return s;
     }
@@ -225,8 +258,8 @@ private:
     StmtPtr parse_loop_control() {
         const Token& t = next();
         if (loop_depth_ == 0) fail_at(t.line, fmt::format("{} outside loop", quoted(t.value)));
-        return std::make_unique<Stmt>(t.value == "break" ? StmtKind::loop_break : StmtKind::loop_continue,
-                                      t.line);
+        return std::make_unique<Stmt>(
+            t.value == "break" ? StmtKind::loop_break : StmtKind::loop_continue, t.line);
     }
 
     StmtPtr parse_for() {
@@ -234,7 +267,8 @@ private:
         s->target = parse_assign_target({"in"}, false);
         expect_keyword("in");
         s->iterable = parse_tuple(false, false, {"recursive"}, false);
-        if (skip_name("if")) s->condition = with_soft(false, [&] { return parse_expression(true); });
+        if (skip_name("if"))
+            s->condition = with_soft(false, [&] { return parse_expression(true); });
         s->recursive = skip_name("recursive");
         ++loop_depth_;
         s->body = with_soft(false, [&] { return parse_statements({"endfor", "else"}, false); });
@@ -398,8 +432,8 @@ private:
                std::find(extra_end.begin(), extra_end.end(), cur().value) != extra_end.end();
     }
 
-    ExprPtr parse_tuple(bool simplified, bool with_condexpr, const std::vector<std::string>& extra_end,
-                        bool explicit_parentheses) {
+    ExprPtr parse_tuple(bool simplified, bool with_condexpr,
+                        const std::vector<std::string>& extra_end, bool explicit_parentheses) {
         const int line = cur().line;
         std::vector<ExprPtr> items;
         bool is_tuple = false;
@@ -443,14 +477,16 @@ private:
     ExprPtr parse_or() {
         const int line = cur().line;
         ExprPtr left = parse_and();
-        while (skip_name("or")) left = std::make_unique<LogicalExpr>(line, false, std::move(left), parse_and());
+        while (skip_name("or"))
+            left = std::make_unique<LogicalExpr>(line, false, std::move(left), parse_and());
         return left;
     }
 
     ExprPtr parse_and() {
         const int line = cur().line;
         ExprPtr left = parse_not();
-        while (skip_name("and")) left = std::make_unique<LogicalExpr>(line, true, std::move(left), parse_not());
+        while (skip_name("and"))
+            left = std::make_unique<LogicalExpr>(line, true, std::move(left), parse_not());
         return left;
     }
 
@@ -469,16 +505,24 @@ private:
         std::unique_ptr<CompareExpr> cmp;
         while (true) {
             CompareOp op;
-            if (is_op("==")) op = CompareOp::eq;
-            else if (is_op("!=")) op = CompareOp::ne;
-            else if (is_op("<")) op = CompareOp::lt;
-            else if (is_op("<=")) op = CompareOp::le;
-            else if (is_op(">")) op = CompareOp::gt;
-            else if (is_op(">=")) op = CompareOp::ge;
-            else if (is_name("in")) op = CompareOp::in;
+            if (is_op("=="))
+                op = CompareOp::eq;
+            else if (is_op("!="))
+                op = CompareOp::ne;
+            else if (is_op("<"))
+                op = CompareOp::lt;
+            else if (is_op("<="))
+                op = CompareOp::le;
+            else if (is_op(">"))
+                op = CompareOp::gt;
+            else if (is_op(">="))
+                op = CompareOp::ge;
+            else if (is_name("in"))
+                op = CompareOp::in;
             else if (is_name("not") && look().type == TokenType::name && look().value == "in")
                 op = CompareOp::not_in, next();
-            else break;
+            else
+                break;
             next();
             if (!cmp) cmp = std::make_unique<CompareExpr>(line, std::move(first));
             cmp->rest.emplace_back(op, parse_math1());
@@ -512,8 +556,10 @@ private:
         ExprPtr left = parse_pow();
         while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
             const std::string op = next().value;
-            const BinaryOp b = op == "*" ? BinaryOp::mul : op == "/" ? BinaryOp::div
-                               : op == "//" ? BinaryOp::floordiv : BinaryOp::mod;
+            const BinaryOp b = op == "*"    ? BinaryOp::mul
+                               : op == "/"  ? BinaryOp::div
+                               : op == "//" ? BinaryOp::floordiv
+                                            : BinaryOp::mod;
             left = std::make_unique<BinaryExpr>(line, b, std::move(left), parse_pow());
         }
         return left;
@@ -523,7 +569,8 @@ private:
         const int line = cur().line;
         ExprPtr left = parse_unary(true);
         while (skip_op("**"))
-            left = std::make_unique<BinaryExpr>(line, BinaryOp::pow, std::move(left), parse_unary(true));
+            left = std::make_unique<BinaryExpr>(line, BinaryOp::pow, std::move(left),
+                                                parse_unary(true));
         return left;
     }
 
@@ -550,10 +597,12 @@ private:
             case TokenType::name: {
                 const std::string& n = t.value;
                 ExprPtr e;
-                if (n == "true" || n == "True") e = std::make_unique<ConstantExpr>(line, Value::boolean(true));
+                if (n == "true" || n == "True")
+                    e = std::make_unique<ConstantExpr>(line, Value::boolean(true));
                 else if (n == "false" || n == "False")
                     e = std::make_unique<ConstantExpr>(line, Value::boolean(false));
-                else if (n == "none" || n == "None") e = std::make_unique<ConstantExpr>(line, Value::none());
+                else if (n == "none" || n == "None")
+                    e = std::make_unique<ConstantExpr>(line, Value::none());
                 else {
                     for (auto* sink : name_sinks_) sink->insert(n);
                     e = std::make_unique<NameExpr>(line, n);
@@ -580,7 +629,8 @@ private:
                 if (t.value == "[") return parse_list();
                 if (t.value == "{") return parse_dict();
                 break;
-            default: break;
+            default:
+                break;
         }
         fail(fmt::format("unexpected {}", quoted(describe(t))));
     }
@@ -644,7 +694,8 @@ private:
                 return std::make_unique<AttributeExpr>(line, std::move(node), attr.value);
             if (attr.type != TokenType::integer) fail_at(attr.line, "expected name or number");
             return std::make_unique<ItemExpr>(
-                line, std::move(node), std::make_unique<ConstantExpr>(line, Value::integer(attr.int_value)));
+                line, std::move(node),
+                std::make_unique<ConstantExpr>(line, Value::integer(attr.int_value)));
         }
         std::vector<ExprPtr> args;
         while (!is_op("]")) {
@@ -701,7 +752,8 @@ private:
                 ensure(!a.star_star);
                 next();
                 a.star_star = parse_expression(true);
-            } else if (cur().type == TokenType::name && look().type == TokenType::op && look().value == "=") {
+            } else if (cur().type == TokenType::name && look().type == TokenType::op &&
+                       look().value == "=") {
                 ensure(!a.star_star);
                 std::string key = next().value;
                 next();
@@ -735,7 +787,8 @@ private:
             const int line = cur().line;
             std::string name = parse_dotted_name();
             const FilterFn fn = find_filter(name);
-            if (!fn) unknown_.push_back({line, fmt::format("No filter named {}.", quoted(name)), soft_});
+            if (!fn)
+                unknown_.push_back({line, fmt::format("No filter named {}.", quoted(name)), soft_});
             auto f = std::make_unique<FilterExpr>(line, std::move(node), std::move(name), fn);
             if (is_op("(")) f->args = parse_call_args();
             node = std::move(f);
@@ -753,8 +806,9 @@ private:
         const TokenType type = cur().type;
         if (is_op("(")) {
             t->args = parse_call_args();
-        } else if ((type == TokenType::name || type == TokenType::string || type == TokenType::integer ||
-                    type == TokenType::floating || is_op("[") || is_op("{")) &&
+        } else if ((type == TokenType::name || type == TokenType::string ||
+                    type == TokenType::integer || type == TokenType::floating || is_op("[") ||
+                    is_op("{")) &&
                    !is_name("else") && !is_name("or") && !is_name("and")) {
             if (is_name("is")) fail("You cannot chain multiple tests with is");
             t->args.positional.push_back(parse_postfix(parse_primary()));
@@ -766,6 +820,8 @@ private:
 
 }  // namespace
 
-Body parse(std::vector<Token> tokens) { return Parser(std::move(tokens)).parse_template(); }
+Body parse(std::vector<Token> tokens) {
+    return Parser(std::move(tokens)).parse_template();
+}
 
 }  // namespace anelm::jinja

@@ -43,7 +43,8 @@ struct Symbols {
             for (const auto& [name, mode] : b.refs) refs[name] = mode;
             stores.insert(b.stores.begin(), b.stores.end());
         }
-        for (const std::string& name : assigned) refs[name] = outer_ref(name) ? Mode::alias : Mode::resolve;
+        for (const std::string& name : assigned)
+            refs[name] = outer_ref(name) ? Mode::alias : Mode::resolve;
     }
 
     Unset unset() const {
@@ -59,11 +60,15 @@ void visit_args(const Arguments& a, Symbols& s);
 void visit_expr(const Expr* e, Symbols& s) {
     if (!e) return;
     switch (e->kind) {
-        case ExprKind::constant: return;
-        case ExprKind::name: s.load(static_cast<const NameExpr*>(e)->name); return;
+        case ExprKind::constant:
+            return;
+        case ExprKind::name:
+            s.load(static_cast<const NameExpr*>(e)->name);
+            return;
         case ExprKind::list:
         case ExprKind::tuple:
-            for (const auto& item : static_cast<const SequenceExpr*>(e)->items) visit_expr(item.get(), s);
+            for (const auto& item : static_cast<const SequenceExpr*>(e)->items)
+                visit_expr(item.get(), s);
             return;
         case ExprKind::dict:
             for (const auto& [k, v] : static_cast<const DictExpr*>(e)->items) {
@@ -71,7 +76,9 @@ void visit_expr(const Expr* e, Symbols& s) {
                 visit_expr(v.get(), s);
             }
             return;
-        case ExprKind::attribute: visit_expr(static_cast<const AttributeExpr*>(e)->object.get(), s); return;
+        case ExprKind::attribute:
+            visit_expr(static_cast<const AttributeExpr*>(e)->object.get(), s);
+            return;
         case ExprKind::item: {
             const auto* i = static_cast<const ItemExpr*>(e);
             visit_expr(i->object.get(), s);
@@ -103,7 +110,9 @@ void visit_expr(const Expr* e, Symbols& s) {
             visit_args(t->args, s);
             return;
         }
-        case ExprKind::unary: visit_expr(static_cast<const UnaryExpr*>(e)->operand.get(), s); return;
+        case ExprKind::unary:
+            visit_expr(static_cast<const UnaryExpr*>(e)->operand.get(), s);
+            return;
         case ExprKind::binary: {
             const auto* b = static_cast<const BinaryExpr*>(e);
             visit_expr(b->left.get(), s);
@@ -185,24 +194,36 @@ void visit_stmt(const Stmt& st, Symbols& s) {
         case StmtKind::output:
             for (const auto& v : static_cast<const OutputStmt&>(st).values) visit_expr(v.get(), s);
             return;
-        case StmtKind::if_: visit_if(static_cast<const IfStmt&>(st), 0, s); return;
-        case StmtKind::for_: visit_expr(static_cast<const ForStmt&>(st).iterable.get(), s); return;
+        case StmtKind::if_:
+            visit_if(static_cast<const IfStmt&>(st), 0, s);
+            return;
+        case StmtKind::for_:
+            visit_expr(static_cast<const ForStmt&>(st).iterable.get(), s);
+            return;
         case StmtKind::set: {
             const auto& set = static_cast<const SetStmt&>(st);
             visit_expr(set.value.get(), s);
             visit_target(set.target, s);
             return;
         }
-        case StmtKind::set_block: visit_target(static_cast<const SetBlockStmt&>(st).target, s); return;
-        case StmtKind::macro: s.store(static_cast<const MacroStmt&>(st).name); return;
-        case StmtKind::call_block: visit_expr(static_cast<const CallBlockStmt&>(st).call.get(), s); return;
+        case StmtKind::set_block:
+            visit_target(static_cast<const SetBlockStmt&>(st).target, s);
+            return;
+        case StmtKind::macro:
+            s.store(static_cast<const MacroStmt&>(st).name);
+            return;
+        case StmtKind::call_block:
+            visit_expr(static_cast<const CallBlockStmt&>(st).call.get(), s);
+            return;
         case StmtKind::filter_block:
             visit_expr(static_cast<const FilterBlockStmt&>(st).filter.get(), s);
             return;
         case StmtKind::with:
-            for (const auto& [_, v] : static_cast<const WithStmt&>(st).assignments) visit_expr(v.get(), s);
+            for (const auto& [_, v] : static_cast<const WithStmt&>(st).assignments)
+                visit_expr(v.get(), s);
             return;
-        default: return;
+        default:
+            return;
     }
 }
 
@@ -283,7 +304,8 @@ void annotate(Body& body, const Symbols& scope) {
                 s.unset = nested_scope(s.body, scope, {});
                 break;
             }
-            default: break;
+            default:
+                break;
         }
     }
 }

@@ -10,12 +10,9 @@
 #include <vector>
 
 #include "chat/jinja_ast.h"
+#include "chat/jinja_json.h"
 
 namespace anelm::jinja {
-
-// JSON as template values: objects become dicts in their key order, integers
-// stay ints, other numbers floats.
-Value from_json(const nlohmann::ordered_json& j);
 
 class Template {
 public:

@@ -63,7 +63,8 @@ void append(std::string& out, char32_t c) {
 }
 
 bool is_ascii(std::string_view s) {
-    return std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+    return std::all_of(s.begin(), s.end(),
+                       [](char c) { return static_cast<unsigned char>(c) < 0x80; });
 }
 
 size_t length(std::string_view s) {
@@ -99,15 +100,21 @@ bool is_alpha(char32_t c) {
     return cat >= UTF8PROC_CATEGORY_LU && cat <= UTF8PROC_CATEGORY_LO;
 }
 
-bool is_decimal(char32_t c) { return category(c) == UTF8PROC_CATEGORY_ND; }
+bool is_decimal(char32_t c) {
+    return category(c) == UTF8PROC_CATEGORY_ND;
+}
 
 bool is_numeric(char32_t c) {
     const auto cat = category(c);
     return cat >= UTF8PROC_CATEGORY_ND && cat <= UTF8PROC_CATEGORY_NO;
 }
 
-bool is_upper(char32_t c) { return category(c) == UTF8PROC_CATEGORY_LU; }
-bool is_lower(char32_t c) { return category(c) == UTF8PROC_CATEGORY_LL; }
+bool is_upper(char32_t c) {
+    return category(c) == UTF8PROC_CATEGORY_LU;
+}
+bool is_lower(char32_t c) {
+    return category(c) == UTF8PROC_CATEGORY_LL;
+}
 
 bool is_cased(char32_t c) {
     const auto cat = category(c);
@@ -125,14 +132,22 @@ bool is_printable(char32_t c) {
         case UTF8PROC_CATEGORY_CN:
         case UTF8PROC_CATEGORY_ZL:
         case UTF8PROC_CATEGORY_ZP:
-        case UTF8PROC_CATEGORY_ZS: return false;
-        default: return true;
+        case UTF8PROC_CATEGORY_ZS:
+            return false;
+        default:
+            return true;
     }
 }
 
-char32_t to_upper(char32_t c) { return utf8proc_toupper(static_cast<utf8proc_int32_t>(c)); }
-char32_t to_lower(char32_t c) { return utf8proc_tolower(static_cast<utf8proc_int32_t>(c)); }
-char32_t to_title(char32_t c) { return utf8proc_totitle(static_cast<utf8proc_int32_t>(c)); }
+char32_t to_upper(char32_t c) {
+    return utf8proc_toupper(static_cast<utf8proc_int32_t>(c));
+}
+char32_t to_lower(char32_t c) {
+    return utf8proc_tolower(static_cast<utf8proc_int32_t>(c));
+}
+char32_t to_title(char32_t c) {
+    return utf8proc_totitle(static_cast<utf8proc_int32_t>(c));
+}
 
 // The start of the code point that ends at `end` (end > 0).
 static size_t previous_start(std::string_view s, size_t end) {
@@ -286,8 +301,12 @@ static std::string map_code_points(std::string_view s, F f) {
     return out;
 }
 
-std::string upper(std::string_view s) { return map_code_points(s, to_upper); }
-std::string lower(std::string_view s) { return map_code_points(s, to_lower); }
+std::string upper(std::string_view s) {
+    return map_code_points(s, to_upper);
+}
+std::string lower(std::string_view s) {
+    return map_code_points(s, to_lower);
+}
 
 std::string swapcase(std::string_view s) {
     return map_code_points(s, [](char32_t c) {

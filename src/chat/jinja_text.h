@@ -39,8 +39,7 @@ std::vector<std::string> split(std::string_view s, const std::string* sep, int64
 std::vector<std::string> rsplit(std::string_view s, const std::string* sep, int64_t maxsplit);
 std::vector<std::string> splitlines(std::string_view s, bool keepends);
 // str.replace; count < 0: all.
-std::string replace(std::string_view s, std::string_view old, std::string_view with,
-                    int64_t count);
+std::string replace(std::string_view s, std::string_view old, std::string_view with, int64_t count);
 
 std::string upper(std::string_view s);
 std::string lower(std::string_view s);

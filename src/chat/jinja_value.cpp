@@ -35,43 +35,66 @@ Value Value::tuple(std::vector<Value> items) {
     return {std::make_shared<const Array>(Array{std::move(items), true})};
 }
 
-Value Value::dict(Dict d) { return {std::make_shared<const Dict>(std::move(d))}; }
+Value Value::dict(Dict d) {
+    return {std::make_shared<const Dict>(std::move(d))};
+}
 
 Value Object::attribute(std::string_view name) {
     return Value::undefined(
         fmt::format("'{} object' has no attribute {}", type_name(), string_repr(name)));
 }
 
-Value Object::call(Interpreter&, CallArgs&) { raise("'{}' object is not callable", type_name()); }
+Value Object::call(Interpreter&, CallArgs&) {
+    raise("'{}' object is not callable", type_name());
+}
 
-std::string Object::repr() const { return fmt::format("<{} object>", type_name()); }
+std::string Object::repr() const {
+    return fmt::format("<{} object>", type_name());
+}
 
 bool truthy(const Value& v) {
     switch (v.kind()) {
         case Kind::undefined:
-        case Kind::none: return false;
-        case Kind::boolean: return v.as_bool();
-        case Kind::integer: return v.as_int() != 0;
-        case Kind::floating: return v.as_float() != 0.0;
-        case Kind::string: return !v.as_string().empty();
-        case Kind::array: return !v.as_array().items.empty();
-        case Kind::dict: return !v.as_dict().entries.empty();
-        case Kind::object: return v.as_object().truthy();
+        case Kind::none:
+            return false;
+        case Kind::boolean:
+            return v.as_bool();
+        case Kind::integer:
+            return v.as_int() != 0;
+        case Kind::floating:
+            return v.as_float() != 0.0;
+        case Kind::string:
+            return !v.as_string().empty();
+        case Kind::array:
+            return !v.as_array().items.empty();
+        case Kind::dict:
+            return !v.as_dict().entries.empty();
+        case Kind::object:
+            return v.as_object().truthy();
     }
     return false;
 }
 
 std::string type_name(const Value& v) {
     switch (v.kind()) {
-        case Kind::undefined: return "Undefined";
-        case Kind::none: return "NoneType";
-        case Kind::boolean: return "bool";
-        case Kind::integer: return "int";
-        case Kind::floating: return "float";
-        case Kind::string: return "str";
-        case Kind::array: return v.as_array().is_tuple ? "tuple" : "list";
-        case Kind::dict: return "dict";
-        case Kind::object: return v.as_object().type_name();
+        case Kind::undefined:
+            return "Undefined";
+        case Kind::none:
+            return "NoneType";
+        case Kind::boolean:
+            return "bool";
+        case Kind::integer:
+            return "int";
+        case Kind::floating:
+            return "float";
+        case Kind::string:
+            return "str";
+        case Kind::array:
+            return v.as_array().is_tuple ? "tuple" : "list";
+        case Kind::dict:
+            return "dict";
+        case Kind::object:
+            return v.as_object().type_name();
     }
     return "object";
 }
@@ -89,8 +112,10 @@ bool equals(const Value& a, const Value& b) {
     if (a.kind() != b.kind()) return false;
     switch (a.kind()) {
         case Kind::undefined:
-        case Kind::none: return true;
-        case Kind::string: return a.as_string() == b.as_string();
+        case Kind::none:
+            return true;
+        case Kind::string:
+            return a.as_string() == b.as_string();
         case Kind::array: {
             const Array& x = a.as_array();
             const Array& y = b.as_array();
@@ -109,8 +134,10 @@ bool equals(const Value& a, const Value& b) {
             }
             return true;
         }
-        case Kind::object: return a.object_ptr() == b.object_ptr();
-        default: return false;
+        case Kind::object:
+            return a.object_ptr() == b.object_ptr();
+        default:
+            return false;
     }
 }
 
@@ -122,7 +149,9 @@ void require_hashable(const Value& v) {
     if (v.is_array() || v.is_dict()) raise("unhashable type: '{}'", type_name(v));
 }
 
-void raise_undefined(const Value& v) { throw Failure(v.undefined_message()); }
+void raise_undefined(const Value& v) {
+    throw Failure(v.undefined_message());
+}
 
 Value undefined_name(std::string_view name) {
     return Value::undefined(fmt::format("{} is undefined", string_repr(name)));

@@ -44,17 +44,30 @@ using ArrayPtr = std::shared_ptr<const Array>;
 using DictPtr = std::shared_ptr<const Dict>;
 using ObjectPtr = std::shared_ptr<Object>;
 
-enum class Kind : uint8_t { undefined, none, boolean, integer, floating, string, array, dict, object };
+enum class Kind : uint8_t {
+    undefined,
+    none,
+    boolean,
+    integer,
+    floating,
+    string,
+    array,
+    dict,
+    object
+};
 
 struct Value {
-    std::variant<Undefined, None, bool, int64_t, double, StringPtr, ArrayPtr, DictPtr, ObjectPtr> data;
+    std::variant<Undefined, None, bool, int64_t, double, StringPtr, ArrayPtr, DictPtr, ObjectPtr>
+        data;
 
     static Value undefined(std::string message) { return {Undefined{std::move(message)}}; }
     static Value none() { return {None{}}; }
     static Value boolean(bool b) { return {b}; }
     static Value integer(int64_t i) { return {i}; }
     static Value number(double d) { return {d}; }
-    static Value string(std::string s) { return {std::make_shared<const std::string>(std::move(s))}; }
+    static Value string(std::string s) {
+        return {std::make_shared<const std::string>(std::move(s))};
+    }
     static Value list(std::vector<Value> items);
     static Value tuple(std::vector<Value> items);
     static Value dict(Dict d);

@@ -23,10 +23,12 @@ const ojson hello = ojson::parse(R"([{"role": "user", "content": "hi"}])");
 
 TEST(ChatTemplate, ReadsTemplateAndSpecialTokensFromTokenizerConfig) {
     const auto dir = test::temp_dir("chat-config");
-    write(dir / "tokenizer_config.json", R"({
-        "bos_token": {"__type": "AddedToken", "content": "<s>", "lstrip": false},
-        "eos_token": "</s>", "pad_token": null, "unk_token": "",
-        "chat_template": "{{ bos_token }}{% for m in messages %}[{{ m.content }}]{% endfor %}{{ eos_token }}|{{ pad_token is defined }}"})");
+    write(dir / "tokenizer_config.json",
+          R"({"bos_token": {"__type": "AddedToken", "content": "<s>", "lstrip": false},)"
+          R"( "eos_token": "</s>", "pad_token": null, "unk_token": "",)"
+          R"( "chat_template": "{{ bos_token }}{% for m in messages %}[{{ m.content }}])"
+          R"({% endfor %})"
+          R"({{ eos_token }}|{{ pad_token is defined }}"})");
     const ChatTemplate chat = ChatTemplate::load(dir.string());
     EXPECT_EQ(chat.bos_token(), "<s>");
     EXPECT_EQ(chat.eos_token(), "</s>");
@@ -58,7 +60,9 @@ TEST(ChatTemplate, NamedTemplatesPickToolUseWhenToolsAreGiven) {
 
 TEST(ChatTemplate, ContextMatchesApplyChatTemplate) {
     const ChatTemplate chat(
-        "{{ tools }}|{{ documents }}|{{ add_generation_prompt }}|{{ messages | length }}|{{ extra }}", "t.jinja");
+        "{{ tools }}|{{ documents }}|{{ add_generation_prompt }}|{{ messages | length }}|{{ extra "
+        "}}",
+        "t.jinja");
     EXPECT_EQ(chat.render(hello, true, {{"extra", "x"}}), "None|None|True|1|x");
     EXPECT_THROW(chat.render(hello, true, {{"messages", ojson::array()}}), Error);
     EXPECT_THROW(chat.render(ojson::object(), true), Error);
@@ -71,8 +75,9 @@ TEST(ChatTemplate, ErrorsNameTheFile) {
         ChatTemplate::load(dir.string());
         FAIL() << "expected a syntax error";
     } catch (const Error& e) {
-        EXPECT_EQ(std::string(e.what()), (dir / "chat_template.jinja").string() +
-                                             ":2: Expected an expression, got 'end of statement block'");
+        EXPECT_EQ(std::string(e.what()),
+                  (dir / "chat_template.jinja").string() +
+                      ":2: Expected an expression, got 'end of statement block'");
     }
     std::filesystem::remove_all(dir);
     EXPECT_THROW(ChatTemplate::load((dir / "missing").string()), Error);
@@ -94,7 +99,8 @@ TEST(ChatTemplate, RealTokenizerConfigs) {
               "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>"
               "<|start_header_id|>assistant<|end_header_id|>\n\n");
     const ChatTemplate gemma = ChatTemplate::load(test::shared_path("tokenizers/gemma3").string());
-    EXPECT_EQ(gemma.render(hello, true), "<bos><start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n");
+    EXPECT_EQ(gemma.render(hello, true),
+              "<bos><start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n");
 }
 
 }  // namespace

@@ -24,7 +24,8 @@ std::string read_text(const std::filesystem::path& path) {
 }
 
 TEST(Jinja2Reference, RendersAsJinja2Does) {
-    std::ifstream in(std::filesystem::path(ANELM_SOURCE_DIR) / "tests/chat/data/jinja2_reference.jsonl");
+    std::ifstream in(std::filesystem::path(ANELM_SOURCE_DIR) /
+                     "tests/chat/data/jinja2_reference.jsonl");
     ASSERT_TRUE(in) << "tests/chat/data/jinja2_reference.jsonl is missing";
     std::string line;
     std::getline(in, line);
@@ -44,7 +45,8 @@ TEST(Jinja2Reference, RendersAsJinja2Does) {
         } else {
             source = c["template"];
         }
-        const ojson& context = c["context"].is_string() ? contexts[c["context"].get<std::string>()] : c["context"];
+        const ojson& context =
+            c["context"].is_string() ? contexts[c["context"].get<std::string>()] : c["context"];
         const std::string kind = c["kind"];
         ++total[kind];
         std::string got;
@@ -58,21 +60,26 @@ TEST(Jinja2Reference, RendersAsJinja2Does) {
         std::string want;
         if (c.contains("error")) {
             const std::string message = c["error"];
-            want = c["line"].is_number() ? fmt::format("t:{}: {}", c["line"].get<int>(), message) : message;
-            const bool same = failed && (c["line"].is_number() ? got == want
-                                                               : got.size() >= want.size() &&
-                                                                     got.compare(got.size() - want.size(), want.size(), want) == 0);
-            EXPECT_TRUE(same) << kind << " case " << ojson(source).dump() << "\n  want error: " << want
-                              << "\n  got: " << got;
+            want = c["line"].is_number() ? fmt::format("t:{}: {}", c["line"].get<int>(), message)
+                                         : message;
+            const bool same =
+                failed && (c["line"].is_number()
+                               ? got == want
+                               : got.size() >= want.size() &&
+                                     got.compare(got.size() - want.size(), want.size(), want) == 0);
+            EXPECT_TRUE(same) << kind << " case " << ojson(source).dump()
+                              << "\n  want error: " << want << "\n  got: " << got;
             passed[kind] += same;
         } else {
             want = c["output"];
-            EXPECT_FALSE(failed) << kind << " case " << ojson(source).dump() << "\n  error: " << got;
+            EXPECT_FALSE(failed) << kind << " case " << ojson(source).dump()
+                                 << "\n  error: " << got;
             EXPECT_EQ(got, want) << kind << " case " << ojson(source).dump();
             passed[kind] += !failed && got == want;
         }
     }
-    for (const auto& [kind, n] : total) std::printf("  %-12s %d/%d\n", kind.c_str(), passed[kind], n);
+    for (const auto& [kind, n] : total)
+        std::printf("  %-12s %d/%d\n", kind.c_str(), passed[kind], n);
     if (skipped) std::printf("  %d chat cases skipped: shared chat templates absent\n", skipped);
 }
 

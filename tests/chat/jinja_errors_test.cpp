@@ -8,7 +8,8 @@ namespace {
 TEST(JinjaErrors, RaiseExceptionNamesTemplateAndLine) {
     EXPECT_EQ(render_error("line1\n{{ raise_exception('boom') }}"), "t:2: boom");
     try {
-        Template("a\n\nb {{ raise_exception('Roles must alternate') }}", "chat.jinja").render(ojson::object());
+        Template("a\n\nb {{ raise_exception('Roles must alternate') }}", "chat.jinja")
+            .render(ojson::object());
         FAIL() << "expected an error";
     } catch (const Error& e) {
         EXPECT_STREQ(e.what(), "chat.jinja:3: Roles must alternate");
@@ -19,25 +20,31 @@ TEST(JinjaErrors, RuntimeErrorsReportTheStatementLine) {
     EXPECT_EQ(render_error("a\n\n{% if x %}\n{% endif %}\n{{ y.z }}"), "t:5: 'y' is undefined");
     EXPECT_EQ(render_error("{% for i in [1] %}\n\n{{ i.a.b }}\n{% endfor %}"),
               "t:3: 'int object' has no attribute 'a'");
-    EXPECT_EQ(render_error("{% macro m() %}\n\n{{ raise_exception('in macro') }}\n{% endmacro %}\nx\n{{ m() }}"),
-              "t:3: in macro");
-    EXPECT_EQ(render_error("{% if false %}\n{% elif missing.x %}\n{% endif %}"), "t:2: 'missing' is undefined");
+    EXPECT_EQ(
+        render_error(
+            "{% macro m() %}\n\n{{ raise_exception('in macro') }}\n{% endmacro %}\nx\n{{ m() }}"),
+        "t:3: in macro");
+    EXPECT_EQ(render_error("{% if false %}\n{% elif missing.x %}\n{% endif %}"),
+              "t:2: 'missing' is undefined");
     EXPECT_EQ(render_error("{{ 'a' + 1 }}"), "t:1: can only concatenate str (not \"int\") to str");
     EXPECT_EQ(render_error("{{ 1 // 0 }}"), "t:1: integer division or modulo by zero");
-    EXPECT_EQ(render_error("{% for i in none %}{% endfor %}"), "t:1: 'NoneType' object is not iterable");
+    EXPECT_EQ(render_error("{% for i in none %}{% endfor %}"),
+              "t:1: 'NoneType' object is not iterable");
 }
 
 TEST(JinjaErrors, SyntaxErrors) {
-    EXPECT_EQ(render_error("\n\n{% if x %}"),
-              "t:3: Unexpected end of template. Jinja was looking for the following tags: 'elif' or "
-              "'else' or 'endif'. The innermost block that needs to be closed is 'if'.");
+    EXPECT_EQ(
+        render_error("\n\n{% if x %}"),
+        "t:3: Unexpected end of template. Jinja was looking for the following tags: 'elif' or "
+        "'else' or 'endif'. The innermost block that needs to be closed is 'if'.");
     EXPECT_EQ(render_error("{% for i in x %}\n{% endif %}"),
               "t:2: Encountered unknown tag 'endif'. Jinja was looking for the following tags: "
               "'endfor' or 'else'. The innermost block that needs to be closed is 'for'.");
-    EXPECT_EQ(render_error("{% if x %}{% for i in x %}\n{% endif %}"),
-              "t:2: Encountered unknown tag 'endif'. You probably made a nesting mistake. Jinja is "
-              "expecting this tag, but currently looking for 'endfor' or 'else'. The innermost block "
-              "that needs to be closed is 'for'.");
+    EXPECT_EQ(
+        render_error("{% if x %}{% for i in x %}\n{% endif %}"),
+        "t:2: Encountered unknown tag 'endif'. You probably made a nesting mistake. Jinja is "
+        "expecting this tag, but currently looking for 'endfor' or 'else'. The innermost block "
+        "that needs to be closed is 'for'.");
     EXPECT_EQ(render_error("{{ }}"), "t:1: Expected an expression, got 'end of print statement'");
     EXPECT_EQ(render_error("{{ (1 }}"), "t:1: unexpected '}', expected ')'");
     EXPECT_EQ(render_error("{{ 'abc }}"), "t:1: unexpected char \"'\" at 3");
@@ -51,15 +58,18 @@ TEST(JinjaErrors, UnknownFiltersFailAtCompileTimeUnlessGuarded) {
     EXPECT_EQ(render_error("{{ 1 is notatest }}"), "t:1: No test named 'notatest'.");
     // Inside an if, Jinja2 compiles the template and fails only if the filter runs.
     EXPECT_EQ(render("{% if false %}{{ x | nofilter }}{% endif %}ok"), "ok");
-    EXPECT_EQ(render_error("{% if true %}{{ x | nofilter }}{% endif %}"), "t:1: No filter named 'nofilter' found.");
+    EXPECT_EQ(render_error("{% if true %}{{ x | nofilter }}{% endif %}"),
+              "t:1: No filter named 'nofilter' found.");
 }
 
 TEST(JinjaErrors, RuntimeLimitsAreErrorsNotCrashes) {
-    EXPECT_NE(render_error("{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}").find("recursion"), std::string::npos);
+    EXPECT_NE(render_error("{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}").find("recursion"),
+              std::string::npos);
     EXPECT_NE(render_error("{{ 'x' * 100000000 }}").find("too large"), std::string::npos);
     std::string deep(300, '(');
-    EXPECT_NE(render_error("{{ " + deep + "1" + std::string(300, ')') + " }}").find("nested too deeply"),
-              std::string::npos);
+    EXPECT_NE(
+        render_error("{{ " + deep + "1" + std::string(300, ')') + " }}").find("nested too deeply"),
+        std::string::npos);
 }
 
 }  // namespace

@@ -19,7 +19,8 @@ const ojson& context() {
     static const ojson c = ojson::parse(R"({
         "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": " hi "},
                      {"role": "assistant", "content": "<think>r</think>a",
-                      "tool_calls": [{"function": {"name": "f", "arguments": {"a": [1, 2.5, null]}}}]},
+                      "tool_calls": [{"function":
+                          {"name": "f", "arguments": {"a": [1, 2.5, null]}}}]},
                      {"role": "tool", "content": "ok"}],
         "tools": [{"type": "function", "function": {"name": "f"}}],
         "x": 3, "s": "a,b", "add_generation_prompt": true, "bos_token": "<s>"})");
@@ -36,16 +37,116 @@ void survive(const std::string& source) {
 }
 
 const char* const fragments[] = {
-    "{{", "}}", "{%", "%}", "{#", "#}", "{%-", "-%}", "{{-", "-}}", " ", "\n", "x", "'a'", "\"b\"", "0",
-    "7", "-1", "2.5", "1e308", "99999999999999999999", "(", ")", "[", "]", "{", "}", ",", ":", ".", "|",
-    "~", "+", "-", "*", "/", "//", "%", "**", "==", "!=", "<", ">=", "=", " if ", " else ", " in ",
-    " not ", " and ", " or ", " is ", "for ", "endfor", "if ", "elif ", "endif", "else", "set ",
-    "endset", "macro ", "endmacro", "call ", "endcall", "filter ", "endfilter", "with ", "endwith",
-    "raw", "endraw", "break", "continue", "loop", "loop.index", "loop(", "messages", "m", "m.content",
-    "range(9)", "namespace(", "ns.a", "caller()", "tojson", "trim", "map(attribute='role')", "select",
-    "join", "length", "items", "defined", "none", "string", "mapping", "raise_exception('e')",
-    "x.split(',')", "[::-1]", "[1:]", "[-1]", "'\\u00e9'", "'\\x'", "\xc3", "\xff", "recursive", "*",
-    "**x", "varargs", "kwargs", "dict(a=1)", "cycler(1)", "joiner()", "strftime_now('%Y')",
+    "{{",
+    "}}",
+    "{%",
+    "%}",
+    "{#",
+    "#}",
+    "{%-",
+    "-%}",
+    "{{-",
+    "-}}",
+    " ",
+    "\n",
+    "x",
+    "'a'",
+    "\"b\"",
+    "0",
+    "7",
+    "-1",
+    "2.5",
+    "1e308",
+    "99999999999999999999",
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    ",",
+    ":",
+    ".",
+    "|",
+    "~",
+    "+",
+    "-",
+    "*",
+    "/",
+    "//",
+    "%",
+    "**",
+    "==",
+    "!=",
+    "<",
+    ">=",
+    "=",
+    " if ",
+    " else ",
+    " in ",
+    " not ",
+    " and ",
+    " or ",
+    " is ",
+    "for ",
+    "endfor",
+    "if ",
+    "elif ",
+    "endif",
+    "else",
+    "set ",
+    "endset",
+    "macro ",
+    "endmacro",
+    "call ",
+    "endcall",
+    "filter ",
+    "endfilter",
+    "with ",
+    "endwith",
+    "raw",
+    "endraw",
+    "break",
+    "continue",
+    "loop",
+    "loop.index",
+    "loop(",
+    "messages",
+    "m",
+    "m.content",
+    "range(9)",
+    "namespace(",
+    "ns.a",
+    "caller()",
+    "tojson",
+    "trim",
+    "map(attribute='role')",
+    "select",
+    "join",
+    "length",
+    "items",
+    "defined",
+    "none",
+    "string",
+    "mapping",
+    "raise_exception('e')",
+    "x.split(',')",
+    "[::-1]",
+    "[1:]",
+    "[-1]",
+    "'\\u00e9'",
+    "'\\x'",
+    "\xc3",
+    "\xff",
+    "recursive",
+    "*",
+    "**x",
+    "varargs",
+    "kwargs",
+    "dict(a=1)",
+    "cycler(1)",
+    "joiner()",
+    "strftime_now('%Y')",
 };
 
 TEST(JinjaFuzz, RandomFragmentsNeverCrash) {
@@ -62,21 +163,42 @@ TEST(JinjaFuzz, RandomFragmentsNeverCrash) {
 TEST(JinjaFuzz, WellFormedRandomTemplatesNeverCrash) {
     // Balanced statements around random expressions reach the evaluator more often.
     std::mt19937 rng(99);
-    const char* const exprs[] = {"x", "m", "m.content", "loop.index", "messages[::-1]", "x * 'ab'",
-                                 "m.tool_calls | first", "ns.a ~ x", "range(x)", "s.split(',')",
-                                 "m | tojson(indent=x)", "caller is defined", "messages | map(attribute='role') | list",
-                                 "x // 0", "none.a", "undefined_name.a", "(1, 2)[5:]", "m['content'][::2]"};
+    const char* const exprs[] = {"x",
+                                 "m",
+                                 "m.content",
+                                 "loop.index",
+                                 "messages[::-1]",
+                                 "x * 'ab'",
+                                 "m.tool_calls | first",
+                                 "ns.a ~ x",
+                                 "range(x)",
+                                 "s.split(',')",
+                                 "m | tojson(indent=x)",
+                                 "caller is defined",
+                                 "messages | map(attribute='role') | list",
+                                 "x // 0",
+                                 "none.a",
+                                 "undefined_name.a",
+                                 "(1, 2)[5:]",
+                                 "m['content'][::2]"};
     auto expr = [&] { return std::string(exprs[rng() % std::size(exprs)]); };
     std::function<std::string(int)> body = [&](int depth) {
         std::string out;
         for (int n = static_cast<int>(rng() % 3); n >= 0; --n) {
             const int r = depth > 3 ? 0 : static_cast<int>(rng() % 6);
             if (r == 0) out += "{{ " + expr() + " }}";
-            if (r == 1) out += "{% if " + expr() + " %}" + body(depth + 1) + "{% else %}" + body(depth + 1) + "{% endif %}";
-            if (r == 2) out += "{% for m in " + expr() + " recursive %}" + body(depth + 1) + "{% endfor %}";
+            if (r == 1)
+                out += "{% if " + expr() + " %}" + body(depth + 1) + "{% else %}" +
+                       body(depth + 1) + "{% endif %}";
+            if (r == 2)
+                out += "{% for m in " + expr() + " recursive %}" + body(depth + 1) + "{% endfor %}";
             if (r == 3) out += "{% set ns.a = " + expr() + " %}";
-            if (r == 4) out += "{% macro mac(a) %}" + body(depth + 1) + "{{ mac(a) }}{% endmacro %}{{ mac(1) }}";
-            if (r == 5) out += "{% for m in messages %}{% if loop.index > x %}{% break %}{% endif %}" + body(depth + 1) + "{% endfor %}";
+            if (r == 4)
+                out += "{% macro mac(a) %}" + body(depth + 1) +
+                       "{{ mac(a) }}{% endmacro %}{{ mac(1) }}";
+            if (r == 5)
+                out += "{% for m in messages %}{% if loop.index > x %}{% break %}{% endif %}" +
+                       body(depth + 1) + "{% endfor %}";
         }
         return out;
     };
@@ -86,7 +208,8 @@ TEST(JinjaFuzz, WellFormedRandomTemplatesNeverCrash) {
 TEST(JinjaFuzz, MutatedOfficialTemplatesNeverCrash) {
     ANELM_REQUIRE_SHARED("tokenizers/chat-templates/Qwen-Qwen3.jinja");
     std::vector<std::string> sources;
-    for (const char* name : {"Qwen-Qwen3.jinja", "meta-llama-Llama-3.1-8B-Instruct.jinja", "google-gemma-3-it.jinja"}) {
+    for (const char* name : {"Qwen-Qwen3.jinja", "meta-llama-Llama-3.1-8B-Instruct.jinja",
+                             "google-gemma-3-it.jinja"}) {
         std::ifstream in(test::shared_path(std::string("tokenizers/chat-templates/") + name));
         std::ostringstream ss;
         ss << in.rdbuf();
@@ -99,9 +222,14 @@ TEST(JinjaFuzz, MutatedOfficialTemplatesNeverCrash) {
         for (int k = 1 + static_cast<int>(rng() % 4); k > 0; --k) {
             const size_t at = rng() % s.size();
             switch (rng() % 3) {
-                case 0: s.erase(at, 1 + rng() % 8); break;
-                case 1: s.insert(at, 1, alphabet[rng() % alphabet.size()]); break;
-                default: s[at] = alphabet[rng() % alphabet.size()];
+                case 0:
+                    s.erase(at, 1 + rng() % 8);
+                    break;
+                case 1:
+                    s.insert(at, 1, alphabet[rng() % alphabet.size()]);
+                    break;
+                default:
+                    s[at] = alphabet[rng() % alphabet.size()];
             }
         }
         survive(s);

@@ -45,7 +45,8 @@ ojson parse_vars(const std::vector<std::string>& vars) {
         try {
             out[name] = ojson::parse(var.substr(eq + 1));
         } catch (const ojson::exception&) {
-            fail("--var {}: the value is not JSON (write strings quoted: {}='\"text\"')", var, name);
+            fail("--var {}: the value is not JSON (write strings quoted: {}='\"text\"')", var,
+                 name);
         }
     }
     return out;
@@ -66,8 +67,9 @@ const bool registered = register_command(
     {"template", "render a conversation with the model's chat template, as transformers does",
      [](CLI::App& app) -> std::function<int()> {
          auto o = std::make_shared<TemplateOptions>();
-         app.add_option("MODEL", o->model,
-                        "model folder (tokenizer_config.json, chat_template.jinja) or a .jinja file")
+         app.add_option(
+                "MODEL", o->model,
+                "model folder (tokenizer_config.json, chat_template.jinja) or a .jinja file")
              ->required();
          app.add_option("--messages", o->messages_path,
                         "JSON array of {role, content, tool_calls, ...} messages")
@@ -77,8 +79,9 @@ const bool registered = register_command(
          app.add_option("--var", o->vars,
                         "template variable NAME=JSON, e.g. enable_thinking=false, tools=[...]")
              ->allow_extra_args(false);  // one value per --var; a path after it stays MODEL
-         app.add_option("--template-name", o->template_name,
-                        "one of several named templates (default: tool_use with tools, else default)");
+         app.add_option(
+             "--template-name", o->template_name,
+             "one of several named templates (default: tool_use with tools, else default)");
          return [o] { return run(*o); };
      }});
 
