@@ -8,7 +8,6 @@
 // lane permute looks them up. int8 rows convert directly. Integer rows are
 // summed on the codes and scaled once at the end.
 #include <array>
-#include <bit>
 
 #include "exec/cpu/kernels/quant_isa.h"
 #include "exec/cpu/kernels/x86/avx2.h"
@@ -40,20 +39,32 @@ inline void split_f16_planes(const uint16_t* entries, __m256i& lo, __m256i& hi) 
     hi = _mm256_permute2x128_si256(p, p, 0x11);
 }
 
+// Bytes 1-3 of 16 f32 entries as three planes, each repeated in both lanes.
+inline void split_f32_planes(__m256 e0_7, __m256 e8_15, __m256i planes[3]) {
+    // Per lane: bytes 1 of its four entries, then bytes 2, then bytes 3.
+    const __m256i gather = _mm256_setr_epi8(1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, -1, -1, -1, -1,
+                                            1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, -1, -1, -1, -1);
+    // dwords: byte-1 runs of both lanes, byte-2 runs, byte-3 runs
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    const __m256i a = _mm256_permutevar8x32_epi32(
+        _mm256_shuffle_epi8(_mm256_castps_si256(e0_7), gather), order);
+    const __m256i b = _mm256_permutevar8x32_epi32(
+        _mm256_shuffle_epi8(_mm256_castps_si256(e8_15), gather), order);
+    const __m256i lo = _mm256_unpacklo_epi64(a, b), hi = _mm256_unpackhi_epi64(a, b);
+    planes[0] = _mm256_permute2x128_si256(lo, lo, 0x00);
+    planes[1] = _mm256_permute2x128_si256(hi, hi, 0x00);
+    planes[2] = _mm256_permute2x128_si256(lo, lo, 0x11);
+}
+
 void load_table(const uint16_t* f16, int nbits, RowTable& t) {
     const int n = 1 << nbits;
-    for (int k = 0; k < n; ++k) t.values[k] = _cvtsh_ss(f16[k]);
-    if (nbits == 4) {
-        alignas(16) uint8_t bytes[3][16];
-        for (int k = 0; k < 16; ++k) {
-            const auto u = std::bit_cast<uint32_t>(t.values[k]);
-            for (int b = 0; b < 3; ++b) bytes[b][k] = static_cast<uint8_t>(u >> (8 * (b + 1)));
-        }
-        for (int b = 0; b < 3; ++b) {
-            t.f32_planes[b] = _mm256_broadcastsi128_si256(
-                _mm_load_si128(reinterpret_cast<const __m128i*>(bytes[b])));
-        }
+    if (n < 8) {
+        for (int k = 0; k < n; ++k) t.values[k] = _cvtsh_ss(f16[k]);
     }
+    for (int k = 0; k + 8 <= n; k += 8) {
+        _mm256_store_ps(t.values + k, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(f16 + k))));
+    }
+    if (nbits == 4) split_f32_planes(_mm256_load_ps(t.values), _mm256_load_ps(t.values + 8), t.f32_planes);
     if (nbits == 6) {
         for (int s = 0; s < 4; ++s) split_f16_planes(f16 + 16 * s, t.lo[s], t.hi[s]);
         for (int s = 3; s > 0; --s) {
@@ -179,6 +190,14 @@ inline __m256i unpack_6bit(const uint8_t* p) {
     return _mm256_or_si256(_mm256_or_si256(c0, c1), _mm256_or_si256(c2, c3));
 }
 
+// Codes are streamed once: ask for them this far ahead of use, which the
+// row-by-row pattern otherwise leaves to the hardware prefetcher alone.
+constexpr int64_t prefetch_bytes = 2048;
+
+inline void prefetch(const uint8_t* p) {
+    _mm_prefetch(reinterpret_cast<const char*>(p + prefetch_bytes), _MM_HINT_T0);
+}
+
 // A accumulators per token: enough independent FMA chains without spilling.
 template <int T>
 constexpr int n_acc = T == 1 ? 4 : 2;
@@ -207,6 +226,7 @@ void row_dot(const uint8_t* row, int64_t n_in, const RowTable& tab, const float*
     if constexpr (NBITS == 4 && !INT8) {
         const __m256i nibble = _mm256_set1_epi8(0x0f);
         for (; i + 64 <= n_in; i += 64) {
+            prefetch(row + i / 2);
             const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + i / 2));
             lookup_nibbles(_mm256_and_si256(v, nibble), tab, w);
             fma32<T>(w, xb + i, n_in, acc);
@@ -215,6 +235,7 @@ void row_dot(const uint8_t* row, int64_t n_in, const RowTable& tab, const float*
         }
     } else if constexpr (NBITS == 6) {
         for (; i + 32 <= n_in; i += 32) {
+            prefetch(row + i / 8 * 6);
             lookup_6bit(unpack_6bit(row + i / 8 * 6), tab, w);
             fma32<T>(w, xb + i, n_in, acc);
         }
@@ -227,6 +248,7 @@ void row_dot(const uint8_t* row, int64_t n_in, const RowTable& tab, const float*
         }
     }
     for (; i + 32 <= n_in; i += 32) {
+        if constexpr (INT8) prefetch(row + i);
         for (int j = 0; j < 4; ++j) w[j] = values8<NBITS, INT8>(row, i + 8 * j, tab);
         fma32<T>(w, xb + i, n_in, acc);
     }
