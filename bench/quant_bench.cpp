@@ -122,15 +122,21 @@ void decode_shapes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_decode)->Name("quant_decode")->Apply(decode_shapes)
     ->Unit(benchmark::kMicrosecond)->UseRealTime();
 
-// Args: format index, n_tokens; 2048 x 2048.
+// Args: format index, n_tokens; 2048 x 2048 (in cache: the cost of decoding).
 void BM_prefill(benchmark::State& state) {
     const Format& f = formats[state.range(0)];
     const int64_t n_out = 2048, n_in = 2048, n_tokens = state.range(1);
-    const QuantizedMatrix q = random_quantized(f, n_out, n_in, 1);
+    std::vector<uint16_t> halves(static_cast<size_t>(n_out * n_in), f32_to_f16(0.01f));
+    const QuantizedMatrix q = f.nbits == 16 ? QuantizedMatrix{} : random_quantized(f, n_out, n_in, 1);
     const auto x = random_floats(n_tokens * n_in, 1.0f, 2);
     std::vector<float> y(static_cast<size_t>(n_tokens * n_out));
     for (auto _ : state) {
-        quant_matmul(q, x.data(), n_tokens, y.data(), pool());
+        if (f.nbits == 16) {
+            kernels::matmul({DType::f16, halves.data(), n_out, n_in}, x.data(), n_tokens, y.data(),
+                            pool());
+        } else {
+            quant_matmul(q, x.data(), n_tokens, y.data(), pool());
+        }
         benchmark::DoNotOptimize(y.data());
     }
     state.counters["GFLOP/s"] = benchmark::Counter(
@@ -139,7 +145,7 @@ void BM_prefill(benchmark::State& state) {
     state.SetLabel(f.name);
 }
 BENCHMARK(BM_prefill)->Name("quant_tokens")
-    ->ArgsProduct({{1, 3}, {2, 4, 8, 9, 16, 64, 512}})
+    ->ArgsProduct({{0, 1, 3}, {2, 4, 8, 12, 16, 24, 64, 512}})
     ->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 // The linear weights of a model: (n_out, n_in, how many).

@@ -93,6 +93,17 @@ TEST(QuantMatmul, SimdMatchesScalarAndDequantizedOnOddShapes) {
     }
 }
 
+TEST(QuantMatmul, ManyTokensOverSeveralRowBlocks) {
+    // Long rows: the GEMM path decodes the matrix in several blocks of rows.
+    std::mt19937 rng(10);
+    ThreadPool pool(2);
+    for (const Format& f : {formats[3], formats[7]}) {
+        const auto q = test::random_quantized(rng, f.kind, f.nbits, 136, 8200, f.group);
+        const auto x = random_x(rng, 17 * q.n_in);
+        expect_matches_dequantized(q, x, 17, run(q, x, 17, false, pool), 1e-5);
+    }
+}
+
 TEST(QuantMatmul, DecodeRowMatchesScalarFromAnyStart) {
     std::mt19937 rng(8);
     for (const Format& f : formats) {

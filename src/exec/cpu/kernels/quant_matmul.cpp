@@ -15,9 +15,10 @@ namespace {
 // Up to this many tokens the codes are streamed once per group of gemv_tokens
 // (memory bound). Beyond, blocks of rows are decoded to f32 once and multiplied
 // by the f32 GEMM, which reuses each decoded block across all tokens.
-constexpr int64_t gemv_max_tokens = 8;
-// Rows decoded per GEMM step: about 1 MiB of f32, which stays in L2/L3.
-constexpr int64_t gemm_block_bytes = int64_t{1} << 20;
+constexpr int64_t gemv_max_tokens = 16;
+// Rows decoded per GEMM step: about 4 MiB of f32 (a block, not the matrix):
+// large enough that the GEMM's own setup is amortised, small enough for L3.
+constexpr int64_t gemm_block_bytes = int64_t{4} << 20;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
