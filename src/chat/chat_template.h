@@ -32,7 +32,8 @@ public:
     ChatTemplate(const std::string& source, const std::string& name,
                  const nlohmann::ordered_json& special_tokens = nlohmann::ordered_json::object());
 
-    // The prompt for `messages` (an array of {role, content, ...}). `variables`
+    // The prompt for `messages` (an array of {role, content, ...}; objects keep their
+    // key order, so tool schemas print as given — a plain nlohmann::json sorts them). `variables`
     // adds template variables: tools, documents, enable_thinking, date_string ...
     // (tools and documents default to None, as transformers passes them).
     // template_name picks one of several named templates; empty means "tool_use"

@@ -283,17 +283,20 @@ std::string str_format(const std::string& f, const CallArgs& args) {
     return out;
 }
 
+// str methods that take no arguments.
+const Names str_no_args = {"upper",   "lower",   "casefold",  "title",   "capitalize", "swapcase",
+                           "isspace", "isalpha", "isdecimal", "isdigit", "isnumeric",  "isalnum",
+                           "isascii", "islower", "isupper",   "istitle"};
+
 Value str_method(const std::string& s, std::string_view name, CallArgs& args) {
-    auto none = [&](const char*) {
-        if (!args.positional.empty() || !args.keyword.empty())
-            raise("str.{}() takes no arguments ({} given)", name,
-                  args.positional.size() + args.keyword.size());
-    };
-    if (name == "upper") return none("upper"), Value::string(text::upper(s));
-    if (name == "lower" || name == "casefold") return none("lower"), Value::string(text::lower(s));
-    if (name == "title") return none("title"), Value::string(text::title(s));
-    if (name == "capitalize") return none("capitalize"), Value::string(text::capitalize(s));
-    if (name == "swapcase") return none("swapcase"), Value::string(text::swapcase(s));
+    if (str_no_args.count(name) && (!args.positional.empty() || !args.keyword.empty()))
+        raise("str.{}() takes no arguments ({} given)", name,
+              args.positional.size() + args.keyword.size());
+    if (name == "upper") return Value::string(text::upper(s));
+    if (name == "lower" || name == "casefold") return Value::string(text::lower(s));
+    if (name == "title") return Value::string(text::title(s));
+    if (name == "capitalize") return Value::string(text::capitalize(s));
+    if (name == "swapcase") return Value::string(text::swapcase(s));
     if (name == "strip" || name == "lstrip" || name == "rstrip") {
         ArgBinder bind(name, args, {"chars"});
         const Value* chars = bind.get(0);
@@ -400,20 +403,18 @@ Value str_method(const std::string& s, std::string_view name, CallArgs& args) {
         return Value::string(s);
     }
     if (name == "format") return Value::string(str_format(s, args));
-    if (name == "isspace") return none("isspace"), Value::boolean(all_chars(s, text::is_space));
-    if (name == "isalpha") return none("isalpha"), Value::boolean(all_chars(s, text::is_alpha));
+    if (name == "isspace") return Value::boolean(all_chars(s, text::is_space));
+    if (name == "isalpha") return Value::boolean(all_chars(s, text::is_alpha));
     if (name == "isdecimal" || name == "isdigit")
-        return none("isdigit"), Value::boolean(all_chars(s, text::is_decimal));
-    if (name == "isnumeric")
-        return none("isnumeric"), Value::boolean(all_chars(s, text::is_numeric));
+        return Value::boolean(all_chars(s, text::is_decimal));
+    if (name == "isnumeric") return Value::boolean(all_chars(s, text::is_numeric));
     if (name == "isalnum")
-        return none("isalnum"), Value::boolean(all_chars(s, [](char32_t c) {
-                   return text::is_alpha(c) || text::is_numeric(c);
-               }));
-    if (name == "isascii") return none("isascii"), Value::boolean(text::is_ascii(s));
-    if (name == "islower") return none("islower"), Value::boolean(has_case(s, false));
-    if (name == "isupper") return none("isupper"), Value::boolean(has_case(s, true));
-    if (name == "istitle") return none("istitle"), Value::boolean(is_title(s));
+        return Value::boolean(
+            all_chars(s, [](char32_t c) { return text::is_alpha(c) || text::is_numeric(c); }));
+    if (name == "isascii") return Value::boolean(text::is_ascii(s));
+    if (name == "islower") return Value::boolean(has_case(s, false));
+    if (name == "isupper") return Value::boolean(has_case(s, true));
+    if (name == "istitle") return Value::boolean(is_title(s));
     raise("str.{}() is not supported", name);
 }
 
@@ -444,7 +445,10 @@ Value dict_method(const Value& self, std::string_view name, CallArgs& args) {
 
 Value sequence_method(const Value& self, std::string_view name, CallArgs& args) {
     const auto& items = self.as_array().items;
-    if (name == "copy") return ArgBinder("copy", args, {}), self;
+    if (name == "copy") {
+        ArgBinder("copy", args, {});
+        return self;
+    }
     ArgBinder bind(name, args, {"value", "start", "stop"});
     if (!bind.get(0)) raise("{} expected at least 1 argument, got 0", name);
     if (name == "count")

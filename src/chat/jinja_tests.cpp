@@ -61,8 +61,10 @@ bool t_integer(Interpreter&, const Value& v, CallArgs& a) {
 bool t_float(Interpreter&, const Value& v, CallArgs& a) {
     return no_args("float", a) && v.is_float();
 }
+// Markup (what escape and safe return in Jinja2) is kept as a plain string here.
 bool t_escaped(Interpreter&, const Value&, CallArgs& a) {
-    return !no_args("escaped", a);
+    no_args("escaped", a);
+    return false;
 }
 
 // Python's iter() succeeds on these (Undefined iterates as empty).
