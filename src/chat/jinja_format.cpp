@@ -2,27 +2,39 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <cmath>
+#include <cstdlib>
+#include <utility>
 
 #include "chat/jinja_text.h"
 
 namespace anelm::jinja {
 
+// The shortest digits that read back as |d| and the decimal exponent of the
+// first one (d = 0.d1d2... * 10^(exp + 1)), from fmt's shortest round-trip form,
+// which may come as "123.45", "1e+16" or "1.5e-07".
+static std::pair<std::string, int> shortest_digits(double d) {
+    const std::string s = fmt::format("{}", std::fabs(d));
+    const size_t e_at = s.find('e');
+    const std::string mantissa = s.substr(0, e_at);
+    int exp = e_at == std::string::npos ? 0 : std::atoi(s.c_str() + e_at + 1);
+    const size_t dot = mantissa.find('.');
+    std::string digits;
+    for (char c : mantissa)
+        if (c != '.') digits += c;
+    int point = static_cast<int>(dot == std::string::npos ? mantissa.size() : dot);
+    const size_t first = digits.find_first_not_of('0');
+    if (first == std::string::npos) return {"0", 0};
+    point -= static_cast<int>(first);
+    digits = digits.substr(first, digits.find_last_not_of('0') - first + 1);
+    return {digits, point + exp - 1};
+}
+
 std::string float_repr(double d) {
     if (std::isnan(d)) return "nan";
     if (std::isinf(d)) return d < 0 ? "-inf" : "inf";
-    char buf[64];
-    const auto res = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific);
-    const std::string_view sci(buf, res.ptr - buf);  // [-]d[.ddd]e[+-]xx
-    const bool negative = sci[0] == '-';
-    const size_t e_at = sci.find('e');
-    std::string digits;
-    for (char c : sci.substr(negative, e_at - negative))
-        if (c != '.') digits += c;
-    int exp = 0;
-    std::from_chars(sci.data() + e_at + 1 + (sci[e_at + 1] == '+'), sci.data() + sci.size(), exp);
-    std::string out = negative ? "-" : "";
+    const auto [digits, exp] = shortest_digits(d);
+    std::string out = std::signbit(d) ? "-" : "";
     if (exp < -4 || exp >= 16) {
         out += digits[0];
         if (digits.size() > 1) out.append(".").append(digits, 1);

@@ -14,6 +14,14 @@ TEST(JinjaExpressions, ValuesPrintAsPythonStr) {
     EXPECT_EQ(render("{{ x }}", {{"x", {{"k", nullptr}}}}), "{'k': None}");
 }
 
+TEST(JinjaExpressions, FloatsPrintAsPythonRepr) {
+    EXPECT_EQ(
+        render("{{ 0.1 + 0.2 }}|{{ 1e-5 }}|{{ -0.0 }}|{{ 123456789012345678.0 }}|{{ 5e-324 }}"),
+        "0.30000000000000004|1e-05|-0.0|1.2345678901234568e+17|5e-324");
+    EXPECT_EQ(render("{{ 1.7976931348623157e308 }}|{{ 100.0 }}|{{ 2.5e15 }}"),
+              "1.7976931348623157e+308|100.0|2500000000000000.0");
+}
+
 TEST(JinjaExpressions, StringLiteralsUsePythonEscapes) {
     EXPECT_EQ(render("{{ 'tab\\there' }}"), "tab\there");
     EXPECT_EQ(render("{{ '\\x41\\u00e9\\U0001F600' }}"), "A\u00e9\U0001F600");
