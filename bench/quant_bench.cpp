@@ -40,8 +40,10 @@ struct Format {
     QuantKind kind;
     int nbits;  // 16: plain f16
 };
-const Format formats[] = {{"f16", QuantKind::lut, 16}, {"lut4:8", QuantKind::lut, 4},
-                          {"lut6:8", QuantKind::lut, 6}, {"int8", QuantKind::int8, 8},
+const Format formats[] = {{"f16", QuantKind::lut, 16},
+                          {"lut4:8", QuantKind::lut, 4},
+                          {"lut6:8", QuantKind::lut, 6},
+                          {"int8", QuantKind::int8, 8},
                           {"int4", QuantKind::int4, 4}};
 
 QuantizedMatrix random_quantized(const Format& f, int64_t n_out, int64_t n_in, uint32_t seed) {
@@ -110,24 +112,26 @@ void BM_decode(benchmark::State& state) {
 }
 
 void decode_shapes(benchmark::internal::Benchmark* b) {
-    for (auto [n_out, n_in] : {std::pair<int64_t, int64_t>{1024, 3072},
-                               {3072, 1024},
-                               {2048, 8192},
-                               {151936, 1024}}) {
+    for (auto [n_out, n_in] :
+         {std::pair<int64_t, int64_t>{1024, 3072}, {3072, 1024}, {2048, 8192}, {151936, 1024}}) {
         for (int64_t f = 0; f < static_cast<int64_t>(std::size(formats)); ++f) {
             b->Args({f, n_out, n_in});
         }
     }
 }
-BENCHMARK(BM_decode)->Name("quant_decode")->Apply(decode_shapes)
-    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_decode)
+    ->Name("quant_decode")
+    ->Apply(decode_shapes)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 // Args: format index, n_tokens; 2048 x 2048 (in cache: the cost of decoding).
 void BM_prefill(benchmark::State& state) {
     const Format& f = formats[state.range(0)];
     const int64_t n_out = 2048, n_in = 2048, n_tokens = state.range(1);
     std::vector<uint16_t> halves(static_cast<size_t>(n_out * n_in), f32_to_f16(0.01f));
-    const QuantizedMatrix q = f.nbits == 16 ? QuantizedMatrix{} : random_quantized(f, n_out, n_in, 1);
+    const QuantizedMatrix q =
+        f.nbits == 16 ? QuantizedMatrix{} : random_quantized(f, n_out, n_in, 1);
     const auto x = random_floats(n_tokens * n_in, 1.0f, 2);
     std::vector<float> y(static_cast<size_t>(n_tokens * n_out));
     for (auto _ : state) {
@@ -139,14 +143,16 @@ void BM_prefill(benchmark::State& state) {
         }
         benchmark::DoNotOptimize(y.data());
     }
-    state.counters["GFLOP/s"] = benchmark::Counter(
-        rate(state, 2.0 * static_cast<double>(n_out * n_in * n_tokens) / 1e9),
-        benchmark::Counter::kIsRate);
+    state.counters["GFLOP/s"] =
+        benchmark::Counter(rate(state, 2.0 * static_cast<double>(n_out * n_in * n_tokens) / 1e9),
+                           benchmark::Counter::kIsRate);
     state.SetLabel(f.name);
 }
-BENCHMARK(BM_prefill)->Name("quant_tokens")
+BENCHMARK(BM_prefill)
+    ->Name("quant_tokens")
     ->ArgsProduct({{0, 1, 3}, {2, 4, 8, 12, 16, 24, 64, 512}})
-    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 // The linear weights of a model: (n_out, n_in, how many).
 struct Linear {
@@ -157,8 +163,8 @@ std::vector<Linear> model_linears(int64_t n_embd, int64_t n_layer, int64_t n_hea
                                   int64_t n_head_kv, int64_t head_dim, int64_t n_ff,
                                   int64_t n_vocab) {
     const int64_t q_dim = n_head * head_dim, kv_dim = n_head_kv * head_dim;
-    return {{q_dim, n_embd, n_layer}, {kv_dim, n_embd, 2 * n_layer}, {n_embd, q_dim, n_layer},
-            {n_ff, n_embd, 2 * n_layer}, {n_embd, n_ff, n_layer}, {n_vocab, n_embd, 1}};
+    return {{q_dim, n_embd, n_layer},    {kv_dim, n_embd, 2 * n_layer}, {n_embd, q_dim, n_layer},
+            {n_ff, n_embd, 2 * n_layer}, {n_embd, n_ff, n_layer},       {n_vocab, n_embd, 1}};
 }
 
 // Args: model (0 qwen3-0.6b, 1 llama-3.2-1b), with the LM head (1) or the layers only (0).
@@ -182,8 +188,8 @@ void BM_palettize_model(benchmark::State& state) {
         for (size_t s = 0; s < linears.size(); ++s) {
             const Linear& l = linears[s];
             if (!with_head && s + 1 == linears.size()) continue;
-            const TensorView view{DType::f16, {l.n_out, l.n_in},
-                                  reinterpret_cast<const std::byte*>(data[s].data())};
+            const TensorView view{
+                DType::f16, {l.n_out, l.n_in}, reinterpret_cast<const std::byte*>(data[s].data())};
             for (int64_t c = 0; c < l.count; ++c) {
                 benchmark::DoNotOptimize(quantize_matrix(view, choice, pool(), 1));
                 n_weights += l.n_out * l.n_in;
@@ -192,14 +198,20 @@ void BM_palettize_model(benchmark::State& state) {
     }
     state.counters["Mweights/s"] = benchmark::Counter(
         rate(state, static_cast<double>(n_weights) / 1e6), benchmark::Counter::kIsRate);
-    state.counters["cpu_s"] =
-        static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC / static_cast<double>(state.iterations());
+    state.counters["cpu_s"] = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC /
+                              static_cast<double>(state.iterations());
     state.SetLabel(std::string(qwen ? "qwen3-0.6b" : "llama-3.2-1b") +
                    (with_head ? " layers + head" : " layers") + ", lut4:8");
 }
-BENCHMARK(BM_palettize_model)->Name("palettize_model")
-    ->Args({0, 1})->Args({0, 0})->Args({1, 1})->Args({1, 0})
-    ->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
+BENCHMARK(BM_palettize_model)
+    ->Name("palettize_model")
+    ->Args({0, 1})
+    ->Args({0, 0})
+    ->Args({1, 1})
+    ->Args({1, 0})
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace anelm::quant

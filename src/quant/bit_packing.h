@@ -9,7 +9,9 @@
 namespace anelm::quant {
 
 // Bytes that hold n codes of nbits (1..8).
-constexpr int64_t packed_bytes(int64_t n, int nbits) { return (n * nbits + 7) / 8; }
+constexpr int64_t packed_bytes(int64_t n, int nbits) {
+    return (n * nbits + 7) / 8;
+}
 
 // Writes codes[0..n) (each < 2^nbits) as elements first..first+n of the packed
 // stream at out, OR-ing into bytes that must start zero.

@@ -93,7 +93,8 @@ void solve_layer(const Prefix& prefix, const std::vector<double>& prev, std::vec
         double best = std::numeric_limits<double>::infinity();
         int64_t best_s = opt_lo;
         for (int64_t s = opt_lo; s <= std::min(opt_hi, mid - 1); ++s) {
-            const double c = prev[s] + prefix.cost(static_cast<size_t>(s), static_cast<size_t>(mid));
+            const double c =
+                prev[s] + prefix.cost(static_cast<size_t>(s), static_cast<size_t>(mid));
             if (c < best) {
                 best = c;
                 best_s = s;
@@ -112,7 +113,8 @@ void solve_layer(const Prefix& prefix, const std::vector<double>& prev, std::vec
 // nothing, kept with sums per block of 64 so that a draw costs O(m / 64 + 64).
 class SeedWeights {
 public:
-    SeedWeights(const WeightedValues& p, double first) : p_(p), weight_(scratch(3, p.value.size())) {
+    SeedWeights(const WeightedValues& p, double first)
+        : p_(p), weight_(scratch(3, p.value.size())) {
         const size_t m = p.value.size();
         for (size_t i = 0; i < m; ++i) weight_[i] = p.count[i] * square(p.value[i] - first);
         block_.assign((m + block - 1) / block, 0.0);
@@ -121,7 +123,8 @@ public:
 
     // Points [lo, hi) are now nearest to centre c.
     void update(size_t lo, size_t hi, double c) {
-        for (size_t i = lo; i < hi; ++i) weight_[i] = std::min(weight_[i], p_.count[i] * square(p_.value[i] - c));
+        for (size_t i = lo; i < hi; ++i)
+            weight_[i] = std::min(weight_[i], p_.count[i] * square(p_.value[i] - c));
         for (size_t b = lo / block; b * block < hi; ++b) sum_block(b);
     }
 
@@ -175,12 +178,16 @@ std::vector<double> seed_centers(const WeightedValues& p, int k, Random& rng) {
         const double c = v[weights.draw(rng)];
         const auto pos = std::lower_bound(chosen.begin(), chosen.end(), c);
         // The points now nearest to c lie between the midpoints to its neighbours.
-        const size_t lo = pos == chosen.begin()
-                              ? 0
-                              : static_cast<size_t>(std::upper_bound(v.begin(), v.end(), (*(pos - 1) + c) / 2) - v.begin());
-        const size_t hi = pos == chosen.end()
-                              ? v.size()
-                              : static_cast<size_t>(std::lower_bound(v.begin(), v.end(), (*pos + c) / 2) - v.begin());
+        const size_t lo =
+            pos == chosen.begin()
+                ? 0
+                : static_cast<size_t>(std::upper_bound(v.begin(), v.end(), (*(pos - 1) + c) / 2) -
+                                      v.begin());
+        const size_t hi =
+            pos == chosen.end()
+                ? v.size()
+                : static_cast<size_t>(std::lower_bound(v.begin(), v.end(), (*pos + c) / 2) -
+                                      v.begin());
         chosen.insert(pos, c);
         weights.update(lo, hi, c);
     }
@@ -286,11 +293,13 @@ KMeansResult kmeans_1d_exact(const WeightedValues& points, int k) {
     const Prefix prefix(points);
     // d[i]: least cost of the first i points in j clusters; arg[j][i]: where the last one starts.
     std::vector<double> prev(static_cast<size_t>(m + 1)), cur(prev.size());
-    std::vector<std::vector<int32_t>> arg(static_cast<size_t>(k), std::vector<int32_t>(prev.size()));
+    std::vector<std::vector<int32_t>> arg(static_cast<size_t>(k),
+                                          std::vector<int32_t>(prev.size()));
     for (int64_t i = 1; i <= m; ++i) prev[i] = prefix.cost(0, static_cast<size_t>(i));
     for (int j = 1; j < k; ++j) {
         // j + 1 clusters need at least j + 1 points; the last k - j - 1 clusters need theirs.
-        solve_layer(prefix, prev, cur, arg[static_cast<size_t>(j)], j + 1, m - (k - j - 1), j, m - 1);
+        solve_layer(prefix, prev, cur, arg[static_cast<size_t>(j)], j + 1, m - (k - j - 1), j,
+                    m - 1);
         std::swap(prev, cur);
     }
     KMeansResult r;
@@ -300,7 +309,8 @@ KMeansResult kmeans_1d_exact(const WeightedValues& points, int k) {
     int64_t end = m;
     for (int j = k - 1; j >= 0; --j) {
         const int64_t begin = j == 0 ? 0 : arg[static_cast<size_t>(j)][end];
-        r.centers[static_cast<size_t>(j)] = prefix.mean(static_cast<size_t>(begin), static_cast<size_t>(end));
+        r.centers[static_cast<size_t>(j)] =
+            prefix.mean(static_cast<size_t>(begin), static_cast<size_t>(end));
         end = begin;
     }
     return r;
@@ -313,7 +323,8 @@ KMeansResult kmeans_1d_lloyd(const WeightedValues& points, int k, uint64_t seed,
     Random rng(seed);
     KMeansResult best;
     for (int run = 0; run < std::max(1, options.n_init); ++run) {
-        KMeansResult r = lloyd(points, prefix, seed_centers(points, k, rng), options.max_iterations);
+        KMeansResult r =
+            lloyd(points, prefix, seed_centers(points, k, rng), options.max_iterations);
         if (run == 0 || r.sse < best.sse) best = std::move(r);
     }
     return best;

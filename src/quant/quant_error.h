@@ -10,7 +10,7 @@ namespace anelm::quant {
 // Sums over the elements of W and its quantized Q; += pools several tensors.
 struct QuantError {
     double sum_ww = 0, sum_qq = 0, sum_wq = 0, sum_dd = 0;  // W², Q², WQ, (W - Q)²
-    double max_abs = 0;                                      // max |W - Q|
+    double max_abs = 0;                                     // max |W - Q|
 
     double rel_rmse() const;  // ||W - Q|| / ||W|| (Frobenius)
     double cosine() const;    // <W, Q> / (||W|| ||Q||)

@@ -51,8 +51,9 @@ QuantChoice parse_choice(std::string_view part, std::string_view text) {
     int64_t group = default_group_size;
     if (colon != std::string_view::npos) {
         const std::optional<int64_t> g = parse_count(text.substr(colon + 1));
-        if (!g) bad_part(part, fmt::format("group '{}', expected a number of rows (0 = per tensor)",
-                                           text.substr(colon + 1)));
+        if (!g)
+            bad_part(part, fmt::format("group '{}', expected a number of rows (0 = per tensor)",
+                                       text.substr(colon + 1)));
         group = *g;
     }
     return lut(static_cast<int>(*bits), group);
@@ -95,19 +96,26 @@ std::string choice_text(const QuantChoice& c) {
 
 std::string QuantChoice::name() const {
     switch (method) {
-        case QuantMethod::none: return "none";
-        case QuantMethod::lut: return fmt::format("lut{}:{}", nbits, group_size);
-        case QuantMethod::int8: return "int8";
-        case QuantMethod::int4: return "int4";
+        case QuantMethod::none:
+            return "none";
+        case QuantMethod::lut:
+            return fmt::format("lut{}:{}", nbits, group_size);
+        case QuantMethod::int8:
+            return "int8";
+        case QuantMethod::int4:
+            return "int4";
     }
     return "?";
 }
 
 const char* component_name(Component c) {
     switch (c) {
-        case Component::embed: return "embed";
-        case Component::ffn: return "ffn";
-        case Component::head: return "head";
+        case Component::embed:
+            return "embed";
+        case Component::ffn:
+            return "ffn";
+        case Component::head:
+            return "head";
     }
     return "?";
 }
@@ -145,8 +153,9 @@ QuantSpec parse_quant_spec(std::string_view text) {
         const size_t eq = part.find('=');
         if (eq == std::string_view::npos) {
             if (!apply_preset(part, spec)) {
-                bad_part(part, "unknown preset, expected none, lut4, lut6, lut8, int8, int4 "
-                               "or COMPONENT=CHOICE");
+                bad_part(part,
+                         "unknown preset, expected none, lut4, lut6, lut8, int8, int4 "
+                         "or COMPONENT=CHOICE");
             }
             continue;
         }
@@ -162,7 +171,8 @@ QuantSpec parse_quant_spec(std::string_view text) {
         } else if (key == "head") {
             spec.head = parse_choice(part, value);
         } else {
-            bad_part(part, fmt::format("unknown component '{}', expected embed, ffn, head or min", key));
+            bad_part(part,
+                     fmt::format("unknown component '{}', expected embed, ffn, head or min", key));
         }
     }
     return spec;

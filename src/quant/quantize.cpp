@@ -13,7 +13,9 @@ namespace anelm::quant {
 
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+    return (a + b - 1) / b;
+}
 
 // Rows [o0, o1) of w as f32, row after row; throws on a non-finite weight.
 void read_rows(const TensorView& w, const MatrixShape& shape, int64_t o0, int64_t o1, float* out) {
@@ -60,7 +62,8 @@ private:
     std::vector<float> mid_;
 };
 
-void palettize(const TensorView& w, const MatrixShape& shape, ThreadPool& pool, uint64_t seed, const KMeansOptions& kmeans, QuantizedMatrix& q) {
+void palettize(const TensorView& w, const MatrixShape& shape, ThreadPool& pool, uint64_t seed,
+               const KMeansOptions& kmeans, QuantizedMatrix& q) {
     const int64_t rows = q.rows_per_table(), n_tables = q.n_tables();
     const int k = 1 << q.nbits;
     q.lut.assign(static_cast<size_t>(n_tables * k), 0);
@@ -73,7 +76,8 @@ void palettize(const TensorView& w, const MatrixShape& shape, ThreadPool& pool, 
         read_rows(w, shape, o0, o1, values.data());
         sorted = values;
         distinct_values(sorted, points);
-        const KMeansResult clusters = kmeans_1d(points, k, mix_seed(seed, static_cast<uint64_t>(g)), kmeans);
+        const KMeansResult clusters =
+            kmeans_1d(points, k, mix_seed(seed, static_cast<uint64_t>(g)), kmeans);
         const std::vector<uint16_t> table = make_table(clusters.centers, q.nbits);
         std::copy(table.begin(), table.end(), q.lut.begin() + g * k);
 
@@ -131,7 +135,8 @@ QuantizedMatrix quantize_matrix(const TensorView& w, const QuantChoice& choice, 
     q.n_out = shape.n_out;
     q.n_in = shape.n_in;
     switch (choice.method) {
-        case QuantMethod::none: fail("quantize: the choice is none");
+        case QuantMethod::none:
+            fail("quantize: the choice is none");
         case QuantMethod::lut:
             if (choice.nbits < 1 || choice.nbits > 8 || choice.nbits == 5 || choice.nbits == 7)
                 fail("quantize: lut of {} bits, expected 1, 2, 3, 4, 6 or 8", choice.nbits);
@@ -140,7 +145,8 @@ QuantizedMatrix quantize_matrix(const TensorView& w, const QuantChoice& choice, 
             q.nbits = choice.nbits;
             q.group_size = choice.group_size;
             if (shape.n_out % q.rows_per_table() != 0)
-                fail("quantize: {} rows do not split into groups of {}", shape.n_out, q.rows_per_table());
+                fail("quantize: {} rows do not split into groups of {}", shape.n_out,
+                     q.rows_per_table());
             break;
         case QuantMethod::int8:
             q.kind = QuantKind::int8;

@@ -46,7 +46,8 @@ std::vector<uint8_t> coreml_codes(const QuantizedMatrix& q) {
 std::array<int64_t, 4> coreml_lut_shape(const QuantizedMatrix& q) {
     if (q.kind != QuantKind::lut) fail("coreml_lut_shape: the matrix is not LUT palettized");
     if (q.n_out % q.rows_per_table() != 0) {
-        fail("coreml_lut_shape: {} rows do not split into groups of {}", q.n_out, q.rows_per_table());
+        fail("coreml_lut_shape: {} rows do not split into groups of {}", q.n_out,
+             q.rows_per_table());
     }
     return {q.n_tables(), 1, int64_t{1} << q.nbits, 1};
 }

@@ -33,7 +33,9 @@ struct QuantizedMatrix {
     std::vector<uint16_t> lut;     // lut: f16 [n_tables(), 2^nbits]
     std::vector<uint16_t> scales;  // int8 / int4: f16 [n_out]
 
-    int64_t rows_per_table() const { return group_size > 0 ? group_size : std::max<int64_t>(1, n_out); }
+    int64_t rows_per_table() const {
+        return group_size > 0 ? group_size : std::max<int64_t>(1, n_out);
+    }
     int64_t n_tables() const { return (n_out + rows_per_table() - 1) / rows_per_table(); }
     int64_t row_bytes() const { return (n_in * nbits + 7) / 8; }
     // Bytes of codes, tables and scales.

@@ -8,7 +8,8 @@
 namespace anelm::quant {
 
 MatrixShape matrix_shape(const TensorView& w) {
-    if (w.shape.size() < 2) fail("quantize: a tensor of rank {}, expected a matrix", w.shape.size());
+    if (w.shape.size() < 2)
+        fail("quantize: a tensor of rank {}, expected a matrix", w.shape.size());
     if (w.dtype != DType::f32 && w.dtype != DType::f16 && w.dtype != DType::bf16)
         fail("quantize: dtype {}, expected f32, f16 or bf16", dtype_name(w.dtype));
     return {w.shape[0], w.numel() / std::max<int64_t>(1, w.shape[0])};

@@ -9,7 +9,8 @@ namespace anelm::quant {
 namespace {
 
 std::vector<uint8_t> pack(const std::vector<uint8_t>& codes, int nbits) {
-    std::vector<uint8_t> out(static_cast<size_t>(packed_bytes(static_cast<int64_t>(codes.size()), nbits)), 0);
+    std::vector<uint8_t> out(
+        static_cast<size_t>(packed_bytes(static_cast<int64_t>(codes.size()), nbits)), 0);
     pack_codes(codes.data(), static_cast<int64_t>(codes.size()), nbits, out.data());
     return out;
 }

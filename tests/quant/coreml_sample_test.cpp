@@ -16,7 +16,8 @@
 namespace anelm::quant {
 namespace {
 
-constexpr const char* weights = "coreml-samples/palettized.mlpackage/Data/com.apple.CoreML/weights/weight.bin";
+constexpr const char* weights =
+    "coreml-samples/palettized.mlpackage/Data/com.apple.CoreML/weights/weight.bin";
 
 template <typename T>
 T read_le(const std::vector<uint8_t>& file, size_t offset) {
@@ -29,8 +30,10 @@ T read_le(const std::vector<uint8_t>& file, size_t offset) {
 std::vector<uint8_t> blob(const std::vector<uint8_t>& file, size_t offset, uint32_t dtype) {
     EXPECT_EQ(read_le<uint32_t>(file, offset), 0xdeadbeefu);
     EXPECT_EQ(read_le<uint32_t>(file, offset + 4), dtype);
-    const auto size = read_le<uint64_t>(file, offset + 8), data = read_le<uint64_t>(file, offset + 16);
-    return {file.begin() + static_cast<ptrdiff_t>(data), file.begin() + static_cast<ptrdiff_t>(data + size)};
+    const auto size = read_le<uint64_t>(file, offset + 8),
+               data = read_le<uint64_t>(file, offset + 16);
+    return {file.begin() + static_cast<ptrdiff_t>(data),
+            file.begin() + static_cast<ptrdiff_t>(data + size)};
 }
 
 TEST(CoreMLSample, PalettizedIndicesAndLutMapOntoQuantizedMatrix) {
@@ -62,7 +65,8 @@ TEST(CoreMLSample, PalettizedIndicesAndLutMapOntoQuantizedMatrix) {
     for (int64_t o = 0; o < 32; ++o) {
         q.decode_row(o, row.data());
         for (int64_t i = 0; i < 16; ++i) {
-            const float want = f16_to_f32(q.lut[static_cast<size_t>((o / 4) * 16 + stream[o * 16 + i])]);
+            const float want =
+                f16_to_f32(q.lut[static_cast<size_t>((o / 4) * 16 + stream[o * 16 + i])]);
             ASSERT_EQ(row[static_cast<size_t>(i)], want) << o << ", " << i;
             // The matmul of a unit vector picks the same column.
             x.assign(16, 0.0f);

@@ -103,8 +103,11 @@ TEST(KMeans, ExactProgrammeMatchesBruteForceOverSortedRuns) {
                 std::vector<double> centers;
                 for (int c = 0; c < k; ++c) {
                     double sum = 0;
-                    for (size_t i = cut[static_cast<size_t>(c)]; i < cut[static_cast<size_t>(c) + 1]; ++i) sum += values[i];
-                    centers.push_back(sum / static_cast<double>(cut[static_cast<size_t>(c) + 1] - cut[static_cast<size_t>(c)]));
+                    for (size_t i = cut[static_cast<size_t>(c)];
+                         i < cut[static_cast<size_t>(c) + 1]; ++i)
+                        sum += values[i];
+                    centers.push_back(sum / static_cast<double>(cut[static_cast<size_t>(c) + 1] -
+                                                                cut[static_cast<size_t>(c)]));
                 }
                 optimum = std::min(optimum, sse_of(values, centers));
                 return;

@@ -20,8 +20,8 @@ struct Format {
 };
 
 const Format formats[] = {
-    {QuantKind::lut, 1, 8},  {QuantKind::lut, 2, 8}, {QuantKind::lut, 3, 4},
-    {QuantKind::lut, 4, 8},  {QuantKind::lut, 4, 1}, {QuantKind::lut, 6, 8},
+    {QuantKind::lut, 1, 8},  {QuantKind::lut, 2, 8},  {QuantKind::lut, 3, 4},
+    {QuantKind::lut, 4, 8},  {QuantKind::lut, 4, 1},  {QuantKind::lut, 6, 8},
     {QuantKind::lut, 8, 16}, {QuantKind::int8, 8, 0}, {QuantKind::int4, 4, 0},
 };
 
@@ -76,8 +76,8 @@ TEST(QuantMatmul, SimdMatchesScalarAndDequantizedOnOddShapes) {
     std::mt19937 rng(7);
     ThreadPool pool(2);
     // n_in: below one block, whole 64-blocks, blocks plus odd tails.
-    const int64_t shapes[][2] = {{8, 5}, {16, 64}, {24, 131}, {40, 200}, {8, 1},
-                                 {33 * 8, 71}, {16, 1000}};
+    const int64_t shapes[][2] = {{8, 5}, {16, 64},     {24, 131}, {40, 200},
+                                 {8, 1}, {33 * 8, 71}, {16, 1000}};
     for (const Format& f : formats) {
         for (const auto& shape : shapes) {
             const int64_t n_out = f.group > 1 ? shape[0] : shape[0] + 3, n_in = shape[1];

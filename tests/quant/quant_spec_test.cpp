@@ -10,7 +10,9 @@ namespace anelm::quant {
 namespace {
 
 const QuantChoice none{};
-QuantChoice lut(int nbits, int64_t group = 8) { return {QuantMethod::lut, nbits, group}; }
+QuantChoice lut(int nbits, int64_t group = 8) {
+    return {QuantMethod::lut, nbits, group};
+}
 const QuantChoice int8{QuantMethod::int8, 8, 0};
 const QuantChoice int4{QuantMethod::int4, 4, 0};
 

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <cstdio>
+#include <random>
 #include <vector>
 
 #include "base/error.h"
@@ -17,7 +17,9 @@
 namespace anelm::quant {
 namespace {
 
-QuantChoice lut(int nbits, int64_t group) { return {QuantMethod::lut, nbits, group}; }
+QuantChoice lut(int nbits, int64_t group) {
+    return {QuantMethod::lut, nbits, group};
+}
 
 std::vector<float> dequantize(const QuantizedMatrix& q) {
     std::vector<float> out(static_cast<size_t>(q.n_out * q.n_in));
@@ -82,7 +84,8 @@ TEST(Palettize, Lut4BeatsUniform4BitOnGaussianAndHeavyTails) {
     std::mt19937 rng(2);
     ThreadPool pool(2);
     for (int heavy = 0; heavy < 2; ++heavy) {
-        const auto w = heavy ? test::student_t_weight(rng, 64, 512) : test::gaussian_weight(rng, 64, 512);
+        const auto w =
+            heavy ? test::student_t_weight(rng, 64, 512) : test::gaussian_weight(rng, 64, 512);
         const QuantizedMatrix q = quantize_matrix(w.view, lut(4, 8), pool, 1);
         const double lut_error = relative_rmse(w.values, dequantize(q));
         const double uniform_error = relative_rmse(w.values, uniform_4bit(w.values, 64, 512, 8));
@@ -156,7 +159,8 @@ TEST(QuantizeInt, SymmetricPerRowScales) {
         std::vector<float> row(45);
         for (int64_t o = 0; o < 17; ++o) {
             float max_abs = 0;
-            for (int64_t i = 0; i < 45; ++i) max_abs = std::max(max_abs, std::fabs(w.values[o * 45 + i]));
+            for (int64_t i = 0; i < 45; ++i)
+                max_abs = std::max(max_abs, std::fabs(w.values[o * 45 + i]));
             const float scale = f16_to_f32(q.scales[static_cast<size_t>(o)]);
             EXPECT_EQ(scale, round_to_f16(max_abs / static_cast<float>(qmax)));
             q.decode_row(o, row.data());
@@ -170,7 +174,8 @@ TEST(QuantizeInt, SymmetricPerRowScales) {
                 EXPECT_EQ(row[static_cast<size_t>(i)], scale * static_cast<float>(code));
                 const float v = w.values[o * 45 + i];
                 const float limit = std::abs(code) == qmax ? std::fabs(v) - scale * qmax : 0.0f;
-                EXPECT_LE(std::fabs(v - row[static_cast<size_t>(i)]), scale / 2 + std::max(0.0f, limit) + 1e-7f);
+                EXPECT_LE(std::fabs(v - row[static_cast<size_t>(i)]),
+                          scale / 2 + std::max(0.0f, limit) + 1e-7f);
             }
         }
         EXPECT_EQ(q.scales[3], 0);

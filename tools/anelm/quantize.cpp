@@ -46,14 +46,16 @@ struct Result {
 std::vector<Job> linear_jobs(const LoadedModel& m, const quant::QuantSpec& spec) {
     std::vector<Job> jobs;
     const auto add = [&](std::string name, const TensorView& view, quant::Component c) {
-        jobs.push_back({std::move(name), &view, c, spec.choice_for(c, view.shape[0], view.numel())});
+        jobs.push_back(
+            {std::move(name), &view, c, spec.choice_for(c, view.shape[0], view.numel())});
     };
     for (const ExpectedTensor& t : expected_tensors(m.spec)) {
         const std::optional<quant::Component> c = quant::tensor_component(t.name);
         if (c && t.shape.size() == 2) add(t.name, m.weights.get(t.name), *c);
     }
     if (m.spec.tie_word_embeddings) {
-        add("lm_head.weight (tied)", m.weights.get("model.embed_tokens.weight"), quant::Component::head);
+        add("lm_head.weight (tied)", m.weights.get("model.embed_tokens.weight"),
+            quant::Component::head);
     }
     return jobs;
 }
@@ -72,15 +74,18 @@ std::string clock_text(double seconds) {
 // A one-line bar on stderr when it is a terminal: tensor i of n, ETA by weights done.
 class Progress {
 public:
-    explicit Progress(int64_t total_weights) : total_(total_weights), enabled_(isatty(STDERR_FILENO)) {}
+    explicit Progress(int64_t total_weights)
+        : total_(total_weights), enabled_(isatty(STDERR_FILENO)) {}
 
     void show(size_t i, size_t n, const std::string& name, int64_t weights_done, double elapsed) {
         if (!enabled_) return;
         constexpr int width = 24;
-        const double frac = total_ > 0 ? static_cast<double>(weights_done) / static_cast<double>(total_) : 1.0;
+        const double frac =
+            total_ > 0 ? static_cast<double>(weights_done) / static_cast<double>(total_) : 1.0;
         const int filled = static_cast<int>(frac * width);
         const std::string eta = weights_done > 0 ? clock_text(elapsed / frac - elapsed) : "?";
-        fmt::print(stderr, "\r[{}{}] {}/{} ETA {} {:<50.50}", std::string(static_cast<size_t>(filled), '#'),
+        fmt::print(stderr, "\r[{}{}] {}/{} ETA {} {:<50.50}",
+                   std::string(static_cast<size_t>(filled), '#'),
                    std::string(static_cast<size_t>(width - filled), '.'), i + 1, n, eta, name);
         std::fflush(stderr);
     }
@@ -93,8 +98,9 @@ private:
     bool enabled_;
 };
 
-void print_table(const QuantizeArgs& args, const quant::QuantSpec& spec, const std::vector<Job>& jobs,
-                 const std::vector<Result>& results, int threads, double seconds) {
+void print_table(const QuantizeArgs& args, const quant::QuantSpec& spec,
+                 const std::vector<Job>& jobs, const std::vector<Result>& results, int threads,
+                 double seconds) {
     fmt::print("model  {}\nspec   {} (tensors under {} elements stay f16), seed {}, {} threads\n\n",
                args.model, spec.to_string(), spec.min_elements, args.seed, threads);
     fmt::print("{:<48} {:<14} {:<8} {:>9} {:>9} {:>10} {:>9}\n", "tensor", "shape", "quant",
@@ -116,14 +122,16 @@ void print_table(const QuantizeArgs& args, const quant::QuantSpec& spec, const s
         bytes_in += r.bytes_in;
         bytes_out += r.bytes_out;
     }
-    fmt::print("\ntotal: {} of {} linear weights quantized, {:.1f} MiB -> {:.1f} MiB, rel_rmse {:.5f}, "
-               "cosine {:.6f}, max_abs {:.3g}, {:.1f} s\n",
-               n_quantized, jobs.size(), bytes_in / 1048576.0, bytes_out / 1048576.0,
-               total.rel_rmse(), total.cosine(), total.max_abs, seconds);
+    fmt::print(
+        "\ntotal: {} of {} linear weights quantized, {:.1f} MiB -> {:.1f} MiB, rel_rmse {:.5f}, "
+        "cosine {:.6f}, max_abs {:.3g}, {:.1f} s\n",
+        n_quantized, jobs.size(), bytes_in / 1048576.0, bytes_out / 1048576.0, total.rel_rmse(),
+        total.cosine(), total.max_abs, seconds);
 }
 
-void print_json(const QuantizeArgs& args, const quant::QuantSpec& spec, const std::vector<Job>& jobs,
-                const std::vector<Result>& results, int threads, double seconds) {
+void print_json(const QuantizeArgs& args, const quant::QuantSpec& spec,
+                const std::vector<Job>& jobs, const std::vector<Result>& results, int threads,
+                double seconds) {
     nlohmann::ordered_json j;
     j["model"] = args.model;
     j["spec"] = spec.to_string();
@@ -176,7 +184,9 @@ int run_quantize(const QuantizeArgs& args) {
     }
     using Clock = std::chrono::steady_clock;
     const auto start = Clock::now();
-    const auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+    const auto since = [](Clock::time_point t) {
+        return std::chrono::duration<double>(Clock::now() - t).count();
+    };
     Progress progress(total_weights);
     std::vector<Result> results(jobs.size());
     for (size_t i = 0; i < jobs.size(); ++i) {
@@ -219,8 +229,8 @@ std::function<int()> setup(CLI::App& app) {
     return [args] { return run_quantize(*args); };
 }
 
-const bool registered =
-    register_command({"quantize", "Quantize the linear weights and report the error (writes no model)", setup});
+const bool registered = register_command(
+    {"quantize", "Quantize the linear weights and report the error (writes no model)", setup});
 
 }  // namespace
 }  // namespace anelm::cli

@@ -29,9 +29,9 @@ struct QuantMatrix {
     int nbits = 4;
     int64_t n_out = 0;
     int64_t n_in = 0;
-    int64_t group = 1;               // lut: rows sharing one table (n_out for one table)
-    const uint8_t* codes = nullptr;  // packed codes, row_bytes() per row
-    const uint16_t* lut = nullptr;   // lut: f16 tables
+    int64_t group = 1;                 // lut: rows sharing one table (n_out for one table)
+    const uint8_t* codes = nullptr;    // packed codes, row_bytes() per row
+    const uint16_t* lut = nullptr;     // lut: f16 tables
     const uint16_t* scales = nullptr;  // int8/int4: f16 [n_out]
 
     int64_t row_bytes() const { return (n_in * nbits + 7) / 8; }

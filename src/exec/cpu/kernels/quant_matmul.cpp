@@ -20,13 +20,15 @@ constexpr int64_t gemv_max_tokens = 16;
 // large enough that the GEMM's own setup is amortised, small enough for L3.
 constexpr int64_t gemm_block_bytes = int64_t{4} << 20;
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+    return (a + b - 1) / b;
+}
 
 constexpr int64_t max_block_len = 64;
 
 // xb = x in block order, one row of n_in per token.
-void to_block_order(const QuantIsa& isa, int nbits, const float* x, int64_t n_in,
-                    int64_t n_tokens, float* xb) {
+void to_block_order(const QuantIsa& isa, int nbits, const float* x, int64_t n_in, int64_t n_tokens,
+                    float* xb) {
     const int64_t len = isa.block_len(nbits);
     std::array<int64_t, max_block_len> slot{};
     for (int64_t e = 0; e < len; ++e) slot[static_cast<size_t>(e)] = isa.block_slot(nbits, e);

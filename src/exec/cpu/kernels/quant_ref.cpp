@@ -22,9 +22,12 @@ uint32_t code_at(const uint8_t* row, int64_t row_bytes, int64_t i, int nbits) {
 // signed integer for int8 and int4 (their scale is applied per row).
 float code_value(const QuantMatrix& w, int64_t o, uint32_t code) {
     switch (w.kind) {
-        case QuantKind::lut: return f16_to_f32(w.lut[(o / w.group << w.nbits) + code]);
-        case QuantKind::int8: return static_cast<float>(static_cast<int8_t>(code));
-        case QuantKind::int4: return static_cast<float>(static_cast<int>(code ^ 8u) - 8);
+        case QuantKind::lut:
+            return f16_to_f32(w.lut[(o / w.group << w.nbits) + code]);
+        case QuantKind::int8:
+            return static_cast<float>(static_cast<int8_t>(code));
+        case QuantKind::int4:
+            return static_cast<float>(static_cast<int>(code ^ 8u) - 8);
     }
     return 0.0f;
 }

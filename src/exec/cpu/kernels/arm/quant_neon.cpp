@@ -92,7 +92,8 @@ inline void lookup16(uint8x16_t idx, const RowTable& t, float32x4_t w[4]) {
 }
 
 // Eight f16 entries of a 64-entry table for eight 6-bit codes, widened.
-inline void lookup8_6bit(uint8x8_t idx, const RowTable& t, float32x4_t& first, float32x4_t& second) {
+inline void lookup8_6bit(uint8x8_t idx, const RowTable& t, float32x4_t& first,
+                         float32x4_t& second) {
     const uint8x8x2_t f16 = vzip_u8(vqtbl4_u8(t.lo, idx), vqtbl4_u8(t.hi, idx));
     first = vcvt_f32_f16(vreinterpret_f16_u8(f16.val[0]));
     second = vcvt_f32_f16(vreinterpret_f16_u8(f16.val[1]));
@@ -167,14 +168,16 @@ void row_dot(const uint8_t* row, int64_t n_in, const RowTable& tab, const float*
         alignas(16) float values[16];
         for (; i + 16 <= n_in; i += 16) {
             for (int j = 0; j < 16; ++j) values[j] = tab.values[row[i + j]];
-            for (int r = 0; r < 4; ++r) fma_run<T>(vld1q_f32(values + 4 * r), xb + i + 4 * r, n_in, r, acc);
+            for (int r = 0; r < 4; ++r)
+                fma_run<T>(vld1q_f32(values + 4 * r), xb + i + 4 * r, n_in, r, acc);
         }
     }
     if constexpr (NBITS <= 4 && !INT8) {
         // Natural order, 16 codes at a time (all of 1- to 3-bit rows, 4-bit tails).
         alignas(16) uint8_t codes[16];
         for (; i + 16 <= n_in; i += 16) {
-            for (int j = 0; j < 16; ++j) codes[j] = static_cast<uint8_t>(code_at(row, row_bytes, i + j, NBITS));
+            for (int j = 0; j < 16; ++j)
+                codes[j] = static_cast<uint8_t>(code_at(row, row_bytes, i + j, NBITS));
             lookup16(vld1q_u8(codes), tab, w);
             for (int r = 0; r < 4; ++r) fma_run<T>(w[r], xb + i + 4 * r, n_in, r, acc);
         }
@@ -233,7 +236,9 @@ void decode(const QuantMatrix& w, int64_t o, int64_t k0, int64_t n, float* out) 
 // Block order (quant_isa.h): 4-bit blocks of 64 are the 32 low nibbles of two
 // 16-byte loads, then the 32 high ones; 6-bit blocks of 32 put code j of
 // 3-byte group k at 8 j + k.
-int64_t block_len(int nbits) { return nbits == 4 ? 64 : nbits == 6 ? 32 : 0; }
+int64_t block_len(int nbits) {
+    return nbits == 4 ? 64 : nbits == 6 ? 32 : 0;
+}
 
 int64_t block_slot(int nbits, int64_t e) {
     if (nbits == 4) return (e & 1) * 32 + (e >> 1);
@@ -248,8 +253,9 @@ constexpr int quant_tokens = 4;
 // The leaves of one code width; check_quant_matrix has vetted the widths.
 template <int NBITS, bool INT8>
 struct Leaves {
-    static constexpr GemvFn gemv[quant_tokens] = {gemv_rows<NBITS, INT8, 1>, gemv_rows<NBITS, INT8, 2>,
-                                                  gemv_rows<NBITS, INT8, 3>, gemv_rows<NBITS, INT8, 4>};
+    static constexpr GemvFn gemv[quant_tokens] = {
+        gemv_rows<NBITS, INT8, 1>, gemv_rows<NBITS, INT8, 2>, gemv_rows<NBITS, INT8, 3>,
+        gemv_rows<NBITS, INT8, 4>};
     static constexpr DecodeFn decode_row = decode<NBITS, INT8>;
 };
 
@@ -257,24 +263,36 @@ GemvFn gemv_for(const QuantMatrix& w, int64_t n_tokens) {
     const auto t = static_cast<size_t>(n_tokens - 1);
     if (w.kind == QuantKind::int8) return Leaves<8, true>::gemv[t];
     switch (w.nbits) {
-        case 1: return Leaves<1, false>::gemv[t];
-        case 2: return Leaves<2, false>::gemv[t];
-        case 3: return Leaves<3, false>::gemv[t];
-        case 4: return Leaves<4, false>::gemv[t];
-        case 6: return Leaves<6, false>::gemv[t];
-        default: return Leaves<8, false>::gemv[t];
+        case 1:
+            return Leaves<1, false>::gemv[t];
+        case 2:
+            return Leaves<2, false>::gemv[t];
+        case 3:
+            return Leaves<3, false>::gemv[t];
+        case 4:
+            return Leaves<4, false>::gemv[t];
+        case 6:
+            return Leaves<6, false>::gemv[t];
+        default:
+            return Leaves<8, false>::gemv[t];
     }
 }
 
 DecodeFn decode_for(const QuantMatrix& w) {
     if (w.kind == QuantKind::int8) return Leaves<8, true>::decode_row;
     switch (w.nbits) {
-        case 1: return Leaves<1, false>::decode_row;
-        case 2: return Leaves<2, false>::decode_row;
-        case 3: return Leaves<3, false>::decode_row;
-        case 4: return Leaves<4, false>::decode_row;
-        case 6: return Leaves<6, false>::decode_row;
-        default: return Leaves<8, false>::decode_row;
+        case 1:
+            return Leaves<1, false>::decode_row;
+        case 2:
+            return Leaves<2, false>::decode_row;
+        case 3:
+            return Leaves<3, false>::decode_row;
+        case 4:
+            return Leaves<4, false>::decode_row;
+        case 6:
+            return Leaves<6, false>::decode_row;
+        default:
+            return Leaves<8, false>::decode_row;
     }
 }
 

@@ -42,14 +42,15 @@ inline void split_f16_planes(const uint16_t* entries, __m256i& lo, __m256i& hi) 
 // Bytes 1-3 of 16 f32 entries as three planes, each repeated in both lanes.
 inline void split_f32_planes(__m256 e0_7, __m256 e8_15, __m256i planes[3]) {
     // Per lane: bytes 1 of its four entries, then bytes 2, then bytes 3.
-    const __m256i gather = _mm256_setr_epi8(1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, -1, -1, -1, -1,
-                                            1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, -1, -1, -1, -1);
+    const __m256i gather =
+        _mm256_setr_epi8(1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, -1, -1, -1, -1, 1, 5, 9, 13, 2, 6,
+                         10, 14, 3, 7, 11, 15, -1, -1, -1, -1);
     // dwords: byte-1 runs of both lanes, byte-2 runs, byte-3 runs
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-    const __m256i a = _mm256_permutevar8x32_epi32(
-        _mm256_shuffle_epi8(_mm256_castps_si256(e0_7), gather), order);
-    const __m256i b = _mm256_permutevar8x32_epi32(
-        _mm256_shuffle_epi8(_mm256_castps_si256(e8_15), gather), order);
+    const __m256i a =
+        _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(_mm256_castps_si256(e0_7), gather), order);
+    const __m256i b =
+        _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(_mm256_castps_si256(e8_15), gather), order);
     const __m256i lo = _mm256_unpacklo_epi64(a, b), hi = _mm256_unpackhi_epi64(a, b);
     planes[0] = _mm256_permute2x128_si256(lo, lo, 0x00);
     planes[1] = _mm256_permute2x128_si256(hi, hi, 0x00);
@@ -62,9 +63,12 @@ void load_table(const uint16_t* f16, int nbits, RowTable& t) {
         for (int k = 0; k < n; ++k) t.values[k] = _cvtsh_ss(f16[k]);
     }
     for (int k = 0; k + 8 <= n; k += 8) {
-        _mm256_store_ps(t.values + k, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(f16 + k))));
+        _mm256_store_ps(
+            t.values + k,
+            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(f16 + k))));
     }
-    if (nbits == 4) split_f32_planes(_mm256_load_ps(t.values), _mm256_load_ps(t.values + 8), t.f32_planes);
+    if (nbits == 4)
+        split_f32_planes(_mm256_load_ps(t.values), _mm256_load_ps(t.values + 8), t.f32_planes);
     if (nbits == 6) {
         for (int s = 0; s < 4; ++s) split_f16_planes(f16 + 16 * s, t.lo[s], t.hi[s]);
         for (int s = 3; s > 0; --s) {
@@ -319,7 +323,9 @@ void decode(const QuantMatrix& w, int64_t o, int64_t k0, int64_t n, float* out) 
 // 32-byte load, then the 32 high ones, each as the runs a byte then word
 // unpack yields (bytes 0-3 and 16-19, 4-7 and 20-23, ...); 6-bit blocks of 32
 // are the runs of one byte unpack (bytes 0-7, 16-23, 8-15, 24-31).
-int64_t block_len(int nbits) { return nbits == 4 ? 64 : nbits == 6 ? 32 : 0; }
+int64_t block_len(int nbits) {
+    return nbits == 4 ? 64 : nbits == 6 ? 32 : 0;
+}
 
 int64_t block_slot(int nbits, int64_t e) {
     if (nbits == 4) {
@@ -337,8 +343,9 @@ constexpr int quant_tokens = 4;
 // The leaves of one code width; check_quant_matrix has vetted the widths.
 template <int NBITS, bool INT8>
 struct Leaves {
-    static constexpr GemvFn gemv[quant_tokens] = {gemv_rows<NBITS, INT8, 1>, gemv_rows<NBITS, INT8, 2>,
-                                                 gemv_rows<NBITS, INT8, 3>, gemv_rows<NBITS, INT8, 4>};
+    static constexpr GemvFn gemv[quant_tokens] = {
+        gemv_rows<NBITS, INT8, 1>, gemv_rows<NBITS, INT8, 2>, gemv_rows<NBITS, INT8, 3>,
+        gemv_rows<NBITS, INT8, 4>};
     static constexpr DecodeFn decode_row = decode<NBITS, INT8>;
 };
 
@@ -346,24 +353,36 @@ GemvFn gemv_for(const QuantMatrix& w, int64_t n_tokens) {
     const auto t = static_cast<size_t>(n_tokens - 1);
     if (w.kind == QuantKind::int8) return Leaves<8, true>::gemv[t];
     switch (w.nbits) {
-        case 1: return Leaves<1, false>::gemv[t];
-        case 2: return Leaves<2, false>::gemv[t];
-        case 3: return Leaves<3, false>::gemv[t];
-        case 4: return Leaves<4, false>::gemv[t];
-        case 6: return Leaves<6, false>::gemv[t];
-        default: return Leaves<8, false>::gemv[t];
+        case 1:
+            return Leaves<1, false>::gemv[t];
+        case 2:
+            return Leaves<2, false>::gemv[t];
+        case 3:
+            return Leaves<3, false>::gemv[t];
+        case 4:
+            return Leaves<4, false>::gemv[t];
+        case 6:
+            return Leaves<6, false>::gemv[t];
+        default:
+            return Leaves<8, false>::gemv[t];
     }
 }
 
 DecodeFn decode_for(const QuantMatrix& w) {
     if (w.kind == QuantKind::int8) return Leaves<8, true>::decode_row;
     switch (w.nbits) {
-        case 1: return Leaves<1, false>::decode_row;
-        case 2: return Leaves<2, false>::decode_row;
-        case 3: return Leaves<3, false>::decode_row;
-        case 4: return Leaves<4, false>::decode_row;
-        case 6: return Leaves<6, false>::decode_row;
-        default: return Leaves<8, false>::decode_row;
+        case 1:
+            return Leaves<1, false>::decode_row;
+        case 2:
+            return Leaves<2, false>::decode_row;
+        case 3:
+            return Leaves<3, false>::decode_row;
+        case 4:
+            return Leaves<4, false>::decode_row;
+        case 6:
+            return Leaves<6, false>::decode_row;
+        default:
+            return Leaves<8, false>::decode_row;
     }
 }
 
