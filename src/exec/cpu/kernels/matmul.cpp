@@ -29,13 +29,14 @@ int64_t ceil_div(int64_t a, int64_t b) {
 }
 
 // Rows per matrix-vector task: about 64 KiB of weights (stays in L2 while the
-// token groups reuse it), a multiple of 4, and enough tasks to balance threads.
+// token groups reuse it), a multiple of 8 (the leaves' row blocks), and enough
+// tasks to balance threads.
 int64_t gemv_rows_per_task(const Matrix& w, int n_threads) {
     const int64_t row_bytes =
         std::max<int64_t>(1, w.n_in * static_cast<int64_t>(dtype_size(w.dtype)));
-    int64_t rows = std::max<int64_t>(4, (int64_t{64} << 10) / row_bytes);
+    int64_t rows = (int64_t{64} << 10) / row_bytes;
     rows = std::min(rows, ceil_div(w.n_out, 4 * static_cast<int64_t>(n_threads)));
-    return std::max<int64_t>(4, ceil_div(rows, 4) * 4);
+    return std::max<int64_t>(8, ceil_div(rows, 8) * 8);
 }
 
 void matmul_gemv(const Isa& isa, const Matrix& w, const float* x, int64_t n_tokens, float* y,

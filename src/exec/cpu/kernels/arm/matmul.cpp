@@ -96,23 +96,35 @@ void tile(const float* xp, const float* panel, int64_t kc, float* y, int64_t ldy
 }
 
 // R rows by T tokens, the weights read once: per 8 inputs, R weight vector
-// pairs times T token vector pairs.
+// pairs times T token vector pairs. With `ahead` > 0 each cache line of
+// weights is prefetched that many elements ahead.
 template <DType D, int T, int R>
-void gemv_block(const Elem<D>* w, int64_t n_in, const float* x, float* y, int64_t ldy) {
+void gemv_block(const Elem<D>* w, int64_t n_in, int64_t ahead, const float* x, float* y,
+                int64_t ldy) {
+    constexpr int64_t line = 64 / sizeof(Elem<D>);  // elements per cache line
     float32x4_t acc[R][T];
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
         for (int t = 0; t < T; ++t) acc[r][t] = vdupq_n_f32(0.0f);
     }
     int64_t i = 0;
     for (; i + 8 <= n_in; i += 8) {
+        if (ahead > 0 && i % line == 0) {
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) __builtin_prefetch(w + r * n_in + i + ahead);
+        }
         float32x4_t x_lo[T], x_hi[T];
+#pragma GCC unroll 4
         for (int t = 0; t < T; ++t) {
             x_lo[t] = vld1q_f32(x + t * n_in + i);
             x_hi[t] = vld1q_f32(x + t * n_in + i + 4);
         }
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
             float32x4_t w_lo, w_hi;
             load8<D>(w + r * n_in + i, w_lo, w_hi);
+#pragma GCC unroll 4
             for (int t = 0; t < T; ++t) {
                 acc[r][t] = vfmaq_f32(acc[r][t], w_lo, x_lo[t]);
                 acc[r][t] = vfmaq_f32(acc[r][t], w_hi, x_hi[t]);
@@ -122,16 +134,25 @@ void gemv_block(const Elem<D>* w, int64_t n_in, const float* x, float* y, int64_
     for (; i < n_in; i += 4) {
         const int64_t len = n_in - i < 4 ? n_in - i : 4;
         float32x4_t xv[T];
+#pragma GCC unroll 4
         for (int t = 0; t < T; ++t) xv[t] = load_partial<DType::f32>(x + t * n_in + i, len);
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
             const float32x4_t wv = load_partial<D>(w + r * n_in + i, len);
+#pragma GCC unroll 4
             for (int t = 0; t < T; ++t) acc[r][t] = vfmaq_f32(acc[r][t], wv, xv[t]);
         }
     }
+#pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
-        if constexpr (R == 4) {
-            vst1q_f32(y + t * ldy, hsum4(acc[0][t], acc[1][t], acc[2][t], acc[3][t]));
+        if constexpr (R % 4 == 0) {
+#pragma GCC unroll 2
+            for (int r = 0; r < R; r += 4) {
+                vst1q_f32(y + t * ldy + r,
+                          hsum4(acc[r][t], acc[r + 1][t], acc[r + 2][t], acc[r + 3][t]));
+            }
         } else {
+#pragma GCC unroll 8
             for (int r = 0; r < R; ++r) y[t * ldy + r] = vaddvq_f32(acc[r][t]);
         }
     }
@@ -139,11 +160,18 @@ void gemv_block(const Elem<D>* w, int64_t n_in, const float* x, float* y, int64_
 
 template <DType D, int T>
 void gemv_rows(const Matrix& w, const float* x, int64_t o0, int64_t o1, float* y, int64_t ldy) {
-    constexpr int R = 4;  // 16 accumulators at most, of 32 registers
+    // Up to 16 accumulators of 32 registers; one token streams eight rows at once.
+    constexpr int R = T == 1 ? 8 : 4;
+    // Short rows end before the hardware prefetchers ramp up: fetch the next
+    // block of rows while this one is read. Longer rows stream well unaided.
+    const int64_t ahead =
+        R * w.n_in * static_cast<int64_t>(sizeof(Elem<D>)) <= 16384 ? R * w.n_in : 0;
     const auto* data = static_cast<const Elem<D>*>(w.data);
     int64_t o = o0;
-    for (; o + R <= o1; o += R) gemv_block<D, T, R>(data + o * w.n_in, w.n_in, x, y + o, ldy);
-    for (; o < o1; ++o) gemv_block<D, T, 1>(data + o * w.n_in, w.n_in, x, y + o, ldy);
+    for (; o + R <= o1; o += R) {
+        gemv_block<D, T, R>(data + o * w.n_in, w.n_in, ahead, x, y + o, ldy);
+    }
+    for (; o < o1; ++o) gemv_block<D, T, 1>(data + o * w.n_in, w.n_in, 0, x, y + o, ldy);
 }
 
 using GemvFn = void (*)(const Matrix&, const float*, int64_t, int64_t, float*, int64_t);

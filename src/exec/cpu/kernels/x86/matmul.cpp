@@ -95,34 +95,57 @@ void tile(const float* xp, const float* panel, int64_t kc, float* y, int64_t ldy
 }
 
 // R rows by T tokens, the weights read once: per 8 inputs, R weight vectors
-// times T token vectors.
+// times T token vectors. With `ahead` > 0 each cache line of weights is
+// prefetched that many elements ahead.
 template <DType D, int T, int R>
-void gemv_block(const Elem<D>* w, int64_t n_in, const float* x, float* y, int64_t ldy) {
+void gemv_block(const Elem<D>* w, int64_t n_in, int64_t ahead, const float* x, float* y,
+                int64_t ldy) {
+    constexpr int64_t line = 64 / sizeof(Elem<D>);  // elements per cache line
     __m256 acc[R][T];
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
         for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
     }
     int64_t i = 0;
     for (; i + 8 <= n_in; i += 8) {
+        if (ahead > 0 && i % line == 0) {
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+                _mm_prefetch(reinterpret_cast<const char*>(w + r * n_in + i + ahead), _MM_HINT_T0);
+            }
+        }
         __m256 xv[T];
+#pragma GCC unroll 4
         for (int t = 0; t < T; ++t) xv[t] = _mm256_loadu_ps(x + t * n_in + i);
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
             const __m256 wv = load8<D>(w + r * n_in + i);
+#pragma GCC unroll 4
             for (int t = 0; t < T; ++t) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
         }
     }
     if (i < n_in) {
         __m256 xv[T];
+#pragma GCC unroll 4
         for (int t = 0; t < T; ++t) xv[t] = load_partial<DType::f32>(x + t * n_in + i, n_in - i);
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
             const __m256 wv = load_partial<D>(w + r * n_in + i, n_in - i);
+#pragma GCC unroll 4
             for (int t = 0; t < T; ++t) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
         }
     }
+#pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
-        if constexpr (R == 4) {
-            _mm_storeu_ps(y + t * ldy, hsum4(acc[0][t], acc[1][t], acc[2][t], acc[3][t]));
+        if constexpr (R % 4 == 0) {
+#pragma GCC unroll 2
+            for (int r = 0; r < R; r += 4) {
+                _mm_storeu_ps(y + t * ldy + r,
+                              hsum4(acc[r][t], acc[r + 1][t], acc[r + 2][t], acc[r + 3][t]));
+            }
         } else {
+#pragma GCC unroll 8
             for (int r = 0; r < R; ++r) y[t * ldy + r] = hsum(acc[r][t]);
         }
     }
@@ -130,12 +153,19 @@ void gemv_block(const Elem<D>* w, int64_t n_in, const float* x, float* y, int64_
 
 template <DType D, int T>
 void gemv_rows(const Matrix& w, const float* x, int64_t o0, int64_t o1, float* y, int64_t ldy) {
-    // Eight accumulators at most keep the FMA chains busy without spilling.
-    constexpr int R = T <= 2 ? 4 : 2;
+    // Eight accumulators: the FMA chains stay busy without spilling, and one
+    // token streams eight rows at once (memory-level parallelism).
+    constexpr int R = 8 / (T <= 2 ? T : 4);
+    // Short rows end before the hardware prefetchers ramp up: fetch the next
+    // block of rows while this one is read. Longer rows stream well unaided.
+    const int64_t ahead =
+        R * w.n_in * static_cast<int64_t>(sizeof(Elem<D>)) <= 16384 ? R * w.n_in : 0;
     const auto* data = static_cast<const Elem<D>*>(w.data);
     int64_t o = o0;
-    for (; o + R <= o1; o += R) gemv_block<D, T, R>(data + o * w.n_in, w.n_in, x, y + o, ldy);
-    for (; o < o1; ++o) gemv_block<D, T, 1>(data + o * w.n_in, w.n_in, x, y + o, ldy);
+    for (; o + R <= o1; o += R) {
+        gemv_block<D, T, R>(data + o * w.n_in, w.n_in, ahead, x, y + o, ldy);
+    }
+    for (; o < o1; ++o) gemv_block<D, T, 1>(data + o * w.n_in, w.n_in, 0, x, y + o, ldy);
 }
 
 using GemvFn = void (*)(const Matrix&, const float*, int64_t, int64_t, float*, int64_t);
