@@ -1,6 +1,7 @@
 // Random quantized matrices and weights for the quant tests.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>

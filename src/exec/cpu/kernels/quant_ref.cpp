@@ -1,6 +1,5 @@
 // The scalar reference of the quantized-matrix kernels: the simplest correct loops.
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "base/half.h"
