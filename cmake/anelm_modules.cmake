@@ -25,6 +25,11 @@ function(anelm_kernels_module)
     file(GLOB x86_srcs CONFIGURE_DEPENDS ${dir}/x86/*.cpp)
     set_source_files_properties(${x86_srcs} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c")
     list(APPEND srcs ${x86_srcs})
+    # AVX-512 leaves (F, BW, VL, DQ), used only where the processor has them.
+    file(GLOB x86_512_srcs CONFIGURE_DEPENDS ${dir}/x86_512/*.cpp)
+    set_source_files_properties(${x86_512_srcs} PROPERTIES COMPILE_OPTIONS
+      "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx2;-mfma;-mf16c")
+    list(APPEND srcs ${x86_512_srcs})
     list(APPEND defs ANELM_HAVE_X86_KERNELS=1)
   elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64|ARM64")
     file(GLOB arm_srcs CONFIGURE_DEPENDS ${dir}/arm/*.cpp)
