@@ -12,6 +12,10 @@
 #include "base/tensor.h"
 #include "ir/op.h"
 
+namespace anelm::quant {
+struct QuantizedMatrix;
+}
+
 namespace anelm::ir {
 
 using ValueId = int32_t;
@@ -19,10 +23,13 @@ using WeightId = int32_t;
 constexpr WeightId no_weight = -1;
 
 // A named constant tensor. The bytes belong to the model's WeightStore, which
-// must outlive the program.
+// must outlive the program. A quantized weight (quant::quantize_program) also
+// owns its codes and tables; the executor then reads those and never the view,
+// which still gives the dense shape and the original values.
 struct Weight {
     std::string name;  // as stored, e.g. model.layers.0.self_attn.q_proj.weight
     TensorView view;
+    std::shared_ptr<const quant::QuantizedMatrix> quantized;  // null: dense
 };
 
 struct StateDecl {
@@ -40,13 +47,19 @@ struct RopeFreqs {
 struct Attrs {
     float eps = 0;            // rms_norm
     float gain_offset = 0;    // rms_norm: Gemma's (1 + w)
-    float scale = 1;          // attention: score scale
+    float scale = 1;          // attention: score scale; scale: the factor
+    float softcap = 0;        // attention scores, softcap: cap * tanh(x / cap); 0: none
+    int64_t window = 0;       // attention: keys in the last `window` positions only; 0: all
     int64_t n_head = 0;       // rope, attention (query heads)
     int64_t n_head_kv = 0;    // attention
     int64_t head_dim = 0;     // rope, attention
     int32_t layer = -1;       // attention: K at state slot layer, V at n_layer + layer
     int32_t state = -1;       // attention: which state holds the cache
     int32_t rope = -1;        // rope: index into Program::ropes
+    // Any op: its output multiplied by this constant. The FP16 residual scaling
+    // sets it on the ops that feed the residual stream; an emitter folds it into
+    // the op's weights (a power of two, so folding is exact).
+    float out_scale = 1;
 };
 
 // Every value is [rows, width]: rows is the function's token count T for

@@ -173,6 +173,8 @@ std::span<const float> Executor::run(size_t fn_index, std::span<const int32_t> t
         run_node(fn, plan, i, rows, state);
         float* out = arena_.data() + plan.offset[i];
         const int64_t n = node_rows * node.width;
+        if (const float s = node.attrs.out_scale; s != 1.0f)
+            for (int64_t k = 0; k < n; ++k) out[k] *= s;
         if (precision_ == Precision::f16) kernels::round_to_f16_row(out, n);
         if (observer_) observer_(node, {out, static_cast<size_t>(n)});
     }
