@@ -28,6 +28,10 @@ std::vector<ExpectedTensor> expected_tensors(const ModelSpec& spec) {
             out.push_back({p + "self_attn.k_norm.weight", {spec.head_dim}});
         }
         out.push_back({p + "post_attention_layernorm.weight", {d}});
+        if (spec.arch == Arch::gemma3) {  // norms around the MLP as well
+            out.push_back({p + "pre_feedforward_layernorm.weight", {d}});
+            out.push_back({p + "post_feedforward_layernorm.weight", {d}});
+        }
         out.push_back({p + "mlp.gate_proj.weight", {ff, d}});
         out.push_back({p + "mlp.up_proj.weight", {ff, d}});
         out.push_back({p + "mlp.down_proj.weight", {d, ff}});

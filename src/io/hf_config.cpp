@@ -114,15 +114,23 @@ constexpr int64_t max_vocab = int64_t{1} << 24;
 constexpr int64_t max_ctx = int64_t{1} << 30;
 
 Arch parse_arch(const Fields& f) {
-    constexpr std::pair<std::string_view, Arch> types[] = {
-        {"llama", Arch::llama}, {"qwen2", Arch::qwen2}, {"qwen3", Arch::qwen3}};
-    constexpr std::pair<std::string_view, Arch> classes[] = {{"LlamaForCausalLM", Arch::llama},
-                                                             {"Qwen2ForCausalLM", Arch::qwen2},
-                                                             {"Qwen3ForCausalLM", Arch::qwen3}};
+    constexpr std::pair<std::string_view, Arch> types[] = {{"llama", Arch::llama},
+                                                           {"qwen2", Arch::qwen2},
+                                                           {"qwen3", Arch::qwen3},
+                                                           {"gemma3_text", Arch::gemma3},
+                                                           {"gemma3", Arch::gemma3}};
+    constexpr std::pair<std::string_view, Arch> classes[] = {
+        {"LlamaForCausalLM", Arch::llama},
+        {"Qwen2ForCausalLM", Arch::qwen2},
+        {"Qwen3ForCausalLM", Arch::qwen3},
+        {"Gemma3ForCausalLM", Arch::gemma3},
+        {"Gemma3ForConditionalGeneration", Arch::gemma3}};
     if (auto type = f.string("model_type")) {
         for (const auto& [name, arch] : types)
             if (name == *type) return arch;
-        f.fail_field("model_type", "unsupported model type \"{}\" (supported: llama, qwen2, qwen3)",
+        f.fail_field("model_type",
+                     "unsupported model type \"{}\" (supported: llama, qwen2, qwen3, gemma3_text, "
+                     "gemma3)",
                      *type);
     }
     const json* list = f.find("architectures");
@@ -134,7 +142,8 @@ Arch parse_arch(const Fields& f) {
         for (const auto& [name, arch] : classes)
             if (entry.is_string() && entry.get_ref<const std::string&>() == name) return arch;
     f.fail_field("architectures",
-                 "none of {} is supported (LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)",
+                 "none of {} is supported (LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
+                 "Gemma3ForCausalLM, Gemma3ForConditionalGeneration)",
                  list->dump());
 }
 
@@ -193,11 +202,79 @@ std::optional<int32_t> bos_token_id(const Fields& f, int64_t n_vocab) {
 }
 
 void check_features(const Fields& f, Arch arch) {
-    if (auto act = f.string("hidden_act"); act && *act != "silu")
-        f.fail_field("hidden_act", "unsupported activation \"{}\" (supported: silu)", *act);
+    // Gemma 3 names its activation hidden_activation, a GELU by default.
+    const bool gemma = arch == Arch::gemma3;
+    const char* act_field = gemma ? "hidden_activation" : "hidden_act";
+    const char* act_name = gemma ? "gelu_pytorch_tanh" : "silu";
+    if (auto act = f.string(act_field); act && *act != act_name)
+        f.fail_field(act_field, "unsupported activation \"{}\" (supported: {})", *act, act_name);
     if (f.boolean("mlp_bias", false)) f.fail_field("mlp_bias", "true is not supported");
-    if (arch != Arch::llama && f.boolean("use_sliding_window", false))
+    if (arch != Arch::llama && !gemma && f.boolean("use_sliding_window", false))
         f.fail_field("use_sliding_window", "true is not supported");
+}
+
+// Which layers use sliding-window attention: layer_types when given, else every
+// layer but each sliding_window_pattern-th (transformers' Gemma 3 rule).
+std::vector<bool> gemma3_sliding_layers(const Fields& f, int64_t n_layer) {
+    std::vector<bool> sliding(static_cast<size_t>(n_layer));
+    if (const json* types = f.find("layer_types")) {
+        if (!types->is_array() || static_cast<int64_t>(types->size()) != n_layer)
+            f.fail_field("layer_types", "expected a list of {} layer types", n_layer);
+        for (int64_t i = 0; i < n_layer; ++i) {
+            const json& t = (*types)[static_cast<size_t>(i)];
+            if (t == "sliding_attention") {
+                sliding[i] = true;
+            } else if (t != "full_attention") {
+                f.fail_field("layer_types",
+                             "entry {} is {}, expected \"sliding_attention\" or \"full_attention\"",
+                             i, t.dump());
+            }
+        }
+        return sliding;
+    }
+    const int64_t pattern = f.integer("sliding_window_pattern", 1, max_layers).value_or(6);
+    for (int64_t i = 0; i < n_layer; ++i) sliding[i] = (i + 1) % pattern != 0;
+    return sliding;
+}
+
+// Gemma3TextConfig's defaults. A multimodal config's text_config names only the
+// fields that differ from them (gemma-3-4b's has no head counts or vocab_size).
+json gemma3_text_defaults() {
+    return {{"hidden_size", 2304},      {"intermediate_size", 9216},
+            {"num_hidden_layers", 26},  {"num_attention_heads", 8},
+            {"num_key_value_heads", 4}, {"head_dim", 256},
+            {"vocab_size", 262208},     {"max_position_embeddings", 131072},
+            {"rms_norm_eps", 1e-6},     {"query_pre_attn_scalar", 256},
+            {"sliding_window", 4096},   {"rope_local_base_freq", 10000.0},
+            {"rope_theta", 1e6},        {"tie_word_embeddings", true}};
+}
+
+// Gemma 3's own fields (parse_hf_config has filled in Gemma3TextConfig's defaults).
+// transformers 5 splits rope_parameters into full_attention and sliding_attention.
+void parse_gemma3(const Fields& f, const std::string& path, ModelSpec& spec) {
+    spec.qk_norm = true;
+    spec.query_pre_attn_scalar = f.positive("query_pre_attn_scalar", 1e9).value_or(256.0);
+    spec.sliding_window = f.integer("sliding_window", 1, max_ctx).value_or(4096);
+    spec.sliding_layers = gemma3_sliding_layers(f, spec.n_layer);
+    spec.rope_local_base_freq = f.positive("rope_local_base_freq", 1e12).value_or(10000.0);
+    spec.final_logit_softcapping = f.positive("final_logit_softcapping", 1e9).value_or(0.0);
+    spec.attn_logit_softcapping = f.positive("attn_logit_softcapping", 1e9).value_or(0.0);
+    spec.tie_word_embeddings = f.boolean("tie_word_embeddings", true);
+    spec.rope_theta = f.positive("rope_theta", 1e12).value_or(spec.rope_theta);
+    const json* params = f.find("rope_parameters");
+    if (params && params->is_object() && params->contains("full_attention")) {
+        const Fields full((*params)["full_attention"], path, "rope_parameters.full_attention.");
+        spec.rope_theta = full.positive("rope_theta", 1e12).value_or(spec.rope_theta);
+        spec.rope_scaling = parse_rope_scaling(full);
+        if (params->contains("sliding_attention")) {
+            const Fields local((*params)["sliding_attention"], path,
+                               "rope_parameters.sliding_attention.");
+            spec.rope_local_base_freq =
+                local.positive("rope_theta", 1e12).value_or(spec.rope_local_base_freq);
+        }
+    } else {
+        parse_rope(f, path, spec);
+    }
 }
 
 }  // namespace
@@ -206,11 +283,24 @@ ModelSpec parse_hf_config(std::string_view text, const std::string& path) {
     const json config = parse_json(text, path);
     if (!config.is_object())
         fail("{}: expected a JSON object, got {}", path, json_type_words(config));
-    const Fields f(config, path);
+    const Fields top(config, path);
 
     ModelSpec spec;
     spec.source = path;
-    spec.arch = parse_arch(f);
+    spec.arch = parse_arch(top);
+    // A multimodal Gemma 3 keeps the language model's fields under text_config.
+    const json* text_config = spec.arch == Arch::gemma3 ? top.find("text_config") : nullptr;
+    if (text_config && !text_config->is_object())
+        top.fail_field("text_config", "expected an object, got {}", json_type_words(*text_config));
+    json gemma_fields;
+    if (spec.arch == Arch::gemma3) {
+        gemma_fields = gemma3_text_defaults();
+        for (const auto& [key, value] : (text_config ? *text_config : config).items())
+            gemma_fields[key] = value;
+    }
+    const Fields f = spec.arch == Arch::gemma3
+                         ? Fields(gemma_fields, path, text_config ? "text_config." : "")
+                         : top;
     check_features(f, spec.arch);
     const bool is_llama = spec.arch == Arch::llama;
 
@@ -226,8 +316,9 @@ ModelSpec parse_hf_config(std::string_view text, const std::string& path) {
         f.fail_field("num_key_value_heads", "missing");
     if (auto head_dim = f.integer("head_dim", 1, max_dim)) {
         spec.head_dim = *head_dim;
-    } else if (spec.arch == Arch::qwen3) {
-        f.fail_field("head_dim", "missing (Qwen3 does not derive it from hidden_size)");
+    } else if (spec.arch == Arch::qwen3 || spec.arch == Arch::gemma3) {
+        f.fail_field("head_dim", "missing ({} does not derive it from hidden_size)",
+                     arch_name(spec.arch));
     } else {
         if (spec.n_embd % spec.n_head != 0)
             f.fail_field("num_attention_heads", "{} does not divide hidden_size {}", spec.n_head,
@@ -243,7 +334,7 @@ ModelSpec parse_hf_config(std::string_view text, const std::string& path) {
     spec.n_vocab = f.required_integer("vocab_size", 1, max_vocab);
     spec.n_ctx_train = f.required_integer("max_position_embeddings", 1, max_ctx);
 
-    parse_rope(f, path, spec);
+    if (spec.arch != Arch::gemma3) parse_rope(f, path, spec);
     spec.rope_style = RopeStyle::rotate_half;
     spec.rms_norm_eps = f.positive("rms_norm_eps", 1.0).value_or(1e-6);
     spec.tie_word_embeddings = f.boolean("tie_word_embeddings", false);
@@ -257,11 +348,23 @@ ModelSpec parse_hf_config(std::string_view text, const std::string& path) {
         spec.attention_out_bias = spec.attention_bias;
     }
     spec.qk_norm = spec.arch == Arch::qwen3;
-    // transformers 5 renamed torch_dtype to dtype.
-    spec.torch_dtype = f.string("torch_dtype").value_or(f.string("dtype").value_or(""));
+    if (spec.arch == Arch::gemma3) parse_gemma3(f, path, spec);
+    // transformers 5 renamed torch_dtype to dtype; a multimodal config may name it at the top.
+    spec.torch_dtype =
+        f.string("torch_dtype")
+            .value_or(f.string("dtype").value_or(top.string("torch_dtype").value_or("")));
 
     spec.bos_token_id = bos_token_id(f, spec.n_vocab).value_or(-1);
     spec.eos_token_ids = f.token_ids("eos_token_id", spec.n_vocab);
+    if (text_config && !f.has("bos_token_id"))
+        spec.bos_token_id = bos_token_id(top, spec.n_vocab).value_or(-1);
+    if (text_config && !f.has("eos_token_id"))
+        spec.eos_token_ids = top.token_ids("eos_token_id", spec.n_vocab);
+    // Gemma3TextConfig's defaults: bos 2, eos 1.
+    if (spec.arch == Arch::gemma3 && spec.bos_token_id < 0 && spec.n_vocab > 2)
+        spec.bos_token_id = 2;
+    if (spec.arch == Arch::gemma3 && spec.eos_token_ids.empty() && spec.n_vocab > 1)
+        spec.eos_token_ids = {1};
     // LlamaConfig defaults to the SentencePiece ids 1 and 2; the Qwen classes have none.
     if (is_llama && !f.has("bos_token_id") && spec.n_vocab > 1) spec.bos_token_id = 1;
     if (is_llama && !f.has("eos_token_id") && spec.n_vocab > 2) spec.eos_token_ids = {2};

@@ -1,5 +1,6 @@
 // Hugging Face config.json and generation_config.json -> ModelSpec, for
-// model_type llama, qwen2 and qwen3 (the architectures list as a fallback).
+// model_type llama, qwen2, qwen3, gemma3_text and gemma3 (its text_config), with the
+// architectures list as a fallback.
 #pragma once
 
 #include <string>

@@ -38,10 +38,17 @@ struct ModelSpec {
     RopeScaling rope_scaling;
     double rms_norm_eps = 1e-6;
     bool tie_word_embeddings = false;
-    bool attention_bias = false;  // q/k/v projections carry a bias (Qwen2)
+    bool attention_bias = false;      // q/k/v projections carry a bias (Qwen2)
     bool attention_out_bias = false;  // o_proj carries one too (Llama, Qwen3 attention_bias)
-    bool qk_norm = false;         // RMSNorm on each head of q and k (Qwen3)
-    std::string torch_dtype;      // as declared in config.json, informational
+    bool qk_norm = false;             // RMSNorm on each head of q and k (Qwen3, Gemma 3)
+    // Gemma 3
+    double query_pre_attn_scalar = 0;  // attention scale is its inverse square root; 0: head_dim
+    int64_t sliding_window = 0;        // keys a sliding-window layer sees; 0: none
+    std::vector<bool> sliding_layers;  // per layer: sliding-window attention (else global)
+    double rope_local_base_freq = 10000.0;  // rope base of sliding-window layers, without scaling
+    double final_logit_softcapping = 0;     // 0: none
+    double attn_logit_softcapping = 0;      // 0: none
+    std::string torch_dtype;                // as declared in config.json, informational
     int32_t bos_token_id = -1;
     std::vector<int32_t> eos_token_ids;
 };

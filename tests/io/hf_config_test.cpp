@@ -273,9 +273,9 @@ TEST(ConfigQwen3, RequiresHeadDim) {
 TEST(ConfigErrors, RejectsUnsupportedModels) {
     expect_error(
         [&] {
-            parse(with(llama32_1b, {{"model_type", "gemma3"}}));
+            parse(with(llama32_1b, {{"model_type", "gemma2"}}));
         },
-        {"m/config.json: field model_type: unsupported model type \"gemma3\""});
+        {"m/config.json: field model_type: unsupported model type \"gemma2\""});
     json config = llama32_1b;
     config.erase("model_type");
     config["architectures"] = {"MistralForCausalLM"};
