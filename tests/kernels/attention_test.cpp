@@ -14,7 +14,8 @@ struct Case {
     int64_t n_tokens, n_head, n_head_kv, head_dim, pos0;
 };
 
-// out[t, h, :] = sum_j softmax_j(scale q.k_j) v_j over j <= pos0 + t, in double.
+// out[t, h, :] = sum_j softmax_j(cap(scale q.k_j)) v_j over the keys j in
+// (pos0 + t - window, pos0 + t] (all j <= pos0 + t without a window), in double.
 std::vector<float> naive_attention(const AttentionArgs& a) {
     std::vector<float> out(static_cast<size_t>(a.n_tokens * a.n_head * a.head_dim));
     for (int64_t t = 0; t < a.n_tokens; ++t) {
@@ -22,13 +23,15 @@ std::vector<float> naive_attention(const AttentionArgs& a) {
             const int64_t kv = h / (a.n_head / a.n_head_kv);
             const float* q = a.q + (t * a.n_head + h) * a.head_dim;
             const int64_t n_keys = a.pos0 + t + 1;
-            std::vector<double> w(static_cast<size_t>(n_keys));
+            const int64_t first = a.window > 0 ? std::max<int64_t>(0, n_keys - a.window) : 0;
+            std::vector<double> w(static_cast<size_t>(n_keys), -INFINITY);
             double max = -INFINITY, sum = 0.0;
-            for (int64_t j = 0; j < n_keys; ++j) {
+            for (int64_t j = first; j < n_keys; ++j) {
                 const uint16_t* k = a.k + (kv * a.n_ctx + j) * a.head_dim;
                 double dot = 0.0;
                 for (int64_t d = 0; d < a.head_dim; ++d) dot += double{q[d]} * f16_to_f32(k[d]);
                 w[j] = dot * a.scale;
+                if (a.softcap > 0) w[j] = a.softcap * std::tanh(w[j] / a.softcap);
                 max = std::max(max, w[j]);
             }
             for (auto& x : w) sum += (x = std::exp(x - max));
@@ -80,6 +83,67 @@ TEST(Attention, MatchesTheFormulaWithGqaAndOffsets) {
             test::expect_close(ref_out, want, 1e-5f, "ref");
         }
     }
+}
+
+TEST(Attention, SlidingWindowAndSoftcapMatchTheFormula) {
+    std::mt19937 rng(22);
+    ThreadPool pool(2);
+    const Case c{6, 4, 2, 24, 9};
+    const int64_t n_ctx = c.pos0 + c.n_tokens;
+    const auto q = test::random_floats(rng, c.n_tokens * c.n_head * c.head_dim, -2.0f, 2.0f);
+    const auto k = test::to_f16(test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim));
+    const auto v = test::to_f16(test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim));
+    for (int64_t window : {0, 1, 3, 8, 100}) {
+        for (float softcap : {0.0f, 0.5f}) {
+            std::vector<float> out(q.size(), NAN), ref_out(q.size(), NAN);
+            AttentionArgs a;
+            a.q = q.data();
+            a.k = k.data();
+            a.v = v.data();
+            a.n_tokens = c.n_tokens;
+            a.n_head = c.n_head;
+            a.n_head_kv = c.n_head_kv;
+            a.head_dim = c.head_dim;
+            a.n_ctx = n_ctx;
+            a.pos0 = c.pos0;
+            a.scale = 2.0f;  // large scores, so the cap changes them
+            a.window = window;
+            a.softcap = softcap;
+            const auto want = naive_attention(a);
+            a.out = out.data();
+            attention(a, pool);
+            test::expect_close(out, want, 1e-5f, active_isa());
+            a.out = ref_out.data();
+            ref::attention(a, pool);
+            test::expect_close(ref_out, want, 1e-5f, "ref");
+            // Half-precision scores and probabilities stay close on values in range.
+            a.f16_scores = true;
+            attention(a, pool);
+            test::expect_close(out, want, 1e-2f, "f16 scores");
+        }
+    }
+    // A window of one: each query sees only its own key, so the output is its value.
+    std::vector<float> out(q.size());
+    AttentionArgs a;
+    a.q = q.data();
+    a.k = k.data();
+    a.v = v.data();
+    a.out = out.data();
+    a.n_tokens = c.n_tokens;
+    a.n_head = c.n_head;
+    a.n_head_kv = c.n_head_kv;
+    a.head_dim = c.head_dim;
+    a.n_ctx = n_ctx;
+    a.pos0 = c.pos0;
+    a.window = 1;
+    attention(a, pool);
+    for (int64_t t = 0; t < c.n_tokens; ++t)
+        for (int64_t h = 0; h < c.n_head; ++h)
+            for (int64_t d = 0; d < c.head_dim; ++d) {
+                const int64_t kv = h / (c.n_head / c.n_head_kv);
+                ASSERT_FLOAT_EQ(out[(t * c.n_head + h) * c.head_dim + d],
+                                f16_to_f32(v[(kv * n_ctx + c.pos0 + t) * c.head_dim + d]));
+            }
 }
 
 TEST(Attention, RejectsBadShapes) {

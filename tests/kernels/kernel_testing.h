@@ -48,4 +48,18 @@ inline void expect_close(const std::vector<float>& got, const std::vector<float>
     }
 }
 
+// Runs body(name) once with each instruction set this processor runs selected,
+// the scalar reference last, then returns to the default choice.
+template <class Body>
+void for_each_isa(Body&& body) {
+    struct Restore {
+        ~Restore() { kernels::use_isa(""); }
+    } restore;
+    for (const char* isa : kernels::available_isas()) {
+        SCOPED_TRACE(isa);
+        kernels::use_isa(isa);
+        body(isa);
+    }
+}
+
 }  // namespace anelm::test

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -54,14 +55,33 @@ void expect_matmul_exact(const Weights& w, const std::vector<float>& x, int64_t 
 
 TEST(Dispatch, NamesTheActivePath) {
     const std::string isa = active_isa();
-    EXPECT_TRUE(isa == "avx2" || isa == "neon" || isa == "scalar") << isa;
+    EXPECT_TRUE(isa == "avx512" || isa == "avx2" || isa == "neon" || isa == "scalar") << isa;
+    if (std::getenv("ANELM_ISA")) return;  // a lower level chosen for this run
 #if defined(__x86_64__)
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        EXPECT_EQ(isa, "avx2");
+        const bool avx512 =
+            __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+        EXPECT_EQ(isa, avx512 ? "avx512" : "avx2");
     }
 #elif defined(__aarch64__)
     EXPECT_EQ(isa, "neon");
 #endif
+}
+
+TEST(Dispatch, EveryAvailableIsaCanBeChosen) {
+    const auto names = available_isas();
+    ASSERT_FALSE(names.empty());
+    EXPECT_STREQ(names.back(), "scalar");
+    const std::string by_default = active_isa();
+    for (const char* name : names) {
+        use_isa(name);
+        EXPECT_STREQ(active_isa(), name);
+    }
+    use_isa("");
+    EXPECT_EQ(active_isa(), by_default);
+    EXPECT_THROW(use_isa("avx1024"), Error);
+    EXPECT_EQ(active_isa(), by_default);
 }
 
 TEST(Matmul, ReferenceMatchesTheFormula) {
@@ -88,9 +108,11 @@ TEST(Matmul, DispatchedMatchesTheFormulaOnOddShapes) {
                 const int64_t n_tokens = rep % 2 ? tok_dist(rng) : 1 + rep;
                 const Weights w = random_weights(rng, dtype, n_out, n_in);
                 const auto x = test::random_floats(rng, n_tokens * n_in);
-                std::vector<float> y(static_cast<size_t>(n_tokens * n_out), NAN);
-                matmul(w.matrix, x.data(), n_tokens, y.data(), pool);
-                expect_matmul_exact(w, x, n_tokens, y, 1e-5f, active_isa());
+                test::for_each_isa([&](const char* isa) {
+                    std::vector<float> y(static_cast<size_t>(n_tokens * n_out), NAN);
+                    matmul(w.matrix, x.data(), n_tokens, y.data(), pool);
+                    expect_matmul_exact(w, x, n_tokens, y, 1e-5f, isa);
+                });
             }
         }
     }
@@ -103,10 +125,13 @@ TEST(Matmul, DispatchedMatchesReferenceAcrossTokenCounts) {
         const Weights w = random_weights(rng, dtype, 53, 203);
         for (int64_t n_tokens = 1; n_tokens <= 20; ++n_tokens) {
             const auto x = test::random_floats(rng, n_tokens * 203);
-            std::vector<float> y(static_cast<size_t>(n_tokens * 53)), want(y.size());
-            matmul(w.matrix, x.data(), n_tokens, y.data(), pool);
+            std::vector<float> want(static_cast<size_t>(n_tokens * 53));
             ref::matmul(w.matrix, x.data(), n_tokens, want.data(), pool);
-            test::expect_close(y, want, 1e-5f, "matmul vs ref");
+            test::for_each_isa([&](const char* isa) {
+                std::vector<float> y(want.size(), NAN);
+                matmul(w.matrix, x.data(), n_tokens, y.data(), pool);
+                test::expect_close(y, want, 1e-5f, isa);
+            });
         }
     }
 }
@@ -118,9 +143,11 @@ TEST(Matmul, LargerBlockedShapesMatchTheFormula) {
     const Weights w = random_weights(rng, DType::f16, 301, 611);
     const int64_t n_tokens = 203;
     const auto x = test::random_floats(rng, n_tokens * 611);
-    std::vector<float> y(static_cast<size_t>(n_tokens * 301));
-    matmul(w.matrix, x.data(), n_tokens, y.data(), pool);
-    expect_matmul_exact(w, x, n_tokens, y, 1e-5f, active_isa());
+    test::for_each_isa([&](const char* isa) {
+        std::vector<float> y(static_cast<size_t>(n_tokens * 301), NAN);
+        matmul(w.matrix, x.data(), n_tokens, y.data(), pool);
+        expect_matmul_exact(w, x, n_tokens, y, 1e-5f, isa);
+    });
 }
 
 TEST(Matmul, ManyTokensTakeSeveralPasses) {
@@ -129,19 +156,23 @@ TEST(Matmul, ManyTokensTakeSeveralPasses) {
     const Weights w = random_weights(rng, DType::bf16, 37, 45);
     const int64_t n_tokens = 1100;
     const auto x = test::random_floats(rng, n_tokens * 45);
-    std::vector<float> y(static_cast<size_t>(n_tokens * 37));
-    matmul(w.matrix, x.data(), n_tokens, y.data(), pool);
-    expect_matmul_exact(w, x, n_tokens, y, 1e-5f, active_isa());
+    test::for_each_isa([&](const char* isa) {
+        std::vector<float> y(static_cast<size_t>(n_tokens * 37), NAN);
+        matmul(w.matrix, x.data(), n_tokens, y.data(), pool);
+        expect_matmul_exact(w, x, n_tokens, y, 1e-5f, isa);
+    });
 }
 
 TEST(Matmul, EmptyInputDimensionGivesZeros) {
     ThreadPool pool(2);
     const float dummy = 0.0f;
-    for (int64_t n_tokens : {1, 30}) {
-        std::vector<float> y(static_cast<size_t>(n_tokens * 5), NAN);
-        matmul(Matrix{DType::f32, &dummy, 5, 0}, &dummy, n_tokens, y.data(), pool);
-        for (float v : y) EXPECT_EQ(v, 0.0f);
-    }
+    test::for_each_isa([&](const char*) {
+        for (int64_t n_tokens : {1, 30}) {
+            std::vector<float> y(static_cast<size_t>(n_tokens * 5), NAN);
+            matmul(Matrix{DType::f32, &dummy, 5, 0}, &dummy, n_tokens, y.data(), pool);
+            for (float v : y) EXPECT_EQ(v, 0.0f);
+        }
+    });
 }
 
 TEST(Matmul, ForcedScalarUsesTheReference) {

@@ -83,6 +83,36 @@ TEST(SiluMul, DispatchedMatchesReference) {
     EXPECT_FLOAT_EQ(y[1], 200.0f);
 }
 
+TEST(GeluTanhMul, ReferenceIsTheTanhFormula) {
+    // gelu_tanh(1) = 0.5 (1 + tanh(sqrt(2 / pi) * 1.044715)) = 0.8411920, times up.
+    const float gate[3] = {1.0f, 0.0f, -1.0f}, up[3] = {2.0f, 5.0f, 1.0f};
+    float y[3];
+    ref::gelu_tanh_mul(gate, up, 3, y);
+    EXPECT_NEAR(y[0], 2 * 0.8411920f, 1e-6f);
+    EXPECT_EQ(y[1], 0.0f);
+    EXPECT_NEAR(y[2], 0.8411920f - 1.0f, 1e-6f);
+}
+
+TEST(GeluTanhMul, DispatchedMatchesReference) {
+    std::mt19937 rng(16);
+    for (int64_t n : {1, 3, 7, 8, 9, 15, 16, 17, 33, 100, 1001}) {
+        const auto gate = test::random_floats(rng, n, -12.0f, 12.0f);
+        const auto up = test::random_floats(rng, n, -2.0f, 2.0f);
+        std::vector<float> y(static_cast<size_t>(n)), want(y.size());
+        gelu_tanh_mul(gate.data(), up.data(), n, y.data());
+        ref::gelu_tanh_mul(gate.data(), up.data(), n, want.data());
+        for (int64_t i = 0; i < n; ++i)
+            ASSERT_NEAR(y[i], want[i], 4e-6f * std::abs(gate[i] * up[i]) + 1e-7f)
+                << "n " << n << " i " << i;
+    }
+    // Far negative gates go to zero, far positive ones pass through.
+    const float gate[2] = {-200.0f, 200.0f}, up[2] = {1.0f, 1.0f};
+    float y[2];
+    gelu_tanh_mul(gate, up, 2, y);
+    EXPECT_NEAR(y[0], 0.0f, 1e-30f);
+    EXPECT_FLOAT_EQ(y[1], 200.0f);
+}
+
 TEST(Rope, ReferenceRotatesPairs) {
     // One head of 4: pairs (0, 2), (1, 3) split; (0, 1), (2, 3) interleaved.
     const float cos[2] = {0.0f, 1.0f}, sin[2] = {1.0f, 0.0f};

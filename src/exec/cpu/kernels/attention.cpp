@@ -1,5 +1,5 @@
-// Causal attention: tasks of (token, kv head) handing the leaf the query heads
-// that share the kv head, with a per-thread score buffer.
+// Causal (optionally sliding-window) attention: tasks of (token, kv head) handing the leaf the
+// query heads that share the kv head, with a per-thread score buffer.
 #include <algorithm>
 #include <vector>
 
@@ -19,9 +19,14 @@ void check_attention(const AttentionArgs& a) {
     }
 }
 
+int64_t first_key(const AttentionArgs& a, int64_t t) {
+    return a.window > 0 ? std::max<int64_t>(0, a.pos0 + t + 1 - a.window) : 0;
+}
+
 void attention(const AttentionArgs& a, ThreadPool& pool) {
     const Isa* isa = active();
-    if (!isa) return ref::attention(a, pool);
+    // Capped or half-precision scores are emulation and rare: the reference computes them.
+    if (!isa || a.softcap > 0 || a.f16_scores) return ref::attention(a, pool);
     check_attention(a);
     // Tasks of (token, kv head, slice of its query heads): a whole group shares
     // each converted key and value row; groups are sliced only when there would
@@ -39,13 +44,15 @@ void attention(const AttentionArgs& a, ThreadPool& pool) {
         const int64_t t = task / n_slices / a.n_head_kv;
         const int64_t h0 = g * group + slice * heads_per_slice;
         const int64_t n_q = std::min(heads_per_slice, group - slice * heads_per_slice);
-        const int64_t n_keys = a.pos0 + t + 1;
+        const int64_t k0 = first_key(a, t);
+        const int64_t n_keys = a.pos0 + t + 1 - k0;
         if (scores.size() < static_cast<size_t>(n_q * n_keys)) {
             scores.resize(static_cast<size_t>(n_q * n_keys));
         }
         const int64_t row = (t * a.n_head + h0) * a.head_dim;
-        isa->attend(a.q + row, n_q, a.k + g * kv_stride, a.v + g * kv_stride, n_keys, a.head_dim,
-                    a.scale, scores.data(), a.out + row);
+        const int64_t kv = g * kv_stride + k0 * a.head_dim;
+        isa->attend(a.q + row, n_q, a.k + kv, a.v + kv, n_keys, a.head_dim, a.scale, scores.data(),
+                    a.out + row);
     });
 }
 

@@ -1,5 +1,9 @@
 // Run-time choice between the SIMD leaves and the scalar reference.
 #include <atomic>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "base/error.h"
 #include "exec/cpu/kernels/isa.h"
@@ -12,8 +16,6 @@ namespace anelm::kernels {
 
 namespace {
 
-std::atomic<bool> scalar_forced{false};
-
 #if ANELM_HAVE_X86_KERNELS
 // Not every compiler's __builtin_cpu_supports knows F16C: ask CPUID leaf 1.
 bool has_f16c() {
@@ -22,33 +24,78 @@ bool has_f16c() {
 }
 #endif
 
-const Isa* detect() {
+// The leaf tables this processor runs, best first, then null for the scalar reference.
+std::vector<const Isa*> detect() {
+    std::vector<const Isa*> found;
 #if ANELM_HAVE_X86_KERNELS
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c()) {
-        return &avx2_isa;
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
+    if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
+        found.push_back(&avx512_isa);
     }
+    if (avx2) found.push_back(&avx2_isa);
 #endif
 #if ANELM_HAVE_ARM_KERNELS
-    return &neon_isa;  // NEON and half conversions are baseline on arm64
+    found.push_back(&neon_isa);  // NEON and half conversions are baseline on arm64
 #endif
-    return nullptr;
+    found.push_back(nullptr);
+    return found;
 }
+
+const std::vector<const Isa*>& available() {
+    static const std::vector<const Isa*> tables = detect();
+    return tables;
+}
+
+const char* name_of(const Isa* isa) {
+    return isa ? isa->name : "scalar";
+}
+
+// The place in available() of the table called `name`.
+int64_t index_of(std::string_view name, std::string_view what) {
+    const auto& tables = available();
+    std::string names;
+    for (size_t i = 0; i < tables.size(); ++i) {
+        if (name == name_of(tables[i])) return static_cast<int64_t>(i);
+        names += (i ? ", " : "") + std::string(name_of(tables[i]));
+    }
+    fail("{}: instruction set '{}', this processor runs {}", what, name, names);
+}
+
+// ANELM_ISA if set, else the best.
+int64_t default_index() {
+    const char* env = std::getenv("ANELM_ISA");
+    return env && *env ? index_of(env, "ANELM_ISA") : 0;
+}
+
+constexpr int64_t by_default = -1;
+std::atomic<int64_t> forced{by_default};
 
 }  // namespace
 
 const Isa* active() {
-    static const Isa* const detected = detect();
-    return scalar_forced.load(std::memory_order_relaxed) ? nullptr : detected;
+    static const int64_t default_choice = default_index();
+    const int64_t i = forced.load(std::memory_order_relaxed);
+    return available()[static_cast<size_t>(i == by_default ? default_choice : i)];
 }
 
 const char* active_isa() {
-    const Isa* isa = active();
-    return isa ? isa->name : "scalar";
+    return name_of(active());
+}
+
+std::vector<const char*> available_isas() {
+    std::vector<const char*> names;
+    for (const Isa* isa : available()) names.push_back(name_of(isa));
+    return names;
+}
+
+void use_isa(std::string_view name) {
+    forced.store(name.empty() ? by_default : index_of(name, "use_isa"));
 }
 
 void force_scalar(bool on) {
-    scalar_forced.store(on);
+    forced.store(on ? static_cast<int64_t>(available().size()) - 1 : by_default);
 }
 
 void check_matrix(const Matrix& w) {
@@ -72,6 +119,11 @@ void softmax(float* x, int64_t n) {
 void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
     const Isa* isa = active();
     isa ? isa->silu_mul(gate, up, n, out) : ref::silu_mul(gate, up, n, out);
+}
+
+void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out) {
+    const Isa* isa = active();
+    isa ? isa->gelu_tanh_mul(gate, up, n, out) : ref::gelu_tanh_mul(gate, up, n, out);
 }
 
 void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin,

@@ -41,6 +41,7 @@ struct Isa {
                      float* y);
     void (*softmax)(float* x, int64_t n);
     void (*silu_mul)(const float* gate, const float* up, int64_t n, float* out);
+    void (*gelu_tanh_mul)(const float* gate, const float* up, int64_t n, float* out);
     void (*rope)(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin,
                  bool interleaved);
     void (*f32_to_f16_row)(const float* x, int64_t n, uint16_t* y);
@@ -48,18 +49,21 @@ struct Isa {
     void (*round_to_f16_row)(float* x, int64_t n);
 };
 
-// The leaves of the processor in use, or null when the scalar reference runs
-// (no SIMD path for this processor, or force_scalar(true)).
+// The leaves in use, or null when the scalar reference runs (no SIMD path for
+// this processor, ANELM_ISA=scalar, use_isa("scalar") or force_scalar(true)).
 const Isa* active();
 
 // The leaf tables, each defined only in builds for its processor family
 // (ANELM_HAVE_X86_KERNELS, ANELM_HAVE_ARM_KERNELS) and chosen by active().
-extern const Isa avx2_isa;  // valid only where AVX2, FMA and F16C are present
+extern const Isa avx2_isa;    // valid only where AVX2, FMA and F16C are present
+extern const Isa avx512_isa;  // valid only where AVX-512 F, BW, VL, DQ, FMA and F16C are
 extern const Isa neon_isa;
 
 // Throw unless the arguments are ones the kernels support: a weight dtype of
 // f32, f16 or bf16; whole query groups per kv head and queries inside n_ctx.
 void check_matrix(const Matrix& w);
 void check_attention(const AttentionArgs& args);
+// The first key position query t of the block sees (0 without a window).
+int64_t first_key(const AttentionArgs& args, int64_t t);
 
 }  // namespace anelm::kernels

@@ -1,10 +1,13 @@
 // The CPU kernels the executor calls. Each entry dispatches at run time to the
-// best path this processor has (AVX2+FMA+F16C on x86-64, NEON on arm64) and has
-// a scalar reference in namespace anelm::kernels::ref with the same signature.
+// best path this processor has (AVX-512 or AVX2+FMA+F16C on x86-64, NEON on
+// arm64) and has a scalar reference in namespace anelm::kernels::ref with the
+// same signature.
 // Activations are f32; weights stay in their storage dtype; accumulation is f32.
 #pragma once
 
 #include <cstdint>
+#include <string_view>
+#include <vector>
 
 #include "base/dtype.h"
 #include "base/thread_pool.h"
@@ -19,9 +22,16 @@ struct Matrix {
     int64_t n_in = 0;
 };
 
-// The instruction set the dispatched kernels use: "avx2", "neon" or "scalar".
+// The instruction set the dispatched kernels use: "avx512", "avx2", "neon" or
+// "scalar". By default the best this processor runs, or the one the environment
+// variable ANELM_ISA names (an error if this processor does not run it).
 const char* active_isa();
-// Forces the scalar reference everywhere (for tests and comparisons).
+// The instruction sets this processor runs, best first, "scalar" last.
+std::vector<const char*> available_isas();
+// Uses the named one of available_isas() from now on (for tests and
+// comparisons); an empty name returns to the default. Throws for other names.
+void use_isa(std::string_view name);
+// Forces the scalar reference everywhere; false returns to the default.
 void force_scalar(bool on);
 
 // y[t, o] = sum_i x[t, i] * w[o, i] for t < n_tokens.
@@ -37,6 +47,10 @@ void softmax(float* x, int64_t n);
 
 // out[i] = silu(gate[i]) * up[i]
 void silu_mul(const float* gate, const float* up, int64_t n, float* out);
+
+// out[i] = gelu_tanh(gate[i]) * up[i], the tanh approximation of GELU:
+// 0.5 g (1 + tanh(sqrt(2 / pi) (g + 0.044715 g^3))).
+void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out);
 
 // Rotary embedding of one token's n_heads heads of head_dim values, in place.
 // cos/sin hold head_dim / 2 values for this token's position. Pairs are
@@ -58,6 +72,9 @@ struct AttentionArgs {
     int64_t n_tokens = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_ctx = 0;
     int64_t pos0 = 0;  // query t sits at position pos0 + t and sees keys [0, pos0 + t]
     float scale = 1.0f;
+    int64_t window = 0;   // > 0: query t sees only keys (pos0 + t - window, pos0 + t]
+    float softcap = 0;    // > 0: scores become softcap * tanh(score / softcap)
+    bool f16_scores = false;  // store scaled scores and probabilities as IEEE half
 };
 void attention(const AttentionArgs& args, ThreadPool& pool);
 
@@ -67,6 +84,7 @@ void matmul(const Matrix& w, const float* x, int64_t n_tokens, float* y, ThreadP
 void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, float eps, float* y);
 void softmax(float* x, int64_t n);
 void silu_mul(const float* gate, const float* up, int64_t n, float* out);
+void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out);
 void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin,
           bool interleaved);
 void f32_to_f16_row(const float* x, int64_t n, uint16_t* y);

@@ -100,7 +100,7 @@ void matmul_gemm(const QuantIsa& isa, const QuantMatrix& w, const float* x, int6
 const QuantIsa* quant_active() {
     const Isa* isa = active();
 #if ANELM_HAVE_X86_KERNELS
-    if (isa == &avx2_isa) return &avx2_quant_isa;
+    if (isa == &avx2_isa || isa == &avx512_isa) return &avx2_quant_isa;
 #endif
 #if ANELM_HAVE_ARM_KERNELS
     if (isa == &neon_isa) return &neon_quant_isa;

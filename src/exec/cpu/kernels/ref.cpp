@@ -1,6 +1,7 @@
 // The scalar reference of every kernel: the simplest correct loops.
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <vector>
 
 #include "base/half.h"
@@ -73,6 +74,14 @@ void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
     for (int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
+void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out) {
+    const float k = std::sqrt(2.0f / std::numbers::pi_v<float>);
+    for (int64_t i = 0; i < n; ++i) {
+        const float g = gate[i];
+        out[i] = 0.5f * g * (1.0f + std::tanh(k * (g + 0.044715f * g * g * g))) * up[i];
+    }
+}
+
 void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin,
           bool interleaved) {
     const int64_t half = head_dim / 2;
@@ -108,15 +117,21 @@ void attention(const AttentionArgs& a, ThreadPool& pool) {
         const float* q = a.q + task * a.head_dim;
         const uint16_t* k = a.k + (h / group) * a.n_ctx * a.head_dim;
         const uint16_t* v = a.v + (h / group) * a.n_ctx * a.head_dim;
-        const int64_t n_keys = a.pos0 + t + 1;
+        const int64_t k0 = first_key(a, t);
+        const int64_t n_keys = a.pos0 + t + 1 - k0;
+        k += k0 * a.head_dim;
+        v += k0 * a.head_dim;
         std::vector<float> p(static_cast<size_t>(n_keys));
         for (int64_t j = 0; j < n_keys; ++j) {
             float dot = 0.0f;
             for (int64_t d = 0; d < a.head_dim; ++d)
                 dot += q[d] * f16_to_f32(k[j * a.head_dim + d]);
             p[j] = dot * a.scale;
+            if (a.softcap > 0) p[j] = a.softcap * std::tanh(p[j] / a.softcap);
         }
+        if (a.f16_scores) round_to_f16_row(p.data(), n_keys);
         softmax(p.data(), n_keys);
+        if (a.f16_scores) round_to_f16_row(p.data(), n_keys);
         float* out = a.out + task * a.head_dim;
         for (int64_t d = 0; d < a.head_dim; ++d) {
             float sum = 0.0f;

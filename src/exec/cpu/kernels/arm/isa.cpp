@@ -15,6 +15,7 @@ const Isa neon_isa = {
     .rms_norm = neon::rms_norm,
     .softmax = neon::softmax,
     .silu_mul = neon::silu_mul,
+    .gelu_tanh_mul = neon::gelu_tanh_mul,
     .rope = neon::rope,
     .f32_to_f16_row = neon::f32_to_f16_row,
     .f16_to_f32_row = neon::f16_to_f32_row,

@@ -1,4 +1,4 @@
-// NEON row kernels: normalisation, softmax, SiLU, rotary embedding and the
+// NEON row kernels: normalisation, softmax, SiLU, GELU, rotary embedding and the
 // half conversions (round to nearest even under the default FPCR, as base/half.h).
 #include "exec/cpu/kernels/arm/neon.h"
 
@@ -88,6 +88,22 @@ void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
         const float32x4_t u = load_partial<DType::f32>(up + i, len);
         const float32x4_t silu = vdivq_f32(g, vaddq_f32(vdupq_n_f32(1.0f), vexp(vnegq_f32(g))));
         store_partial(out + i, vmulq_f32(silu, u), len);
+    }
+}
+
+// 0.5 g (1 + tanh(u)) = g / (1 + e^(-2u)): one exponential, and saturation
+// to g or 0 at large |u| without a separate tanh.
+void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out) {
+    const float32x4_t k2 = vdupq_n_f32(-2.0f * 0.7978845608028654f);
+    const float32x4_t c = vdupq_n_f32(0.044715f);
+    for (int64_t i = 0; i < n; i += 4) {
+        const int64_t len = n - i < 4 ? n - i : 4;
+        const float32x4_t g = load_partial<DType::f32>(gate + i, len);
+        const float32x4_t u = load_partial<DType::f32>(up + i, len);
+        const float32x4_t inner = vfmaq_f32(g, vmulq_f32(c, g), vmulq_f32(g, g));
+        const float32x4_t gelu =
+            vdivq_f32(g, vaddq_f32(vdupq_n_f32(1.0f), vexp(vmulq_f32(k2, inner))));
+        store_partial(out + i, vmulq_f32(gelu, u), len);
     }
 }
 

@@ -1,4 +1,4 @@
-// AVX2 row kernels: normalisation, softmax, SiLU, rotary embedding and the
+// AVX2 row kernels: normalisation, softmax, SiLU, GELU, rotary embedding and the
 // F16C conversions (round to nearest even, as base/half.h).
 #include "exec/cpu/kernels/x86/avx2.h"
 
@@ -93,6 +93,22 @@ void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
         const __m256 neg_g = _mm256_sub_ps(_mm256_setzero_ps(), g);
         const __m256 silu = _mm256_div_ps(g, _mm256_add_ps(one, vexp(neg_g)));
         store_partial(out + i, _mm256_mul_ps(silu, u), len);
+    }
+}
+
+// 0.5 g (1 + tanh(u)) = g / (1 + e^(-2u)): one exponential, and saturation
+// to g or 0 at large |u| without a separate tanh.
+void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256 k2 = _mm256_set1_ps(-2.0f * 0.7978845608028654f);
+    const __m256 c = _mm256_set1_ps(0.044715f);
+    for (int64_t i = 0; i < n; i += 8) {
+        const int64_t len = n - i < 8 ? n - i : 8;
+        const __m256 g = load_partial<DType::f32>(gate + i, len);
+        const __m256 u = load_partial<DType::f32>(up + i, len);
+        const __m256 inner = _mm256_fmadd_ps(_mm256_mul_ps(c, g), _mm256_mul_ps(g, g), g);
+        const __m256 gelu = _mm256_div_ps(g, _mm256_add_ps(one, vexp(_mm256_mul_ps(k2, inner))));
+        store_partial(out + i, _mm256_mul_ps(gelu, u), len);
     }
 }
 

@@ -1,0 +1,27 @@
+// The AVX-512 leaf table, chosen at run time by dispatch.cpp. Only the matmul
+// leaves are its own: the row kernels and attention are a small share of a
+// model's time, so they stay the AVX2 ones (every AVX-512 processor has AVX2).
+#include "exec/cpu/kernels/x86/avx2_leaves.h"
+#include "exec/cpu/kernels/x86_512/avx512.h"
+
+namespace anelm::kernels {
+
+const Isa avx512_isa = {
+    .name = "avx512",
+    .mr = avx512::mr,
+    .nr = avx512::nr,
+    .pack_panel = avx512::pack_panel,
+    .gemm_tile = avx512::gemm_tile,
+    .gemv_tokens = avx512::gemv_tokens,
+    .gemv = avx512::gemv,
+    .attend = avx2::attend,
+    .rms_norm = avx2::rms_norm,
+    .softmax = avx2::softmax,
+    .silu_mul = avx2::silu_mul,
+    .rope = avx2::rope,
+    .f32_to_f16_row = avx2::f32_to_f16_row,
+    .f16_to_f32_row = avx2::f16_to_f32_row,
+    .round_to_f16_row = avx2::round_to_f16_row,
+};
+
+}  // namespace anelm::kernels
