@@ -1,5 +1,5 @@
-// Helpers and leaf declarations shared by the AVX2 + FMA + F16C files. Only
-// files compiled with those flags include this header.
+// Inline helpers shared by the AVX2 + FMA + F16C files (the leaves are declared
+// in avx2_leaves.h). Only files compiled with those flags include this header.
 #pragma once
 
 #include <immintrin.h>
@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "exec/cpu/kernels/isa.h"
+#include "exec/cpu/kernels/x86/avx2_leaves.h"
 
 namespace anelm::kernels::avx2 {
 
@@ -87,31 +87,5 @@ inline __m256 vexp(__m256 x) {
     return _mm256_blendv_ps(_mm256_andnot_ps(underflow, y), _mm256_set1_ps(__builtin_inff()),
                             overflow);
 }
-
-// Leaves, in matmul.cpp, ops.cpp and attention.cpp.
-void pack_panel(const Matrix& w, int64_t o0, int64_t n_rows, int64_t k0, int64_t kc, float* panel);
-void gemm_tile(const float* xp, int64_t m, const float* panel, int64_t kc, float* y, int64_t ldy,
-               int64_t n, bool accumulate);
-void gemv(const Matrix& w, const float* x, int64_t n_tokens, int64_t o0, int64_t o1, float* y,
-          int64_t ldy);
-void attend(const float* q, int64_t n_q, const uint16_t* k, const uint16_t* v, int64_t n_keys,
-            int64_t head_dim, float scale, float* scores, float* out);
-void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, float eps, float* y);
-void softmax(float* x, int64_t n);
-void silu_mul(const float* gate, const float* up, int64_t n, float* out);
-void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out);
-void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin,
-          bool interleaved);
-void f32_to_f16_row(const float* x, int64_t n, uint16_t* y);
-void f16_to_f32_row(const uint16_t* x, int64_t n, float* y);
-void round_to_f16_row(float* x, int64_t n);
-
-// x[i] = exp(x[i] - max(x)) over n > 0 values; returns their sum.
-float exp_sum(float* x, int64_t n);
-
-// Tile shape of gemm_tile and rows of the gemv token groups.
-constexpr int mr = 6;
-constexpr int nr = 16;
-constexpr int gemv_tokens = 4;
 
 }  // namespace anelm::kernels::avx2

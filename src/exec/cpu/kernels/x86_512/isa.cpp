@@ -18,6 +18,7 @@ const Isa avx512_isa = {
     .rms_norm = avx2::rms_norm,
     .softmax = avx2::softmax,
     .silu_mul = avx2::silu_mul,
+    .gelu_tanh_mul = avx2::gelu_tanh_mul,
     .rope = avx2::rope,
     .f32_to_f16_row = avx2::f32_to_f16_row,
     .f16_to_f32_row = avx2::f16_to_f32_row,
