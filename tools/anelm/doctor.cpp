@@ -1,0 +1,107 @@
+// anelm doctor: where a model's values leave FP16's range, what that does to a
+// half-precision run, and the residual scale that fixes it.
+#include <fmt/core.h>
+
+#include "analysis/doctor.h"
+#include "analysis/doctor_report.h"
+#include "base/atomic_file.h"
+#include "base/error.h"
+#include "chat/chat_template.h"
+#include "command.h"
+#include "runtime/model.h"
+
+namespace anelm::cli {
+namespace {
+
+struct DoctorArgs {
+    std::string model;
+    std::string tokenizer;
+    std::string prompts_file;
+    int64_t n_tokens = 128;
+    bool json = false;
+    std::string report;
+    double target = 32768;
+    std::string precision = "f16";
+    int threads = 0;
+};
+
+// The chat text goes through the model's chat template when it has one, as a
+// chat application would send it.
+std::string as_chat(const std::string& model_path, const std::string& text) {
+    try {
+        const nlohmann::ordered_json messages = {{{"role", "user"}, {"content", text}}};
+        return ChatTemplate::load(model_path).render(messages, true);
+    } catch (const Error&) {
+        return text;
+    }
+}
+
+std::vector<DoctorPrompt> calibration_prompts(const DoctorArgs& args, const Model& model) {
+    std::vector<CalibrationText> texts = args.prompts_file.empty()
+                                             ? default_calibration_texts()
+                                             : read_calibration_file(args.prompts_file);
+    std::vector<DoctorPrompt> prompts;
+    for (size_t i = 0; i < texts.size(); ++i) {
+        DoctorPrompt p;
+        const bool chat = args.prompts_file.empty() && std::string(texts[i].name) == "chat";
+        p.name = args.prompts_file.empty() ? texts[i].name : fmt::format("prompt {}", i + 1);
+        const std::string text = chat ? as_chat(args.model, texts[i].text) : texts[i].text;
+        p.tokens = model.tokenizer->encode(text, !chat);
+        if (static_cast<int64_t>(p.tokens.size()) > args.n_tokens) p.tokens.resize(args.n_tokens);
+        if (!p.tokens.empty()) prompts.push_back(std::move(p));
+    }
+    return prompts;
+}
+
+int run_doctor_command(const DoctorArgs& args) {
+    if (args.n_tokens < 1) fail("-n must be at least 1, got {}", args.n_tokens);
+    if (!(args.target > 0 && args.target <= 65504))
+        fail("--target must be in (0, 65504], got {}", args.target);
+    Model model = open_model(args.model, args.tokenizer, true);
+    const std::vector<DoctorPrompt> prompts = calibration_prompts(args, model);
+
+    DoctorOptions options;
+    options.target = args.target;
+    options.device = precision_from_name(args.precision);
+    options.threads = args.threads;
+    DoctorReport report;
+    {
+        ProgressBar bar("doctor");
+        report = run_doctor(model.spec(), model.weights(), prompts, options, bar.callback());
+    }
+    report.model = args.model;
+
+    if (!args.report.empty()) write_file_atomic(args.report, doctor_html(report));
+    if (args.json) {
+        fmt::print("{}\n", doctor_json(report).dump(2));
+    } else {
+        fmt::print("{}", doctor_text(report));
+        if (!args.report.empty()) fmt::print("report         {}\n", args.report);
+    }
+    return 0;
+}
+
+std::function<int()> setup(CLI::App& app) {
+    auto args = std::make_shared<DoctorArgs>();
+    app.add_option("model", args->model, "Hugging Face folder or llama2.c .bin")->required();
+    app.add_option("--tokenizer", args->tokenizer, "tokenizer.json or llama2.c tokenizer.bin");
+    app.add_option("--prompts", args->prompts_file,
+                   "calibration prompts: a JSON array of strings, or one prompt per line "
+                   "(default: built-in chat, code, repetition and multilingual texts)");
+    app.add_option("-n", args->n_tokens, "tokens per prompt at most")->capture_default_str();
+    app.add_flag("--json", args->json, "print the findings as JSON (docs/doctor.md)");
+    app.add_option("--report", args->report, "write an HTML report with per-layer charts");
+    app.add_option("--target", args->target, "the residual peak alpha aims for")
+        ->capture_default_str();
+    app.add_option("--precision", args->precision, "the device precision to check: f16 or ane")
+        ->check(CLI::IsMember({"f16", "ane"}))
+        ->capture_default_str();
+    app.add_option("-t,--threads", args->threads, "threads (default: physical cores)");
+    return [args] { return run_doctor_command(*args); };
+}
+
+const bool registered = register_command(
+    {"doctor", "Find FP16 overflow in a model and the residual scale that fixes it", setup});
+
+}  // namespace
+}  // namespace anelm::cli
