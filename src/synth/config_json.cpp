@@ -48,6 +48,11 @@ json rope_scaling_json(const RopeScaling& r) {
     return nullptr;
 }
 
+// A number, or null for 0 (transformers' None).
+json optional_number(double x) {
+    return x > 0 ? json(x) : json(nullptr);
+}
+
 }  // namespace
 
 void check_preset(const SynthPreset& preset) {
@@ -73,8 +78,11 @@ void check_preset(const SynthPreset& preset) {
     if (!bias_ok)
         fail("synth: preset {}: {} has no config for these attention biases", name,
              arch_name(s.arch));
-    if (s.qk_norm != (s.arch == Arch::qwen3))
-        fail("synth: preset {}: q/k norms come with qwen3 and only with it", name);
+    if (s.qk_norm != (s.arch == Arch::qwen3 || s.arch == Arch::gemma3))
+        fail("synth: preset {}: q/k norms come with qwen3 and gemma3 and only with them", name);
+    if (s.arch == Arch::gemma3 && static_cast<int64_t>(s.sliding_layers.size()) != s.n_layer)
+        fail("synth: preset {}: {} layer types for {} layers", name, s.sliding_layers.size(),
+             s.n_layer);
     if (s.arch == Arch::qwen2 && s.rope_scaling.type != RopeScaling::Type::none)
         fail("synth: preset {}: qwen2 presets have no rope scaling", name);
 }
@@ -85,7 +93,6 @@ std::string config_json(const SynthPreset& preset, DType dtype) {
         {"attention_dropout", 0.0},
         {"bos_token_id", s.bos_token_id},
         {"eos_token_id", ids_json(s.eos_token_ids)},
-        {"hidden_act", "silu"},
         {"hidden_size", s.n_embd},
         {"initializer_range", 0.02},
         {"intermediate_size", s.n_ff},
@@ -103,6 +110,7 @@ std::string config_json(const SynthPreset& preset, DType dtype) {
         {"use_cache", true},
         {"vocab_size", s.n_vocab},
     };
+    if (s.arch != Arch::gemma3) j["hidden_act"] = "silu";
     switch (s.arch) {
         case Arch::llama:
             j["architectures"] = {"LlamaForCausalLM"};
@@ -127,8 +135,25 @@ std::string config_json(const SynthPreset& preset, DType dtype) {
             j["sliding_window"] = nullptr;
             j["use_sliding_window"] = false;
             break;
-        default:
-            fail("synth: no config.json layout for {}", arch_name(s.arch));
+        case Arch::gemma3: {
+            // Gemma3TextConfig's fields, as gemma-3-1b-it's config.json has them.
+            j["architectures"] = {"Gemma3ForCausalLM"};
+            j["model_type"] = "gemma3_text";
+            j["attention_bias"] = s.attention_bias;
+            j["attn_logit_softcapping"] = optional_number(s.attn_logit_softcapping);
+            j["final_logit_softcapping"] = optional_number(s.final_logit_softcapping);
+            j["head_dim"] = s.head_dim;
+            j["hidden_activation"] = "gelu_pytorch_tanh";
+            j["query_pre_attn_scalar"] = s.query_pre_attn_scalar;
+            j["rope_local_base_freq"] = s.rope_local_base_freq;
+            j["sliding_window"] = s.sliding_window;
+            j["pad_token_id"] = special_token_id(family_of(s.arch), preset.n_vocab_bpe, "<pad>");
+            json types = json::array();
+            for (bool sliding : s.sliding_layers)
+                types.push_back(sliding ? "sliding_attention" : "full_attention");
+            j["layer_types"] = types;
+            break;
+        }
     }
     return j.dump(2) + "\n";
 }

@@ -23,6 +23,10 @@ constexpr std::string_view chatml_template =
 constexpr std::string_view llama3_template =
     R"({{ bos_token }}{% for message in messages %}{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n' + message['content'] | trim + '<|eot_id|>' }}{% endfor %}{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %})";
 
+// Gemma turns: <start_of_turn>role ... <end_of_turn>, the assistant's role named model.
+constexpr std::string_view gemma_template =
+    R"({{ bos_token }}{% for message in messages %}{{ '<start_of_turn>' + ('model' if message['role'] == 'assistant' else message['role']) + '\n' + message['content'] | trim + '<end_of_turn>\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<start_of_turn>model\n' }}{% endif %})";
+
 std::vector<SpecialToken> qwen_specials(bool qwen3) {
     std::vector<SpecialToken> tokens = {
         {"<|endoftext|>"},         {"<|im_start|>"},          {"<|im_end|>"},
@@ -89,12 +93,32 @@ Family llama3_family() {
     return f;
 }
 
+Family gemma3_family() {
+    Family f;
+    f.specials = {{"<pad>"},  {"<eos>"},           {"<bos>"},        {"<unk>"},
+                  {"<mask>"}, {"<start_of_turn>"}, {"<end_of_turn>"}};
+    f.split_regex = llama_split;
+    f.add_bos = true;
+    f.config_bos = "<bos>";
+    f.bos = "<bos>";
+    f.eos = "<eos>";
+    f.pad = "<pad>";
+    f.config_eos = {"<eos>", "<end_of_turn>"};
+    f.generation_eos = f.config_eos;
+    f.chat_template = gemma_template;
+    f.tokenizer_class = "GemmaTokenizer";
+    f.top_p = 0.95;
+    f.top_k = 64;
+    return f;
+}
+
 }  // namespace
 
 const Family& family_of(Arch arch) {
     static const Family llama = llama3_family();
     static const Family qwen2 = qwen_family(false);
     static const Family qwen3 = qwen_family(true);
+    static const Family gemma3 = gemma3_family();
     switch (arch) {
         case Arch::llama:
             return llama;
@@ -102,8 +126,8 @@ const Family& family_of(Arch arch) {
             return qwen2;
         case Arch::qwen3:
             return qwen3;
-        default:
-            break;
+        case Arch::gemma3:
+            return gemma3;
     }
     fail("synth: no tokenizer family for architecture {}", arch_name(arch));
 }

@@ -50,7 +50,53 @@ constexpr std::array rows = {
         608, 1024, 1e6, 1e-6, true, 0},
     Row{"tiny-qwen3", "tiny test model, Qwen3 layout", Arch::qwen3, 64, 2, 4, 2, 16, 128, 640, 608,
         1024, 1e6, 1e-6, true, 0},
+    Row{"gemma-3-270m", "google/gemma-3-270m", Arch::gemma3, 640, 18, 4, 1, 256, 2048, 262144,
+        256000, 32768, 1e6, 1e-6, true, 0},
+    Row{"gemma-3-1b", "google/gemma-3-1b-it", Arch::gemma3, 1152, 26, 4, 1, 256, 6912, 262144,
+        256000, 32768, 1e6, 1e-6, true, 0},
+    Row{"gemma-3-4b", "google/gemma-3-4b-it (its text_config)", Arch::gemma3, 2560, 34, 8, 4, 256,
+        10240, 262208, 256000, 131072, 1e6, 1e-6, true, 0},
+    Row{"tiny-gemma3", "tiny test model, Gemma 3 layout", Arch::gemma3, 64, 2, 4, 2, 16, 128, 640,
+        608, 1024, 1e6, 1e-6, true, 0},
 };
+
+// What Gemma 3 adds to a row. A layer is global when every_global divides its
+// number (counting from 1); the real models have one global layer in six.
+struct GemmaRow {
+    const char* name;
+    int64_t sliding_window;
+    int64_t every_global;
+    double query_pre_attn_scalar;
+    double linear_rope_factor;  // 0: no rope_scaling
+    double final_logit_softcapping;
+};
+
+// The tiny one has a window of 8 before a global layer, a query scalar that is not
+// head_dim, and rope scaling and logit soft-capping, so every path is exercised.
+constexpr std::array gemma_rows = {
+    GemmaRow{"gemma-3-270m", 512, 6, 256, 0, 0},
+    GemmaRow{"gemma-3-1b", 512, 6, 256, 0, 0},
+    GemmaRow{"gemma-3-4b", 1024, 6, 256, 8, 0},
+    GemmaRow{"tiny-gemma3", 8, 2, 24, 8, 30},
+};
+
+void add_gemma3_fields(std::string_view name, ModelSpec& s) {
+    for (const GemmaRow& g : gemma_rows) {
+        if (name != g.name) continue;
+        s.qk_norm = true;
+        s.sliding_window = g.sliding_window;
+        for (int64_t i = 0; i < s.n_layer; ++i)
+            s.sliding_layers.push_back((i + 1) % g.every_global != 0);
+        s.query_pre_attn_scalar = g.query_pre_attn_scalar;
+        if (g.linear_rope_factor > 0) {
+            s.rope_scaling.type = RopeScaling::Type::linear;
+            s.rope_scaling.factor = g.linear_rope_factor;
+        }
+        s.final_logit_softcapping = g.final_logit_softcapping;
+        return;
+    }
+    fail("synth: preset {} has no Gemma 3 fields", name);
+}
 
 SynthPreset make_preset(const Row& r) {
     SynthPreset p;
@@ -80,6 +126,7 @@ SynthPreset make_preset(const Row& r) {
     s.tie_word_embeddings = r.tie_word_embeddings;
     s.attention_bias = r.arch == Arch::qwen2;
     s.qk_norm = r.arch == Arch::qwen3;
+    if (r.arch == Arch::gemma3) add_gemma3_fields(r.name, s);
     s.torch_dtype = "bfloat16";
 
     const auto& family = synth::family_of(r.arch);

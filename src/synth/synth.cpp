@@ -19,7 +19,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// HF's initialisation: normal(0, 0.02) matrices, RMSNorm weights of one. Biases
+// HF's initialisation: normal(0, 0.02) matrices, RMSNorm weights of one (zero for
+// Gemma, whose norms scale by 1 + weight). Biases
 // draw from the same normal rather than HF's zeros, so a forward pass that drops
 // a bias gives a different answer.
 constexpr float init_std = 0.02f;
@@ -44,7 +45,8 @@ void write_weights(const SynthPreset& preset, const fs::path& path, const SynthO
     write_safetensors(path.string(), specs,
                       [&](size_t i, std::span<std::byte> out) {
                           if (is_norm(specs[i].name)) {
-                              synth::fill_constant(out, options.dtype, 1.0f);
+                              const bool gemma = preset.spec.arch == Arch::gemma3;
+                              synth::fill_constant(out, options.dtype, gemma ? 0.0f : 1.0f);
                           } else {
                               synth::fill_normal(out, options.dtype, init_std, options.seed,
                                                  specs[i].name, pool);
