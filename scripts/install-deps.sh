@@ -6,8 +6,9 @@ debian_packages=(
   cmake ninja-build g++ pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libpcre2-dev libutf8proc-dev
+  libprotobuf-dev protobuf-compiler
 )
-brew_packages=(cmake ninja pkg-config googletest google-benchmark nlohmann-json cli11 fmt pcre2 utf8proc)
+brew_packages=(cmake ninja pkg-config googletest google-benchmark nlohmann-json cli11 fmt pcre2 utf8proc protobuf)
 
 if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   missing=()

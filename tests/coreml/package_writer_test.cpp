@@ -1,0 +1,159 @@
+// Writing packages: each coremltools sample written back reads back equal
+// (model message, weight.bin bytes, manifest), the folder appears only when
+// complete, and damaged packages are refused on one line.
+#include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "coreml/package.h"
+#include "io/io_test_util.h"
+
+namespace anelm::coreml {
+namespace {
+
+namespace fs = std::filesystem;
+using test::expect_error;
+using test::read_file;
+using test::write_file;
+
+const char* const samples[] = {"affine_ios16", "blockwise_int4", "kitchen_sink",
+                               "kv_state",     "multifunction",  "palettized"};
+
+fs::path sample_dir(const std::string& name) {
+    return test::shared_path("coreml-samples/" + name + ".mlpackage");
+}
+
+const std::string model_rel = "Data/com.apple.CoreML/model.mlmodel";
+const std::string weights_rel = "Data/com.apple.CoreML/weights/weight.bin";
+
+class PackageWriterTest : public test::ScratchDir {
+protected:
+    // A writable copy of a sample, files and all.
+    fs::path copy_files(const std::string& name) {
+        const fs::path out = dir_ / (name + ".mlpackage");
+        fs::copy(sample_dir(name), out, fs::copy_options::recursive);
+        for (const auto& e : fs::recursive_directory_iterator(out))
+            fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
+        return out;
+    }
+};
+
+class SampleRoundTripTest : public PackageWriterTest,
+                            public testing::WithParamInterface<const char*> {};
+
+TEST_P(SampleRoundTripTest, WrittenBackReadsBackEqual) {
+    const std::string name = GetParam();
+    ANELM_REQUIRE_SHARED("coreml-samples/" + name + ".mlpackage");
+    const Package in(sample_dir(name));
+    const fs::path out = dir_ / "out.mlpackage";
+    copy_package(in, out);
+
+    const Package back(out);
+    std::string report;
+    google::protobuf::util::MessageDifferencer differ;
+    differ.ReportDifferencesToString(&report);
+    EXPECT_TRUE(differ.Compare(in.model(), back.model())) << report;
+
+    const fs::path weights = sample_dir(name) / weights_rel;
+    if (fs::exists(weights))
+        EXPECT_EQ(read_file((out / weights_rel).string()), read_file(weights.string()));
+    else
+        EXPECT_FALSE(
+            fs::exists(out / weights_rel));  // an empty weights folder, as coremltools leaves it
+    EXPECT_TRUE(fs::is_directory(out / "Data/com.apple.CoreML/weights"));
+
+    const Manifest& a = in.manifest();
+    const Manifest& b = back.manifest();
+    EXPECT_EQ(b.file_format_version, a.file_format_version);
+    EXPECT_EQ(b.root_model_id, a.root_model_id);
+    ASSERT_EQ(b.items.size(), a.items.size());
+    for (size_t i = 0; i < a.items.size(); ++i) {
+        EXPECT_EQ(b.items[i].id, a.items[i].id);
+        EXPECT_EQ(b.items[i].path, a.items[i].path);
+        EXPECT_EQ(b.items[i].name, a.items[i].name);
+        EXPECT_EQ(b.items[i].author, a.items[i].author);
+        EXPECT_EQ(b.items[i].description, a.items[i].description);
+    }
+    // Same JSON text as Core ML's writer, modulo the final newline.
+    std::string ours = read_file((out / "Manifest.json").string());
+    std::string theirs = read_file((sample_dir(name) / "Manifest.json").string());
+    while (!ours.empty() && ours.back() == '\n') ours.pop_back();
+    while (!theirs.empty() && theirs.back() == '\n') theirs.pop_back();
+    EXPECT_EQ(ours, theirs);
+}
+
+INSTANTIATE_TEST_SUITE_P(CoreMLSamples, SampleRoundTripTest, testing::ValuesIn(samples));
+
+TEST_F(PackageWriterTest, AppearsOnlyWhenFinished) {
+    const fs::path out = dir_ / "new.mlpackage";
+    spec::Model model;
+    model.set_specificationversion(9);
+    auto& function = (*model.mutable_mlprogram()->mutable_functions())["main"];
+    model.mutable_mlprogram()->set_version(1);
+    function.set_opset("CoreML8");
+    (*function.mutable_block_specializations())["CoreML8"];
+    {
+        PackageWriter abandoned(out);
+        abandoned.weights().add_codes(BlobDType::u8, std::vector<uint8_t>(16, 1));
+    }
+    EXPECT_FALSE(fs::exists(out));
+    EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 0);
+    {
+        PackageWriter writer(out);
+        writer.finish(model);
+    }
+    EXPECT_EQ(Package(out).model().specificationversion(), 9);
+    expect_error([&] { PackageWriter again(out); }, {out.string(), "already exists"});
+    model.set_specificationversion(8);
+    PackageWriter(out, default_manifest(), /*overwrite=*/true).finish(model);
+    EXPECT_EQ(Package(out).model().specificationversion(), 8);
+}
+
+TEST_F(PackageWriterTest, DamagedModelNamesFileAndField) {
+    ANELM_REQUIRE_SHARED("coreml-samples/kv_state.mlpackage");
+    const fs::path pkg = copy_files("kv_state");
+    const std::string model_file = (pkg / model_rel).string();
+    const std::string good = read_file(model_file);
+
+    write_file(model_file, good.substr(0, good.size() / 2));
+    expect_error([&] { Package p(pkg); },
+                 {model_file, "not a Core ML Model protobuf", "field mlProgram"});
+
+    std::string bad = good;
+    bad[0] = static_cast<char>(0x0f);  // field 1 with wire type 7
+    write_file(model_file, bad);
+    expect_error([&] { Package p(pkg); }, {model_file, "at byte 0", "wire type 7"});
+
+    write_file(model_file, "");
+    expect_error([&] { Package p(pkg); }, {model_file, "mlProgram", "not an ML Program"});
+
+    fs::remove(model_file);
+    expect_error([&] { Package p(pkg); }, {model_file, "cannot open"});
+}
+
+TEST_F(PackageWriterTest, DamagedWeightsNameFileAndOffset) {
+    ANELM_REQUIRE_SHARED("coreml-samples/palettized.mlpackage");
+    const fs::path pkg = copy_files("palettized");
+    const std::string weights = (pkg / weights_rel).string();
+    const std::string good = read_file(weights);
+
+    write_file(weights, good.substr(0, 500));
+    expect_error([&] { Package p(pkg); }, {weights, "offset", "model.mlmodel: function main"});
+
+    std::string bad = good;
+    bad[384] = 'X';
+    write_file(weights, bad);
+    expect_error([&] { Package p(pkg); }, {weights, "offset 384", "sentinel"});
+
+    bad = good;
+    bad[64 + 4] = 1;  // the uint4 indices claim to be fp16
+    write_file(weights, bad);
+    expect_error([&] { Package p(pkg); }, {weights, "offset 64", "holds fp16", "uint4"});
+
+    write_file(weights, good.substr(0, 30));
+    expect_error([&] { Package p(pkg); }, {weights, "header truncated"});
+}
+
+}  // namespace
+}  // namespace anelm::coreml
