@@ -5,6 +5,8 @@
 
 #include "base/error.h"
 #include "models/models.h"
+#include "quant/quantize_program.h"
+#include "quant/quantized_matrix.h"
 
 namespace anelm {
 
@@ -25,6 +27,7 @@ Session::Session(const ModelSpec& spec, const WeightStore& weights, const Sessio
     n_vocab_ = spec.n_vocab;
     pool_ = std::make_unique<ThreadPool>(options.threads > 0 ? options.threads
                                                              : ThreadPool::physical_cores());
+    quant::quantize_program(program_, options.quant, *pool_, options.quant_progress);
     executor_ = std::make_unique<Executor>(program_, *pool_, options.precision);
     state_ = executor_->make_state();
 }
@@ -62,7 +65,10 @@ size_t Session::decode_weight_bytes() const {
             if (n.bias != ir::no_weight) used.insert(n.bias);
         }
     size_t bytes = 0;
-    for (ir::WeightId id : used) bytes += program_.weights[id].view.n_bytes();
+    for (ir::WeightId id : used) {
+        const ir::Weight& w = program_.weights[id];
+        bytes += w.quantized ? static_cast<size_t>(w.quantized->storage_bytes()) : w.view.n_bytes();
+    }
     return bytes;
 }
 

@@ -5,11 +5,13 @@
 #include <memory>
 #include <span>
 
+#include "base/progress.h"
 #include "base/thread_pool.h"
 #include "exec/cpu/executor.h"
 #include "io/model_spec.h"
 #include "io/weight_store.h"
 #include "ir/program.h"
+#include "quant/quant_spec.h"
 
 namespace anelm {
 
@@ -19,6 +21,8 @@ struct SessionOptions {
     int threads = 0;              // 0: physical cores
     Precision precision = Precision::f32;
     bool all_logits = false;      // prefill returns logits for every token (tests)
+    quant::QuantSpec quant;       // weights quantized at load (default: none)
+    ProgressFn quant_progress;    // sees the quantization's progress
 };
 
 class Session {
@@ -39,7 +43,8 @@ public:
     const ir::Program& program() const { return program_; }
     Executor& executor() { return *executor_; }
     int threads() const { return pool_->size(); }
-    // Bytes of weights one decode step reads (every matrix and gain it uses).
+    // Bytes of weights one decode step reads (every matrix and gain it uses,
+    // quantized ones as codes and tables).
     size_t decode_weight_bytes() const;
 
 private:

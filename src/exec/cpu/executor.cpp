@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "base/half.h"
 #include "exec/cpu/kernels/kernels.h"
+#include "quant/quantized_matrix.h"
 
 namespace anelm {
 
@@ -197,18 +198,27 @@ void Executor::run_node(const ir::Function& fn, const Plan& plan, size_t index, 
         case ir::Op::count:
             break;
         case ir::Op::embed: {
-            const TensorView& table = program_.weights[node.weight].view;
+            const ir::Weight& w = program_.weights[node.weight];
+            const TensorView& table = w.view;
             for (int64_t t = 0; t < n_rows; ++t) {
                 const int32_t id = ids_[t];
                 if (id < 0 || id >= table.shape[0])
                     fail("token id {} is outside the vocabulary of {}", id, table.shape[0]);
-                row_to_f32(table, id, out + t * width);
+                if (w.quantized) {
+                    kernels::quant_decode_row(w.quantized->view(), id, 0, width, out + t * width);
+                } else {
+                    row_to_f32(table, id, out + t * width);
+                }
             }
             break;
         }
         case ir::Op::linear: {
-            const TensorView& w = program_.weights[node.weight].view;
-            kernels::matmul(as_matrix(w), in(0), n_rows, out, pool_);
+            const ir::Weight& w = program_.weights[node.weight];
+            if (w.quantized) {
+                quant::quant_matmul(*w.quantized, in(0), n_rows, out, pool_);
+            } else {
+                kernels::matmul(as_matrix(w.view), in(0), n_rows, out, pool_);
+            }
             if (node.bias != ir::no_weight) {
                 const std::vector<float>& bias = weight_f32(node.bias);
                 for (int64_t t = 0; t < n_rows; ++t)

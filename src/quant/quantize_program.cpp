@@ -1,0 +1,86 @@
+#include "quant/quantize_program.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "base/error.h"
+#include "quant/quantize.h"
+
+namespace anelm::quant {
+
+namespace {
+
+// What the spec calls the weight of an embed or linear node; none for others
+// and for linear weights outside the three components.
+std::optional<Component> node_component(const ir::Program& program, const ir::Node& node) {
+    if (node.weight == ir::no_weight) return std::nullopt;
+    if (node.op == ir::Op::embed) return Component::embed;
+    if (node.op != ir::Op::linear) return std::nullopt;
+    const std::optional<Component> c = tensor_component(program.weights[node.weight].name);
+    // The embedding matrix used as a linear weight is a tied LM head.
+    return c == Component::embed ? Component::head : c;
+}
+
+struct Job {
+    ir::WeightId weight;
+    QuantChoice choice;
+};
+
+}  // namespace
+
+void quantize_program(ir::Program& program, const QuantSpec& spec, ThreadPool& pool,
+                      const ProgressFn& progress, uint64_t seed) {
+    // The components each weight is read as, in order of first use.
+    std::map<ir::WeightId, std::vector<Component>> uses;
+    for (const ir::Function& fn : program.functions)
+        for (const ir::Node& node : fn.nodes)
+            if (const auto c = node_component(program, node)) {
+                auto& cs = uses[node.weight];
+                if (std::find(cs.begin(), cs.end(), *c) == cs.end()) cs.push_back(*c);
+            }
+
+    const auto choice_of = [&](ir::WeightId id, Component c) {
+        const TensorView& w = program.weights[id].view;
+        if (w.shape.size() != 2) return QuantChoice{};
+        return spec.choice_for(c, w.shape[0], w.numel());
+    };
+    std::vector<Job> jobs;
+    for (const auto& [id, components] : uses) {
+        jobs.push_back({id, choice_of(id, components[0])});
+        for (size_t k = 1; k < components.size(); ++k) {
+            const QuantChoice choice = choice_of(id, components[k]);
+            if (choice == jobs.back().choice) continue;
+            // Another choice for the same bytes: a weight of its own for those nodes.
+            const auto split = static_cast<ir::WeightId>(program.weights.size());
+            program.weights.push_back(
+                {program.weights[id].name + ":" + component_name(components[k]),
+                 program.weights[id].view, nullptr});
+            for (ir::Function& fn : program.functions)
+                for (ir::Node& node : fn.nodes)
+                    if (node.weight == id && node_component(program, node) == components[k])
+                        node.weight = split;
+            jobs.push_back({split, choice});
+        }
+    }
+    std::erase_if(jobs, [](const Job& j) { return j.choice.method == QuantMethod::none; });
+
+    int64_t total = 0, done = 0;
+    for (const Job& job : jobs) total += program.weights[job.weight].view.numel();
+    if (progress) progress(0, total);
+    for (const Job& job : jobs) {
+        ir::Weight& w = program.weights[job.weight];
+        try {
+            w.quantized = std::make_shared<const QuantizedMatrix>(
+                quantize_matrix(w.view, job.choice, pool, seed));
+        } catch (const Error& e) {
+            fail("{}: {}", w.name, e.what());
+        }
+        done += w.view.numel();
+        if (progress) progress(done, total);
+    }
+}
+
+}  // namespace anelm::quant
