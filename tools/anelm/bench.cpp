@@ -47,7 +47,8 @@ int run_bench(const BenchArgs& args) {
     SessionOptions so = args.run.session();
     so.n_ctx = std::max<int64_t>(args.n_prompt, args.n_gen) + 1;
     so.prefill_batch = std::max<int64_t>(args.n_prompt, 1);
-    Session session(model.spec(), model.weights(), so);
+    const std::unique_ptr<Session> owned = open_session(model, so);
+    Session& session = *owned;
 
     // Random ids, as llama-bench uses: the speed does not depend on them.
     std::mt19937 rng(42);
@@ -87,6 +88,7 @@ int run_bench(const BenchArgs& args) {
         j["n_params"] = n_params;
         j["weight_bytes"] = weight_bytes;
         j["threads"] = session.threads();
+        j["quant"] = so.quant.to_string();
         j["pp_tok_s"] = p.mean;
         j["pp_tok_s_sd"] = p.sd;
         j["tg_tok_s"] = g.mean;
@@ -110,8 +112,9 @@ int run_bench(const BenchArgs& args) {
     if (!pp.empty()) row(fmt::format("pp{}", args.n_prompt), p);
     if (!tg.empty()) row(fmt::format("tg{}", args.n_gen), g);
     if (!tg.empty())
-        fmt::print("generation reads {:.1f} MB of weights per token: {:.2f} GB/s ({})\n",
-                   bytes_per_token / 1e6, g.mean * bytes_per_token / 1e9, kernels_isa());
+        fmt::print("generation reads {:.1f} MB of weights per token: {:.2f} GB/s ({}, quant {})\n",
+                   bytes_per_token / 1e6, g.mean * bytes_per_token / 1e9, kernels_isa(),
+                   so.quant.to_string());
     return 0;
 }
 
@@ -124,8 +127,9 @@ std::function<int()> setup(CLI::App& app) {
         ->check(CLI::PositiveNumber);
     app.add_flag("--json", args->json, "print JSON");
     app.add_option("-t,--threads", args->run.threads, "threads (default: physical cores)");
-    app.add_option("--precision", args->run.precision_name, "f32 or f16 activations")
-        ->check(CLI::IsMember({"f32", "f16"}));
+    app.add_option("--precision", args->run.precision_name, "f32, f16 or ane (see generate)")
+        ->check(CLI::IsMember({"f32", "f16", "ane"}));
+    add_quant_option(app, args->run);
     return [args] { return run_bench(*args); };
 }
 

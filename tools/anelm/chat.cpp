@@ -26,7 +26,8 @@ struct ChatArgs {
 int run_chat(const ChatArgs& args) {
     Model model = open_model(args.model, args.tokenizer, true);
     const ChatTemplate chat_template = ChatTemplate::load(args.model);
-    Session session(model.spec(), model.weights(), args.run.session());
+    const std::unique_ptr<Session> owned = open_session(model, args.run.session());
+    Session& session = *owned;
 
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();
     auto reset = [&] {

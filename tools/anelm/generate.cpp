@@ -22,7 +22,8 @@ struct GenerateArgs {
 
 int run_generate(const GenerateArgs& args) {
     Model model = open_model(args.model, args.tokenizer, true);
-    Session session(model.spec(), model.weights(), args.run.session());
+    const std::unique_ptr<Session> owned = open_session(model, args.run.session());
+    Session& session = *owned;
     // With --chat the prompt is one user message rendered through the model's
     // template, which writes any BOS itself.
     std::string text = args.prompt;

@@ -3,8 +3,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <memory>
 #include <string>
 
+#include "runtime/model.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 
@@ -14,11 +16,16 @@ struct RunOptions {
     int threads = 0;
     int64_t n_ctx = 4096;
     std::string precision_name = "f32";
+    std::string quant = "none";
 
-    SessionOptions session() const;
+    SessionOptions session() const;  // throws Error on a bad --quant spec
 };
 
 void add_run_options(CLI::App& app, RunOptions& options);
+void add_quant_option(CLI::App& app, RunOptions& options);
+// A session on the model; while it quantizes the weights a progress bar
+// ("quantize [###---] 40% ...") goes to stderr.
+std::unique_ptr<Session> open_session(const Model& model, SessionOptions options);
 void add_sampler_options(CLI::App& app, SamplerParams& params);
 const char* kernels_isa();
 

@@ -1,0 +1,96 @@
+// --quant on the commands that run a model, and `anelm perplexity`, on a tiny
+// synthesized model.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "run_anelm.h"
+#include "synth/synth.h"
+#include "test_support.h"
+
+namespace anelm {
+namespace {
+
+struct TinyFiles {
+    std::string model, text;
+};
+
+const TinyFiles& tiny_files() {
+    static const TinyFiles files = [] {
+        const auto dir = test::temp_dir("cli-quant");
+        TinyFiles f{(dir / "tiny-qwen3").string(), (dir / "text.txt").string()};
+        synth_write("tiny-qwen3", f.model, DType::f32, 7);
+        std::ofstream text(f.text);
+        for (int i = 0; i < 60; ++i)
+            text << "Once upon a time " << i << " a little dog ran to the park and saw a cat.\n";
+        return f;
+    }();
+    return files;
+}
+
+size_t lines(const std::string& s) {
+    return static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
+}
+
+TEST(CliQuant, BenchReportsTheSpec) {
+    const auto r = test::run_anelm("bench '" + tiny_files().model +
+                                   "' --quant lut4 -p 8 -n 4 -r 1 -t 2 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["quant"], "embed=none,ffn=4:8,head=6:8");
+    EXPECT_GT(j["tg_tok_s"].get<double>(), 0);
+    EXPECT_NE(r.err.find("quantize ["), std::string::npos) << r.err;
+}
+
+TEST(CliQuant, GenerateRunsQuantized) {
+    for (const char* spec : {"int8", "lut4,embed=8,min=0"}) {
+        const auto r =
+            test::run_anelm("generate '" + tiny_files().model +
+                            "' -p 'Once upon' -n 12 --temp 0 -t 2 --quant '" + spec + "'");
+        ASSERT_EQ(r.exit_code, 0) << spec << ": " << r.err;
+        EXPECT_EQ(r.out.rfind("Once upon", 0), 0u) << r.out;
+    }
+}
+
+TEST(CliQuant, BadSpecIsOneLineError) {
+    const auto r = test::run_anelm("generate '" + tiny_files().model + "' -p hi --quant ffn=5:8");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("ffn=5:8"), std::string::npos) << r.err;
+    EXPECT_EQ(lines(r.err), 1u) << r.err;
+}
+
+TEST(CliPerplexity, KlBaseAgainstItselfIsZero) {
+    const auto r =
+        test::run_anelm("perplexity '" + tiny_files().model + "' -f '" + tiny_files().text +
+                        "' --ctx 32 --chunks 3 -t 2 --quant none --kl-base --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["n_windows"], 3);
+    EXPECT_EQ(j["n_scored"], 3 * 15);
+    EXPECT_EQ(j["kl_mean"], 0.0);
+    EXPECT_EQ(j["top1"], 1.0);
+    EXPECT_EQ(j["perplexity"], j["base_perplexity"]);
+}
+
+TEST(CliPerplexity, QuantizedTextReport) {
+    const auto r = test::run_anelm("perplexity '" + tiny_files().model + "' -f '" +
+                                   tiny_files().text + "' --ctx 32 -t 2 --quant lut4 --kl-base");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("KL(base || quantized)"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("top-1 agreement"), std::string::npos) << r.out;
+    EXPECT_NE(r.err.find("perplexity ["), std::string::npos) << r.err;
+}
+
+TEST(CliPerplexity, KlBaseWithoutQuantIsOneLineError) {
+    const auto r = test::run_anelm("perplexity '" + tiny_files().model + "' -f '" +
+                                   tiny_files().text + "' --kl-base");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("--quant"), std::string::npos) << r.err;
+    EXPECT_EQ(lines(r.err), 1u) << r.err;
+    EXPECT_TRUE(r.out.empty());
+}
+
+}  // namespace
+}  // namespace anelm
