@@ -84,8 +84,34 @@ ValueId Builder::silu_mul(ValueId gate, ValueId up, std::string name) {
     return append(elementwise(Op::silu_mul, node(gate), gate, up, std::move(name)));
 }
 
-ValueId Builder::rope(ValueId x, ValueId positions, int32_t rope, int64_t n_head,
-                      int64_t head_dim, std::string name) {
+ValueId Builder::gelu_tanh_mul(ValueId gate, ValueId up, std::string name) {
+    return append(elementwise(Op::gelu_tanh_mul, node(gate), gate, up, std::move(name)));
+}
+
+static Node unary(Op op, const Node& x, ValueId ix, std::string name) {
+    Node n;
+    n.op = op;
+    n.name = std::move(name);
+    n.inputs = {ix};
+    n.per_token = x.per_token;
+    n.width = x.width;
+    return n;
+}
+
+ValueId Builder::scale(ValueId x, float factor, std::string name) {
+    Node n = unary(Op::scale, node(x), x, std::move(name));
+    n.attrs.scale = factor;
+    return append(std::move(n));
+}
+
+ValueId Builder::softcap(ValueId x, float cap, std::string name) {
+    Node n = unary(Op::softcap, node(x), x, std::move(name));
+    n.attrs.softcap = cap;
+    return append(std::move(n));
+}
+
+ValueId Builder::rope(ValueId x, ValueId positions, int32_t rope, int64_t n_head, int64_t head_dim,
+                      std::string name) {
     Node n;
     n.op = Op::rope;
     n.name = std::move(name);

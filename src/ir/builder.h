@@ -24,6 +24,9 @@ public:
     ValueId add(ValueId a, ValueId b, std::string name);
     ValueId mul(ValueId a, ValueId b, std::string name);
     ValueId silu_mul(ValueId gate, ValueId up, std::string name);
+    ValueId gelu_tanh_mul(ValueId gate, ValueId up, std::string name);
+    ValueId scale(ValueId x, float factor, std::string name);
+    ValueId softcap(ValueId x, float cap, std::string name);
     ValueId rope(ValueId x, ValueId positions, int32_t rope, int64_t n_head, int64_t head_dim,
                  std::string name);
     ValueId attention(ValueId q, ValueId k, ValueId v, ValueId positions, const Attrs& attrs,

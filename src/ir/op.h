@@ -8,16 +8,20 @@
 namespace anelm::ir {
 
 enum class Op : uint8_t {
-    input,      // a function input: i32 [T] token ids or positions
-    embed,      // (ids) gather rows of weight [n_vocab, n_embd] -> [T, n_embd]
-    linear,     // (x) x · weightᵀ (+ bias) -> [T, n_out]
-    rms_norm,   // (x) x / rms * (gain_offset + gain), per group of gain's width
-    add,        // (a, b)
-    mul,        // (a, b)
-    silu_mul,   // (gate, up) silu(gate) * up
-    rope,       // (x, positions) rotary embedding of n_head heads
-    attention,  // (q, k, v, positions) writes k, v into the KV state; causal attention
-    last_row,   // (x) the last token's row -> [1, C]
+    input,          // a function input: i32 [T] token ids or positions
+    embed,          // (ids) gather rows of weight [n_vocab, n_embd] -> [T, n_embd]
+    linear,         // (x) x · weightᵀ (+ bias) -> [T, n_out]
+    rms_norm,       // (x) x / rms * (gain_offset + gain), per group of gain's width
+    add,            // (a, b)
+    mul,            // (a, b)
+    silu_mul,       // (gate, up) silu(gate) * up
+    gelu_tanh_mul,  // (gate, up) gelu_tanh(gate) * up
+    scale,          // (x) x * attrs.scale
+    softcap,        // (x) softcap * tanh(x / softcap)
+    rope,           // (x, positions) rotary embedding of n_head heads
+    attention,      // (q, k, v, positions) writes k, v into the KV state; causal attention,
+                    // limited to the last attrs.window positions when set
+    last_row,       // (x) the last token's row -> [1, C]
     count
 };
 

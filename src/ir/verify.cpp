@@ -1,3 +1,5 @@
+#include <cmath>
+
 #include "base/error.h"
 #include "ir/program.h"
 
@@ -43,8 +45,7 @@ void verify_node(const Checker& c) {
                       c.in(0).width, w.shape[1]);
             c.require(w.shape[0] == n.width, "output width {} but weight has {} rows", n.width,
                       w.shape[0]);
-            if (n.bias != no_weight)
-                c.require(c.weight(n.bias).numel() == n.width, "bias length");
+            if (n.bias != no_weight) c.require(c.weight(n.bias).numel() == n.width, "bias length");
             break;
         }
         case Op::rms_norm: {
@@ -57,19 +58,26 @@ void verify_node(const Checker& c) {
         case Op::add:
         case Op::mul:
         case Op::silu_mul:
+        case Op::gelu_tanh_mul:
             c.require(c.in(0).width == c.in(1).width, "widths {} and {} differ", c.in(0).width,
                       c.in(1).width);
             c.require(c.in(0).per_token == c.in(1).per_token, "row counts differ");
+            break;
+        case Op::scale:
+            c.require(std::isfinite(n.attrs.scale), "scale must be finite");
+            break;
+        case Op::softcap:
+            c.require(n.attrs.softcap > 0, "softcap must be positive");
             break;
         case Op::rope: {
             const auto& a = n.attrs;
             c.require(a.rope >= 0 && a.rope < static_cast<int32_t>(c.program.ropes.size()),
                       "no rope table {}", a.rope);
             c.require(a.n_head * a.head_dim == n.width, "width is not n_head * head_dim");
-            c.require(static_cast<int64_t>(c.program.ropes[a.rope].inv_freq.size()) * 2 ==
-                          a.head_dim,
-                      "rope table has {} frequencies for head_dim {}",
-                      c.program.ropes[a.rope].inv_freq.size(), a.head_dim);
+            c.require(
+                static_cast<int64_t>(c.program.ropes[a.rope].inv_freq.size()) * 2 == a.head_dim,
+                "rope table has {} frequencies for head_dim {}",
+                c.program.ropes[a.rope].inv_freq.size(), a.head_dim);
             break;
         }
         case Op::attention: {
@@ -86,6 +94,7 @@ void verify_node(const Checker& c) {
                       "state shape does not match the heads");
             c.require(a.layer >= 0 && 2 * (a.layer + 1) <= shape[0], "layer {} outside the state",
                       a.layer);
+            c.require(a.window >= 0 && a.softcap >= 0, "window and softcap must not be negative");
             break;
         }
         case Op::last_row:
@@ -102,8 +111,8 @@ void verify(const Program& program) {
         for (size_t i = 0; i < fn.nodes.size(); ++i) {
             const Node& n = fn.nodes[i];
             Checker c{program, fn, n};
-            c.require(static_cast<int>(n.inputs.size()) == op_arity(n.op), "takes {} inputs, has {}",
-                      op_arity(n.op), n.inputs.size());
+            c.require(static_cast<int>(n.inputs.size()) == op_arity(n.op),
+                      "takes {} inputs, has {}", op_arity(n.op), n.inputs.size());
             for (ValueId in : n.inputs)
                 c.require(in >= 0 && static_cast<size_t>(in) < i, "input {} is not defined before",
                           in);

@@ -21,7 +21,8 @@ ir::Program build_program(const ModelSpec& spec, const WeightStore& weights,
                 build_llama_function(spec, weights, shape, program);
                 break;
             case Arch::gemma3:
-                fail("{}: architecture {} is not supported yet", spec.source, arch_name(spec.arch));
+                build_gemma3_function(spec, weights, shape, program);
+                break;
         }
     }
     ir::verify(program);

@@ -7,5 +7,7 @@ namespace anelm {
 
 void build_llama_function(const ModelSpec& spec, const WeightStore& weights,
                           const FunctionShape& shape, ir::Program& program);
+void build_gemma3_function(const ModelSpec& spec, const WeightStore& weights,
+                           const FunctionShape& shape, ir::Program& program);
 
 }  // namespace anelm

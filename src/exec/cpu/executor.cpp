@@ -12,12 +12,22 @@
 
 namespace anelm {
 
-const char* precision_name(Precision p) { return p == Precision::f32 ? "f32" : "f16"; }
+const char* precision_name(Precision p) {
+    switch (p) {
+        case Precision::f32:
+            return "f32";
+        case Precision::f16:
+            return "f16";
+        case Precision::ane:
+            return "ane";
+    }
+    return "?";
+}
 
 Precision precision_from_name(const std::string& name) {
-    if (name == "f32") return Precision::f32;
-    if (name == "f16") return Precision::f16;
-    fail("unknown precision '{}' (expected f32 or f16)", name);
+    for (Precision p : {Precision::f32, Precision::f16, Precision::ane})
+        if (name == precision_name(p)) return p;
+    fail("unknown precision '{}' (expected f32, f16 or ane)", name);
 }
 
 // Where each value of a function lives in the arena. Buffers are reused once
@@ -98,6 +108,8 @@ Executor::Executor(const ir::Program& program, ThreadPool& pool, Precision preci
     : program_(program), pool_(pool), precision_(precision) {
     plans_.assign(program.functions.size(), nullptr);
     weights_f32_.resize(program.weights.size());
+    weights_f16_.resize(program.weights.size());
+    weight_views_.resize(program.weights.size());
 }
 
 Executor::~Executor() {
@@ -128,13 +140,36 @@ const Executor::Plan& Executor::plan_for(size_t fn) {
 const std::vector<float>& Executor::weight_f32(ir::WeightId id) {
     std::vector<float>& cached = weights_f32_[static_cast<size_t>(id)];
     if (cached.empty()) {
-        const TensorView& w = program_.weights[static_cast<size_t>(id)].view;
+        const TensorView& w = weight_view(id);
         TensorView flat = w;
         flat.shape = {1, w.numel()};
         cached.resize(static_cast<size_t>(w.numel()));
         row_to_f32(flat, 0, cached.data());
     }
     return cached;
+}
+
+const TensorView& Executor::weight_view(ir::WeightId id) {
+    const TensorView& stored = program_.weights[static_cast<size_t>(id)].view;
+    if (precision_ != Precision::ane || stored.dtype == DType::f16) return stored;
+    TensorView& view = weight_views_[static_cast<size_t>(id)];
+    if (!view.data) {
+        // Converted once, row by row through f32: bf16 and f32 values outside
+        // the half range become inf, tiny ones subnormal or zero.
+        std::vector<uint16_t>& half = weights_f16_[static_cast<size_t>(id)];
+        const int64_t width = stored.shape.back();
+        const int64_t rows = stored.numel() / width;
+        half.resize(static_cast<size_t>(stored.numel()));
+        std::vector<float> row(static_cast<size_t>(width));
+        for (int64_t r = 0; r < rows; ++r) {
+            row_to_f32(stored, r, row.data());
+            kernels::f32_to_f16_row(row.data(), width, half.data() + r * width);
+        }
+        view = stored;
+        view.dtype = DType::f16;
+        view.data = reinterpret_cast<const std::byte*>(half.data());
+    }
+    return view;
 }
 
 std::span<const float> Executor::run(size_t fn_index, std::span<const int32_t> tokens, int64_t pos0,
@@ -166,6 +201,10 @@ std::span<const float> Executor::run(size_t fn_index, std::span<const int32_t> t
                 rope_cos_[at] = std::cos(angle);
                 rope_sin_[at++] = std::sin(angle);
             }
+    if (precision_ == Precision::ane) {
+        kernels::round_to_f16_row(rope_cos_.data(), static_cast<int64_t>(rope_floats));
+        kernels::round_to_f16_row(rope_sin_.data(), static_cast<int64_t>(rope_floats));
+    }
 
     for (size_t i = 0; i < fn.nodes.size(); ++i) {
         const ir::Node& node = fn.nodes[i];
@@ -176,7 +215,7 @@ std::span<const float> Executor::run(size_t fn_index, std::span<const int32_t> t
         const int64_t n = node_rows * node.width;
         if (const float s = node.attrs.out_scale; s != 1.0f)
             for (int64_t k = 0; k < n; ++k) out[k] *= s;
-        if (precision_ == Precision::f16) kernels::round_to_f16_row(out, n);
+        if (precision_ != Precision::f32) kernels::round_to_f16_row(out, n);
         if (observer_) observer_(node, {out, static_cast<size_t>(n)});
     }
     const ir::Node& out_node = fn.nodes[static_cast<size_t>(fn.outputs.at(0))];
@@ -199,7 +238,7 @@ void Executor::run_node(const ir::Function& fn, const Plan& plan, size_t index, 
             break;
         case ir::Op::embed: {
             const ir::Weight& w = program_.weights[node.weight];
-            const TensorView& table = w.view;
+            const TensorView& table = weight_view(node.weight);
             for (int64_t t = 0; t < n_rows; ++t) {
                 const int32_t id = ids_[t];
                 if (id < 0 || id >= table.shape[0])
@@ -217,7 +256,7 @@ void Executor::run_node(const ir::Function& fn, const Plan& plan, size_t index, 
             if (w.quantized) {
                 quant::quant_matmul(*w.quantized, in(0), n_rows, out, pool_);
             } else {
-                kernels::matmul(as_matrix(w.view), in(0), n_rows, out, pool_);
+                kernels::matmul(as_matrix(weight_view(node.weight)), in(0), n_rows, out, pool_);
             }
             if (node.bias != ir::no_weight) {
                 const std::vector<float>& bias = weight_f32(node.bias);
@@ -250,6 +289,20 @@ void Executor::run_node(const ir::Function& fn, const Plan& plan, size_t index, 
         case ir::Op::silu_mul:
             kernels::silu_mul(in(0), in(1), n_rows * width, out);
             break;
+        case ir::Op::gelu_tanh_mul:
+            kernels::gelu_tanh_mul(in(0), in(1), n_rows * width, out);
+            break;
+        case ir::Op::scale: {
+            const float* x = in(0);
+            for (int64_t i = 0; i < n_rows * width; ++i) out[i] = x[i] * node.attrs.scale;
+            break;
+        }
+        case ir::Op::softcap: {
+            const float* x = in(0);
+            const float cap = node.attrs.softcap;
+            for (int64_t i = 0; i < n_rows * width; ++i) out[i] = cap * std::tanh(x[i] / cap);
+            break;
+        }
         case ir::Op::rope: {
             const auto& a = node.attrs;
             const ir::RopeFreqs& freqs = program_.ropes[a.rope];
@@ -291,6 +344,9 @@ void Executor::run_node(const ir::Function& fn, const Plan& plan, size_t index, 
             args.n_ctx = n_ctx;
             args.pos0 = pos0_;
             args.scale = a.scale;
+            args.window = a.window;
+            args.softcap = a.softcap;
+            args.f16_scores = precision_ == Precision::ane;
             kernels::attention(args, pool_);
             break;
         }

@@ -13,7 +13,10 @@ namespace anelm {
 
 // f32: f32 activations. f16: every op's output rounded to IEEE half (overflow to
 // inf), as a device that stores values in half precision would see them.
-enum class Precision { f32, f16 };
+// ane: f16, and also the weights, rotary tables and attention scores stored as
+// half, as a Core ML program converted for the Neural Engine holds them
+// (docs/precision.md lists each behaviour and its source; an emulation).
+enum class Precision { f32, f16, ane };
 
 const char* precision_name(Precision p);
 Precision precision_from_name(const std::string& name);  // throws Error
@@ -49,6 +52,8 @@ private:
     void run_node(const ir::Function& fn, const Plan& plan, size_t index, int64_t rows,
                   ExecState& state);
     const std::vector<float>& weight_f32(ir::WeightId id);
+    // The weight as the executor reads it: as stored, or converted to f16 under `ane`.
+    const TensorView& weight_view(ir::WeightId id);
 
     const ir::Program& program_;
     ThreadPool& pool_;
@@ -56,6 +61,8 @@ private:
     Observer observer_;
     std::vector<Plan*> plans_;
     std::vector<std::vector<float>> weights_f32_;  // small weights (gains, biases) as f32
+    std::vector<std::vector<uint16_t>> weights_f16_;  // `ane`: weights not stored as f16
+    std::vector<TensorView> weight_views_;            // `ane`: views of weights_f16_
     std::vector<float> arena_;
     std::vector<int32_t> ids_, positions_;
     std::vector<float> rope_cos_, rope_sin_;  // [rope][token][head_dim / 2] for this call

@@ -1,0 +1,126 @@
+// Gemma 3 text: scaled embeddings, (1 + w) RMSNorm gains, norms before and after
+// both attention and MLP, q/k norms, a GELU-tanh gated MLP, sliding-window layers
+// with their own rope base, and optional logit soft-capping.
+#include <cmath>
+
+#include "base/error.h"
+#include "base/half.h"
+#include "ir/builder.h"
+#include "models/families.h"
+
+namespace anelm {
+
+namespace {
+
+std::string layer_weight(int64_t il, const char* suffix) {
+    return fmt::format("model.layers.{}.{}", il, suffix);
+}
+
+std::string value_name(int64_t il, const char* suffix) {
+    return fmt::format("blk.{}.{}", il, suffix);
+}
+
+// transformers multiplies the embeddings by sqrt(n_embd) cast to the table's
+// dtype, so a bf16 model scales by the bf16 rounding of the root.
+float embedding_scale(const ModelSpec& spec, DType table) {
+    const auto root = static_cast<float>(std::sqrt(static_cast<double>(spec.n_embd)));
+    switch (table) {
+        case DType::bf16:
+            return bf16_to_f32(f32_to_bf16(root));
+        case DType::f16:
+            return round_to_f16(root);
+        default:
+            return root;
+    }
+}
+
+// Sliding-window layers rotate with rope_local_base_freq and no scaling; global
+// layers with rope_theta and rope_scaling (the program's rope 0). Returns the
+// local table's index, adding it on the first function built.
+int32_t local_rope(const ModelSpec& spec, ir::Program& program) {
+    if (program.ropes.size() < 2) {
+        ModelSpec local = spec;
+        local.rope_theta = spec.rope_local_base_freq;
+        local.rope_scaling = {};
+        program.ropes.push_back({rope_inv_freq(local), spec.rope_style == RopeStyle::interleaved});
+    }
+    return 1;
+}
+
+}  // namespace
+
+void build_gemma3_function(const ModelSpec& spec, const WeightStore& weights,
+                           const FunctionShape& shape, ir::Program& program) {
+    if (static_cast<int64_t>(spec.sliding_layers.size()) != spec.n_layer)
+        fail("{}: {} layer types for {} layers", spec.source, spec.sliding_layers.size(),
+             spec.n_layer);
+    if (spec.attention_bias) fail("{}: gemma3 with attention biases is not supported", spec.source);
+    const int32_t rope_local = local_rope(spec, program);
+    ir::Function& fn = program.functions.emplace_back();
+    fn.name = shape.name;
+    fn.n_tokens = shape.n_tokens;
+    ir::Builder b(program, fn, weights);
+    const float eps = static_cast<float>(spec.rms_norm_eps);
+    constexpr float gain_offset = 1.0f;  // Gemma's norms scale by (1 + w)
+
+    ir::Attrs attn;
+    attn.n_head = spec.n_head;
+    attn.n_head_kv = spec.n_head_kv;
+    attn.head_dim = spec.head_dim;
+    const double scalar = spec.query_pre_attn_scalar > 0 ? spec.query_pre_attn_scalar
+                                                         : static_cast<double>(spec.head_dim);
+    attn.scale = static_cast<float>(1.0 / std::sqrt(scalar));
+    attn.softcap = static_cast<float>(spec.attn_logit_softcapping);
+    attn.state = 0;
+
+    const char* table = "model.embed_tokens.weight";
+    const ir::ValueId ids = b.input("input_ids");
+    const ir::ValueId pos = b.input("position_ids");
+    ir::ValueId x = b.embed(ids, table, "token_embd");
+    x = b.scale(x, embedding_scale(spec, weights.get(table).dtype), "token_embd_scaled");
+
+    for (int64_t il = 0; il < spec.n_layer; ++il) {
+        auto w = [&](const char* s) { return layer_weight(il, s); };
+        auto v = [&](const char* s) { return value_name(il, s); };
+        auto norm = [&](ir::ValueId in, const char* weight, const char* name) {
+            return b.rms_norm(in, w(weight), eps, v(name), gain_offset);
+        };
+        const bool sliding = spec.sliding_layers[static_cast<size_t>(il)];
+        const int32_t rope = sliding ? rope_local : 0;
+
+        ir::ValueId h = norm(x, "input_layernorm.weight", "attn_norm");
+        ir::ValueId q = b.linear(h, w("self_attn.q_proj.weight"), "", v("attn_q"));
+        ir::ValueId k = b.linear(h, w("self_attn.k_proj.weight"), "", v("attn_k"));
+        ir::ValueId vv = b.linear(h, w("self_attn.v_proj.weight"), "", v("attn_v"));
+        q = norm(q, "self_attn.q_norm.weight", "attn_q_norm");
+        k = norm(k, "self_attn.k_norm.weight", "attn_k_norm");
+        q = b.rope(q, pos, rope, spec.n_head, spec.head_dim, v("attn_q_rope"));
+        k = b.rope(k, pos, rope, spec.n_head_kv, spec.head_dim, v("attn_k_rope"));
+        attn.layer = static_cast<int32_t>(il);
+        attn.window = sliding ? spec.sliding_window : 0;
+        ir::ValueId a = b.attention(q, k, vv, pos, attn, v("attn"));
+        a = b.linear(a, w("self_attn.o_proj.weight"), "", v("attn_out"));
+        a = norm(a, "post_attention_layernorm.weight", "attn_post_norm");
+        x = b.add(x, a, v("ffn_inp"));
+
+        h = norm(x, "pre_feedforward_layernorm.weight", "ffn_norm");
+        ir::ValueId gate = b.linear(h, w("mlp.gate_proj.weight"), "", v("ffn_gate"));
+        ir::ValueId up = b.linear(h, w("mlp.up_proj.weight"), "", v("ffn_up"));
+        ir::ValueId act = b.gelu_tanh_mul(gate, up, v("ffn_act"));
+        ir::ValueId down = b.linear(act, w("mlp.down_proj.weight"), "", v("ffn_out"));
+        down = norm(down, "post_feedforward_layernorm.weight", "ffn_post_norm");
+        x = b.add(x, down, v("l_out"));
+    }
+
+    if (!shape.all_logits) x = b.last_row(x, "last_token");
+    x = b.rms_norm(x, "model.norm.weight", eps, "output_norm", gain_offset);
+    const char* head = spec.tie_word_embeddings ? table : "lm_head.weight";
+    if (spec.final_logit_softcapping > 0) {
+        const ir::ValueId raw = b.linear(x, head, "", "logits_uncapped");
+        b.output(b.softcap(raw, static_cast<float>(spec.final_logit_softcapping), "logits"));
+    } else {
+        b.output(b.linear(x, head, "", "logits"));
+    }
+}
+
+}  // namespace anelm
