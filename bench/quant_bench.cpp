@@ -1,7 +1,7 @@
-// Quantized weights with two threads: matrix-vector speed straight from LUT
-// and integer codes against the f16 matrix-vector of the same shape (weights
-// streamed from memory), and the time to palettize every linear weight of a
-// model at LUT4 group 8.
+// Quantized weights: matrix-vector speed straight from LUT and integer codes
+// (one and two threads, each leaf table this processor runs) against the f16
+// matrix-vector of the same shape (weights streamed from memory), and the time
+// to palettize every linear weight of a model at LUT4 group 8.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 
 #include "base/half.h"
 #include "exec/cpu/kernels/kernels.h"
+#include "exec/cpu/kernels/quant_isa.h"
 #include "quant/bit_packing.h"
 #include "quant/quantize.h"
 
@@ -21,9 +22,9 @@ namespace {
 
 constexpr int n_threads = 2;
 
-ThreadPool& pool() {
-    static ThreadPool p(n_threads);
-    return p;
+ThreadPool& pool(int threads = n_threads) {
+    static ThreadPool one(1), two(2);
+    return threads == 1 ? one : two;
 }
 
 std::vector<float> random_floats(int64_t n, float scale, uint32_t seed) {
@@ -69,11 +70,16 @@ double rate(benchmark::State& state, double per_iteration) {
     return static_cast<double>(state.iterations()) * per_iteration;
 }
 
-// Args: format index, n_out, n_in. One token; copies adding up to 512 MiB are
-// cycled so the weights come from memory, as in a model too large for the caches.
+// Args: format index, n_out, n_in, leaf table (index in kernels::quant_available()),
+// threads (1 or 2).
+// One token; copies adding up to 512 MiB are cycled so the weights come from
+// memory, as in a model too large for the caches.
 void BM_decode(benchmark::State& state) {
     const Format& f = formats[state.range(0)];
     const int64_t n_out = state.range(1), n_in = state.range(2);
+    const kernels::QuantIsa* isa =
+        f.nbits == 16 ? nullptr : kernels::quant_available().at(state.range(3));
+    ThreadPool& threads = pool(static_cast<int>(state.range(4)));
     const int64_t bytes = f.nbits == 16 ? n_out * n_in * 2 : n_out * ((n_in * f.nbits + 7) / 8);
     const int64_t n_copies = std::max<int64_t>(1, (int64_t{512} << 20) / bytes);
     std::vector<std::vector<uint16_t>> halves;
@@ -97,9 +103,9 @@ void BM_decode(benchmark::State& state) {
     for (auto _ : state) {
         if (f.nbits == 16) {
             kernels::matmul({DType::f16, halves[next].data(), n_out, n_in}, x.data(), 1, y.data(),
-                            pool());
+                            threads);
         } else {
-            quant_matmul(quantized[next], x.data(), 1, y.data(), pool());
+            kernels::quant_matmul(*isa, quantized[next].view(), x.data(), 1, y.data(), threads);
         }
         next = (next + 1) % static_cast<size_t>(n_copies);
         benchmark::DoNotOptimize(y.data());
@@ -108,14 +114,18 @@ void BM_decode(benchmark::State& state) {
                                                 benchmark::Counter::kIsRate);
     state.counters["Gweights/s"] = benchmark::Counter(
         rate(state, static_cast<double>(n_out * n_in) / 1e9), benchmark::Counter::kIsRate);
-    state.SetLabel(std::string(f.name) + " " + kernels::active_isa());
+    state.SetLabel(std::string(f.name) + " " + (isa ? isa->name : kernels::active_isa()) + " " +
+                   std::to_string(state.range(4)) + "t");
 }
 
 void decode_shapes(benchmark::internal::Benchmark* b) {
+    const auto n_tables = static_cast<int64_t>(kernels::quant_available().size());
     for (auto [n_out, n_in] :
          {std::pair<int64_t, int64_t>{1024, 3072}, {3072, 1024}, {2048, 8192}, {151936, 1024}}) {
         for (int64_t f = 0; f < static_cast<int64_t>(std::size(formats)); ++f) {
-            b->Args({f, n_out, n_in});
+            for (int64_t t = 0; t < (formats[f].nbits == 16 ? 1 : n_tables); ++t) {
+                for (int64_t threads : {1, 2}) b->Args({f, n_out, n_in, t, threads});
+            }
         }
     }
 }

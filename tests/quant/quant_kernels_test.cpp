@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -7,6 +8,7 @@
 
 #include "base/error.h"
 #include "exec/cpu/kernels/kernels.h"
+#include "exec/cpu/kernels/quant_isa.h"
 #include "exec/cpu/kernels/quant_kernels.h"
 #include "quant/quant_testing.h"
 
@@ -25,10 +27,11 @@ const Format formats[] = {
     {QuantKind::lut, 8, 16}, {QuantKind::int8, 8, 0}, {QuantKind::int4, 4, 0},
 };
 
-std::string describe(const quant::QuantizedMatrix& q, int64_t n_tokens) {
-    const char* kind = q.kind == QuantKind::lut ? "lut" : q.kind == QuantKind::int8 ? "int" : "int";
-    return std::string(kind) + std::to_string(q.nbits) + " [" + std::to_string(q.n_out) + ", " +
-           std::to_string(q.n_in) + "] tokens " + std::to_string(n_tokens);
+std::string describe(const quant::QuantizedMatrix& q, int64_t n_tokens, const char* isa = "") {
+    const char* kind = q.kind == QuantKind::lut ? "lut" : "int";
+    return std::string(isa) + " " + kind + std::to_string(q.nbits) + " [" +
+           std::to_string(q.n_out) + ", " + std::to_string(q.n_in) + "] tokens " +
+           std::to_string(n_tokens);
 }
 
 std::vector<float> random_x(std::mt19937& rng, int64_t n) {
@@ -41,7 +44,8 @@ std::vector<float> random_x(std::mt19937& rng, int64_t n) {
 // Each output within tol of the double-precision sum over the dequantized
 // weights, relative to the sum of |x| |w| (the scale of rounding error).
 void expect_matches_dequantized(const quant::QuantizedMatrix& q, const std::vector<float>& x,
-                                int64_t n_tokens, const std::vector<float>& y, double tol) {
+                                int64_t n_tokens, const std::vector<float>& y, double tol,
+                                const char* isa = "") {
     std::vector<float> row(static_cast<size_t>(q.n_in));
     for (int64_t o = 0; o < q.n_out; ++o) {
         ref::quant_decode_row(q.view(), o, 0, q.n_in, row.data());
@@ -53,7 +57,7 @@ void expect_matches_dequantized(const quant::QuantizedMatrix& q, const std::vect
                 abs_sum += std::fabs(p);
             }
             ASSERT_NEAR(y[t * q.n_out + o], sum, tol * abs_sum + 1e-30)
-                << describe(q, n_tokens) << " at t " << t << " o " << o;
+                << describe(q, n_tokens, isa) << " at t " << t << " o " << o;
         }
     }
 }
@@ -69,6 +73,13 @@ std::vector<float> run(const quant::QuantizedMatrix& q, const std::vector<float>
     ScalarGuard guard(scalar);
     std::vector<float> y(static_cast<size_t>(n_tokens * q.n_out), NAN);
     quant::quant_matmul(q, x.data(), n_tokens, y.data(), pool);
+    return y;
+}
+
+std::vector<float> run(const QuantIsa& isa, const quant::QuantizedMatrix& q,
+                       const std::vector<float>& x, int64_t n_tokens, ThreadPool& pool) {
+    std::vector<float> y(static_cast<size_t>(n_tokens * q.n_out), NAN);
+    quant_matmul(isa, q.view(), x.data(), n_tokens, y.data(), pool);
     return y;
 }
 
@@ -88,6 +99,10 @@ TEST(QuantMatmul, SimdMatchesScalarAndDequantizedOnOddShapes) {
                 const auto scalar = run(q, x, n_tokens, true, pool);
                 expect_matches_dequantized(q, x, n_tokens, simd, 1e-5);
                 expect_matches_dequantized(q, x, n_tokens, scalar, 1e-5);
+                for (const QuantIsa* isa : quant_available()) {
+                    expect_matches_dequantized(q, x, n_tokens, run(*isa, q, x, n_tokens, pool),
+                                               1e-5, isa->name);
+                }
             }
         }
     }
@@ -100,7 +115,9 @@ TEST(QuantMatmul, ManyTokensOverSeveralRowBlocks) {
     for (const Format& f : {formats[3], formats[7]}) {
         const auto q = test::random_quantized(rng, f.kind, f.nbits, 136, 8200, f.group);
         const auto x = random_x(rng, 17 * q.n_in);
-        expect_matches_dequantized(q, x, 17, run(q, x, 17, false, pool), 1e-5);
+        for (const QuantIsa* isa : quant_available()) {
+            expect_matches_dequantized(q, x, 17, run(*isa, q, x, 17, pool), 1e-5, isa->name);
+        }
     }
 }
 
@@ -111,13 +128,29 @@ TEST(QuantMatmul, DecodeRowMatchesScalarFromAnyStart) {
         for (int64_t o : {0, 5, 15}) {
             for (int64_t k0 : {0, 3, 8, 40}) {
                 const int64_t n = q.n_in - k0;
-                std::vector<float> got(static_cast<size_t>(n)), want(got.size());
-                quant_decode_row(q.view(), o, k0, n, got.data());
+                // One more than decoded: nothing may be written past the end.
+                std::vector<float> got(static_cast<size_t>(n) + 1), want(static_cast<size_t>(n));
                 ref::quant_decode_row(q.view(), o, k0, n, want.data());
-                EXPECT_EQ(got, want) << describe(q, 1) << " o " << o << " k0 " << k0;
+                for (const QuantIsa* isa : quant_available()) {
+                    for (int64_t len : {n, n - 1, std::min<int64_t>(n, 5)}) {
+                        std::fill(got.begin(), got.end(), NAN);
+                        isa->decode_row(q.view(), o, k0, len, got.data());
+                        EXPECT_TRUE(std::equal(want.begin(), want.begin() + len, got.begin()))
+                            << describe(q, 1, isa->name) << " o " << o << " k0 " << k0;
+                        EXPECT_TRUE(std::isnan(got[static_cast<size_t>(len)]))
+                            << describe(q, 1, isa->name) << " wrote past " << len;
+                    }
+                }
             }
         }
     }
+}
+
+TEST(QuantMatmul, ActiveLeavesAreAmongTheAvailable) {
+    const auto tables = quant_available();
+    const QuantIsa* active = quant_active();
+    EXPECT_EQ(active != nullptr, std::find(tables.begin(), tables.end(), active) != tables.end());
+    EXPECT_EQ(active, tables.empty() ? nullptr : tables.front());
 }
 
 TEST(QuantMatmul, EmptyShapes) {

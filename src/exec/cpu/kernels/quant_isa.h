@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "exec/cpu/kernels/quant_kernels.h"
 
@@ -16,7 +17,7 @@ struct QuantIsa {
     // whose lanes hold the blocks' inputs in an order their shuffles find
     // cheap, so each block of every token row is permuted once beforehand,
     // input e of a block going to block_slot(nbits, e). Inputs past the last
-    // whole block keep their place. Blocks are at most 64 inputs long.
+    // whole block keep their place. Blocks are at most 128 inputs long.
     int64_t (*block_len)(int nbits);
     int64_t (*block_slot)(int nbits, int64_t e);
     // y[t * ldy + o] = sum_i x[t, i] * W[o, i] for t < n_tokens <= gemv_tokens and
@@ -32,8 +33,17 @@ struct QuantIsa {
 // The leaves matching kernels::active_isa(), or null for the scalar reference.
 const QuantIsa* quant_active();
 
+// Every table of leaves this processor can run, best first (tests, benchmarks);
+// none while the scalar reference is forced.
+std::vector<const QuantIsa*> quant_available();
+
+// kernels::quant_matmul with the given leaves.
+void quant_matmul(const QuantIsa& isa, const QuantMatrix& w, const float* x, int64_t n_tokens,
+                  float* y, ThreadPool& pool);
+
 #if ANELM_HAVE_X86_KERNELS
 extern const QuantIsa avx2_quant_isa;
+extern const QuantIsa avx512_quant_isa;  // valid only where AVX-512 F, BW, VL, DQ are present
 #endif
 #if ANELM_HAVE_ARM_KERNELS
 extern const QuantIsa neon_quant_isa;

@@ -24,7 +24,7 @@ int64_t ceil_div(int64_t a, int64_t b) {
     return (a + b - 1) / b;
 }
 
-constexpr int64_t max_block_len = 64;
+constexpr int64_t max_block_len = 128;
 
 // xb = x in block order, one row of n_in per token.
 void to_block_order(const QuantIsa& isa, int nbits, const float* x, int64_t n_in, int64_t n_tokens,
@@ -95,17 +95,43 @@ void matmul_gemm(const QuantIsa& isa, const QuantMatrix& w, const float* x, int6
     }
 }
 
+#if ANELM_HAVE_X86_KERNELS
+bool has_avx512_quant() {
+    static const bool has = [] {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    }();
+    return has;
+}
+#endif
+
 }  // namespace
 
 const QuantIsa* quant_active() {
     const Isa* isa = active();
 #if ANELM_HAVE_X86_KERNELS
-    if (isa == &avx2_isa || isa == &avx512_isa) return &avx2_quant_isa;
+    // Every x86 dense table implies AVX2, FMA and F16C; the quant leaves ask
+    // only for AVX-512 on top, whichever dense table runs.
+    if (isa) return has_avx512_quant() ? &avx512_quant_isa : &avx2_quant_isa;
 #endif
 #if ANELM_HAVE_ARM_KERNELS
     if (isa == &neon_isa) return &neon_quant_isa;
 #endif
     return nullptr;
+}
+
+std::vector<const QuantIsa*> quant_available() {
+    std::vector<const QuantIsa*> tables;
+    if (!active()) return tables;
+#if ANELM_HAVE_X86_KERNELS
+    if (has_avx512_quant()) tables.push_back(&avx512_quant_isa);
+    tables.push_back(&avx2_quant_isa);
+#endif
+#if ANELM_HAVE_ARM_KERNELS
+    tables.push_back(&neon_quant_isa);
+#endif
+    return tables;
 }
 
 void check_quant_matrix(const QuantMatrix& w) {
@@ -131,14 +157,18 @@ void check_quant_matrix(const QuantMatrix& w) {
 void quant_matmul(const QuantMatrix& w, const float* x, int64_t n_tokens, float* y,
                   ThreadPool& pool) {
     const QuantIsa* isa = quant_active();
-    if (!isa) return ref::quant_matmul(w, x, n_tokens, y, pool);
+    isa ? quant_matmul(*isa, w, x, n_tokens, y, pool) : ref::quant_matmul(w, x, n_tokens, y, pool);
+}
+
+void quant_matmul(const QuantIsa& isa, const QuantMatrix& w, const float* x, int64_t n_tokens,
+                  float* y, ThreadPool& pool) {
     check_quant_matrix(w);
     if (n_tokens <= 0 || w.n_out <= 0) return;
     if (w.n_in == 0) return std::fill(y, y + n_tokens * w.n_out, 0.0f);
     if (n_tokens <= gemv_max_tokens) {
-        matmul_gemv(*isa, w, x, n_tokens, y, pool);
+        matmul_gemv(isa, w, x, n_tokens, y, pool);
     } else {
-        matmul_gemm(*isa, w, x, n_tokens, y, pool);
+        matmul_gemm(isa, w, x, n_tokens, y, pool);
     }
 }
 

@@ -1,0 +1,327 @@
+// AVX-512 (F, BW, VL, DQ) + FMA + F16C leaves for quantized matrices. A row's
+// table lives in registers as f32: one zmm of 16 entries for widths up to 4
+// (narrower tables repeated to 16 entries, so that vpermps, which reads only
+// the low 4 bits of each index, ignores the bits of the codes above), four
+// for 6 bits (two two-source permutes and a blend on bit 5); 8-bit tables are
+// gathered. Codes are loaded so that each dword holds whole consecutive codes
+// (8 per dword at 1-4 bits, 4 at 6 bits), and shifting the dwords right one
+// code at a time yields 16 indices per step without masking or unpacking.
+// int8 rows convert directly. Integer rows are summed on the codes and scaled
+// once at the end.
+
+// GCC 12 flags its own _mm512_undefined_* inside AVX-512 intrinsics.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+
+#include "exec/cpu/kernels/quant_isa.h"
+
+namespace anelm::kernels::avx512_quant {
+
+namespace {
+
+// Codes per dword in block order; 8-bit codes keep their natural order.
+constexpr int codes_per_dword(int nbits) {
+    return nbits == 6 ? 4 : nbits == 8 ? 1 : 8;
+}
+
+// A row's table: `values` for the scalar tail and gathers, f32 zmm for the look-ups.
+struct RowTable {
+    alignas(64) float values[256];
+    __m512 t16;
+    __m512 t64[4];
+};
+
+void load_table(const uint16_t* f16, int nbits, RowTable& t) {
+    const int n = 1 << nbits;
+    if (n >= 16) {
+        for (int k = 0; k < n; k += 16) {
+            _mm512_store_ps(
+                t.values + k,
+                _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(f16 + k))));
+        }
+    } else {
+        for (int k = 0; k < n; ++k) t.values[k] = _cvtsh_ss(f16[k]);
+        for (int k = n; k < 16; ++k) t.values[k] = t.values[k & (n - 1)];
+    }
+    t.t16 = _mm512_load_ps(t.values);
+    if (nbits == 6) {
+        for (int s = 0; s < 4; ++s) t.t64[s] = _mm512_load_ps(t.values + 16 * s);
+    }
+}
+
+// The integer codes of int4 as f16, in code order (two's complement nibbles).
+const uint16_t* int4_table() {
+    static const auto table = [] {
+        std::array<uint16_t, 16> t{};
+        for (int k = 0; k < 16; ++k) t[k] = _cvtss_sh(static_cast<float>((k ^ 8) - 8), 0);
+        return t;
+    }();
+    return table.data();
+}
+
+// The table entries of 16 indices whose low NBITS bits are the codes (higher
+// bits are ignored, except at 8 bits where the indices must be exact).
+template <int NBITS>
+inline __m512 lookup(__m512i idx, const RowTable& t) {
+    if constexpr (NBITS <= 4) {
+        return _mm512_permutexvar_ps(idx, t.t16);
+    } else if constexpr (NBITS == 6) {
+        const __m512 lo = _mm512_permutex2var_ps(t.t64[0], idx, t.t64[1]);
+        const __m512 hi = _mm512_permutex2var_ps(t.t64[2], idx, t.t64[3]);
+        return _mm512_mask_blend_ps(_mm512_test_epi32_mask(idx, _mm512_set1_epi32(32)), lo, hi);
+    } else {
+        return _mm512_i32gather_ps(idx, t.values, 4);
+    }
+}
+
+// One block of 16 * codes_per_dword(NBITS) codes (2 * NBITS * codes_per_dword
+// bytes at p) as 16 dwords, dword d holding the codes of bytes [b d, b (d + 1))
+// for b bytes per dword, so its lowest code is element codes_per_dword * d.
+template <int NBITS>
+inline __m512i block_dwords(const uint8_t* p) {
+    if constexpr (NBITS == 4) {
+        return _mm512_loadu_si512(p);
+    } else if constexpr (NBITS == 2) {
+        return _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    } else if constexpr (NBITS == 1) {
+        return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    } else {
+        // 48 bytes, three per dword: lane k takes bytes 12k..12k+11.
+        const __m512i v = _mm512_maskz_loadu_epi8(0xffffffffffffull, p);
+        const __m512i lanes = _mm512_permutexvar_epi32(
+            _mm512_setr_epi32(0, 1, 2, 2, 3, 4, 5, 5, 6, 7, 8, 8, 9, 10, 11, 11), v);
+        const __m512i spread = _mm512_broadcast_i32x4(
+            _mm_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1));
+        return _mm512_shuffle_epi8(lanes, spread);
+    }
+}
+
+// Where lane k of 16 natural-order codes finds its code: the two bytes from
+// byte k * NBITS / 8 (as a pshufb pattern within a repeated 16-byte load) and
+// the shift of the code within them.
+template <int NBITS>
+struct NaturalSpread {
+    alignas(64) int8_t bytes[64]{};
+    alignas(64) int32_t shifts[16]{};
+    constexpr NaturalSpread() {
+        for (int k = 0; k < 16; ++k) {
+            const int byte = k * NBITS / 8;
+            bytes[4 * k] = static_cast<int8_t>(byte);
+            bytes[4 * k + 1] = static_cast<int8_t>(byte + 1 < 16 ? byte + 1 : -1);
+            bytes[4 * k + 2] = bytes[4 * k + 3] = -1;
+            shifts[k] = k * NBITS % 8;
+        }
+    }
+};
+template <int NBITS>
+constexpr NaturalSpread<NBITS> natural_spread{};
+
+// The 16 values of codes i..i+15 of a row (i a multiple of 16), in natural
+// order; codes at or past n_in read as 0, and no byte past the row is read.
+template <int NBITS, bool INT8>
+inline __m512 values16(const uint8_t* row, int64_t row_bytes, int64_t i, const RowTable& t) {
+    const int64_t byte = i / 8 * NBITS;
+    const auto n_bytes = static_cast<unsigned>(std::min<int64_t>(2 * NBITS, row_bytes - byte));
+    const __m128i bytes =
+        _mm_maskz_loadu_epi8(static_cast<__mmask16>((1u << n_bytes) - 1), row + byte);
+    if constexpr (INT8) {
+        return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes));
+    } else if constexpr (NBITS == 8) {
+        return lookup<8>(_mm512_cvtepu8_epi32(bytes), t);
+    } else {
+        const NaturalSpread<NBITS>& s = natural_spread<NBITS>;
+        const __m512i pairs =
+            _mm512_shuffle_epi8(_mm512_broadcast_i32x4(bytes), _mm512_load_si512(s.bytes));
+        const __m512i codes =
+            _mm512_and_si512(_mm512_srlv_epi32(pairs, _mm512_load_si512(s.shifts)),
+                             _mm512_set1_epi32((1 << NBITS) - 1));
+        return lookup<NBITS>(codes, t);
+    }
+}
+
+// Codes are streamed once: ask for them this far ahead of use.
+constexpr int64_t prefetch_bytes = 2048;
+
+inline void prefetch(const uint8_t* p) {
+    _mm_prefetch(reinterpret_cast<const char*>(p + prefetch_bytes), _MM_HINT_T0);
+}
+
+constexpr int quant_tokens = 8;
+
+// Accumulators per token: enough independent FMA chains without spilling.
+template <int T>
+constexpr int n_acc = T == 1   ? 4
+                      : T <= 4 ? 2
+                               : 1;
+
+// sums[t] = sum_i xb[t * n_in + i] * value(code i) over one row.
+template <int NBITS, bool INT8, int T>
+void row_dot(const uint8_t* row, int64_t n_in, const RowTable& tab, const float* xb, float* sums) {
+    constexpr int A = n_acc<T>;
+    __m512 acc[T][A];
+    for (int t = 0; t < T; ++t) {
+        for (int a = 0; a < A; ++a) acc[t][a] = _mm512_setzero_ps();
+    }
+    const auto fma = [&](int t, int a, __m512 w, const float* x) {
+        acc[t][a] = _mm512_fmadd_ps(w, _mm512_loadu_ps(x + t * n_in), acc[t][a]);
+    };
+    const int64_t row_bytes = (n_in * NBITS + 7) / 8;
+    int64_t i = 0;
+    if constexpr (codes_per_dword(NBITS) > 1) {
+        constexpr int per_dword = codes_per_dword(NBITS), len = 16 * per_dword;
+        for (; i + len <= n_in; i += len) {
+            prefetch(row + i / 8 * NBITS);
+            const __m512i d = block_dwords<NBITS>(row + i / 8 * NBITS);
+            for (int p = 0; p < per_dword; ++p) {
+                const __m512 w = lookup<NBITS>(_mm512_srli_epi32(d, p * NBITS), tab);
+                for (int t = 0; t < T; ++t) fma(t, p % A, w, xb + i + 16 * p);
+            }
+        }
+    } else {
+        for (; i + 64 <= n_in; i += 64) {
+            prefetch(row + i);
+            for (int j = 0; j < 4; ++j) {
+                const __m512 w = values16<NBITS, INT8>(row, row_bytes, i + 16 * j, tab);
+                for (int t = 0; t < T; ++t) fma(t, j % A, w, xb + i + 16 * j);
+            }
+        }
+    }
+    // Natural order from here; the last step is masked.
+    for (; i < n_in; i += 16) {
+        const auto keep = static_cast<__mmask16>(
+            n_in - i >= 16 ? 0xffff : (1u << static_cast<unsigned>(n_in - i)) - 1);
+        const __m512 w = values16<NBITS, INT8>(row, row_bytes, i, tab);
+        for (int t = 0; t < T; ++t) {
+            const __m512 x = _mm512_maskz_loadu_ps(keep, xb + t * n_in + i);
+            acc[t][0] = _mm512_mask3_fmadd_ps(w, x, acc[t][0], keep);
+        }
+    }
+    for (int t = 0; t < T; ++t) {
+        __m512 s = acc[t][0];
+        for (int a = 1; a < A; ++a) s = _mm512_add_ps(s, acc[t][a]);
+        sums[t] = _mm512_reduce_add_ps(s);
+    }
+}
+
+// The table row o reads: its group's for lut, the integers for int4.
+const uint16_t* row_table(const QuantMatrix& w, int64_t o) {
+    return w.kind == QuantKind::lut ? w.lut + ((o / w.group) << w.nbits) : int4_table();
+}
+
+template <int NBITS, bool INT8, int T>
+void gemv_rows(const QuantMatrix& w, const float* xb, int64_t o0, int64_t o1, float* y,
+               int64_t ldy) {
+    RowTable tab;
+    const uint16_t* loaded = nullptr;
+    float sums[T];
+    for (int64_t o = o0; o < o1; ++o) {
+        if constexpr (!INT8) {
+            const uint16_t* table = row_table(w, o);
+            if (table != loaded) load_table(loaded = table, NBITS, tab);
+        }
+        row_dot<NBITS, INT8, T>(w.codes + o * w.row_bytes(), w.n_in, tab, xb, sums);
+        const float scale = w.kind == QuantKind::lut ? 1.0f : _cvtsh_ss(w.scales[o]);
+        for (int t = 0; t < T; ++t) y[t * ldy + o] = sums[t] * scale;
+    }
+}
+
+template <int NBITS, bool INT8>
+void decode(const QuantMatrix& w, int64_t o, int64_t k0, int64_t n, float* out) {
+    RowTable tab;
+    if constexpr (!INT8) load_table(row_table(w, o), NBITS, tab);
+    const uint8_t* row = w.codes + o * w.row_bytes();
+    const float scale = w.kind == QuantKind::lut ? 1.0f : _cvtsh_ss(w.scales[o]);
+    const __m512 vscale = _mm512_set1_ps(scale);
+    const int64_t end = k0 + n;
+    // Whole 16-code steps from the first multiple of 16 at or before k0, the
+    // lanes outside [k0, end) masked off.
+    for (int64_t i = k0 / 16 * 16; i < end; i += 16) {
+        const int64_t lo = std::max(k0, i), hi = std::min(end, i + 16);
+        const auto keep = static_cast<__mmask16>(((1u << (hi - i)) - 1) & ~((1u << (lo - i)) - 1));
+        const __m512 v = _mm512_mul_ps(values16<NBITS, INT8>(row, w.row_bytes(), i, tab), vscale);
+        _mm512_mask_storeu_ps(out + (i - k0), keep, v);
+    }
+}
+
+// Block order (quant_isa.h): element e of a block goes to the lane of its
+// dword (e / c) in the run of its place in that dword (e % c), c codes per dword.
+int64_t block_len(int nbits) {
+    return nbits == 8 ? 0 : 16 * codes_per_dword(nbits);
+}
+
+int64_t block_slot(int nbits, int64_t e) {
+    const int64_t c = codes_per_dword(nbits);
+    return e % c * 16 + e / c;
+}
+
+using GemvFn = void (*)(const QuantMatrix&, const float*, int64_t, int64_t, float*, int64_t);
+using DecodeFn = void (*)(const QuantMatrix&, int64_t, int64_t, int64_t, float*);
+
+// The leaves of one code width; check_quant_matrix has vetted the widths.
+template <int NBITS, bool INT8>
+struct Leaves {
+    static constexpr GemvFn gemv[quant_tokens] = {
+        gemv_rows<NBITS, INT8, 1>, gemv_rows<NBITS, INT8, 2>, gemv_rows<NBITS, INT8, 3>,
+        gemv_rows<NBITS, INT8, 4>, gemv_rows<NBITS, INT8, 5>, gemv_rows<NBITS, INT8, 6>,
+        gemv_rows<NBITS, INT8, 7>, gemv_rows<NBITS, INT8, 8>};
+    static constexpr DecodeFn decode_row = decode<NBITS, INT8>;
+};
+
+template <template <int, bool> class Use>
+auto for_width(const QuantMatrix& w) {
+    if (w.kind == QuantKind::int8) return Use<8, true>::get();
+    switch (w.nbits) {
+        case 1:
+            return Use<1, false>::get();
+        case 2:
+            return Use<2, false>::get();
+        case 3:
+            return Use<3, false>::get();
+        case 4:
+            return Use<4, false>::get();
+        case 6:
+            return Use<6, false>::get();
+        default:
+            return Use<8, false>::get();
+    }
+}
+
+template <int NBITS, bool INT8>
+struct GemvTable {
+    static const GemvFn* get() { return Leaves<NBITS, INT8>::gemv; }
+};
+template <int NBITS, bool INT8>
+struct DecodeLeaf {
+    static DecodeFn get() { return Leaves<NBITS, INT8>::decode_row; }
+};
+
+void quant_gemv(const QuantMatrix& w, const float* xb, int64_t n_tokens, int64_t o0, int64_t o1,
+                float* y, int64_t ldy) {
+    for_width<GemvTable>(w)[n_tokens - 1](w, xb, o0, o1, y, ldy);
+}
+
+void quant_decode_row(const QuantMatrix& w, int64_t o, int64_t k0, int64_t n, float* out) {
+    for_width<DecodeLeaf>(w)(w, o, k0, n, out);
+}
+
+}  // namespace
+
+}  // namespace anelm::kernels::avx512_quant
+
+namespace anelm::kernels {
+
+const QuantIsa avx512_quant_isa = {
+    .name = "avx512",
+    .block_len = avx512_quant::block_len,
+    .block_slot = avx512_quant::block_slot,
+    .gemv_tokens = avx512_quant::quant_tokens,
+    .gemv = avx512_quant::quant_gemv,
+    .decode_row = avx512_quant::quant_decode_row,
+};
+
+}  // namespace anelm::kernels
