@@ -186,7 +186,10 @@ void row_dot(const uint8_t* row, int64_t n_in, const RowTable& tab, const float*
         for (; i + 64 <= n_in; i += 64) {
             prefetch(row + i);
             for (int j = 0; j < 4; ++j) {
-                const __m512 w = values16<NBITS, INT8>(row, row_bytes, i + 16 * j, tab);
+                const __m128i bytes =
+                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + i + 16 * j));
+                const __m512 w = INT8 ? _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes))
+                                      : lookup<NBITS>(_mm512_cvtepu8_epi32(bytes), tab);
                 for (int t = 0; t < T; ++t) fma(t, j % A, w, xb + i + 16 * j);
             }
         }
