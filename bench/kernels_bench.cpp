@@ -1,6 +1,7 @@
 // CPU kernel speed with two threads: matmul in decode (GB/s of weights read)
 // and prefill (GFLOP/s), attention at a context of 512, and this machine's
-// memory bandwidth to put the decode numbers in proportion.
+// memory bandwidth to put the decode numbers in proportion; matmul on one
+// thread. ANELM_ISA=avx2 (or another lower level) compares instruction sets.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -98,7 +99,7 @@ void BM_thread_pool_run(benchmark::State& state) {
 BENCHMARK(BM_thread_pool_run)->Arg(2)->Arg(64)->UseRealTime();
 
 // Args: dtype (0 f16, 1 bf16), n_out, n_in, n_tokens.
-void BM_matmul(benchmark::State& state) {
+void run_matmul(benchmark::State& state, ThreadPool& threads) {
     const DType dtype = state.range(0) == 0 ? DType::f16 : DType::bf16;
     const int64_t n_out = state.range(1), n_in = state.range(2), n_tokens = state.range(3);
     // Few tokens: cycle through copies adding up to 512 MiB, so weights come
@@ -113,7 +114,7 @@ void BM_matmul(benchmark::State& state) {
     size_t next = 0;
     for (auto _ : state) {
         matmul(Matrix{dtype, copies[next].data(), n_out, n_in}, x.data(), n_tokens, y.data(),
-               pool());
+               threads);
         next = (next + 1) % copies.size();
         benchmark::DoNotOptimize(y.data());
     }
@@ -123,6 +124,17 @@ void BM_matmul(benchmark::State& state) {
         benchmark::Counter(rate(state, 2.0 * static_cast<double>(n_out * n_in * n_tokens) / 1e9),
                            benchmark::Counter::kIsRate);
     state.SetLabel(std::string(dtype_name(dtype)) + " " + active_isa());
+}
+
+void BM_matmul(benchmark::State& state) {
+    run_matmul(state, pool());
+}
+
+// One thread, rates per CPU second: the leaves' own speed, less disturbed by
+// other work on a shared machine than the wall clock of two threads.
+void BM_matmul_one_thread(benchmark::State& state) {
+    static ThreadPool one(1);
+    run_matmul(state, one);
 }
 
 // Decode shapes (n_out x n_in): Llama/Qwen projections of 0.5B..7B models and a
@@ -168,6 +180,16 @@ BENCHMARK(BM_matmul)
     ->Apply(prefill_shapes)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+BENCHMARK(BM_matmul_one_thread)
+    ->Name("matmul_one_thread")
+    ->Args({0, 1024, 1024, 1})
+    ->Args({1, 1024, 1024, 1})
+    ->Args({0, 3072, 1024, 4})
+    ->Args({0, 1024, 3072, 512})
+    ->Args({1, 1024, 3072, 512})
+    ->Args({0, 3072, 1024, 512})
+    ->Unit(benchmark::kMillisecond);
 
 // Args: n_tokens, pos0; 16 query heads over 8 kv heads of 128 (Qwen3-0.6B), n_ctx 512.
 void BM_attention(benchmark::State& state) {

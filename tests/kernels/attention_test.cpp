@@ -48,102 +48,108 @@ std::vector<float> naive_attention(const AttentionArgs& a) {
 }
 
 TEST(Attention, MatchesTheFormulaWithGqaAndOffsets) {
-    std::mt19937 rng(21);
-    const Case cases[] = {
-        {1, 1, 1, 8, 0},    {1, 4, 2, 64, 9},  {7, 6, 2, 13, 0}, {5, 6, 3, 32, 4},
-        {3, 8, 1, 128, 40}, {9, 2, 2, 17, 2},  {4, 4, 4, 1, 3},  {2, 16, 4, 80, 100},
-        {1, 7, 1, 24, 6},   {6, 10, 2, 64, 0},
-    };
-    for (int n_threads : {1, 2, 3}) {
-        ThreadPool pool(n_threads);
-        for (const Case& c : cases) {
-            const int64_t n_ctx = c.pos0 + c.n_tokens + 3;  // unused slots stay out of sight
-            const auto q =
-                test::random_floats(rng, c.n_tokens * c.n_head * c.head_dim, -2.0f, 2.0f);
-            const auto k = test::to_f16(test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim));
-            const auto v = test::to_f16(test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim));
-            std::vector<float> out(q.size(), NAN), ref_out(q.size(), NAN);
-            AttentionArgs a;
-            a.q = q.data();
-            a.k = k.data();
-            a.v = v.data();
-            a.n_tokens = c.n_tokens;
-            a.n_head = c.n_head;
-            a.n_head_kv = c.n_head_kv;
-            a.head_dim = c.head_dim;
-            a.n_ctx = n_ctx;
-            a.pos0 = c.pos0;
-            a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-            const auto want = naive_attention(a);
-            a.out = out.data();
-            attention(a, pool);
-            test::expect_close(out, want, 1e-5f, active_isa());
-            a.out = ref_out.data();
-            ref::attention(a, pool);
-            test::expect_close(ref_out, want, 1e-5f, "ref");
+    test::for_each_isa([&](const char* isa) {
+        std::mt19937 rng(21);
+        const Case cases[] = {
+            {1, 1, 1, 8, 0},    {1, 4, 2, 64, 9},  {7, 6, 2, 13, 0}, {5, 6, 3, 32, 4},
+            {3, 8, 1, 128, 40}, {9, 2, 2, 17, 2},  {4, 4, 4, 1, 3},  {2, 16, 4, 80, 100},
+            {1, 7, 1, 24, 6},   {6, 10, 2, 64, 0},
+        };
+        for (int n_threads : {1, 2, 3}) {
+            ThreadPool pool(n_threads);
+            for (const Case& c : cases) {
+                const int64_t n_ctx = c.pos0 + c.n_tokens + 3;  // unused slots stay out of sight
+                const auto q =
+                    test::random_floats(rng, c.n_tokens * c.n_head * c.head_dim, -2.0f, 2.0f);
+                const auto k =
+                    test::to_f16(test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim));
+                const auto v =
+                    test::to_f16(test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim));
+                std::vector<float> out(q.size(), NAN), ref_out(q.size(), NAN);
+                AttentionArgs a;
+                a.q = q.data();
+                a.k = k.data();
+                a.v = v.data();
+                a.n_tokens = c.n_tokens;
+                a.n_head = c.n_head;
+                a.n_head_kv = c.n_head_kv;
+                a.head_dim = c.head_dim;
+                a.n_ctx = n_ctx;
+                a.pos0 = c.pos0;
+                a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+                const auto want = naive_attention(a);
+                a.out = out.data();
+                attention(a, pool);
+                test::expect_close(out, want, 1e-5f, isa);
+                a.out = ref_out.data();
+                ref::attention(a, pool);
+                test::expect_close(ref_out, want, 1e-5f, "ref");
+            }
         }
-    }
+    });
 }
 
 TEST(Attention, SlidingWindowAndSoftcapMatchTheFormula) {
-    std::mt19937 rng(22);
-    ThreadPool pool(2);
-    const Case c{6, 4, 2, 24, 9};
-    const int64_t n_ctx = c.pos0 + c.n_tokens;
-    const auto q = test::random_floats(rng, c.n_tokens * c.n_head * c.head_dim, -2.0f, 2.0f);
-    const auto k = test::to_f16(test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim));
-    const auto v = test::to_f16(test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim));
-    for (int64_t window : {0, 1, 3, 8, 100}) {
-        for (float softcap : {0.0f, 0.5f}) {
-            std::vector<float> out(q.size(), NAN), ref_out(q.size(), NAN);
-            AttentionArgs a;
-            a.q = q.data();
-            a.k = k.data();
-            a.v = v.data();
-            a.n_tokens = c.n_tokens;
-            a.n_head = c.n_head;
-            a.n_head_kv = c.n_head_kv;
-            a.head_dim = c.head_dim;
-            a.n_ctx = n_ctx;
-            a.pos0 = c.pos0;
-            a.scale = 2.0f;  // large scores, so the cap changes them
-            a.window = window;
-            a.softcap = softcap;
-            const auto want = naive_attention(a);
-            a.out = out.data();
-            attention(a, pool);
-            test::expect_close(out, want, 1e-5f, active_isa());
-            a.out = ref_out.data();
-            ref::attention(a, pool);
-            test::expect_close(ref_out, want, 1e-5f, "ref");
-            // Half-precision scores and probabilities stay close on values in range.
-            a.f16_scores = true;
-            attention(a, pool);
-            test::expect_close(out, want, 1e-2f, "f16 scores");
-        }
-    }
-    // A window of one: each query sees only its own key, so the output is its value.
-    std::vector<float> out(q.size());
-    AttentionArgs a;
-    a.q = q.data();
-    a.k = k.data();
-    a.v = v.data();
-    a.out = out.data();
-    a.n_tokens = c.n_tokens;
-    a.n_head = c.n_head;
-    a.n_head_kv = c.n_head_kv;
-    a.head_dim = c.head_dim;
-    a.n_ctx = n_ctx;
-    a.pos0 = c.pos0;
-    a.window = 1;
-    attention(a, pool);
-    for (int64_t t = 0; t < c.n_tokens; ++t)
-        for (int64_t h = 0; h < c.n_head; ++h)
-            for (int64_t d = 0; d < c.head_dim; ++d) {
-                const int64_t kv = h / (c.n_head / c.n_head_kv);
-                ASSERT_FLOAT_EQ(out[(t * c.n_head + h) * c.head_dim + d],
-                                f16_to_f32(v[(kv * n_ctx + c.pos0 + t) * c.head_dim + d]));
+    test::for_each_isa([&](const char* isa) {
+        std::mt19937 rng(22);
+        ThreadPool pool(2);
+        const Case c{6, 4, 2, 24, 9};
+        const int64_t n_ctx = c.pos0 + c.n_tokens;
+        const auto q = test::random_floats(rng, c.n_tokens * c.n_head * c.head_dim, -2.0f, 2.0f);
+        const auto k = test::to_f16(test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim));
+        const auto v = test::to_f16(test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim));
+        for (int64_t window : {0, 1, 3, 8, 100}) {
+            for (float softcap : {0.0f, 0.5f}) {
+                std::vector<float> out(q.size(), NAN), ref_out(q.size(), NAN);
+                AttentionArgs a;
+                a.q = q.data();
+                a.k = k.data();
+                a.v = v.data();
+                a.n_tokens = c.n_tokens;
+                a.n_head = c.n_head;
+                a.n_head_kv = c.n_head_kv;
+                a.head_dim = c.head_dim;
+                a.n_ctx = n_ctx;
+                a.pos0 = c.pos0;
+                a.scale = 2.0f;  // large scores, so the cap changes them
+                a.window = window;
+                a.softcap = softcap;
+                const auto want = naive_attention(a);
+                a.out = out.data();
+                attention(a, pool);
+                test::expect_close(out, want, 1e-5f, isa);
+                a.out = ref_out.data();
+                ref::attention(a, pool);
+                test::expect_close(ref_out, want, 1e-5f, "ref");
+                // Half-precision scores and probabilities stay close on values in range.
+                a.f16_scores = true;
+                attention(a, pool);
+                test::expect_close(out, want, 1e-2f, "f16 scores");
             }
+        }
+        // A window of one: each query sees only its own key, so the output is its value.
+        std::vector<float> out(q.size());
+        AttentionArgs a;
+        a.q = q.data();
+        a.k = k.data();
+        a.v = v.data();
+        a.out = out.data();
+        a.n_tokens = c.n_tokens;
+        a.n_head = c.n_head;
+        a.n_head_kv = c.n_head_kv;
+        a.head_dim = c.head_dim;
+        a.n_ctx = n_ctx;
+        a.pos0 = c.pos0;
+        a.window = 1;
+        attention(a, pool);
+        for (int64_t t = 0; t < c.n_tokens; ++t)
+            for (int64_t h = 0; h < c.n_head; ++h)
+                for (int64_t d = 0; d < c.head_dim; ++d) {
+                    const int64_t kv = h / (c.n_head / c.n_head_kv);
+                    ASSERT_FLOAT_EQ(out[(t * c.n_head + h) * c.head_dim + d],
+                                    f16_to_f32(v[(kv * n_ctx + c.pos0 + t) * c.head_dim + d]));
+                }
+    });
 }
 
 TEST(Attention, RejectsBadShapes) {

@@ -23,19 +23,21 @@ TEST(RmsNorm, ReferenceMatchesTheFormula) {
 }
 
 TEST(RmsNorm, DispatchedMatchesReference) {
-    std::mt19937 rng(11);
-    for (int64_t n = 1; n <= 300; n += 7) {
-        const auto x = test::random_floats(rng, n, -3.0f, 3.0f);
-        const auto gain = test::random_floats(rng, n);
-        for (float offset : {0.0f, 1.0f}) {
-            for (const float* g : {gain.data(), static_cast<const float*>(nullptr)}) {
-                std::vector<float> y(static_cast<size_t>(n)), want(y.size());
-                rms_norm(x.data(), g, offset, n, 1e-6f, y.data());
-                ref::rms_norm(x.data(), g, offset, n, 1e-6f, want.data());
-                test::expect_close(y, want, 1e-5f, "rms_norm");
+    test::for_each_isa([&](const char*) {
+        std::mt19937 rng(11);
+        for (int64_t n = 1; n <= 300; n += 7) {
+            const auto x = test::random_floats(rng, n, -3.0f, 3.0f);
+            const auto gain = test::random_floats(rng, n);
+            for (float offset : {0.0f, 1.0f}) {
+                for (const float* g : {gain.data(), static_cast<const float*>(nullptr)}) {
+                    std::vector<float> y(static_cast<size_t>(n)), want(y.size());
+                    rms_norm(x.data(), g, offset, n, 1e-6f, y.data());
+                    ref::rms_norm(x.data(), g, offset, n, 1e-6f, want.data());
+                    test::expect_close(y, want, 1e-5f, "rms_norm");
+                }
             }
         }
-    }
+    });
 }
 
 TEST(Softmax, ReferenceSumsToOneAndKeepsOrder) {
@@ -50,37 +52,41 @@ TEST(Softmax, ReferenceSumsToOneAndKeepsOrder) {
 }
 
 TEST(Softmax, DispatchedMatchesReference) {
-    std::mt19937 rng(12);
-    for (int64_t n = 1; n <= 300; n += 5) {
-        for (float range : {1.0f, 30.0f, 200.0f}) {
-            auto x = test::random_floats(rng, n, -range, range);
-            auto want = x;
-            softmax(x.data(), n);
-            ref::softmax(want.data(), n);
-            test::expect_close(x, want, 1e-5f, "softmax");
+    test::for_each_isa([&](const char*) {
+        std::mt19937 rng(12);
+        for (int64_t n = 1; n <= 300; n += 5) {
+            for (float range : {1.0f, 30.0f, 200.0f}) {
+                auto x = test::random_floats(rng, n, -range, range);
+                auto want = x;
+                softmax(x.data(), n);
+                ref::softmax(want.data(), n);
+                test::expect_close(x, want, 1e-5f, "softmax");
+            }
         }
-    }
+    });
 }
 
 TEST(SiluMul, DispatchedMatchesReference) {
-    std::mt19937 rng(13);
-    for (int64_t n = 1; n <= 300; n += 9) {
-        const auto gate = test::random_floats(rng, n, -20.0f, 20.0f);
-        const auto up = test::random_floats(rng, n, -2.0f, 2.0f);
-        std::vector<float> y(static_cast<size_t>(n)), want(y.size());
-        silu_mul(gate.data(), up.data(), n, y.data());
-        ref::silu_mul(gate.data(), up.data(), n, want.data());
-        for (int64_t i = 0; i < n; ++i) {
-            ASSERT_NEAR(y[i], want[i], 2e-6f * std::abs(want[i]) + 1e-30f)
-                << "n " << n << " i " << i;
+    test::for_each_isa([&](const char*) {
+        std::mt19937 rng(13);
+        for (int64_t n = 1; n <= 300; n += 9) {
+            const auto gate = test::random_floats(rng, n, -20.0f, 20.0f);
+            const auto up = test::random_floats(rng, n, -2.0f, 2.0f);
+            std::vector<float> y(static_cast<size_t>(n)), want(y.size());
+            silu_mul(gate.data(), up.data(), n, y.data());
+            ref::silu_mul(gate.data(), up.data(), n, want.data());
+            for (int64_t i = 0; i < n; ++i) {
+                ASSERT_NEAR(y[i], want[i], 2e-6f * std::abs(want[i]) + 1e-30f)
+                    << "n " << n << " i " << i;
+            }
         }
-    }
-    // Far negative gates go to zero, not to NaN.
-    const float gate[2] = {-200.0f, 200.0f}, up[2] = {1.0f, 1.0f};
-    float y[2];
-    silu_mul(gate, up, 2, y);
-    EXPECT_NEAR(y[0], 0.0f, 1e-30f);
-    EXPECT_FLOAT_EQ(y[1], 200.0f);
+        // Far negative gates go to zero, not to NaN.
+        const float gate[2] = {-200.0f, 200.0f}, up[2] = {1.0f, 1.0f};
+        float y[2];
+        silu_mul(gate, up, 2, y);
+        EXPECT_NEAR(y[0], 0.0f, 1e-30f);
+        EXPECT_FLOAT_EQ(y[1], 200.0f);
+    });
 }
 
 TEST(GeluTanhMul, ReferenceIsTheTanhFormula) {
@@ -94,23 +100,25 @@ TEST(GeluTanhMul, ReferenceIsTheTanhFormula) {
 }
 
 TEST(GeluTanhMul, DispatchedMatchesReference) {
-    std::mt19937 rng(16);
-    for (int64_t n : {1, 3, 7, 8, 9, 15, 16, 17, 33, 100, 1001}) {
-        const auto gate = test::random_floats(rng, n, -12.0f, 12.0f);
-        const auto up = test::random_floats(rng, n, -2.0f, 2.0f);
-        std::vector<float> y(static_cast<size_t>(n)), want(y.size());
-        gelu_tanh_mul(gate.data(), up.data(), n, y.data());
-        ref::gelu_tanh_mul(gate.data(), up.data(), n, want.data());
-        for (int64_t i = 0; i < n; ++i)
-            ASSERT_NEAR(y[i], want[i], 4e-6f * std::abs(gate[i] * up[i]) + 1e-7f)
-                << "n " << n << " i " << i;
-    }
-    // Far negative gates go to zero, far positive ones pass through.
-    const float gate[2] = {-200.0f, 200.0f}, up[2] = {1.0f, 1.0f};
-    float y[2];
-    gelu_tanh_mul(gate, up, 2, y);
-    EXPECT_NEAR(y[0], 0.0f, 1e-30f);
-    EXPECT_FLOAT_EQ(y[1], 200.0f);
+    test::for_each_isa([&](const char*) {
+        std::mt19937 rng(16);
+        for (int64_t n : {1, 3, 7, 8, 9, 15, 16, 17, 33, 100, 1001}) {
+            const auto gate = test::random_floats(rng, n, -12.0f, 12.0f);
+            const auto up = test::random_floats(rng, n, -2.0f, 2.0f);
+            std::vector<float> y(static_cast<size_t>(n)), want(y.size());
+            gelu_tanh_mul(gate.data(), up.data(), n, y.data());
+            ref::gelu_tanh_mul(gate.data(), up.data(), n, want.data());
+            for (int64_t i = 0; i < n; ++i)
+                ASSERT_NEAR(y[i], want[i], 4e-6f * std::abs(gate[i] * up[i]) + 1e-7f)
+                    << "n " << n << " i " << i;
+        }
+        // Far negative gates go to zero, far positive ones pass through.
+        const float gate[2] = {-200.0f, 200.0f}, up[2] = {1.0f, 1.0f};
+        float y[2];
+        gelu_tanh_mul(gate, up, 2, y);
+        EXPECT_NEAR(y[0], 0.0f, 1e-30f);
+        EXPECT_FLOAT_EQ(y[1], 200.0f);
+    });
 }
 
 TEST(Rope, ReferenceRotatesPairs) {
@@ -125,24 +133,26 @@ TEST(Rope, ReferenceRotatesPairs) {
 }
 
 TEST(Rope, DispatchedMatchesReference) {
-    std::mt19937 rng(14);
-    for (int64_t head_dim : {2, 6, 18, 32, 64, 80, 128, 130}) {
-        for (int64_t n_heads : {1, 3}) {
-            const auto angles = test::random_floats(rng, head_dim / 2, -3.0f, 3.0f);
-            std::vector<float> cos(angles.size()), sin(angles.size());
-            for (size_t i = 0; i < angles.size(); ++i) {
-                cos[i] = std::cos(angles[i]);
-                sin[i] = std::sin(angles[i]);
-            }
-            for (bool interleaved : {false, true}) {
-                auto x = test::random_floats(rng, n_heads * head_dim, -4.0f, 4.0f);
-                auto want = x;
-                rope(x.data(), n_heads, head_dim, cos.data(), sin.data(), interleaved);
-                ref::rope(want.data(), n_heads, head_dim, cos.data(), sin.data(), interleaved);
-                test::expect_close(x, want, 1e-6f, "rope");
+    test::for_each_isa([&](const char*) {
+        std::mt19937 rng(14);
+        for (int64_t head_dim : {2, 6, 18, 32, 64, 80, 128, 130}) {
+            for (int64_t n_heads : {1, 3}) {
+                const auto angles = test::random_floats(rng, head_dim / 2, -3.0f, 3.0f);
+                std::vector<float> cos(angles.size()), sin(angles.size());
+                for (size_t i = 0; i < angles.size(); ++i) {
+                    cos[i] = std::cos(angles[i]);
+                    sin[i] = std::sin(angles[i]);
+                }
+                for (bool interleaved : {false, true}) {
+                    auto x = test::random_floats(rng, n_heads * head_dim, -4.0f, 4.0f);
+                    auto want = x;
+                    rope(x.data(), n_heads, head_dim, cos.data(), sin.data(), interleaved);
+                    ref::rope(want.data(), n_heads, head_dim, cos.data(), sin.data(), interleaved);
+                    test::expect_close(x, want, 1e-6f, "rope");
+                }
             }
         }
-    }
+    });
 }
 
 // Floats that exercise every rounding case of f32 -> f16: every half value,
@@ -173,61 +183,69 @@ std::vector<float> conversion_cases() {
 }
 
 TEST(Convert, F32ToF16IsBitExact) {
-    const auto cases = conversion_cases();
-    // Several lengths and offsets so the vector bodies and tails all see cases.
-    for (int64_t offset : {0, 3}) {
-        const int64_t n = static_cast<int64_t>(cases.size()) - offset;
-        std::vector<uint16_t> y(static_cast<size_t>(n)), want(y.size());
-        f32_to_f16_row(cases.data() + offset, n, y.data());
-        ref::f32_to_f16_row(cases.data() + offset, n, want.data());
-        for (int64_t i = 0; i < n; ++i) {
-            ASSERT_EQ(y[i], want[i])
-                << "float bits " << std::hex << std::bit_cast<uint32_t>(cases[offset + i]);
-            ASSERT_EQ(want[i], f32_to_f16(cases[offset + i]));
+    test::for_each_isa([&](const char*) {
+        const auto cases = conversion_cases();
+        // Several lengths and offsets so the vector bodies and tails all see cases.
+        for (int64_t offset : {0, 3}) {
+            const int64_t n = static_cast<int64_t>(cases.size()) - offset;
+            std::vector<uint16_t> y(static_cast<size_t>(n)), want(y.size());
+            f32_to_f16_row(cases.data() + offset, n, y.data());
+            ref::f32_to_f16_row(cases.data() + offset, n, want.data());
+            for (int64_t i = 0; i < n; ++i) {
+                ASSERT_EQ(y[i], want[i])
+                    << "float bits " << std::hex << std::bit_cast<uint32_t>(cases[offset + i]);
+                ASSERT_EQ(want[i], f32_to_f16(cases[offset + i]));
+            }
         }
-    }
+    });
 }
 
 TEST(Convert, F16ToF32IsBitExactForAllHalves) {
-    std::vector<uint16_t> all(0x10000);
-    for (uint32_t h = 0; h < 0x10000; ++h) all[h] = static_cast<uint16_t>(h);
-    for (int64_t offset : {0, 5}) {
-        const int64_t n = static_cast<int64_t>(all.size()) - offset;
-        std::vector<float> y(static_cast<size_t>(n)), want(y.size());
-        f16_to_f32_row(all.data() + offset, n, y.data());
-        ref::f16_to_f32_row(all.data() + offset, n, want.data());
-        for (int64_t i = 0; i < n; ++i) {
-            ASSERT_EQ(std::bit_cast<uint32_t>(y[i]), std::bit_cast<uint32_t>(want[i]))
-                << "half bits " << std::hex << all[offset + i];
+    test::for_each_isa([&](const char*) {
+        std::vector<uint16_t> all(0x10000);
+        for (uint32_t h = 0; h < 0x10000; ++h) all[h] = static_cast<uint16_t>(h);
+        for (int64_t offset : {0, 5}) {
+            const int64_t n = static_cast<int64_t>(all.size()) - offset;
+            std::vector<float> y(static_cast<size_t>(n)), want(y.size());
+            f16_to_f32_row(all.data() + offset, n, y.data());
+            ref::f16_to_f32_row(all.data() + offset, n, want.data());
+            for (int64_t i = 0; i < n; ++i) {
+                ASSERT_EQ(std::bit_cast<uint32_t>(y[i]), std::bit_cast<uint32_t>(want[i]))
+                    << "half bits " << std::hex << all[offset + i];
+            }
         }
-    }
+    });
 }
 
 TEST(Convert, RoundToF16IsBitExact) {
-    const auto cases = conversion_cases();
-    for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{9}, static_cast<int64_t>(cases.size())}) {
-        std::vector<float> x(cases.begin(), cases.begin() + n), want = x;
-        round_to_f16_row(x.data(), n);
-        ref::round_to_f16_row(want.data(), n);
-        for (int64_t i = 0; i < n; ++i) {
-            ASSERT_EQ(std::bit_cast<uint32_t>(x[i]), std::bit_cast<uint32_t>(want[i]))
-                << "float bits " << std::hex << std::bit_cast<uint32_t>(cases[i]);
-            ASSERT_EQ(std::bit_cast<uint32_t>(want[i]),
-                      std::bit_cast<uint32_t>(round_to_f16(cases[i])));
+    test::for_each_isa([&](const char*) {
+        const auto cases = conversion_cases();
+        for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{9}, static_cast<int64_t>(cases.size())}) {
+            std::vector<float> x(cases.begin(), cases.begin() + n), want = x;
+            round_to_f16_row(x.data(), n);
+            ref::round_to_f16_row(want.data(), n);
+            for (int64_t i = 0; i < n; ++i) {
+                ASSERT_EQ(std::bit_cast<uint32_t>(x[i]), std::bit_cast<uint32_t>(want[i]))
+                    << "float bits " << std::hex << std::bit_cast<uint32_t>(cases[i]);
+                ASSERT_EQ(std::bit_cast<uint32_t>(want[i]),
+                          std::bit_cast<uint32_t>(round_to_f16(cases[i])));
+            }
         }
-    }
+    });
 }
 
 TEST(Convert, ShortRowsTouchOnlyTheirElements) {
-    for (int64_t n = 0; n <= 17; ++n) {
-        std::vector<float> x(20, 1.5f);
-        std::vector<uint16_t> h(20, 0xabcd);
-        f32_to_f16_row(x.data(), n, h.data());
-        for (int64_t i = 0; i < 20; ++i) EXPECT_EQ(h[i], i < n ? 0x3e00 : 0xabcd);
-        std::vector<float> back(20, -7.0f);
-        f16_to_f32_row(h.data(), n, back.data());
-        for (int64_t i = 0; i < 20; ++i) EXPECT_EQ(back[i], i < n ? 1.5f : -7.0f);
-    }
+    test::for_each_isa([&](const char*) {
+        for (int64_t n = 0; n <= 17; ++n) {
+            std::vector<float> x(20, 1.5f);
+            std::vector<uint16_t> h(20, 0xabcd);
+            f32_to_f16_row(x.data(), n, h.data());
+            for (int64_t i = 0; i < 20; ++i) EXPECT_EQ(h[i], i < n ? 0x3e00 : 0xabcd);
+            std::vector<float> back(20, -7.0f);
+            f16_to_f32_row(h.data(), n, back.data());
+            for (int64_t i = 0; i < 20; ++i) EXPECT_EQ(back[i], i < n ? 1.5f : -7.0f);
+        }
+    });
 }
 
 }  // namespace
