@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.h"
+#include "coreml_info.h"
 #include "io/model_loader.h"
 
 namespace anelm::cli {
@@ -17,6 +18,7 @@ struct InfoArgs {
 };
 
 int run_info(const InfoArgs& args) {
+    if (is_coreml_package(args.model)) return run_coreml_info(args.model, args.json);
     const LoadedModel m = load_model(args.model);
     const ModelSpec& s = m.spec;
     int64_t n_params = 0;
@@ -70,7 +72,8 @@ int run_info(const InfoArgs& args) {
 
 std::function<int()> setup(CLI::App& app) {
     auto args = std::make_shared<InfoArgs>();
-    app.add_option("model", args->model, "Hugging Face folder or llama2.c .bin")->required();
+    app.add_option("model", args->model, "Hugging Face folder, llama2.c .bin or .mlpackage")
+        ->required();
     app.add_flag("--json", args->json, "print JSON");
     return [args] { return run_info(*args); };
 }

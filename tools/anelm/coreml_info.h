@@ -1,0 +1,15 @@
+// `anelm info` for Core ML packages: what a .mlpackage holds.
+#pragma once
+
+#include <string>
+
+namespace anelm::cli {
+
+// True for a folder that looks like a Core ML package (it has a Manifest.json).
+bool is_coreml_package(const std::string& path);
+
+// Prints the package's functions, inputs, outputs, states, op counts and weight
+// bytes, as text or JSON; returns the exit code.
+int run_coreml_info(const std::string& path, bool json);
+
+}  // namespace anelm::cli
