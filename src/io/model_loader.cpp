@@ -1,6 +1,7 @@
 #include "io/model_loader.h"
 
 #include <filesystem>
+#include <memory>
 
 #include "base/error.h"
 #include "io/expected_tensors.h"
@@ -13,6 +14,30 @@ namespace anelm {
 namespace {
 
 namespace fs = std::filesystem;
+
+// A multimodal checkpoint (Gemma 3's) keeps its language model under a prefix:
+// language_model.model.* as first released, model.language_model.* as
+// transformers writes it since. Those tensors are renamed to model.*, a
+// prefixed lm_head to lm_head.weight; the vision tower's are left out.
+void unwrap_language_model(WeightStore& weights) {
+    if (weights.find("model.embed_tokens.weight")) return;
+    for (const std::string prefix : {"language_model.model.", "model.language_model."}) {
+        if (!weights.find(prefix + "embed_tokens.weight")) continue;
+        auto wrapped = std::make_shared<WeightStore>(std::move(weights));
+        WeightStore renamed;
+        for (const std::string& name : wrapped->names()) {
+            const TensorView& view = *wrapped->find(name);
+            if (name.starts_with(prefix))
+                renamed.add("model." + name.substr(prefix.size()), view, wrapped->origin());
+            else if (name == "lm_head.weight" || name == "language_model.lm_head.weight")
+                renamed.add("lm_head.weight", view, wrapped->origin());
+        }
+        renamed.set_origin(wrapped->origin());
+        renamed.keep_alive(wrapped);
+        weights = std::move(renamed);
+        return;
+    }
+}
 
 LoadedModel load_hf_folder(const fs::path& dir) {
     LoadedModel model;
@@ -32,6 +57,7 @@ LoadedModel load_hf_folder(const fs::path& dir) {
         fail("{}: no model.safetensors or model.safetensors.index.json in this folder",
              dir.string());
     model.weights.set_origin(dir.string());
+    unwrap_language_model(model.weights);
 
     if (const fs::path tok = dir / "tokenizer.json"; fs::is_regular_file(tok))
         model.tokenizer_path = tok.string();
