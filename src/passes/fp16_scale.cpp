@@ -24,7 +24,7 @@ bool is_power_of_two(float alpha) {
 // Ops whose output is a residual value when their (single) input is one:
 // they move the stream along without mixing it with anything else.
 bool passes_stream_through(ir::Op op) {
-    return op == ir::Op::last_row;
+    return op == ir::Op::last_row || op == ir::Op::scale;
 }
 
 void scale_function(ir::Function& fn, float alpha) {

@@ -47,17 +47,19 @@ ir::Program tiny_program(const LoadedModel& m) {
     return build_program(m.spec, m.weights, options);
 }
 
-class ResidualScale : public ::testing::TestWithParam<const char*> {};
-
-TEST_P(ResidualScale, LogitsUnchangedAndStreamScaled) {
-    const LoadedModel& m = test::tiny_model(GetParam());
+// Runs a tiny model's prefill unscaled and scaled by 1/8: the logits agree
+// within 1e-5; the values named in `scaled` shrink by exactly alpha and those
+// in `unchanged` do not move.
+void expect_scaled_exactly(const char* preset, std::initializer_list<const char*> scaled,
+                           std::initializer_list<const char*> unchanged) {
+    const LoadedModel& m = test::tiny_model(preset);
     const ir::Program plain = tiny_program(m);
-    ir::Program scaled = plain;
+    ir::Program program = plain;
     const float alpha = 1.0f / 8;
-    passes::scale_residual(scaled, alpha);
+    passes::scale_residual(program, alpha);
 
     const PrefillRun a = run_prefill(plain, m.spec.n_vocab);
-    const PrefillRun b = run_prefill(scaled, m.spec.n_vocab);
+    const PrefillRun b = run_prefill(program, m.spec.n_vocab);
     ASSERT_EQ(a.logits.size(), b.logits.size());
     double worst = 0, peak = 0;
     for (size_t i = 0; i < a.logits.size(); ++i) {
@@ -65,19 +67,38 @@ TEST_P(ResidualScale, LogitsUnchangedAndStreamScaled) {
         peak = std::max(peak, double(std::abs(a.logits[i])));
     }
     EXPECT_LE(worst, 1e-5 * peak);
-    // The stream and the branches feeding it shrink by alpha; what the norms
-    // produce does not move.
-    for (const char* name :
-         {"token_embd", "blk.0.ffn_inp", "blk.1.l_out", "blk.0.attn_out", "blk.1.ffn_out"}) {
+    for (const char* name : scaled) {
         ASSERT_TRUE(a.peaks.count(name)) << name;
         EXPECT_NEAR(b.peaks.at(name), a.peaks.at(name) * alpha, 1e-5 * a.peaks.at(name)) << name;
     }
-    EXPECT_NEAR(b.peaks.at("blk.1.attn_norm"), a.peaks.at("blk.1.attn_norm"),
-                1e-5 * a.peaks.at("blk.1.attn_norm"));
+    for (const char* name : unchanged) {
+        ASSERT_TRUE(a.peaks.count(name)) << name;
+        EXPECT_NEAR(b.peaks.at(name), a.peaks.at(name), 1e-5 * a.peaks.at(name)) << name;
+    }
+}
+
+class ResidualScale : public ::testing::TestWithParam<const char*> {};
+
+// Pre-norm models: the stream and the projections feeding it shrink; what the
+// norms produce does not move.
+TEST_P(ResidualScale, LogitsUnchangedAndStreamScaled) {
+    expect_scaled_exactly(GetParam(),
+                          {"token_embd", "blk.0.ffn_inp", "blk.1.l_out", "blk.0.attn_out",
+                           "blk.1.ffn_out"},
+                          {"blk.1.attn_norm"});
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, ResidualScale,
                          ::testing::Values("tiny-llama", "tiny-qwen2", "tiny-qwen3"));
+
+// Gemma 3 adds its branches through post-norms: those carry alpha (so that
+// (1 + w') = alpha (1 + w) once folded), the projections before them do not.
+TEST(ResidualScale, Gemma3PostNormsCarryTheScale) {
+    expect_scaled_exactly("tiny-gemma3",
+                          {"token_embd_scaled", "blk.0.attn_post_norm", "blk.0.ffn_inp",
+                           "blk.1.ffn_post_norm", "blk.1.l_out"},
+                          {"blk.0.attn_out", "blk.1.ffn_out", "blk.1.ffn_norm"});
+}
 
 TEST(ResidualScale, OnlyPowersOfTwo) {
     const ir::Program program = tiny_program(test::tiny_model("tiny-llama"));
