@@ -1,0 +1,207 @@
+// The cost model. Sources: [notes] = ../shared/docs/ane-llm-notes.txt, with the
+// section in quotes; [apple-llama] = Apple's "On Device Llama 3.1 with Core ML"
+// article as the notes quote it. docs/plan.md explains each term.
+#include "analysis/plan_cost.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace anelm::plan {
+
+namespace {
+
+// [notes] "Bandwidth, SRAM, dispatch": ~0.095 ms per ANE dispatch; we count one per
+// transformer layer (its ops chain within the 16-64 the notes advise) and one for the head.
+constexpr double ane_dispatch_ms = 0.095;
+// [notes] same section: Orion's ~2.3 ms IOSurface round trip per ANE evaluation; taken as
+// the cost of each Core ML prediction a decoded token makes.
+constexpr double ane_call_ms = 2.3;
+// [notes] "ANEMLL conversion": chunks of at most 950 MB, 2 by default; prefill batch 64.
+constexpr double anemll_chunk_bytes = 950e6;
+constexpr int anemll_min_chunks = 2;
+constexpr int ane_prefill_batch = 64;
+// [notes] "Bandwidth, SRAM, dispatch": ~32 MB of SRAM; a 2048^2 matmul runs at 5.7 TFLOPS,
+// 4096^2 (past the cliff) at 4.0.
+constexpr double ane_sram_bytes = 32.0 * 1024 * 1024;
+constexpr double ane_cliff_factor = 4.0 / 5.7;
+// The fraction of peak memory bandwidth a GPU decode reaches. [apple-llama] via [notes]
+// "Decide": Llama-3.1-8B f16 with stateful KV decodes at 16.26 tok/s on M1 Max (400 GB/s)
+// reading 15.0 GB a token: 0.61. Checked against MLX in the --validate table.
+constexpr double gpu_bandwidth_efficiency = 0.61;
+// The fraction of peak GPU FLOPS a prefill matmul reaches: no published point; an
+// assumption (docs/plan.md).
+constexpr double gpu_compute_efficiency = 0.5;
+// GPU prefill batch: tokens sharing one read of the weights (MLX's default prefill step).
+constexpr int gpu_prefill_batch = 512;
+
+constexpr double f16_bytes = 2;
+
+double bits_of(const quant::QuantChoice& c, int64_t n_in) {
+    switch (c.method) {
+        case quant::QuantMethod::none:
+            return 16;
+        case quant::QuantMethod::int8:
+            return 8 + 16.0 / n_in;  // f16 scale per row
+        case quant::QuantMethod::int4:
+            return 4 + 16.0 / n_in;
+        case quant::QuantMethod::lut:
+            // A table of 2^bits f16 entries per group of rows.
+            if (c.group_size == 0) return c.nbits;
+            return c.nbits + 16.0 * (1 << c.nbits) / (double(c.group_size) * n_in);
+    }
+    return 16;
+}
+
+// Bytes of weights a decoded token reads: every layer matrix, the head, one embedding row.
+double weight_bytes_per_token(const PlanInput& in) {
+    const ModelShape& m = in.shape;
+    const Precision& p = in.precision;
+    return (m.layer_params * p.ffn_bits + m.head_params * p.head_bits + m.n_embd * p.embed_bits) /
+           8;
+}
+
+double kv_bytes(const PlanInput& in) {
+    return in.shape.kv_elems(in.n_ctx) * f16_bytes;
+}
+
+// Core ML predictions a token makes on the ANE in ANEMLL's layout.
+int ane_calls(const PlanInput& in) {
+    if (in.ane_calls > 0) return in.ane_calls;
+    const double layer_bytes = in.shape.layer_params * in.precision.ffn_bits / 8;
+    const int chunks =
+        std::max(anemll_min_chunks, int(std::ceil(layer_bytes / anemll_chunk_bytes)));
+    return 1 + chunks + 1;
+}
+
+// FLOPs of one prompt token: every layer weight once, and attention over `span` positions.
+double prefill_flops(const ModelShape& m, double span) {
+    return 2 * m.layer_params + 4 * m.attn_q_dim_sum * span;
+}
+
+}  // namespace
+
+const char* unit_name(Unit u) {
+    return u == Unit::ane ? "ANE" : "GPU";
+}
+
+Precision precision_from_spec(const quant::QuantSpec& spec, const ModelShape& m) {
+    using quant::Component;
+    // Representative matrices: the FFN's up projection, the head, the embedding table.
+    const int64_t ffn_out = std::max<int64_t>(m.big_n_out, 1);
+    const int64_t ffn_in = std::max<int64_t>(m.big_n_in, 1);
+    Precision p;
+    p.ffn_bits = bits_of(spec.choice_for(Component::ffn, ffn_out, ffn_out * ffn_in), ffn_in);
+    p.head_bits =
+        bits_of(spec.choice_for(Component::head, m.n_vocab, m.n_vocab * m.n_embd), m.n_embd);
+    p.embed_bits =
+        bits_of(spec.choice_for(Component::embed, m.n_vocab, m.n_vocab * m.n_embd), m.n_embd);
+    p.label = spec.to_string();
+    return p;
+}
+
+UnitSpeed predict_ane(const Chip& chip, const PlanInput& in) {
+    UnitSpeed u;
+    if (chip.ane_gbps <= 0) return u;
+    u.available = true;
+    const ModelShape& m = in.shape;
+    const double bw = chip.ane_gbps * 1e9;
+    const double overhead_ms = (m.n_layer + 1) * ane_dispatch_ms + ane_calls(in) * ane_call_ms;
+    u.weights_ms = weight_bytes_per_token(in) / bw * 1e3;
+    u.kv_ms = kv_bytes(in) / bw * 1e3;  // static shapes: attention reads all n_ctx positions
+    u.overhead_ms = overhead_ms;
+    u.decode_tps = 1e3 / (u.weights_ms + u.kv_ms + u.overhead_ms);
+
+    // Prefill: a batch of 64 shares one read of the weights; compute slows past the SRAM
+    // cliff when the largest matmul's weights and activations no longer fit.
+    const double working_set = (double(m.big_n_out) * m.big_n_in +
+                                double(ane_prefill_batch) * (m.big_n_out + m.big_n_in)) *
+                               f16_bytes;
+    const double tflops = chip.ane_tflops * (working_set > ane_sram_bytes ? ane_cliff_factor : 1.0);
+    const double compute_ms =
+        ane_prefill_batch * prefill_flops(m, double(in.n_ctx)) / (tflops * 1e12) * 1e3;
+    const double read_ms = m.layer_params * in.precision.ffn_bits / 8 / bw * 1e3;
+    u.prefill_tps = ane_prefill_batch * 1e3 / (std::max(compute_ms, read_ms) + overhead_ms);
+    return u;
+}
+
+UnitSpeed predict_gpu(const Chip& chip, const PlanInput& in) {
+    UnitSpeed u;
+    if (chip.mem_gbps <= 0) return u;
+    u.available = true;
+    const ModelShape& m = in.shape;
+    const double bw = chip.mem_gbps * 1e9 * gpu_bandwidth_efficiency;
+    u.weights_ms = weight_bytes_per_token(in) / bw * 1e3;
+    u.kv_ms = kv_bytes(in) / bw * 1e3;
+    if (in.precision.gpu_dequant_flops > 0 && chip.gpu_tflops > 0)
+        u.overhead_ms = (m.layer_params + m.head_params) * in.precision.gpu_dequant_flops /
+                        (chip.gpu_tflops * 1e12) * 1e3;
+    u.decode_tps = 1e3 / (u.weights_ms + u.kv_ms + u.overhead_ms);
+    if (chip.gpu_tflops > 0) {
+        // Causal attention: a prompt token attends to n_ctx / 2 positions on average.
+        const double compute_ms = prefill_flops(m, in.n_ctx / 2.0) /
+                                  (chip.gpu_tflops * 1e12 * gpu_compute_efficiency) * 1e3;
+        const double read_ms = u.weights_ms / gpu_prefill_batch;
+        u.prefill_tps = 1e3 / std::max(compute_ms, read_ms);
+    }
+    return u;
+}
+
+Footprint footprint(const PlanInput& in) {
+    const ModelShape& m = in.shape;
+    const Precision& p = in.precision;
+    Footprint f;
+    // A tied head stored at another precision than the embeddings is a second copy (ANEMLL
+    // keeps f16 embeddings and a LUT6 head).
+    const bool head_copy = !m.tied || p.head_bits != p.embed_bits;
+    f.weights_bytes = (m.layer_params * p.ffn_bits + m.embed_params * p.embed_bits +
+                       (head_copy ? m.head_params * p.head_bits : 0)) /
+                      8;
+    f.kv_bytes = kv_bytes(in);
+    // f32 logits, and the prefill batch's widest activations in f16.
+    f.runtime_bytes =
+        m.n_vocab * 4.0 + double(ane_prefill_batch) * (m.n_embd + m.big_n_out) * 4 * f16_bytes;
+    return f;
+}
+
+ChipPlan plan_chip(const Chip& chip, const PlanInput& in) {
+    ChipPlan plan;
+    plan.chip = chip;
+    plan.ane = predict_ane(chip, in);
+    plan.gpu = predict_gpu(chip, in);
+    plan.memory = footprint(in);
+    for (auto [unit, speed] : {std::pair{Unit::ane, &plan.ane}, std::pair{Unit::gpu, &plan.gpu}})
+        if (const double w = decode_watts(chip, unit); w > 0 && speed->available)
+            speed->energy_j = w / speed->decode_tps;
+
+    // [notes] "Decide": the GPU wins decode speed, context and stability; the ANE wins for
+    // <=1-2B always-on battery use (~1/10 the power), tight memory, or leaving the GPU free.
+    // "Core AI": classic Core ML ANE models run 512-4K of context.
+    constexpr double small_model_params = 2.5e9;
+    constexpr int64_t ane_max_ctx = 4096;
+    const double read_params = in.shape.layer_params + in.shape.head_params;
+    if (!plan.ane.available) {
+        plan.recommended = Unit::gpu;
+        plan.reason = "no ANE bandwidth is published for this chip";
+    } else if (in.n_ctx > ane_max_ctx) {
+        plan.recommended = Unit::gpu;
+        plan.reason =
+            fmt::format("context {} is past the 512-4K classic Core ML ANE models run", in.n_ctx);
+    } else if (plan.ane.decode_tps >= plan.gpu.decode_tps) {
+        plan.recommended = Unit::ane;
+        plan.reason = "ANE decodes as fast as the GPU at ~1/10 of its power";
+    } else if (read_params <= small_model_params) {
+        plan.recommended = Unit::ane;
+        plan.reason = fmt::format(
+            "<=2B model: ~1/10 of the GPU's power and the GPU stays free (GPU {:.1f}x faster)",
+            plan.gpu.decode_tps / plan.ane.decode_tps);
+    } else {
+        plan.recommended = Unit::gpu;
+        plan.reason = fmt::format("decode {:.1f}x faster; the GPU also wins context and stability",
+                                  plan.gpu.decode_tps / plan.ane.decode_tps);
+    }
+    return plan;
+}
+
+}  // namespace anelm::plan

@@ -1,0 +1,193 @@
+#include "analysis/plan_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace anelm::plan {
+
+namespace {
+
+std::string num(double v, bool known) {
+    if (!known || v <= 0) return "—";
+    return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.1f}", v);
+}
+
+std::string energy(double j) {
+    return j < 0 ? "—" : fmt::format("{:.2f}", j);
+}
+
+nlohmann::ordered_json speed_json(const UnitSpeed& s) {
+    nlohmann::ordered_json j;
+    j["available"] = s.available;
+    j["decode_tps"] = s.available ? nlohmann::ordered_json(s.decode_tps) : nullptr;
+    j["prefill_tps"] = s.prefill_tps > 0 ? nlohmann::ordered_json(s.prefill_tps) : nullptr;
+    j["energy_j_per_token"] = s.energy_j >= 0 ? nlohmann::ordered_json(s.energy_j) : nullptr;
+    j["decode_ms"] = {{"weights", s.weights_ms}, {"kv", s.kv_ms}, {"overhead", s.overhead_ms}};
+    return j;
+}
+
+// Escapes the few characters XML gives meaning to.
+std::string xml(std::string_view s) {
+    std::string out;
+    for (char c : s) {
+        switch (c) {
+            case '&':
+                out += "&amp;";
+                break;
+            case '<':
+                out += "&lt;";
+                break;
+            case '>':
+                out += "&gt;";
+                break;
+            case '"':
+                out += "&quot;";
+                break;
+            default:
+                out += c;
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string plan_table(const PlanInput& in, const std::vector<ChipPlan>& plans) {
+    std::string out = fmt::format(
+        "model {} ({:.2f} B weights, {:.2f} B read per token), ctx {}, weights {}\n"
+        "memory: {:.0f} MB weights + {:.0f} MB KV + {:.0f} MB runtime = {:.0f} MB\n\n",
+        in.shape.name, in.shape.params() / 1e9,
+        (in.shape.layer_params + in.shape.head_params) / 1e9, in.n_ctx, in.precision.label,
+        plans.empty() ? 0 : plans[0].memory.weights_bytes / 1e6,
+        plans.empty() ? 0 : plans[0].memory.kv_bytes / 1e6,
+        plans.empty() ? 0 : plans[0].memory.runtime_bytes / 1e6,
+        plans.empty() ? 0 : plans[0].memory.total() / 1e6);
+    out += fmt::format("{:<9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}  {}\n", "chip", "ANE dec",
+                       "GPU dec", "ANE pre", "GPU pre", "ANE J", "GPU J", "use: reason");
+    for (const ChipPlan& p : plans)
+        out += fmt::format(
+            "{:<9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}  {}: {}\n", p.chip.name,
+            num(p.ane.decode_tps, p.ane.available), num(p.gpu.decode_tps, p.gpu.available),
+            num(p.ane.prefill_tps, p.ane.available), num(p.gpu.prefill_tps, p.gpu.available),
+            energy(p.ane.energy_j), energy(p.gpu.energy_j), unit_name(p.recommended), p.reason);
+    out +=
+        "\ndecode and prefill in tokens/s; J = joules per decoded token; — = no published "
+        "number to predict from\n";
+    return out;
+}
+
+nlohmann::ordered_json plan_json(const PlanInput& in, const std::vector<ChipPlan>& plans) {
+    nlohmann::ordered_json j;
+    j["model"] = {{"name", in.shape.name},
+                  {"source", in.shape.source},
+                  {"params", in.shape.params()},
+                  {"params_read_per_token", in.shape.layer_params + in.shape.head_params},
+                  {"n_layer", in.shape.n_layer}};
+    j["n_ctx"] = in.n_ctx;
+    j["precision"] = {{"label", in.precision.label},
+                      {"embed_bits", in.precision.embed_bits},
+                      {"ffn_bits", in.precision.ffn_bits},
+                      {"head_bits", in.precision.head_bits}};
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const ChipPlan& p : plans) {
+        nlohmann::ordered_json c;
+        c["chip"] = p.chip.name;
+        c["ane"] = speed_json(p.ane);
+        c["gpu"] = speed_json(p.gpu);
+        c["memory"] = {{"weights_bytes", p.memory.weights_bytes},
+                       {"kv_bytes", p.memory.kv_bytes},
+                       {"runtime_bytes", p.memory.runtime_bytes},
+                       {"total_bytes", p.memory.total()}};
+        c["recommendation"] = {{"unit", unit_name(p.recommended)}, {"reason", p.reason}};
+        c["source"] = p.chip.source;
+        list.push_back(std::move(c));
+    }
+    j["chips"] = std::move(list);
+    return j;
+}
+
+std::string plan_svg(const PlanInput& in, const std::vector<ChipPlan>& plans) {
+    constexpr double bar_w = 16, group_w = 48, left = 50, top = 40, plot_h = 220;
+    double top_tps = 1;
+    for (const ChipPlan& p : plans)
+        top_tps = std::max({top_tps, p.ane.decode_tps, p.gpu.decode_tps});
+    const double width = left + group_w * plans.size() + 20, height = top + plot_h + 60;
+    std::string out = fmt::format(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" "
+        "font-family=\"sans-serif\" font-size=\"10\">\n"
+        "<title>{} predicted decode tok/s, ctx {}, {}</title>\n"
+        "<text x=\"{}\" y=\"16\" font-size=\"13\">{}: predicted decode tok/s (ctx {}, {})</text>\n"
+        "<rect x=\"{}\" y=\"22\" width=\"10\" height=\"10\" fill=\"#2a7ab8\"/>"
+        "<text x=\"{}\" y=\"31\">ANE</text>\n"
+        "<rect x=\"{}\" y=\"22\" width=\"10\" height=\"10\" fill=\"#d9822b\"/>"
+        "<text x=\"{}\" y=\"31\">GPU</text>\n"
+        "<line x1=\"{}\" y1=\"{}\" x2=\"{:.0f}\" y2=\"{}\" stroke=\"#444\"/>\n"
+        "<text x=\"4\" y=\"{}\">{:.0f}</text>\n",
+        width, height, xml(in.shape.name), in.n_ctx, xml(in.precision.label), left,
+        xml(in.shape.name), in.n_ctx, xml(in.precision.label), left, left + 14, left + 50,
+        left + 64, left, top + plot_h, width - 10, top + plot_h, top + 8, top_tps);
+    for (size_t i = 0; i < plans.size(); ++i) {
+        const ChipPlan& p = plans[i];
+        const double x = left + group_w * i + 6;
+        out += fmt::format("<g class=\"chip\" data-chip=\"{}\">\n", xml(p.chip.name));
+        int k = 0;
+        for (auto [speed, color] : {std::pair{&p.ane, "#2a7ab8"}, std::pair{&p.gpu, "#d9822b"}}) {
+            const double v = speed->available ? speed->decode_tps : 0;
+            const double h = plot_h * v / top_tps;
+            out += fmt::format(
+                "<rect class=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{}\" height=\"{:.1f}\" "
+                "fill=\"{}\"><title>{} {}: {}</title></rect>\n",
+                k == 0 ? "ane" : "gpu", x + k * bar_w, top + plot_h - h, bar_w, h, color,
+                xml(p.chip.name), k == 0 ? "ANE" : "GPU", num(v, speed->available));
+            ++k;
+        }
+        out += fmt::format(
+            "<text x=\"{:.1f}\" y=\"{}\" transform=\"rotate(45 {:.1f} {})\">{}</text>\n</g>\n", x,
+            top + plot_h + 12, x, top + plot_h + 12, xml(p.chip.name));
+    }
+    out += "</svg>\n";
+    return out;
+}
+
+std::string validation_table(const std::vector<ValidationRow>& rows) {
+    std::string out =
+        fmt::format("{:<50} {:<8} {:<4} {:>10} {:>10} {:>8} {:>6}  {}\n", "case", "chip", "unit",
+                    "published", "predicted", "error", "bound", "role / source");
+    int outside = 0;
+    for (const ValidationRow& r : rows) {
+        const PublishedPoint& p = r.point;
+        const std::string published =
+            fmt::format("{}{:g} {}", p.upper_bound ? "<=" : "", p.value, metric_name(p.metric));
+        out += fmt::format("{:<50} {:<8} {:<4} {:>10} {:>10.4g} {:>+7.1f}% {:>5.0f}%{} {}; {}\n",
+                           p.name, p.chip, unit_name(p.unit), published, r.predicted, r.error_pct,
+                           p.tolerance_pct, r.within ? " " : "!", p.role, p.source);
+        outside += !r.within;
+    }
+    out += fmt::format("\n{} points, {} outside their bound\n", rows.size(), outside);
+    return out;
+}
+
+nlohmann::ordered_json validation_json(const std::vector<ValidationRow>& rows) {
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const ValidationRow& r : rows) {
+        const PublishedPoint& p = r.point;
+        list.push_back({{"case", p.name},
+                        {"model", p.model},
+                        {"chip", p.chip},
+                        {"unit", unit_name(p.unit)},
+                        {"metric", metric_name(p.metric)},
+                        {"published", p.value},
+                        {"upper_bound", p.upper_bound},
+                        {"predicted", r.predicted},
+                        {"error_pct", r.error_pct},
+                        {"tolerance_pct", p.tolerance_pct},
+                        {"within", r.within},
+                        {"role", p.role},
+                        {"source", p.source}});
+    }
+    return list;
+}
+
+}  // namespace anelm::plan

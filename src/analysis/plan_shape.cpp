@@ -1,0 +1,153 @@
+// Model shapes for the cost model. Norm weights and biases are left out: they
+// are under 0.1% of any model here.
+#include "analysis/plan_shape.h"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "base/error.h"
+#include "io/model_loader.h"
+#include "synth/synth.h"
+
+namespace anelm::plan {
+
+double ModelShape::kv_elems(int64_t n_ctx) const {
+    return kv_per_pos * n_ctx + kv_window_per_pos * std::min(n_ctx, window) + state_elems;
+}
+
+ModelShape shape_from_spec(const ModelSpec& s, std::string name) {
+    const double q_dim = double(s.n_head) * s.head_dim, kv_dim = double(s.n_head_kv) * s.head_dim;
+    const double e = double(s.n_embd);
+    ModelShape m;
+    m.name = std::move(name);
+    m.source = s.source;
+    m.n_layer = s.n_layer;
+    m.n_embd = s.n_embd;
+    m.n_vocab = s.n_vocab;
+    // q and o, k and v, then gate, up and down.
+    m.layer_params = s.n_layer * (2 * e * q_dim + 2 * e * kv_dim + 3 * e * s.n_ff);
+    m.embed_params = double(s.n_vocab) * e;
+    m.head_params = double(s.n_vocab) * e;
+    m.tied = s.tie_word_embeddings;
+    m.kv_per_pos = 2.0 * s.n_layer * kv_dim;
+    m.attn_q_dim_sum = s.n_layer * q_dim;
+    m.big_n_out = std::max({s.n_ff, int64_t(q_dim), s.n_embd});
+    m.big_n_in = m.big_n_out == s.n_ff ? s.n_embd : std::max<int64_t>(s.n_embd, int64_t(q_dim));
+    return m;
+}
+
+namespace {
+
+std::vector<ModelShape> build_known_shapes() {
+    std::vector<ModelShape> out;
+    {
+        // openai-community/gpt2 config.json: n_embd 768, n_layer 12, n_head 12, n_inner 4 x 768,
+        // vocab 50257, tied head. A layer: c_attn 768x2304, c_proj 768x768, c_fc and its
+        // projection 768x3072 each. The learned position table (1024 x 768) counts as embedding.
+        ModelShape m;
+        m.name = "gpt2-124m";
+        m.source = "openai-community/gpt2 config.json (Hugging Face)";
+        m.n_layer = 12;
+        m.n_embd = 768;
+        m.n_vocab = 50257;
+        m.layer_params = 12 * (768.0 * 2304 + 768.0 * 768 + 2 * 768.0 * 3072);
+        m.embed_params = 50257.0 * 768 + 1024.0 * 768;
+        m.head_params = 50257.0 * 768;
+        m.tied = true;
+        m.kv_per_pos = 2.0 * 12 * 768;
+        m.attn_q_dim_sum = 12 * 768;
+        m.big_n_out = 3072;
+        m.big_n_in = 768;
+        out.push_back(m);
+    }
+    {
+        // Qwen/Qwen3.5-2B config.json (Hugging Face): hidden_size 2048, 24 layers of which every
+        // 4th is full attention (8 query heads of 256 with an output gate, 2 KV heads) and the
+        // others Gated DeltaNet (16 key / 16 value heads of 128: one 2048 x 8192 input
+        // projection for q, k, v and the gate z, a 2048 x 2048 output), intermediate_size 6144,
+        // vocab 248320, tied. Total 1.88 B weights, which agrees with the 1,280,835,840-byte
+        // Q4_K_M GGUF (unsloth/Qwen3.5-2B-GGUF) at ~5.4 bits per weight.
+        ModelShape m;
+        m.name = "qwen3.5-2b";
+        m.source = "Qwen/Qwen3.5-2B config.json (Hugging Face)";
+        m.n_layer = 24;
+        m.n_embd = 2048;
+        m.n_vocab = 248320;
+        const double full = 2048.0 * 4096 + 2 * 2048.0 * 512 + 2048.0 * 2048;
+        const double delta = 2048.0 * 8192 + 2048.0 * 32 + 2048.0 * 2048;
+        m.layer_params = 6 * full + 18 * delta + 24 * 3 * 2048.0 * 6144;
+        m.embed_params = 248320.0 * 2048;
+        m.head_params = m.embed_params;
+        m.tied = true;
+        m.kv_per_pos = 6 * 2 * 2 * 256.0;
+        // Per DeltaNet layer: a 128 x 128 state per head and a short convolution window.
+        m.state_elems = 18 * (16 * 128.0 * 128 + 3 * 6144.0);
+        m.attn_q_dim_sum = 6 * 8 * 256;
+        m.big_n_out = 8192;
+        m.big_n_in = 2048;
+        out.push_back(m);
+    }
+    {
+        // Gemma 4 E2B text decoder, from CoreML-LLM docs/GEMMA4_ARCHITECTURE_VERIFIED.md
+        // (checked there against Hugging Face's config.json and llama.cpp): hidden 1536, 35
+        // layers, every 5th full attention (head_dim 512) and the rest sliding (256, window
+        // 512), 8 query heads, 1 KV head, only layers 0-14 compute K and V, FFN 6144 (12288 in
+        // the KV-shared layers 15-34), vocab 262144 tied, per-layer embeddings of 35 x 256
+        // (a 262144 x 8960 table, a 1536 x 8960 projection, a gate and projection per layer).
+        ModelShape m;
+        m.name = "gemma-4-e2b";
+        m.source = "CoreML-LLM docs/GEMMA4_ARCHITECTURE_VERIFIED.md";
+        m.n_layer = 35;
+        m.n_embd = 1536;
+        m.n_vocab = 262144;
+        const double e = 1536;
+        const double sliding_kv = 2 * e * 2048 + 2 * e * 256, full_kv = 2 * e * 4096 + 2 * e * 512;
+        const double sliding_q = 2 * e * 2048, full_q = 2 * e * 4096;
+        const double attn = 12 * sliding_kv + 3 * full_kv + 16 * sliding_q + 4 * full_q;
+        const double ffn = 15 * 3 * e * 6144 + 20 * 3 * e * 12288;
+        const double per_layer_input = 35 * 2 * e * 256 + e * 8960;
+        m.layer_params = attn + ffn + per_layer_input;
+        m.embed_params = 262144 * e + 262144.0 * 8960;
+        m.head_params = 262144 * e;
+        m.tied = true;
+        m.kv_per_pos = 3 * 2 * 512.0;
+        m.kv_window_per_pos = 12 * 2 * 256.0;
+        m.window = 512;
+        m.attn_q_dim_sum = 7 * 4096;  // full-attention layers; sliding ones stop at 512
+        m.big_n_out = 12288;
+        m.big_n_in = 1536;
+        out.push_back(m);
+    }
+    return out;
+}
+
+}  // namespace
+
+const std::vector<ModelShape>& known_shapes() {
+    static const std::vector<ModelShape> table = build_known_shapes();
+    return table;
+}
+
+ModelShape resolve_model(std::string_view what) {
+    const std::vector<std::string> presets = synth_presets();
+    if (std::find(presets.begin(), presets.end(), what) != presets.end()) {
+        const SynthPreset p = synth_preset(what);
+        ModelShape m = shape_from_spec(p.spec, p.name);
+        m.source = p.model;
+        return m;
+    }
+    for (const ModelShape& m : known_shapes())
+        if (m.name == what) return m;
+    if (std::filesystem::exists(std::string(what))) {
+        const LoadedModel loaded = load_model(std::string(what));
+        return shape_from_spec(loaded.spec, std::string(what));
+    }
+    std::vector<std::string> names = presets;
+    for (const ModelShape& m : known_shapes()) names.push_back(m.name);
+    fail("plan: '{}' is not a model path, a synth preset or a known shape (known: {})", what,
+         fmt::join(names, ", "));
+}
+
+}  // namespace anelm::plan

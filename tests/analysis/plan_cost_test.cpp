@@ -1,0 +1,163 @@
+// The cost model of `anelm plan`: directions every prediction must move in, and
+// the memory arithmetic checked against numbers computed here from the shapes.
+#include <gtest/gtest.h>
+
+#include "analysis/plan_cost.h"
+#include "base/error.h"
+#include "synth/synth.h"
+
+namespace anelm::plan {
+namespace {
+
+PlanInput input(const std::string& model, const std::string& quant, int64_t n_ctx) {
+    PlanInput in;
+    in.shape = resolve_model(model);
+    in.precision = precision_from_spec(quant::parse_quant_spec(quant), in.shape);
+    in.n_ctx = n_ctx;
+    return in;
+}
+
+TEST(PlanCost, MoreBandwidthIsFaster) {
+    const PlanInput in = input("qwen3-1.7b", "lut4", 1024);
+    Chip chip = find_chip("M4");
+    const ChipPlan before = plan_chip(chip, in);
+    chip.ane_gbps *= 2;
+    chip.mem_gbps *= 2;
+    const ChipPlan after = plan_chip(chip, in);
+    EXPECT_GT(after.ane.decode_tps, before.ane.decode_tps);
+    EXPECT_GT(after.gpu.decode_tps, before.gpu.decode_tps);
+    // Fixed dispatch costs keep the ANE from doubling.
+    EXPECT_LT(after.ane.decode_tps, 2 * before.ane.decode_tps);
+}
+
+TEST(PlanCost, QuantizedDecodesFasterAndTakesLessMemory) {
+    for (const Chip& chip : {find_chip("M1 Max"), find_chip("M4 Max"), find_chip("A18 Pro")}) {
+        const ChipPlan f16 = plan_chip(chip, input("llama-3.2-1b", "none", 512));
+        const ChipPlan lut4 = plan_chip(chip, input("llama-3.2-1b", "lut4", 512));
+        const ChipPlan int8 = plan_chip(chip, input("llama-3.2-1b", "int8", 512));
+        EXPECT_GT(lut4.ane.decode_tps, int8.ane.decode_tps) << chip.name;
+        EXPECT_GT(int8.ane.decode_tps, f16.ane.decode_tps) << chip.name;
+        EXPECT_GT(lut4.gpu.decode_tps, f16.gpu.decode_tps) << chip.name;
+        EXPECT_LT(lut4.memory.weights_bytes, f16.memory.weights_bytes) << chip.name;
+    }
+}
+
+TEST(PlanCost, LongerContextNeedsMoreMemoryAndIsNotFaster) {
+    const Chip& chip = find_chip("M3 Max");
+    double last_memory = 0, last_ane = 1e300, last_gpu = 1e300;
+    for (int64_t n_ctx : {256, 512, 1024, 2048, 4096, 8192}) {
+        const ChipPlan p = plan_chip(chip, input("qwen3-4b", "lut4", n_ctx));
+        EXPECT_GT(p.memory.total(), last_memory) << n_ctx;
+        EXPECT_LT(p.ane.decode_tps, last_ane) << n_ctx;
+        EXPECT_LT(p.gpu.decode_tps, last_gpu) << n_ctx;
+        last_memory = p.memory.total();
+        last_ane = p.ane.decode_tps;
+        last_gpu = p.gpu.decode_tps;
+    }
+}
+
+TEST(PlanCost, BiggerModelIsSlower) {
+    const Chip& chip = find_chip("M2 Pro");
+    const ChipPlan small = plan_chip(chip, input("qwen3-0.6b", "lut4", 512));
+    const ChipPlan big = plan_chip(chip, input("qwen3-8b", "lut4", 512));
+    EXPECT_GT(small.ane.decode_tps, big.ane.decode_tps);
+    EXPECT_GT(small.gpu.decode_tps, big.gpu.decode_tps);
+    EXPECT_GT(small.ane.prefill_tps, big.ane.prefill_tps);
+    EXPECT_GT(small.gpu.prefill_tps, big.gpu.prefill_tps);
+}
+
+// Qwen3-0.6B from its synth preset, f16: the weights and the KV cache worked out
+// here from the preset's hyperparameters, not from the shape the planner builds.
+TEST(PlanCost, FootprintArithmeticOnASynthPreset) {
+    const SynthPreset preset = synth_preset("qwen3-0.6b");
+    const ModelSpec& s = preset.spec;
+    ASSERT_TRUE(s.tie_word_embeddings);
+    const int64_t q = s.n_head * s.head_dim, kv = s.n_head_kv * s.head_dim;
+    const int64_t per_layer =
+        s.n_embd * q + s.n_embd * kv + s.n_embd * kv + q * s.n_embd + 3 * s.n_embd * s.n_ff;
+    const int64_t weights = s.n_layer * per_layer + s.n_vocab * s.n_embd;  // tied head
+    const int64_t n_ctx = 1024;
+    const int64_t kv_bytes = 2 * s.n_layer * kv * n_ctx * 2;
+
+    const ChipPlan p = plan_chip(find_chip("M4"), input("qwen3-0.6b", "none", n_ctx));
+    EXPECT_DOUBLE_EQ(p.memory.weights_bytes, 2.0 * weights);
+    EXPECT_DOUBLE_EQ(p.memory.kv_bytes, double(kv_bytes));
+    EXPECT_GT(p.memory.runtime_bytes, s.n_vocab * 4.0);  // f32 logits at least
+    EXPECT_DOUBLE_EQ(p.memory.total(),
+                     p.memory.weights_bytes + p.memory.kv_bytes + p.memory.runtime_bytes);
+    // Qwen3-0.6B is 0.6 B weights (0.44 B in the layers, 0.16 B of embeddings).
+    EXPECT_NEAR(weights / 1e9, 0.596, 0.005);
+}
+
+// ANEMLL's lut4 keeps the embeddings f16 and gives the tied head its own LUT6 copy.
+TEST(PlanCost, Lut4FootprintCountsTheHeadCopy) {
+    const SynthPreset preset = synth_preset("qwen3-0.6b");
+    const ModelSpec& s = preset.spec;
+    const PlanInput in = input("qwen3-0.6b", "lut4", 512);
+    // A LUT of 2^bits f16 entries per group of 8 rows of n_in weights.
+    EXPECT_EQ(in.precision.embed_bits, 16);
+    EXPECT_DOUBLE_EQ(in.precision.ffn_bits, 4 + 16.0 * 16 / (8 * s.n_embd));
+    EXPECT_DOUBLE_EQ(in.precision.head_bits, 6 + 64.0 * 16 / (8 * s.n_embd));
+    const double embed = double(s.n_vocab) * s.n_embd;
+    const Footprint f = footprint(in);
+    EXPECT_NEAR(f.weights_bytes,
+                in.shape.layer_params * in.precision.ffn_bits / 8 + embed * 2 +
+                    embed * in.precision.head_bits / 8,
+                1);
+}
+
+TEST(PlanCost, ChipWithoutAneBandwidthRecommendsGpu) {
+    const ChipPlan p = plan_chip(find_chip("M3 Pro"), input("qwen3-0.6b", "lut4", 512));
+    EXPECT_FALSE(p.ane.available);
+    EXPECT_TRUE(p.gpu.available);
+    EXPECT_EQ(p.recommended, Unit::gpu);
+}
+
+TEST(PlanCost, RecommendationFollowsTheDecideRules) {
+    // Small model: the ANE for power, though the GPU is faster.
+    const ChipPlan small = plan_chip(find_chip("M4 Max"), input("qwen3-0.6b", "lut4", 512));
+    EXPECT_EQ(small.recommended, Unit::ane);
+    EXPECT_LT(small.ane.decode_tps, small.gpu.decode_tps);
+    // 8B on a Max: the GPU.
+    const ChipPlan big = plan_chip(find_chip("M1 Max"), input("llama-3.1-8b", "lut4", 512));
+    EXPECT_EQ(big.recommended, Unit::gpu);
+    // Long context: the GPU, whatever the size.
+    const ChipPlan long_ctx = plan_chip(find_chip("M4"), input("qwen3-0.6b", "lut4", 32768));
+    EXPECT_EQ(long_ctx.recommended, Unit::gpu);
+    EXPECT_NE(long_ctx.reason.find("32768"), std::string::npos);
+}
+
+TEST(PlanCost, EnergyOnlyWhereMeasured) {
+    const ChipPlan m4_max = plan_chip(find_chip("M4 Max"), input("qwen3-1.7b", "lut4", 512));
+    EXPECT_GT(m4_max.ane.energy_j, 0);
+    EXPECT_GT(m4_max.gpu.energy_j, 0);
+    const ChipPlan m2 = plan_chip(find_chip("M2"), input("qwen3-1.7b", "lut4", 512));
+    EXPECT_LT(m2.ane.energy_j, 0);
+    EXPECT_LT(m2.gpu.energy_j, 0);
+}
+
+TEST(PlanCost, ChipNamesFoldCaseAndDashes) {
+    EXPECT_EQ(find_chip("m4-max").name, "M4 Max");
+    EXPECT_EQ(find_chip("A19PRO").name, "A19 Pro");
+    EXPECT_EQ(select_chips("all").size(), chips().size());
+}
+
+// One line naming the bad argument, and the names that would do.
+TEST(PlanCost, BadNamesAreOneLineErrors) {
+    for (auto f : {+[] { find_chip("M9 Turbo"); }, +[] { resolve_model("qwen9-0.1b"); }}) {
+        try {
+            f();
+            FAIL() << "no error";
+        } catch (const Error& e) {
+            const std::string what = e.what();
+            EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+            EXPECT_TRUE(what.find("M9 Turbo") != std::string::npos ||
+                        what.find("qwen9-0.1b") != std::string::npos)
+                << what;
+            EXPECT_NE(what.find("known:"), std::string::npos) << what;
+        }
+    }
+}
+
+}  // namespace
+}  // namespace anelm::plan

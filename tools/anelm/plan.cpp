@@ -1,0 +1,93 @@
+// anelm plan: predicted decode and prefill speed, memory and energy of a model on
+// each Apple chip's Neural Engine and GPU, and which to use; --validate checks the
+// cost model against published measurements. The model is in docs/plan.md.
+#include <fmt/core.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "analysis/plan_cost.h"
+#include "analysis/plan_report.h"
+#include "analysis/plan_validate.h"
+#include "base/error.h"
+#include "command.h"
+
+namespace anelm::cli {
+namespace {
+
+struct PlanArgs {
+    std::string model;
+    std::string chip = "all";
+    int64_t n_ctx = 512;
+    std::string quant = "lut4";
+    bool json = false;
+    std::string svg;
+    bool validate = false;
+};
+
+// Written beside the target and renamed, so a reader never sees half a file.
+void write_file(const std::string& path, const std::string& text) {
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream f(tmp, std::ios::binary);
+        if (!f) fail("{}: cannot create", tmp);
+        f << text;
+        if (!f.flush()) fail("{}: write failed", tmp);
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) {
+        std::filesystem::remove(tmp, ec);
+        fail("{}: cannot rename to {}", tmp, path);
+    }
+}
+
+int run_plan(const PlanArgs& args) {
+    if (args.validate) {
+        const auto rows = plan::validate();
+        if (args.json)
+            fmt::print("{}\n", plan::validation_json(rows).dump(2));
+        else
+            fmt::print("{}", plan::validation_table(rows));
+        return 0;
+    }
+    if (args.model.empty()) fail("plan: a model path or preset is needed (or --validate)");
+    if (args.n_ctx < 1) fail("plan: --ctx {}: expected a positive context length", args.n_ctx);
+
+    plan::PlanInput in;
+    in.shape = plan::resolve_model(args.model);
+    in.precision = plan::precision_from_spec(quant::parse_quant_spec(args.quant), in.shape);
+    in.n_ctx = args.n_ctx;
+    std::vector<plan::ChipPlan> plans;
+    for (const plan::Chip& chip : plan::select_chips(args.chip))
+        plans.push_back(plan::plan_chip(chip, in));
+
+    if (!args.svg.empty()) write_file(args.svg, plan::plan_svg(in, plans));
+    if (args.json)
+        fmt::print("{}\n", plan::plan_json(in, plans).dump(2));
+    else
+        fmt::print("{}", plan::plan_table(in, plans));
+    return 0;
+}
+
+std::function<int()> setup(CLI::App& app) {
+    auto args = std::make_shared<PlanArgs>();
+    app.add_option("model", args->model, "Hugging Face folder, llama2.c .bin, or synth preset");
+    app.add_option("--chip", args->chip, "chip name (\"M4 Max\", m4-max) or all")
+        ->capture_default_str();
+    app.add_option("--ctx", args->n_ctx, "context length the KV cache is sized for")
+        ->capture_default_str();
+    app.add_option("--quant", args->quant, "weight quantization spec (docs/quantization.md)")
+        ->capture_default_str();
+    app.add_flag("--json", args->json, "print JSON");
+    app.add_option("--svg", args->svg, "also draw the chips' decode speeds to this SVG file");
+    app.add_flag("--validate", args->validate,
+                 "compare the cost model with every published measurement it can express");
+    return [args] { return run_plan(*args); };
+}
+
+const bool registered = register_command(
+    {"plan", "Predict speed, memory and energy per Apple chip, ANE vs GPU", setup});
+
+}  // namespace
+}  // namespace anelm::cli
