@@ -56,10 +56,10 @@ std::string xml(std::string_view s) {
 
 std::string plan_table(const PlanInput& in, const std::vector<ChipPlan>& plans) {
     std::string out = fmt::format(
-        "model {} ({:.2f} B weights, {:.2f} B read per token), ctx {}, weights {}\n"
+        "model {} ({:.1f} M weights, {:.1f} M read per token), ctx {}, weights {}\n"
         "memory: {:.0f} MB weights + {:.0f} MB KV + {:.0f} MB runtime = {:.0f} MB\n\n",
-        in.shape.name, in.shape.params() / 1e9,
-        (in.shape.layer_params + in.shape.head_params) / 1e9, in.n_ctx, in.precision.label,
+        in.shape.name, in.shape.params() / 1e6,
+        (in.shape.layer_params + in.shape.head_params) / 1e6, in.n_ctx, in.precision.label,
         plans.empty() ? 0 : plans[0].memory.weights_bytes / 1e6,
         plans.empty() ? 0 : plans[0].memory.kv_bytes / 1e6,
         plans.empty() ? 0 : plans[0].memory.runtime_bytes / 1e6,
@@ -113,7 +113,9 @@ std::string plan_svg(const PlanInput& in, const std::vector<ChipPlan>& plans) {
     double top_tps = 1;
     for (const ChipPlan& p : plans)
         top_tps = std::max({top_tps, p.ane.decode_tps, p.gpu.decode_tps});
-    const double width = left + group_w * plans.size() + 20, height = top + plot_h + 60;
+    // Wide enough for the title even with one chip.
+    const double width = std::max(left + group_w * plans.size() + 20, 460.0);
+    const double height = top + plot_h + 60;
     std::string out = fmt::format(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" "
         "font-family=\"sans-serif\" font-size=\"10\">\n"
