@@ -33,7 +33,7 @@ constexpr double gpu_bandwidth_efficiency = 0.61;
 // The fraction of peak GPU FLOPS a prefill matmul reaches: no published point; an
 // assumption (docs/plan.md).
 constexpr double gpu_compute_efficiency = 0.5;
-// GPU prefill batch: tokens sharing one read of the weights (MLX's default prefill step).
+// GPU prefill batch: tokens sharing one read of the weights; an assumption (docs/plan.md).
 constexpr int gpu_prefill_batch = 512;
 
 constexpr double f16_bytes = 2;
