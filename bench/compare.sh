@@ -10,6 +10,7 @@
 #   LLAMA_CPP llama.cpp checkout, for gguf-py (default: the source folder of LLAMA_BUILD)
 #   PRESETS  anelm synth presets        (default: "qwen3-0.6b llama-3.2-1b")
 #   QUANTS   llama-quantize types       (default: "Q8_0 Q4_0"; F16 is always measured)
+#   ANELM_QUANTS anelm --quant specs     (default: "int8 lut4"; quantized at load)
 #   THREADS, N_PROMPT, N_GEN, REPS      (default: 2, 512, 128, 3)
 #   PYTHON   with numpy                 (default: /usr/bin/python3)
 # Prints each tool's own table to stderr, then one markdown table of tokens per second.
@@ -24,7 +25,8 @@ work=$2
 here=$(dirname "$(realpath "$0")")
 anelm=${ANELM:-$here/../build/anelm}
 presets=${PRESETS:-qwen3-0.6b llama-3.2-1b}
-quants=${QUANTS:-Q8_0 Q4_0}
+quants=${QUANTS-Q8_0 Q4_0}
+anelm_quants=${ANELM_QUANTS-int8 lut4}
 threads=${THREADS:-2}
 n_prompt=${N_PROMPT:-512}
 n_gen=${N_GEN:-128}
@@ -53,14 +55,14 @@ for r in runs:
 print(json.dumps(row))' "$1" "$2" >> "$results"
 }
 
-record_anelm() {  # preset folder
-    "$anelm" bench "$2" -p "$n_prompt" -n "$n_gen" -t "$threads" -r "$reps" --json |
+record_anelm() {  # preset folder weights [--quant SPEC]
+    "$anelm" bench "$2" -p "$n_prompt" -n "$n_gen" -t "$threads" -r "$reps" --json "${@:4}" |
         "$python" -c '
 import json, sys
 r = json.load(sys.stdin)
-print(json.dumps({"model": sys.argv[1], "weights": "F16", "engine": "anelm",
+print(json.dumps({"model": sys.argv[1], "weights": sys.argv[2], "engine": "anelm",
                   "pp": [r["pp_tok_s"], r["pp_tok_s_sd"]], "tg": [r["tg_tok_s"], r["tg_tok_s_sd"]]}))
-' "$1" >> "$results"
+' "$1" "$3" >> "$results"
 }
 
 for preset in $presets; do
@@ -76,8 +78,9 @@ for preset in $presets; do
         fi
     done
     record_llama "$preset" F16 "$f16"
-    record_anelm "$preset" "$folder"
+    record_anelm "$preset" "$folder" F16
     for q in $quants; do record_llama "$preset" "$q" "$work/$preset-$q.gguf"; done
+    for q in $anelm_quants; do record_anelm "$preset" "$folder" "$q" --quant "$q"; done
 done
 
 "$python" - "$results" "$n_prompt" "$n_gen" "$threads" <<'EOF'

@@ -5,6 +5,7 @@
 
 #include "analysis/doctor.h"
 #include "base/error.h"
+#include "chat/chat_template.h"
 
 namespace anelm {
 
@@ -58,6 +59,42 @@ std::vector<CalibrationText> read_calibration_file(const std::string& path) {
         }
     }
     if (prompts.empty()) fail("{}: no prompts", path);
+    return prompts;
+}
+
+namespace {
+
+// The chat text goes through the model's chat template when it has one, as a
+// chat application would send it.
+std::string as_chat(const std::string& model_path, const std::string& text) {
+    try {
+        const nlohmann::ordered_json messages = {{{"role", "user"}, {"content", text}}};
+        return ChatTemplate::load(model_path).render(messages, true);
+    } catch (const Error&) {
+        return text;
+    }
+}
+
+}  // namespace
+
+std::vector<DoctorPrompt> calibration_prompts(const Model& model, const std::string& model_path,
+                                              const std::string& prompts_file, int64_t n_tokens) {
+    if (n_tokens < 1) fail("calibration: at least 1 token per prompt, got {}", n_tokens);
+    if (!model.tokenizer) fail("{}: calibration prompts need a tokenizer", model_path);
+    const bool built_in = prompts_file.empty();
+    const std::vector<CalibrationText> texts =
+        built_in ? default_calibration_texts() : read_calibration_file(prompts_file);
+    std::vector<DoctorPrompt> prompts;
+    for (size_t i = 0; i < texts.size(); ++i) {
+        const bool chat = built_in && std::string_view(texts[i].name) == "chat";
+        DoctorPrompt p;
+        p.name = built_in ? texts[i].name : fmt::format("prompt {}", i + 1);
+        p.tokens = model.tokenizer->encode(
+            chat ? as_chat(model_path, texts[i].text) : texts[i].text, !chat);
+        if (static_cast<int64_t>(p.tokens.size()) > n_tokens)
+            p.tokens.resize(static_cast<size_t>(n_tokens));
+        if (!p.tokens.empty()) prompts.push_back(std::move(p));
+    }
     return prompts;
 }
 

@@ -154,6 +154,14 @@ public:
         for (int32_t l = 0; l < spec.n_layer; ++l) report_.layers[l].layer = l;
     }
 
+    // The f32 runs alone: the peaks and alpha.
+    float residual_scale() {
+        Executor f32(plain_, pool_, Precision::f32);
+        for (const DoctorPrompt& prompt : prompts_) measure(f32, prompt);
+        finish_peaks();
+        return passes::residual_scale_for_peak(report_.residual_peak, options_.target);
+    }
+
     DoctorReport run() {
         const auto start = std::chrono::steady_clock::now();
         total_runs_ = 3 * static_cast<int64_t>(prompts_.size());
@@ -310,6 +318,12 @@ DoctorReport run_doctor(const ModelSpec& spec, const WeightStore& weights,
                         const std::vector<DoctorPrompt>& prompts, const DoctorOptions& options,
                         const ProgressFn& progress) {
     return Doctor(spec, weights, prompts, options, progress).run();
+}
+
+float measure_residual_scale(const ModelSpec& spec, const WeightStore& weights,
+                             const std::vector<DoctorPrompt>& prompts,
+                             const DoctorOptions& options) {
+    return Doctor(spec, weights, prompts, options, {}).residual_scale();
 }
 
 }  // namespace anelm

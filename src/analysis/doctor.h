@@ -12,6 +12,7 @@
 #include "exec/cpu/executor.h"
 #include "io/model_spec.h"
 #include "io/weight_store.h"
+#include "runtime/model.h"
 
 namespace anelm {
 
@@ -23,7 +24,7 @@ struct DoctorPrompt {
 struct DoctorOptions {
     double target = 32768;     // the residual peak that alpha aims for
     double divergence = 1e-2;  // relative error that counts as diverged
-    Precision device = Precision::f16;
+    Precision device = Precision::ane;
     int threads = 0;  // 0: physical cores
 };
 
@@ -86,5 +87,15 @@ struct CalibrationText {
 std::vector<CalibrationText> default_calibration_texts();
 // A prompts file: a JSON array of strings, or else one prompt per non-empty line.
 std::vector<CalibrationText> read_calibration_file(const std::string& path);
+// The prompts as token ids, each cut to n_tokens: the built-in texts (the chat
+// one through the model's chat template when it has one) or prompts_file's.
+std::vector<DoctorPrompt> calibration_prompts(const Model& model, const std::string& model_path,
+                                              const std::string& prompts_file, int64_t n_tokens);
+
+// The residual scale for --fp16-scale auto: the f32 runs of the doctor alone
+// (peaks, no device runs), then residual_scale_for_peak.
+float measure_residual_scale(const ModelSpec& spec, const WeightStore& weights,
+                             const std::vector<DoctorPrompt>& prompts,
+                             const DoctorOptions& options);
 
 }  // namespace anelm

@@ -103,17 +103,20 @@ std::string escape_html(const std::string& s) {
 std::string chart_svg(const DoctorReport& r) {
     constexpr double width = 880, height = 380, left = 70, right = 150, top = 20, bottom = 45;
     const double plot_w = width - left - right, plot_h = height - top - bottom;
-    double hi = half_max * 2;
+    // The scale spans the smallest plotted peak (at most down to 1e-3) up to
+    // past 65,504 or the largest peak.
+    double hi = half_max * 2, lo = 1;
     for (const LayerPeaks& l : r.layers)
-        for (double v : {l.residual, l.norm_input, l.attention_scores, l.mlp_hidden, l.all_scaled})
-            if (std::isfinite(v)) hi = std::max(hi, v);
-    const double log_lo = 0, log_hi = std::ceil(std::log10(hi));
+        for (double v : {l.residual, l.residual_scaled, l.attention_scores, l.mlp_hidden})
+            if (std::isfinite(v) && v > 0) hi = std::max(hi, v), lo = std::min(lo, v);
+    const double log_lo = std::max(-3.0, std::floor(std::log10(lo)));
+    const double log_hi = std::ceil(std::log10(hi));
     const auto n = static_cast<double>(std::max<size_t>(1, r.layers.size() - 1));
     auto x_of = [&](double layer) {
         return left + plot_w * (r.layers.size() > 1 ? layer / n : 0.5);
     };
     auto y_of = [&](double v) {
-        const double lv = std::clamp(std::log10(std::max(v, 1.0)), log_lo, log_hi);
+        const double lv = v > 0 ? std::clamp(std::log10(v), log_lo, log_hi) : log_lo;
         return top + plot_h * (1 - (lv - log_lo) / (log_hi - log_lo));
     };
 

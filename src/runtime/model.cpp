@@ -11,6 +11,7 @@ std::vector<int32_t> Model::stop_ids() const {
 
 Model open_model(const std::string& path, const std::string& tokenizer_path, bool need_tokenizer) {
     Model model;
+    model.path = path;
     model.loaded = load_model(path);
     const std::string& tok = tokenizer_path.empty() ? model.loaded.tokenizer_path : tokenizer_path;
     if (!tok.empty()) {

@@ -10,6 +10,7 @@
 namespace anelm {
 
 struct Model {
+    std::string path;  // as given to open_model
     LoadedModel loaded;
     std::unique_ptr<Tokenizer> tokenizer;  // null when none was found or asked for
 

@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "models/models.h"
+#include "passes/fp16_scale.h"
 #include "quant/quantize_program.h"
 #include "quant/quantized_matrix.h"
 
@@ -24,6 +25,7 @@ Session::Session(const ModelSpec& spec, const WeightStore& weights, const Sessio
     po.n_ctx = n_ctx;
     po.functions = {{"prefill", prefill_batch_, options.all_logits}, {"decode", 1, false}};
     program_ = build_program(spec, weights, po);
+    passes::scale_residual(program_, options.fp16_scale);
     n_vocab_ = spec.n_vocab;
     pool_ = std::make_unique<ThreadPool>(options.threads > 0 ? options.threads
                                                              : ThreadPool::physical_cores());

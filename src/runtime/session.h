@@ -20,9 +20,11 @@ struct SessionOptions {
     int64_t prefill_batch = 512;  // tokens per prefill call
     int threads = 0;              // 0: physical cores
     Precision precision = Precision::f32;
-    bool all_logits = false;      // prefill returns logits for every token (tests)
-    quant::QuantSpec quant;       // weights quantized at load (default: none)
-    ProgressFn quant_progress;    // sees the quantization's progress
+    bool all_logits = false;    // prefill returns logits for every token (tests)
+    quant::QuantSpec quant;     // weights quantized at load (default: none)
+    ProgressFn quant_progress;  // sees the quantization's progress
+    float fp16_scale = 1;       // the residual stream scaled by this power of two
+                                // (passes/fp16_scale.h), to keep half precision in range
 };
 
 class Session {

@@ -30,10 +30,11 @@ std::vector<DoctorPrompt> random_prompts(int64_t n_vocab) {
     return prompts;
 }
 
-DoctorReport doctor(const LoadedModel& m, const WeightStore& weights) {
+DoctorReport doctor(const LoadedModel& m, const WeightStore& weights,
+                    Precision device = Precision::f16) {
     DoctorOptions options;
     options.threads = 2;
-    options.device = Precision::f16;
+    options.device = device;
     return run_doctor(m.spec, weights, random_prompts(m.spec.n_vocab), options);
 }
 
@@ -43,8 +44,9 @@ const ValuePeak& value(const DoctorReport& r, const std::string& name) {
     throw Error("no value " + name);
 }
 
-// The model's weights with one f32 matrix multiplied by `factor`.
-WeightStore with_scaled(const WeightStore& base, const std::string& target, float factor) {
+// The model's weights with element i of one f32 tensor replaced by edit(w, i).
+template <typename Edit>
+WeightStore with_edited(const WeightStore& base, const std::string& target, Edit edit) {
     WeightStore out;
     for (const std::string& name : base.names()) {
         TensorView view = base.get(name);
@@ -52,7 +54,7 @@ WeightStore with_scaled(const WeightStore& base, const std::string& target, floa
             if (view.dtype != DType::f32) throw Error("expected f32 weights");
             auto copy = std::make_shared<std::vector<float>>(static_cast<size_t>(view.numel()));
             std::memcpy(copy->data(), view.data, view.n_bytes());
-            for (float& w : *copy) w *= factor;
+            for (size_t i = 0; i < copy->size(); ++i) (*copy)[i] = edit((*copy)[i], i);
             view.data = reinterpret_cast<const std::byte*>(copy->data());
             out.keep_alive(copy);
         }
@@ -78,6 +80,22 @@ std::vector<int32_t> greedy(const ir::Program& program, Precision precision,
     return out;
 }
 
+// Greedy generation in half precision: 24 tokens unlike f32's unscaled, and
+// exactly f32's with the residual scaled by alpha.
+void expect_alpha_restores_greedy_tokens(const LoadedModel& m, const WeightStore& weights,
+                                         float alpha, Precision device) {
+    ProgramOptions po;
+    po.n_ctx = 64;
+    po.functions = {{"prefill", 24, false}, {"decode", 1, false}};
+    const ir::Program plain = build_program(m.spec, weights, po);
+    ir::Program scaled = plain;
+    passes::scale_residual(scaled, alpha);
+    const auto prompt = random_prompts(m.spec.n_vocab)[0].tokens;
+    const auto want = greedy(plain, Precision::f32, prompt, 24);
+    EXPECT_NE(greedy(plain, device, prompt, 24), want);
+    EXPECT_EQ(greedy(scaled, device, prompt, 24), want);
+}
+
 class HealthyModels : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(HealthyModels, NothingFlaggedAndAlphaIsOne) {
@@ -95,7 +113,8 @@ TEST_P(HealthyModels, NothingFlaggedAndAlphaIsOne) {
     EXPECT_EQ(r.layers.size(), static_cast<size_t>(m.spec.n_layer));
 }
 
-INSTANTIATE_TEST_SUITE_P(Tiny, HealthyModels, ::testing::Values("tiny-llama", "tiny-qwen3"));
+INSTANTIATE_TEST_SUITE_P(Tiny, HealthyModels,
+                         ::testing::Values("tiny-llama", "tiny-qwen3", "tiny-gemma3"));
 
 TEST(Doctor, FindsTheOverflowingLayerAndScalingFixesIt) {
     const LoadedModel& m = test::tiny_model("tiny-llama");
@@ -105,7 +124,9 @@ TEST(Doctor, FindsTheOverflowingLayerAndScalingFixesIt) {
     // Grow the last MLP's output to about 200,000: 3x past FP16's largest value.
     const double natural = value(doctor(m, m.weights), ffn_out).peak;
     ASSERT_GT(natural, 0);
-    const WeightStore loud = with_scaled(m.weights, down, static_cast<float>(2e5 / natural));
+    const auto factor = static_cast<float>(2e5 / natural);
+    const WeightStore loud =
+        with_edited(m.weights, down, [&](float w, size_t) { return w * factor; });
 
     const DoctorReport r = doctor(m, loud);
     EXPECT_TRUE(value(r, ffn_out).overflows);
@@ -128,17 +149,7 @@ TEST(Doctor, FindsTheOverflowingLayerAndScalingFixesIt) {
     EXPECT_GE(r.scaled.top1_agree, r.scaled.tokens * 9 / 10);
     EXPECT_LT(r.scaled.max_logit_error, 1e-2);
 
-    // Greedy generation in half precision: broken unscaled, f32's tokens with alpha.
-    ProgramOptions po;
-    po.n_ctx = 64;
-    po.functions = {{"prefill", 24, false}, {"decode", 1, false}};
-    const ir::Program plain = build_program(m.spec, loud, po);
-    ir::Program scaled = plain;
-    passes::scale_residual(scaled, r.alpha);
-    const auto prompt = random_prompts(m.spec.n_vocab)[0].tokens;
-    const auto want = greedy(plain, Precision::f32, prompt, 24);
-    EXPECT_NE(greedy(plain, Precision::f16, prompt, 24), want);
-    EXPECT_EQ(greedy(scaled, Precision::f16, prompt, 24), want);
+    expect_alpha_restores_greedy_tokens(m, loud, r.alpha, Precision::f16);
 
     // The reports say so.
     const auto j = doctor_json(r);
@@ -150,6 +161,35 @@ TEST(Doctor, FindsTheOverflowingLayerAndScalingFixesIt) {
     EXPECT_NE(html.find("65,504"), std::string::npos);
     EXPECT_NE(html.find(ffn_out), std::string::npos);
     EXPECT_EQ(html.find("http://"), html.find("http://www.w3.org/2000/svg"));  // no outside assets
+}
+
+// Gemma 3 adds its MLP through a post-norm whose gain (1 + w) sets the branch's
+// size. In the last layer, one output channel of the MLP is made to dominate
+// (so the norm's output peaks near sqrt(n_embd) there) and the gain is 30,000,
+// itself within FP16's range as a stored weight: the branch reaches about
+// 240,000 and the stream overflows there, and alpha scales that gain.
+TEST(Doctor, Gemma3OverflowInAnePrecision) {
+    const LoadedModel& m = test::tiny_model("tiny-gemma3");
+    const int64_t last = m.spec.n_layer - 1;
+    const std::string post_norm = fmt::format("blk.{}.ffn_post_norm", last);
+    const std::string layer = fmt::format("model.layers.{}.", last);
+    const auto n_ff = static_cast<size_t>(m.spec.n_ff);
+    const WeightStore one_channel =
+        with_edited(m.weights, layer + "mlp.down_proj.weight",
+                    [&](float w, size_t i) { return i < n_ff ? w * 100 : w; });
+    const WeightStore loud = with_edited(one_channel, layer + "post_feedforward_layernorm.weight",
+                                         [](float, size_t) { return 29999.0f; });
+
+    const DoctorReport r = doctor(m, loud, Precision::ane);
+    EXPECT_TRUE(value(r, post_norm).overflows);
+    EXPECT_FALSE(value(r, "blk.0.l_out").at_risk);
+    EXPECT_EQ(r.unscaled.first_layer, last);
+    EXPECT_EQ(r.unscaled.first_value, post_norm);
+    EXPECT_TRUE(r.unscaled.non_finite || r.unscaled.top1_agree < r.unscaled.tokens);
+    EXPECT_LT(r.alpha, 1.0f);
+    EXPECT_FALSE(r.scaled.non_finite);
+    EXPECT_LT(r.layers[last].residual_scaled, 65504);
+    expect_alpha_restores_greedy_tokens(m, loud, r.alpha, Precision::ane);
 }
 
 TEST(Doctor, EmptyPromptIsAnError) {

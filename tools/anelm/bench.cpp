@@ -44,7 +44,7 @@ double seconds(const std::function<void()>& fn) {
 
 int run_bench(const BenchArgs& args) {
     Model model = open_model(args.model, "", false);
-    SessionOptions so = args.run.session();
+    SessionOptions so = args.run.session(model);
     so.n_ctx = std::max<int64_t>(args.n_prompt, args.n_gen) + 1;
     so.prefill_batch = std::max<int64_t>(args.n_prompt, 1);
     const std::unique_ptr<Session> owned = open_session(model, so);

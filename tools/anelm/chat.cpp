@@ -26,7 +26,7 @@ struct ChatArgs {
 int run_chat(const ChatArgs& args) {
     Model model = open_model(args.model, args.tokenizer, true);
     const ChatTemplate chat_template = ChatTemplate::load(args.model);
-    const std::unique_ptr<Session> owned = open_session(model, args.run.session());
+    const std::unique_ptr<Session> owned = open_session(model, args.run.session(model));
     Session& session = *owned;
 
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();

@@ -6,7 +6,6 @@
 #include "analysis/doctor_report.h"
 #include "base/atomic_file.h"
 #include "base/error.h"
-#include "chat/chat_template.h"
 #include "command.h"
 #include "runtime/model.h"
 
@@ -21,44 +20,16 @@ struct DoctorArgs {
     bool json = false;
     std::string report;
     double target = 32768;
-    std::string precision = "f16";
+    std::string precision = "ane";
     int threads = 0;
 };
 
-// The chat text goes through the model's chat template when it has one, as a
-// chat application would send it.
-std::string as_chat(const std::string& model_path, const std::string& text) {
-    try {
-        const nlohmann::ordered_json messages = {{{"role", "user"}, {"content", text}}};
-        return ChatTemplate::load(model_path).render(messages, true);
-    } catch (const Error&) {
-        return text;
-    }
-}
-
-std::vector<DoctorPrompt> calibration_prompts(const DoctorArgs& args, const Model& model) {
-    std::vector<CalibrationText> texts = args.prompts_file.empty()
-                                             ? default_calibration_texts()
-                                             : read_calibration_file(args.prompts_file);
-    std::vector<DoctorPrompt> prompts;
-    for (size_t i = 0; i < texts.size(); ++i) {
-        DoctorPrompt p;
-        const bool chat = args.prompts_file.empty() && std::string(texts[i].name) == "chat";
-        p.name = args.prompts_file.empty() ? texts[i].name : fmt::format("prompt {}", i + 1);
-        const std::string text = chat ? as_chat(args.model, texts[i].text) : texts[i].text;
-        p.tokens = model.tokenizer->encode(text, !chat);
-        if (static_cast<int64_t>(p.tokens.size()) > args.n_tokens) p.tokens.resize(args.n_tokens);
-        if (!p.tokens.empty()) prompts.push_back(std::move(p));
-    }
-    return prompts;
-}
-
 int run_doctor_command(const DoctorArgs& args) {
-    if (args.n_tokens < 1) fail("-n must be at least 1, got {}", args.n_tokens);
     if (!(args.target > 0 && args.target <= 65504))
         fail("--target must be in (0, 65504], got {}", args.target);
     Model model = open_model(args.model, args.tokenizer, true);
-    const std::vector<DoctorPrompt> prompts = calibration_prompts(args, model);
+    const std::vector<DoctorPrompt> prompts =
+        calibration_prompts(model, args.model, args.prompts_file, args.n_tokens);
 
     DoctorOptions options;
     options.target = args.target;

@@ -22,7 +22,7 @@ struct GenerateArgs {
 
 int run_generate(const GenerateArgs& args) {
     Model model = open_model(args.model, args.tokenizer, true);
-    const std::unique_ptr<Session> owned = open_session(model, args.run.session());
+    const std::unique_ptr<Session> owned = open_session(model, args.run.session(model));
     Session& session = *owned;
     // With --chat the prompt is one user message rendered through the model's
     // template, which writes any BOS itself.

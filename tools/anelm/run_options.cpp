@@ -1,15 +1,50 @@
 #include "run_options.h"
 
+#include <cmath>
+
+#include "analysis/doctor.h"
+#include "base/error.h"
+
 #include "exec/cpu/kernels/kernels.h"
 
 namespace anelm::cli {
 
-SessionOptions RunOptions::session() const {
+namespace {
+
+float parse_fp16_scale(const std::string& text, const Model& model, int threads) {
+    if (text == "none") return 1.0f;
+    if (text == "auto") {
+        DoctorOptions options;
+        options.threads = threads;
+        const float alpha =
+            measure_residual_scale(model.spec(), model.weights(),
+                                   calibration_prompts(model, model.path, "", 128), options);
+        fmt::print(stderr, "fp16 scale: {} (measured on the doctor's calibration prompts)\n",
+                   alpha);
+        return alpha;
+    }
+    size_t used = 0;
+    float alpha = 0;
+    try {
+        alpha = std::stof(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    int exponent = 0;
+    if (used != text.size() || !(alpha > 0) || std::frexp(alpha, &exponent) != 0.5f)
+        fail("--fp16-scale: expected none, auto or a power of two such as 0.25, got '{}'", text);
+    return alpha;
+}
+
+}  // namespace
+
+SessionOptions RunOptions::session(const Model& model) const {
     SessionOptions s;
     s.threads = threads;
     s.n_ctx = n_ctx;
     s.precision = precision_from_name(precision_name);
     s.quant = quant::parse_quant_spec(quant);
+    s.fp16_scale = parse_fp16_scale(fp16_scale, model, threads);
     return s;
 }
 
@@ -29,6 +64,10 @@ void add_run_options(CLI::App& app, RunOptions& options) {
         ->check(CLI::IsMember({"f32", "f16", "ane"}))
         ->capture_default_str();
     add_quant_option(app, options);
+    app.add_option("--fp16-scale", options.fp16_scale,
+                   "scale the residual stream to keep half precision in range: none, auto "
+                   "(measured as anelm doctor does) or a power of two (docs/doctor.md)")
+        ->capture_default_str();
 }
 
 void add_quant_option(CLI::App& app, RunOptions& options) {

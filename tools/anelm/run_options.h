@@ -17,8 +17,11 @@ struct RunOptions {
     int64_t n_ctx = 4096;
     std::string precision_name = "f32";
     std::string quant = "none";
+    std::string fp16_scale = "none";  // none, auto or a power of two
 
-    SessionOptions session() const;  // throws Error on a bad --quant spec
+    // Throws Error on a bad --quant spec or --fp16-scale; "auto" measures the
+    // model on the doctor's calibration prompts (f32 runs) to choose alpha.
+    SessionOptions session(const Model& model) const;
 };
 
 void add_run_options(CLI::App& app, RunOptions& options);
