@@ -2,6 +2,13 @@
 // micro-kernel and the row-streaming matrix-vector kernel.
 #include "exec/cpu/kernels/x86_512/avx512.h"
 
+// GCC 12's AVX-512 headers start some intrinsics from a self-initialised
+// "undefined" vector, which its uninitialised-use warnings flag once inlined.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace anelm::kernels::avx512 {
 
 namespace {
