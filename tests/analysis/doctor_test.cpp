@@ -9,9 +9,9 @@
 #include <memory>
 #include <random>
 
-#include "../exec/tiny_model.h"
 #include "analysis/doctor_report.h"
 #include "base/error.h"
+#include "exec/tiny_model.h"
 #include "models/models.h"
 #include "passes/fp16_scale.h"
 
@@ -46,21 +46,10 @@ const ValuePeak& value(const DoctorReport& r, const std::string& name) {
 
 // The model's weights with element i of one f32 tensor replaced by edit(w, i).
 template <typename Edit>
-WeightStore with_edited(const WeightStore& base, const std::string& target, Edit edit) {
-    WeightStore out;
-    for (const std::string& name : base.names()) {
-        TensorView view = base.get(name);
-        if (name == target) {
-            if (view.dtype != DType::f32) throw Error("expected f32 weights");
-            auto copy = std::make_shared<std::vector<float>>(static_cast<size_t>(view.numel()));
-            std::memcpy(copy->data(), view.data, view.n_bytes());
-            for (size_t i = 0; i < copy->size(); ++i) (*copy)[i] = edit((*copy)[i], i);
-            view.data = reinterpret_cast<const std::byte*>(copy->data());
-            out.keep_alive(copy);
-        }
-        out.add(name, view, "test");
-    }
-    return out;
+test::PatchedWeights with_edited(const WeightStore& base, const std::string& target, Edit edit) {
+    std::vector<float> values = test::tensor_values(base, target);
+    for (size_t i = 0; i < values.size(); ++i) values[i] = edit(values[i], i);
+    return test::PatchedWeights(base, {{target, std::move(values)}});
 }
 
 // Greedy tokens of a program (prefill, then decode one token at a time).
@@ -125,10 +114,9 @@ TEST(Doctor, FindsTheOverflowingLayerAndScalingFixesIt) {
     const double natural = value(doctor(m, m.weights), ffn_out).peak;
     ASSERT_GT(natural, 0);
     const auto factor = static_cast<float>(2e5 / natural);
-    const WeightStore loud =
-        with_edited(m.weights, down, [&](float w, size_t) { return w * factor; });
+    const auto loud = with_edited(m.weights, down, [&](float w, size_t) { return w * factor; });
 
-    const DoctorReport r = doctor(m, loud);
+    const DoctorReport r = doctor(m, loud.store());
     EXPECT_TRUE(value(r, ffn_out).overflows);
     EXPECT_TRUE(value(r, fmt::format("blk.{}.l_out", last)).overflows);
     EXPECT_FALSE(value(r, "blk.0.l_out").at_risk);
@@ -149,7 +137,7 @@ TEST(Doctor, FindsTheOverflowingLayerAndScalingFixesIt) {
     EXPECT_GE(r.scaled.top1_agree, r.scaled.tokens * 9 / 10);
     EXPECT_LT(r.scaled.max_logit_error, 1e-2);
 
-    expect_alpha_restores_greedy_tokens(m, loud, r.alpha, Precision::f16);
+    expect_alpha_restores_greedy_tokens(m, loud.store(), r.alpha, Precision::f16);
 
     // The reports say so.
     const auto j = doctor_json(r);
@@ -174,13 +162,12 @@ TEST(Doctor, Gemma3OverflowInAnePrecision) {
     const std::string post_norm = fmt::format("blk.{}.ffn_post_norm", last);
     const std::string layer = fmt::format("model.layers.{}.", last);
     const auto n_ff = static_cast<size_t>(m.spec.n_ff);
-    const WeightStore one_channel =
-        with_edited(m.weights, layer + "mlp.down_proj.weight",
-                    [&](float w, size_t i) { return i < n_ff ? w * 100 : w; });
-    const WeightStore loud = with_edited(one_channel, layer + "post_feedforward_layernorm.weight",
-                                         [](float, size_t) { return 29999.0f; });
+    const auto one_channel = with_edited(m.weights, layer + "mlp.down_proj.weight",
+                                         [&](float w, size_t i) { return i < n_ff ? w * 100 : w; });
+    const auto loud = with_edited(one_channel.store(), layer + "post_feedforward_layernorm.weight",
+                                  [](float, size_t) { return 29999.0f; });
 
-    const DoctorReport r = doctor(m, loud, Precision::ane);
+    const DoctorReport r = doctor(m, loud.store(), Precision::ane);
     EXPECT_TRUE(value(r, post_norm).overflows);
     EXPECT_FALSE(value(r, "blk.0.l_out").at_risk);
     EXPECT_EQ(r.unscaled.first_layer, last);
@@ -189,7 +176,7 @@ TEST(Doctor, Gemma3OverflowInAnePrecision) {
     EXPECT_LT(r.alpha, 1.0f);
     EXPECT_FALSE(r.scaled.non_finite);
     EXPECT_LT(r.layers[last].residual_scaled, 65504);
-    expect_alpha_restores_greedy_tokens(m, loud, r.alpha, Precision::ane);
+    expect_alpha_restores_greedy_tokens(m, loud.store(), r.alpha, Precision::ane);
 }
 
 TEST(Doctor, EmptyPromptIsAnError) {

@@ -18,35 +18,8 @@
 namespace anelm {
 namespace {
 
-std::vector<int32_t> random_tokens(int64_t n_vocab, size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(n_vocab - 1));
-    std::vector<int32_t> ids(n);
-    for (int32_t& id : ids) id = pick(rng);
-    return ids;
-}
-
-// A model's weights with some f32 tensors replaced by owned values.
-class PatchedWeights {
-public:
-    PatchedWeights(const WeightStore& base, std::map<std::string, std::vector<float>> patches) {
-        for (const std::string& name : base.names()) {
-            TensorView view = *base.find(name);
-            if (auto it = patches.find(name); it != patches.end()) {
-                auto owned = std::make_shared<std::vector<float>>(std::move(it->second));
-                if (view.dtype != DType::f32 || static_cast<size_t>(view.numel()) != owned->size())
-                    fail("{}: a patch needs f32 and {} values", name, view.numel());
-                view.data = reinterpret_cast<const std::byte*>(owned->data());
-                store_.keep_alive(std::move(owned));
-            }
-            store_.add(name, view, "patched");
-        }
-    }
-    const WeightStore& store() const { return store_; }
-
-private:
-    WeightStore store_;
-};
+using test::PatchedWeights;
+using test::random_tokens;
 
 // Every norm gain of the tiny model drawn at random, so that each (1 + w) matters.
 PatchedWeights random_gains(const LoadedModel& m, uint32_t seed) {

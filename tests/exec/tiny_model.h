@@ -1,9 +1,18 @@
-// A tiny synthetic model written once per test program into a temp folder.
+// A tiny synthetic model written once per test program into a temp folder,
+// and what the tests that run it share: random token ids, a relative error,
+// weights with some tensors replaced.
 #pragma once
 
+#include <cmath>
 #include <filesystem>
 #include <map>
+#include <memory>
+#include <random>
+#include <span>
 #include <string>
+#include <vector>
+
+#include "base/error.h"
 
 #include "io/model_loader.h"
 #include "synth/synth.h"
@@ -23,6 +32,54 @@ inline const LoadedModel& tiny_model(const std::string& preset) {
         it = models.emplace(preset, load_model(dir.string())).first;
     }
     return it->second;
+}
+
+inline std::vector<int32_t> random_tokens(int64_t n_vocab, size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(n_vocab - 1));
+    std::vector<int32_t> ids(n);
+    for (int32_t& id : ids) id = pick(rng);
+    return ids;
+}
+
+// ||a - b|| / ||b||
+inline double relative_error(std::span<const float> a, std::span<const float> b) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        num += (a[i] - b[i]) * static_cast<double>(a[i] - b[i]);
+        den += b[i] * static_cast<double>(b[i]);
+    }
+    return std::sqrt(num / den);
+}
+
+// A model's weights with some f32 tensors replaced by owned values.
+class PatchedWeights {
+public:
+    PatchedWeights(const WeightStore& base, std::map<std::string, std::vector<float>> patches) {
+        for (const std::string& name : base.names()) {
+            TensorView view = *base.find(name);
+            if (auto it = patches.find(name); it != patches.end()) {
+                auto owned = std::make_shared<std::vector<float>>(std::move(it->second));
+                if (view.dtype != DType::f32 || static_cast<size_t>(view.numel()) != owned->size())
+                    fail("{}: a patch needs f32 and {} values", name, view.numel());
+                view.data = reinterpret_cast<const std::byte*>(owned->data());
+                store_.keep_alive(std::move(owned));
+            }
+            store_.add(name, view, "patched");
+        }
+    }
+    const WeightStore& store() const { return store_; }
+
+private:
+    WeightStore store_;
+};
+
+// The values of an f32 tensor, to patch.
+inline std::vector<float> tensor_values(const WeightStore& weights, const std::string& name) {
+    const TensorView& view = weights.get(name);
+    if (view.dtype != DType::f32) fail("{}: expected f32", name);
+    const auto* data = reinterpret_cast<const float*>(view.data);
+    return {data, data + view.numel()};
 }
 
 }  // namespace anelm::test

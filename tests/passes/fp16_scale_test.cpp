@@ -9,9 +9,9 @@
 #include <random>
 #include <string>
 
-#include "../exec/tiny_model.h"
 #include "base/error.h"
 #include "exec/cpu/executor.h"
+#include "exec/tiny_model.h"
 #include "models/models.h"
 
 namespace anelm {
@@ -82,10 +82,10 @@ class ResidualScale : public ::testing::TestWithParam<const char*> {};
 // Pre-norm models: the stream and the projections feeding it shrink; what the
 // norms produce does not move.
 TEST_P(ResidualScale, LogitsUnchangedAndStreamScaled) {
-    expect_scaled_exactly(GetParam(),
-                          {"token_embd", "blk.0.ffn_inp", "blk.1.l_out", "blk.0.attn_out",
-                           "blk.1.ffn_out"},
-                          {"blk.1.attn_norm"});
+    expect_scaled_exactly(
+        GetParam(),
+        {"token_embd", "blk.0.ffn_inp", "blk.1.l_out", "blk.0.attn_out", "blk.1.ffn_out"},
+        {"blk.1.attn_norm"});
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, ResidualScale,

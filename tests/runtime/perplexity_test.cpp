@@ -13,15 +13,9 @@
 namespace anelm {
 namespace {
 
-constexpr int64_t window = 32;
+using test::random_tokens;
 
-std::vector<int32_t> random_tokens(int64_t n_vocab, size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(n_vocab - 1));
-    std::vector<int32_t> ids(n);
-    for (int32_t& id : ids) id = pick(rng);
-    return ids;
-}
+constexpr int64_t window = 32;
 
 std::unique_ptr<Session> make_session(const LoadedModel& m, const std::string& spec) {
     SessionOptions so;

@@ -14,23 +14,8 @@
 namespace anelm {
 namespace {
 
-std::vector<int32_t> random_tokens(int64_t n_vocab, size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(n_vocab - 1));
-    std::vector<int32_t> ids(n);
-    for (int32_t& id : ids) id = pick(rng);
-    return ids;
-}
-
-// ||a - b|| / ||b||
-double relative_error(std::span<const float> a, std::span<const float> b) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < a.size(); ++i) {
-        num += (a[i] - b[i]) * static_cast<double>(a[i] - b[i]);
-        den += b[i] * static_cast<double>(b[i]);
-    }
-    return std::sqrt(num / den);
-}
+using test::random_tokens;
+using test::relative_error;
 
 SessionOptions options(const std::string& spec, Precision precision = Precision::f32) {
     SessionOptions so;
