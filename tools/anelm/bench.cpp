@@ -3,16 +3,24 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <random>
 
 #include "command.h"
+#include "run_options.h"
 #include "runtime/model.h"
 #include "runtime/session.h"
-#include "run_options.h"
 
 namespace anelm::cli {
 namespace {
+
+// The table's model column: the folder or file name, as llama-bench names its model.
+std::string model_label(const std::string& path) {
+    std::filesystem::path p(path);
+    if (p.filename().empty()) p = p.parent_path();
+    return p.filename().string().substr(0, 30);
+}
 
 struct BenchArgs {
     std::string model;
@@ -68,7 +76,8 @@ int run_bench(const BenchArgs& args) {
     std::vector<double> pp, tg;
     if (args.n_prompt > 0) {
         prompt_pass();  // warm up: page in the weights
-        for (int r = 0; r < args.repetitions; ++r) pp.push_back(args.n_prompt / seconds(prompt_pass));
+        for (int r = 0; r < args.repetitions; ++r)
+            pp.push_back(args.n_prompt / seconds(prompt_pass));
     }
     if (args.n_gen > 0) {
         if (pp.empty()) gen_pass();
@@ -76,7 +85,8 @@ int run_bench(const BenchArgs& args) {
     }
 
     int64_t n_params = 0;
-    for (const std::string& name : model.weights().names()) n_params += model.weights().get(name).numel();
+    for (const std::string& name : model.weights().names())
+        n_params += model.weights().get(name).numel();
     const size_t weight_bytes = model.weights().total_bytes();
     const double bytes_per_token = static_cast<double>(session.decode_weight_bytes());
     const MeanSd p = pp.empty() ? MeanSd{} : mean_sd(pp);
@@ -103,10 +113,11 @@ int run_bench(const BenchArgs& args) {
     }
     fmt::print("| {:<30} | {:>10} | {:>10} | {:>7} | {:>8} | {:>20} |\n", "model", "params", "size",
                "threads", "test", "t/s");
-    fmt::print("| {:-<30} | {:->10} | {:->10} | {:->7} | {:->8} | {:->20} |\n", "", "", "", "", "", "");
+    fmt::print("| {:-<30} | {:->10} | {:->10} | {:->7} | {:->8} | {:->20} |\n", "", "", "", "", "",
+               "");
     auto row = [&](const std::string& test, const MeanSd& m) {
         fmt::print("| {:<30} | {:>9.2f}B | {:>6.2f} GiB | {:>7} | {:>8} | {:>11.2f} ± {:>6.2f} |\n",
-                   model.spec().source.substr(0, 30), n_params / 1e9, weight_bytes / 1073741824.0,
+                   model_label(args.model), n_params / 1e9, weight_bytes / 1073741824.0,
                    session.threads(), test, m.mean, m.sd);
     };
     if (!pp.empty()) row(fmt::format("pp{}", args.n_prompt), p);
@@ -123,7 +134,8 @@ std::function<int()> setup(CLI::App& app) {
     app.add_option("model", args->model, "Hugging Face folder or llama2.c .bin")->required();
     app.add_option("-p,--n-prompt", args->n_prompt, "prompt tokens")->capture_default_str();
     app.add_option("-n,--n-gen", args->n_gen, "generated tokens")->capture_default_str();
-    app.add_option("-r,--repetitions", args->repetitions, "runs per test")->capture_default_str()
+    app.add_option("-r,--repetitions", args->repetitions, "runs per test")
+        ->capture_default_str()
         ->check(CLI::PositiveNumber);
     app.add_flag("--json", args->json, "print JSON");
     app.add_option("-t,--threads", args->run.threads, "threads (default: physical cores)");
