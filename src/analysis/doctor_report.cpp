@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "analysis/markup.h"
 #include "passes/fp16_scale.h"
 
 namespace anelm {
@@ -74,29 +75,6 @@ nlohmann::ordered_json device_json(const DeviceRun& run) {
                                                         : nlohmann::ordered_json(run.first_error)}};
     }
     return j;
-}
-
-std::string escape_html(const std::string& s) {
-    std::string out;
-    for (char c : s) {
-        switch (c) {
-            case '<':
-                out += "&lt;";
-                break;
-            case '>':
-                out += "&gt;";
-                break;
-            case '&':
-                out += "&amp;";
-                break;
-            case '"':
-                out += "&quot;";
-                break;
-            default:
-                out += c;
-        }
-    }
-    return out;
 }
 
 // Per-layer peaks on a log scale against FP16's limit.
@@ -267,8 +245,8 @@ std::string doctor_html(const DoctorReport& r) {
         fine ? "Every value stays well inside FP16's range; no scaling is needed (&alpha; = 1)."
              : fmt::format(
                    "Peak residual {} &mdash; {} run: {}. With &alpha; = {}: top-1 agreement {}.",
-                   peak_text(r.residual_peak), escape_html(r.device_precision),
-                   escape_html(divergence_text(r.unscaled)), alpha_text(r.alpha),
+                   peak_text(r.residual_peak), escape_markup(r.device_precision),
+                   escape_markup(divergence_text(r.unscaled)), alpha_text(r.alpha),
                    percent(r.scaled.top1_agree, r.scaled.tokens));
     std::string html = fmt::format(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
@@ -284,9 +262,9 @@ std::string doctor_html(const DoctorReport& r) {
         "<p>{3}, {4} layers &middot; {5} calibration prompts, {6} tokens &middot; device precision "
         "{7} "
         "&middot; {8:.1f} s</p>\n<p class=\"verdict\">{9}</p>\n",
-        escape_html(r.model), fine ? "#e8f5e9" : "#fff3e0", fine ? "#81c784" : "#ffb74d",
-        escape_html(r.architecture), r.n_layer, r.prompts.size(), r.tokens,
-        escape_html(r.device_precision), r.seconds, verdict);
+        escape_markup(r.model), fine ? "#e8f5e9" : "#fff3e0", fine ? "#81c784" : "#ffb74d",
+        escape_markup(r.architecture), r.n_layer, r.prompts.size(), r.tokens,
+        escape_markup(r.device_precision), r.seconds, verdict);
     html += "<h2>Peak |value| per layer</h2>\n" + chart_svg(r);
     html +=
         "<h2>Device runs against f32</h2>\n<table><tr><th>run</th><th>&alpha;</th>"
@@ -299,7 +277,7 @@ std::string doctor_html(const DoctorReport& r) {
             run == &r.unscaled ? "unscaled" : "scaled", alpha_text(run->alpha),
             percent(run->top1_agree, run->tokens), run->top1_agree, run->tokens,
             std::isinf(run->max_logit_error) ? "inf" : fmt::format("{:.3g}", run->max_logit_error),
-            run == &r.unscaled ? escape_html(divergence_text(*run)) : "&mdash;");
+            run == &r.unscaled ? escape_markup(divergence_text(*run)) : "&mdash;");
     html += "</table>\n<h2>Flagged values</h2>\n";
     if (flags.empty()) {
         html += "<p>None: every named value peaks below 16,376.</p>\n";
@@ -309,7 +287,7 @@ std::string doctor_html(const DoctorReport& r) {
             html += fmt::format(
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td>"
                 "<td class=\"{}\">{}</td></tr>\n",
-                escape_html(v->name), v->op, v->kind, peak_text(v->peak),
+                escape_markup(v->name), v->op, v->kind, peak_text(v->peak),
                 v->overflows ? "over" : "risk", v->overflows ? "over 65,504" : "within 4&times;");
         html += "</table>\n";
     }

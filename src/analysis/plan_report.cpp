@@ -1,5 +1,7 @@
 #include "analysis/plan_report.h"
 
+#include "analysis/markup.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -26,30 +28,6 @@ nlohmann::ordered_json speed_json(const UnitSpeed& s) {
     j["energy_j_per_token"] = s.energy_j >= 0 ? nlohmann::ordered_json(s.energy_j) : nullptr;
     j["decode_ms"] = {{"weights", s.weights_ms}, {"kv", s.kv_ms}, {"overhead", s.overhead_ms}};
     return j;
-}
-
-// Escapes the few characters XML gives meaning to.
-std::string xml(std::string_view s) {
-    std::string out;
-    for (char c : s) {
-        switch (c) {
-            case '&':
-                out += "&amp;";
-                break;
-            case '<':
-                out += "&lt;";
-                break;
-            case '>':
-                out += "&gt;";
-                break;
-            case '"':
-                out += "&quot;";
-                break;
-            default:
-                out += c;
-        }
-    }
-    return out;
 }
 
 }  // namespace
@@ -127,13 +105,14 @@ std::string plan_svg(const PlanInput& in, const std::vector<ChipPlan>& plans) {
         "<text x=\"{}\" y=\"31\">GPU</text>\n"
         "<line x1=\"{}\" y1=\"{}\" x2=\"{:.0f}\" y2=\"{}\" stroke=\"#444\"/>\n"
         "<text x=\"4\" y=\"{}\">{:.0f}</text>\n",
-        width, height, xml(in.shape.name), in.n_ctx, xml(in.precision.label), left,
-        xml(in.shape.name), in.n_ctx, xml(in.precision.label), left, left + 14, left + 50,
-        left + 64, left, top + plot_h, width - 10, top + plot_h, top + 8, top_tps);
+        width, height, escape_markup(in.shape.name), in.n_ctx, escape_markup(in.precision.label),
+        left, escape_markup(in.shape.name), in.n_ctx, escape_markup(in.precision.label), left,
+        left + 14, left + 50, left + 64, left, top + plot_h, width - 10, top + plot_h, top + 8,
+        top_tps);
     for (size_t i = 0; i < plans.size(); ++i) {
         const ChipPlan& p = plans[i];
         const double x = left + group_w * i + 6;
-        out += fmt::format("<g class=\"chip\" data-chip=\"{}\">\n", xml(p.chip.name));
+        out += fmt::format("<g class=\"chip\" data-chip=\"{}\">\n", escape_markup(p.chip.name));
         int k = 0;
         for (auto [speed, color] : {std::pair{&p.ane, "#2a7ab8"}, std::pair{&p.gpu, "#d9822b"}}) {
             const double v = speed->available ? speed->decode_tps : 0;
@@ -142,12 +121,12 @@ std::string plan_svg(const PlanInput& in, const std::vector<ChipPlan>& plans) {
                 "<rect class=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{}\" height=\"{:.1f}\" "
                 "fill=\"{}\"><title>{} {}: {}</title></rect>\n",
                 k == 0 ? "ane" : "gpu", x + k * bar_w, top + plot_h - h, bar_w, h, color,
-                xml(p.chip.name), k == 0 ? "ANE" : "GPU", num(v, speed->available));
+                escape_markup(p.chip.name), k == 0 ? "ANE" : "GPU", num(v, speed->available));
             ++k;
         }
         out += fmt::format(
             "<text x=\"{:.1f}\" y=\"{}\" transform=\"rotate(45 {:.1f} {})\">{}</text>\n</g>\n", x,
-            top + plot_h + 12, x, top + plot_h + 12, xml(p.chip.name));
+            top + plot_h + 12, x, top + plot_h + 12, escape_markup(p.chip.name));
     }
     out += "</svg>\n";
     return out;
