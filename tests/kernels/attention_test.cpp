@@ -47,6 +47,35 @@ std::vector<float> naive_attention(const AttentionArgs& a) {
     return out;
 }
 
+// The arguments for a case over q, k, v (kv rows of n_ctx), scale 1/sqrt(head_dim).
+AttentionArgs case_args(const Case& c, int64_t n_ctx, const std::vector<float>& q,
+                        const std::vector<uint16_t>& k, const std::vector<uint16_t>& v) {
+    AttentionArgs a;
+    a.q = q.data();
+    a.k = k.data();
+    a.v = v.data();
+    a.n_tokens = c.n_tokens;
+    a.n_head = c.n_head;
+    a.n_head_kv = c.n_head_kv;
+    a.head_dim = c.head_dim;
+    a.n_ctx = n_ctx;
+    a.pos0 = c.pos0;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    return a;
+}
+
+// The dispatched kernel and the scalar reference both give `want`.
+void expect_both_match(AttentionArgs a, const std::vector<float>& want, ThreadPool& pool,
+                       const char* isa) {
+    std::vector<float> out(want.size(), NAN), ref_out(want.size(), NAN);
+    a.out = out.data();
+    attention(a, pool);
+    test::expect_close(out, want, 1e-5f, isa);
+    a.out = ref_out.data();
+    ref::attention(a, pool);
+    test::expect_close(ref_out, want, 1e-5f, "ref");
+}
+
 TEST(Attention, MatchesTheFormulaWithGqaAndOffsets) {
     test::for_each_isa([&](const char* isa) {
         std::mt19937 rng(21);
@@ -65,25 +94,8 @@ TEST(Attention, MatchesTheFormulaWithGqaAndOffsets) {
                     test::to_f16(test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim));
                 const auto v =
                     test::to_f16(test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim));
-                std::vector<float> out(q.size(), NAN), ref_out(q.size(), NAN);
-                AttentionArgs a;
-                a.q = q.data();
-                a.k = k.data();
-                a.v = v.data();
-                a.n_tokens = c.n_tokens;
-                a.n_head = c.n_head;
-                a.n_head_kv = c.n_head_kv;
-                a.head_dim = c.head_dim;
-                a.n_ctx = n_ctx;
-                a.pos0 = c.pos0;
-                a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-                const auto want = naive_attention(a);
-                a.out = out.data();
-                attention(a, pool);
-                test::expect_close(out, want, 1e-5f, isa);
-                a.out = ref_out.data();
-                ref::attention(a, pool);
-                test::expect_close(ref_out, want, 1e-5f, "ref");
+                const AttentionArgs a = case_args(c, n_ctx, q, k, v);
+                expect_both_match(a, naive_attention(a), pool, isa);
             }
         }
     });
@@ -100,27 +112,14 @@ TEST(Attention, SlidingWindowAndSoftcapMatchTheFormula) {
         const auto v = test::to_f16(test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim));
         for (int64_t window : {0, 1, 3, 8, 100}) {
             for (float softcap : {0.0f, 0.5f}) {
-                std::vector<float> out(q.size(), NAN), ref_out(q.size(), NAN);
-                AttentionArgs a;
-                a.q = q.data();
-                a.k = k.data();
-                a.v = v.data();
-                a.n_tokens = c.n_tokens;
-                a.n_head = c.n_head;
-                a.n_head_kv = c.n_head_kv;
-                a.head_dim = c.head_dim;
-                a.n_ctx = n_ctx;
-                a.pos0 = c.pos0;
+                AttentionArgs a = case_args(c, n_ctx, q, k, v);
                 a.scale = 2.0f;  // large scores, so the cap changes them
                 a.window = window;
                 a.softcap = softcap;
                 const auto want = naive_attention(a);
+                expect_both_match(a, want, pool, isa);
+                std::vector<float> out(q.size(), NAN);
                 a.out = out.data();
-                attention(a, pool);
-                test::expect_close(out, want, 1e-5f, isa);
-                a.out = ref_out.data();
-                ref::attention(a, pool);
-                test::expect_close(ref_out, want, 1e-5f, "ref");
                 // Half-precision scores and probabilities stay close on values in range.
                 a.f16_scores = true;
                 attention(a, pool);
@@ -129,17 +128,9 @@ TEST(Attention, SlidingWindowAndSoftcapMatchTheFormula) {
         }
         // A window of one: each query sees only its own key, so the output is its value.
         std::vector<float> out(q.size());
-        AttentionArgs a;
-        a.q = q.data();
-        a.k = k.data();
-        a.v = v.data();
+        AttentionArgs a = case_args(c, n_ctx, q, k, v);
         a.out = out.data();
-        a.n_tokens = c.n_tokens;
-        a.n_head = c.n_head;
-        a.n_head_kv = c.n_head_kv;
-        a.head_dim = c.head_dim;
-        a.n_ctx = n_ctx;
-        a.pos0 = c.pos0;
+        a.scale = 1.0f;
         a.window = 1;
         attention(a, pool);
         for (int64_t t = 0; t < c.n_tokens; ++t)
