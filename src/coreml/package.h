@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "coreml/blob_table.h"
 #include "coreml/manifest.h"
 #include "coreml/milblob.h"
 #include "coreml/proto/model.pb.h"
@@ -21,7 +22,7 @@ inline constexpr const char* weight_file_name = "@model_path/weights/weight.bin"
 
 // A package read and checked: the manifest, an ML Program model, and every
 // blob a value refers to (its record, data type and element count).
-class Package {
+class Package : public BlobTable {
 public:
     explicit Package(const std::filesystem::path& dir);
 
@@ -31,7 +32,7 @@ public:
     const std::filesystem::path& model_path() const { return model_path_; }
 
     // The blob behind a BlobFileValue, checked against the value's tensor type.
-    Blob blob(const spec::MILSpec::Value& value) const;
+    Blob blob(const spec::MILSpec::Value& value) const override;
 
 private:
     void open_blob_file(const std::string& file_name);
