@@ -7,8 +7,9 @@ debian_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libpcre2-dev libutf8proc-dev
   libprotobuf-dev protobuf-compiler
+  libyaml-cpp-dev
 )
-brew_packages=(cmake ninja pkg-config googletest google-benchmark nlohmann-json cli11 fmt pcre2 utf8proc protobuf)
+brew_packages=(cmake ninja pkg-config googletest google-benchmark nlohmann-json cli11 fmt pcre2 utf8proc protobuf yaml-cpp)
 
 if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   missing=()
