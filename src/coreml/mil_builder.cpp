@@ -62,8 +62,12 @@ mil::ValueType tensor_value_type(mil::DataType dtype, const std::vector<int64_t>
     mil::TensorType& t = *type.mutable_tensortype();
     t.set_datatype(dtype);
     t.set_rank(static_cast<int64_t>(shape.size()));
-    for (int64_t d : shape)
-        t.add_dimensions()->mutable_constant()->set_size(static_cast<uint64_t>(d));
+    for (int64_t d : shape) {
+        if (d < 0)
+            t.add_dimensions()->mutable_unknown();
+        else
+            t.add_dimensions()->mutable_constant()->set_size(static_cast<uint64_t>(d));
+    }
     return type;
 }
 
@@ -204,16 +208,15 @@ std::vector<MilValue> MilBuilder::op_multi(std::string_view type, std::string na
     return result;
 }
 
-mil::Value MilBuilder::blob_value(mil::DataType dtype, const std::vector<int64_t>& shape,
-                                  std::span<const uint8_t> bytes,
-                                  std::shared_ptr<const void> owner) {
+mil::Value blob_value(BlobSet& blobs, mil::DataType dtype, const std::vector<int64_t>& shape,
+                      std::span<const uint8_t> bytes, std::shared_ptr<const void> owner) {
     const auto code = blob_dtype_of(dtype);
     if (!code) fail("a {} tensor cannot be stored as a blob", mil_dtype_name(dtype));
     mil::Value v;
     *v.mutable_type() = tensor_value_type(dtype, shape);
     mil::Value::BlobFileValue& ref = *v.mutable_blobfilevalue();
     ref.set_filename(weight_file_name);
-    ref.set_offset(blobs_.add(*code, element_count(shape), bytes, std::move(owner)));
+    ref.set_offset(blobs.add(*code, element_count(shape), bytes, std::move(owner)));
     return v;
 }
 
@@ -224,16 +227,21 @@ MilValue MilBuilder::constant(std::string name, mil::DataType dtype, std::vector
         val = immediate(dtype, shape);
         set_immediate_bytes(val, dtype, bytes);
     } else {
-        val = blob_value(dtype, shape, bytes, std::move(owner));
+        val = blob_value(blobs_, dtype, shape, bytes, std::move(owner));
     }
+    return const_value(std::move(name), val);
+}
+
+MilValue MilBuilder::const_value(std::string name, const mil::Value& val) {
+    const mil::TensorType& type = val.type().tensortype();
     mil::Operation& c = *block_.add_operations();
     c.set_type("const");
     mil::NamedValueType& out = *c.add_outputs();
     out.set_name(name);
     *out.mutable_type() = val.type();
     add_name(c, name);
-    (*c.mutable_attributes())["val"] = std::move(val);
-    return MilValue{std::move(name), dtype, std::move(shape)};
+    (*c.mutable_attributes())["val"] = val;
+    return MilValue{std::move(name), type.datatype(), tensor_shape(type)};
 }
 
 MilValue MilBuilder::const_i32(std::string name, std::vector<int64_t> shape,

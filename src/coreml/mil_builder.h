@@ -21,7 +21,7 @@ namespace anelm::coreml {
 struct MilValue {
     std::string name;
     mil::DataType dtype = mil::DataType::FLOAT16;
-    std::vector<int64_t> shape;  // empty: a scalar
+    std::vector<int64_t> shape;  // empty: a scalar; -1: a dimension known only at run time
 };
 
 mil::ValueType tensor_value_type(mil::DataType dtype, const std::vector<int64_t>& shape);
@@ -48,6 +48,11 @@ private:
     std::vector<Entry> blobs_;
     uint64_t end_ = blob_alignment;  // after the header
 };
+
+// A value whose bytes are a new blob of `blobs`: what const ops and constexpr_*
+// inputs hold for large tensors.
+mil::Value blob_value(BlobSet& blobs, mil::DataType dtype, const std::vector<int64_t>& shape,
+                      std::span<const uint8_t> bytes, std::shared_ptr<const void> owner = {});
 
 // A constant parameter of an operation, which the builder turns into a const
 // op named "<op>_<key>_0", as coremltools names them.
@@ -88,13 +93,11 @@ public:
     // A const op holding a tensor. Immediate when small, otherwise a blob.
     MilValue constant(std::string name, mil::DataType dtype, std::vector<int64_t> shape,
                       std::span<const uint8_t> bytes, std::shared_ptr<const void> owner = {});
+    // A const op holding a value made before (a blob shared between functions).
+    MilValue const_value(std::string name, const mil::Value& value);
     MilValue const_i32(std::string name, std::vector<int64_t> shape, std::vector<int32_t> values);
     // A const fp16 tensor from f32 values (rounded to half).
     MilValue const_f16(std::string name, std::vector<int64_t> shape, std::span<const float> values);
-    // A value whose bytes are a blob: for constexpr_* inputs, which take blob
-    // values directly rather than const ops.
-    mil::Value blob_value(mil::DataType dtype, const std::vector<int64_t>& shape,
-                          std::span<const uint8_t> bytes, std::shared_ptr<const void> owner = {});
     // An operation whose inputs are literal values (constexpr_lut_to_dense).
     MilValue op_literal(std::string_view type, std::string name,
                         const std::vector<std::pair<std::string, mil::Value>>& inputs,

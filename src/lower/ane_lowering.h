@@ -1,0 +1,53 @@
+// The ANE lowering of a program into the three parts of ANEMLL's layout:
+// the embeddings, transformer chunks with `infer` (one token) and `prefill`
+// (a batch) sharing one KV state, and the LM head split into pieces (logits, or
+// each piece's argmax in the model). The program must have a one-token
+// function named "decode": its nodes are lowered once per MIL function.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "coreml/mil_builder.h"
+#include "coreml/package.h"
+#include "ir/program.h"
+
+namespace anelm::lower {
+
+struct PackageContext;
+
+struct AneOptions {
+    int64_t batch = 64;                           // tokens of one prefill call
+    bool argmax = false;                          // the LM head returns each piece's argmax
+    std::map<std::string, std::string> metadata;  // Metadata.userDefined of every package
+    std::string author = "anelm";
+    std::string description;  // Metadata.shortDescription
+};
+
+// A Core ML model in memory with its blobs, ready to write or to run.
+struct AnePackage {
+    coreml::spec::Model model;
+    std::shared_ptr<PackageContext> context;
+    const coreml::BlobSet& blobs() const;
+};
+
+int64_t layer_count(const ir::Program& program);
+
+// input_ids int32 [1, T] (T enumerated: 1 or batch) -> hidden_states fp16 [1, T, n_embd].
+AnePackage lower_embeddings(const ir::Program& program, const AneOptions& options);
+// Layers [first, end): infer and prefill; the chunk holding the last layer also
+// applies the final norm in infer, and its prefill returns only the first row.
+AnePackage lower_chunk(const ir::Program& program, int64_t first, int64_t end,
+                       const AneOptions& options);
+// hidden_states fp16 [1, 1, n_embd] (final-normed) -> logits1..N fp16 [1, 1, piece],
+// or argmax_idx int32 [N] and argmax_val fp16 [N]: pieces of the given sizes.
+AnePackage lower_lm_head(const ir::Program& program, const std::vector<int64_t>& pieces,
+                         const AneOptions& options);
+
+// Writes a lowered package (through a temporary folder renamed into place).
+void write_ane_package(const AnePackage& package, const std::filesystem::path& dir,
+                       bool overwrite = false);
+
+}  // namespace anelm::lower

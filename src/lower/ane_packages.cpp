@@ -1,0 +1,276 @@
+#include <numeric>
+
+#include "base/error.h"
+#include "coreml/write_package.h"
+#include "lower/ane_lowering.h"
+#include "lower/function_lowering.h"
+#include "lower/program_parts.h"
+
+namespace anelm::lower {
+
+namespace mil = coreml::mil;
+namespace spec = coreml::spec;
+using coreml::MilParam;
+
+namespace {
+
+constexpr const char* opset = "CoreML8";
+constexpr int spec_version = 9;  // iOS 18 / macOS 15
+
+spec::ArrayFeatureType::ArrayDataType array_dtype(mil::DataType dtype) {
+    switch (dtype) {
+        case mil::FLOAT16:
+            return spec::ArrayFeatureType::FLOAT16;
+        case mil::FLOAT32:
+            return spec::ArrayFeatureType::FLOAT32;
+        case mil::INT32:
+            return spec::ArrayFeatureType::INT32;
+        default:
+            fail("a model input or output cannot be {}", coreml::mil_dtype_name(dtype));
+    }
+}
+
+// One input or output of a function: its MIL value, and for a flexible
+// dimension the shapes it may take (the first is the default).
+struct Io {
+    MilValue value;
+    std::vector<std::vector<int64_t>> shapes;
+};
+
+spec::FeatureDescription feature(const Io& io) {
+    spec::FeatureDescription f;
+    f.set_name(io.value.name);
+    spec::ArrayFeatureType& a = *f.mutable_type()->mutable_multiarraytype();
+    a.set_datatype(array_dtype(io.value.dtype));
+    const bool flexible = !io.shapes.empty();
+    for (int64_t d : flexible ? io.shapes[0] : io.value.shape) a.add_shape(d);
+    for (const auto& s : io.shapes) {
+        auto& shape = *a.mutable_enumeratedshapes()->add_shapes();
+        for (int64_t d : s) shape.add_shape(d);
+    }
+    return f;
+}
+
+spec::FeatureDescription state_feature(const ir::StateDecl& decl) {
+    spec::FeatureDescription f;
+    f.set_name(decl.name);
+    spec::ArrayFeatureType& a = *f.mutable_type()->mutable_statetype()->mutable_arraytype();
+    a.set_datatype(spec::ArrayFeatureType::FLOAT16);
+    for (int64_t d : decl.shape) a.add_shape(d);
+    return f;
+}
+
+void add_input(mil::Function& fn, const MilValue& v) {
+    mil::NamedValueType& in = *fn.add_inputs();
+    in.set_name(v.name);
+    *in.mutable_type() = coreml::tensor_value_type(v.dtype, v.shape);
+}
+
+void add_state_input(mil::Function& fn, const ir::StateDecl& decl) {
+    mil::NamedValueType& in = *fn.add_inputs();
+    in.set_name(decl.name);
+    *in.mutable_type()->mutable_statetype()->mutable_wrappedtype() =
+        coreml::tensor_value_type(mil::FLOAT16, decl.shape);
+}
+
+// The model shell: spec version, metadata, an empty ML Program.
+spec::Model new_model(const AneOptions& options) {
+    spec::Model model;
+    model.set_specificationversion(spec_version);
+    spec::Metadata& meta = *model.mutable_description()->mutable_metadata();
+    meta.set_author(options.author);
+    meta.set_shortdescription(options.description);
+    for (const auto& [k, v] : options.metadata) (*meta.mutable_userdefined())[k] = v;
+    model.mutable_mlprogram()->set_version(1);
+    return model;
+}
+
+mil::Block& new_function(spec::Model& model, const std::string& name) {
+    mil::Function& fn = (*model.mutable_mlprogram()->mutable_functions())[name];
+    fn.set_opset(opset);
+    return (*fn.mutable_block_specializations())[opset];
+}
+
+const ir::Function& decode_function(const ir::Program& program) {
+    const ir::Function& fn = program.function("decode");
+    if (fn.n_tokens != 1) fail("function decode takes {} tokens, expected 1", fn.n_tokens);
+    return fn;
+}
+
+int64_t context_length(const ir::Program& program) {
+    if (program.states.empty()) fail("the program has no KV state");
+    return program.states[0].shape.at(2);
+}
+
+int64_t hidden_width(const ir::Function& fn, ir::ValueId id) {
+    return fn.nodes.at(static_cast<size_t>(id)).width;
+}
+
+}  // namespace
+
+const coreml::BlobSet& AnePackage::blobs() const {
+    return context->blobs;
+}
+
+int64_t layer_count(const ir::Program& program) {
+    return static_cast<int64_t>(split_parts(decode_function(program)).layers.size());
+}
+
+AnePackage lower_embeddings(const ir::Program& program, const AneOptions& options) {
+    const ir::Function& fn = decode_function(program);
+    const ProgramParts parts = split_parts(fn);
+    AnePackage pkg{new_model(options),
+                   std::make_shared<PackageContext>(program, context_length(program))};
+    mil::Block& block = new_function(pkg.model, "main");
+    FunctionLowering f(*pkg.context, fn, block, -1);
+    f.input_ids = MilValue{"input_ids", mil::INT32, {1, -1}};
+    for (ir::ValueId id : parts.embedding) f.lower(id);
+    const ir::ValueId out_id = part_output(fn, parts.embedding);
+    const MilValue& last = f.value(out_id);
+    const MilValue out =
+        f.builder().op("identity", "hidden_states", {{"x", last}}, mil::FLOAT16, last.shape);
+    f.builder().output(out);
+
+    mil::Function& mfn = pkg.model.mutable_mlprogram()->mutable_functions()->at("main");
+    add_input(mfn, f.input_ids);
+    spec::ModelDescription& d = *pkg.model.mutable_description();
+    *d.add_input() = feature({f.input_ids, {{1, 1}, {1, options.batch}}});
+    *d.add_output() = feature({MilValue{"hidden_states", mil::FLOAT16, {}}, {}});
+    return pkg;
+}
+
+AnePackage lower_chunk(const ir::Program& program, int64_t first, int64_t end,
+                       const AneOptions& options) {
+    const ir::Function& fn = decode_function(program);
+    const ProgramParts parts = split_parts(fn);
+    const auto n_layer = static_cast<int64_t>(parts.layers.size());
+    if (first < 0 || first >= end || end > n_layer)
+        fail("layers {}..{} are not a chunk of a {}-layer model", first, end, n_layer);
+    const bool last_chunk = end == n_layer;
+    const int64_t n_ctx = context_length(program);
+    AnePackage pkg{new_model(options), std::make_shared<PackageContext>(program, n_ctx)};
+    spec::ModelDescription& d = *pkg.model.mutable_description();
+
+    std::vector<ir::ValueId> nodes;
+    for (int64_t l = first; l < end; ++l)
+        nodes.insert(nodes.end(), parts.layers[l].begin(), parts.layers[l].end());
+    const ir::ValueId in_id = part_input(fn, nodes);
+    const int64_t h = hidden_width(fn, in_id);
+
+    for (const auto& [name, t] :
+         {std::pair<std::string, int64_t>{"infer", 1}, {"prefill", options.batch}}) {
+        mil::Block& block = new_function(pkg.model, name);
+        FunctionLowering f(*pkg.context, fn, block, t);
+        const MilValue hidden{"hidden_states", mil::FLOAT16, {1, t, h}};
+        f.position_ids = MilValue{"position_ids", mil::INT32, {t}};
+        f.causal_mask = MilValue{"causal_mask", mil::FLOAT16, {1, 1, t, n_ctx}};
+        f.current_pos = MilValue{"current_pos", mil::INT32, {1}};
+        for (const ir::StateDecl& s : program.states)
+            f.state_values[s.name] = MilValue{s.name, mil::FLOAT16, s.shape};
+        f.bind(in_id, f.to_channels(hidden, "hidden_in"));
+        for (ir::ValueId id : nodes) f.lower(id);
+        ir::ValueId out_id = part_output(fn, nodes);
+        const bool with_norm = last_chunk && t == 1;
+        if (with_norm) {
+            for (ir::ValueId id : parts.final_norm) f.lower(id);
+            out_id = parts.final_norm.back();
+        }
+        MilValue out = f.value(out_id);
+        if (last_chunk && t > 1) {
+            // Only the first row leaves the last chunk's prefill: the runner discards it.
+            out = f.slice(out, {0, 0, 0, 0}, {1, static_cast<int32_t>(h), 1, 1}, "first_row");
+        }
+        const MilValue rows = f.to_rows(out, "output_hidden_states");
+        f.builder().output(rows);
+
+        mil::Function& mfn = pkg.model.mutable_mlprogram()->mutable_functions()->at(name);
+        spec::FunctionDescription& fd = *d.add_functions();
+        fd.set_name(name);
+        for (const MilValue& v : {hidden, f.position_ids, f.causal_mask, f.current_pos}) {
+            add_input(mfn, v);
+            *fd.add_input() = feature({v, {}});
+        }
+        for (const ir::StateDecl& s : program.states) {
+            add_state_input(mfn, s);
+            *fd.add_state() = state_feature(s);
+        }
+        *fd.add_output() = feature({rows, {}});
+    }
+    d.set_defaultfunctionname("infer");
+    return pkg;
+}
+
+AnePackage lower_lm_head(const ir::Program& program, const std::vector<int64_t>& pieces,
+                         const AneOptions& options) {
+    const ir::Function& fn = decode_function(program);
+    const ProgramParts parts = split_parts(fn);
+    AnePackage pkg{new_model(options),
+                   std::make_shared<PackageContext>(program, context_length(program))};
+    mil::Block& block = new_function(pkg.model, "main");
+    const ir::ValueId in_id = parts.final_norm.back();
+    const int64_t h = hidden_width(fn, in_id);
+    const int64_t vocab = hidden_width(fn, fn.outputs.at(0));
+    if (std::accumulate(pieces.begin(), pieces.end(), int64_t{0}) != vocab)
+        fail("LM head pieces add up to {}, the vocabulary has {}",
+             std::accumulate(pieces.begin(), pieces.end(), int64_t{0}), vocab);
+    const MilValue hidden{"hidden_states", mil::FLOAT16, {1, 1, h}};
+    FunctionLowering f(*pkg.context, fn, block, 1);
+    MilBuilder& b = f.builder();
+    const MilValue x = f.to_channels(hidden, "hidden_in");
+    std::vector<MilValue> outputs, idx, val;
+    int64_t row0 = 0;
+    for (size_t i = 0; i < pieces.size(); ++i) {
+        f.head_row0 = row0;
+        f.head_rows = pieces[i];
+        const std::string n = std::to_string(i + 1);
+        f.name_suffix = "_" + n;  // each piece lowers the same nodes again
+        f.bind(in_id, x);
+        for (ir::ValueId id : parts.head) f.lower(id);
+        const MilValue& piece = f.value(fn.outputs.at(0));  // [1, piece, 1, 1]
+        const MilValue logits = f.reshape(piece, {1, 1, pieces[i]}, "logits" + n);
+        if (options.argmax) {
+            idx.push_back(b.op("reduce_argmax", "argmax_idx_" + n,
+                               {{"x", logits},
+                                {"axis", MilParam::i32(-1)},
+                                {"keep_dims", MilParam::boolean(false)}},
+                               mil::INT32, {1, 1}));
+            val.push_back(b.op("reduce_max", "argmax_val_" + n,
+                               {{"x", logits},
+                                {"axes", MilParam::i32s({-1})},
+                                {"keep_dims", MilParam::boolean(false)}},
+                               mil::FLOAT16, {1, 1}));
+        } else {
+            outputs.push_back(logits);
+        }
+        row0 += pieces[i];
+    }
+    if (options.argmax) {
+        const auto n = static_cast<int64_t>(pieces.size());
+        auto gather_all = [&](const std::vector<MilValue>& parts_, const std::string& name,
+                              mil::DataType dtype) {
+            const MilValue cat = b.op("concat", name + "_all",
+                                      {{"values", parts_},
+                                       {"axis", MilParam::i32(1)},
+                                       {"interleave", MilParam::boolean(false)}},
+                                      dtype, {1, n});
+            return f.reshape(cat, {n}, name);
+        };
+        outputs.push_back(gather_all(idx, "argmax_idx", mil::INT32));
+        outputs.push_back(gather_all(val, "argmax_val", mil::FLOAT16));
+    }
+    for (const MilValue& o : outputs) b.output(o);
+
+    mil::Function& mfn = pkg.model.mutable_mlprogram()->mutable_functions()->at("main");
+    add_input(mfn, hidden);
+    spec::ModelDescription& d = *pkg.model.mutable_description();
+    *d.add_input() = feature({hidden, {}});
+    for (const MilValue& o : outputs) *d.add_output() = feature({o, {}});
+    return pkg;
+}
+
+void write_ane_package(const AnePackage& package, const std::filesystem::path& dir,
+                       bool overwrite) {
+    coreml::write_package(dir, package.model, package.blobs(), overwrite);
+}
+
+}  // namespace anelm::lower

@@ -1,0 +1,195 @@
+// Rotary embedding and attention, written out for the ANE: cos/sin tables baked
+// for every position of the context and gathered by position_ids; K and V
+// written into the KV state at current_pos; scores against all n_ctx cached
+// positions with the host's causal mask (future slots are masked, the cache
+// starts zeroed). Grouped-query heads share their KV head by folding the group
+// into the query rows, which is the repeat of KV heads without copying them.
+#include <cmath>
+#include <limits>
+
+#include "base/error.h"
+#include "base/half.h"
+#include "lower/function_lowering.h"
+
+namespace anelm::lower {
+
+namespace mil = coreml::mil;
+using coreml::MilParam;
+
+std::pair<MilValue, MilValue> FunctionLowering::rope_rows(int32_t rope) {
+    if (const auto it = rope_rows_.find(rope); it != rope_rows_.end()) return it->second;
+    const ir::RopeFreqs& freqs = pkg_.program.ropes.at(static_cast<size_t>(rope));
+    if (freqs.interleaved)
+        fail(
+            "rotary embedding {} pairs interleaved dimensions; the ANE lowering needs the "
+            "half-split form (run passes::rope_halves first)",
+            rope);
+    const auto half = static_cast<int64_t>(freqs.inv_freq.size());
+    const int64_t hd = 2 * half;
+    auto& tables = pkg_.rope_tables[rope];
+    if (!tables.first.has_type()) {
+        auto cos = std::make_shared<std::vector<uint16_t>>(static_cast<size_t>(pkg_.n_ctx * hd));
+        auto sin = std::make_shared<std::vector<uint16_t>>(cos->size());
+        for (int64_t p = 0; p < pkg_.n_ctx; ++p)
+            for (int64_t i = 0; i < hd; ++i) {
+                const float angle =
+                    static_cast<float>(p) * freqs.inv_freq[static_cast<size_t>(i % half)];
+                (*cos)[static_cast<size_t>(p * hd + i)] = f32_to_f16(std::cos(angle));
+                (*sin)[static_cast<size_t>(p * hd + i)] = f32_to_f16(std::sin(angle));
+            }
+        auto bytes = [](const std::vector<uint16_t>& v) {
+            return std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(v.data()),
+                                            v.size() * 2);
+        };
+        tables.first =
+            coreml::blob_value(pkg_.blobs, mil::FLOAT16, {pkg_.n_ctx, hd}, bytes(*cos), cos);
+        tables.second =
+            coreml::blob_value(pkg_.blobs, mil::FLOAT16, {pkg_.n_ctx, hd}, bytes(*sin), sin);
+    }
+    auto rows = [&](const mil::Value& table, const std::string& what) {
+        const std::string base = fmt::format("rope{}_{}", rope, what);
+        const MilValue t = b_.const_value(base + "_table", table);
+        const MilValue g = b_.op("gather", base + "_rows",
+                                 {{"x", t},
+                                  {"indices", position_ids},
+                                  {"axis", MilParam::i32(0)},
+                                  {"batch_dims", MilParam::i32(0)},
+                                  {"validate_indices", MilParam::boolean(false)}},
+                                 mil::FLOAT16, {t_, hd});
+        return reshape(transpose(g, {1, 0}, base + "_t"), {1, 1, hd, t_}, base);
+    };
+    const auto result = std::make_pair(rows(tables.first, "cos"), rows(tables.second, "sin"));
+    rope_rows_[rope] = result;
+    return result;
+}
+
+MilValue FunctionLowering::rope(const ir::Node& node, const std::string& name) {
+    const MilValue& x = value(node.inputs.at(0));  // [1, n_head * head_dim, 1, T]
+    const int64_t n = node.attrs.n_head;
+    const int64_t hd = node.attrs.head_dim;
+    const auto [cos, sin] = rope_rows(node.attrs.rope);
+    const MilValue heads = reshape(x, {1, n, hd, t_}, name + "_heads");
+    const auto h = static_cast<int32_t>(hd / 2);
+    const auto ni = static_cast<int32_t>(n);
+    const auto ti = static_cast<int32_t>(t_);
+    const MilValue x1 = slice(heads, {0, 0, 0, 0}, {1, ni, h, ti}, name + "_x1");
+    const MilValue x2 = slice(heads, {0, 0, h, 0}, {1, ni, 2 * h, ti}, name + "_x2");
+    const MilValue rotated =
+        b_.op("concat", name + "_rotated",
+              {{"values", std::vector<MilValue>{scalar_mul(x2, -1.0f, name + "_neg"), x1}},
+               {"axis", MilParam::i32(2)},
+               {"interleave", MilParam::boolean(false)}},
+              mil::FLOAT16, heads.shape);
+    const MilValue a = binary("mul", heads, cos, name + "_cos");
+    const MilValue c = binary("mul", rotated, sin, name + "_sin");
+    return reshape(binary("add", a, c, name + "_sum"), {1, n * hd, 1, t_}, name);
+}
+
+MilValue FunctionLowering::kv_write(const std::string& state, const MilValue& update, int64_t slot,
+                                    const std::string& name) {
+    const coreml::MilValue& state_value = state_values.at(state);
+    const auto& s = state_value.shape;  // [2 n_layer, n_head_kv, n_ctx, head_dim]
+    const MilValue head = b_.const_i32(name + "_at", {2}, {static_cast<int32_t>(slot), 0});
+    const MilValue tail = b_.const_i32(name + "_tail", {1}, {0});
+    const MilValue begin = b_.op("concat", name + "_begin",
+                                 {{"values", std::vector<MilValue>{head, current_pos, tail}},
+                                  {"axis", MilParam::i32(0)},
+                                  {"interleave", MilParam::boolean(false)}},
+                                 mil::INT32, {4});
+    const MilValue end =
+        b_.op("add", name + "_end",
+              {{"x", begin},
+               {"y", MilParam::i32s({1, static_cast<int32_t>(s[1]), static_cast<int32_t>(t_),
+                                     static_cast<int32_t>(s[3])})}},
+              mil::INT32, {4});
+    const MilValue read =
+        b_.op("read_state", name + "_read", {{"input", state_value}}, mil::FLOAT16, s);
+    const MilValue updated =
+        b_.op("slice_update", name + "_update",
+              {{"x", read}, {"update", update}, {"begin", begin}, {"end", end}}, mil::FLOAT16, s);
+    return b_.op("write_state", name, {{"input", state_value}, {"data", updated}}, mil::FLOAT16, s);
+}
+
+MilValue FunctionLowering::window_mask(int64_t window) {
+    if (const auto it = window_masks_.find(window); it != window_masks_.end()) return it->second;
+    // Keys older than the window: position - key >= window gets -inf.
+    const std::string base = fmt::format("window{}_mask", window);
+    const int64_t c = pkg_.n_ctx;
+    std::vector<int32_t> keys(static_cast<size_t>(c));
+    for (int64_t k = 0; k < c; ++k) keys[static_cast<size_t>(k)] = static_cast<int32_t>(k);
+    const MilValue key_pos = b_.const_i32(base + "_keys", {1, c}, keys);
+    const MilValue query_pos = reshape(position_ids, {t_, 1}, base + "_queries");
+    const MilValue age =
+        b_.op("sub", base + "_age", {{"x", query_pos}, {"y", key_pos}}, mil::INT32, {t_, c});
+    const MilValue inside =
+        b_.op("less", base + "_inside",
+              {{"x", age}, {"y", MilParam::i32(static_cast<int32_t>(window))}}, mil::BOOL, {t_, c});
+    const MilValue extra = b_.op("select", base + "_extra",
+                                 {{"cond", inside},
+                                  {"a", MilParam::fp16(0.0f)},
+                                  {"b", MilParam::fp16(-std::numeric_limits<float>::infinity())}},
+                                 mil::FLOAT16, {t_, c});
+    const MilValue mask =
+        binary("add", causal_mask, reshape(extra, {1, 1, t_, c}, base + "_4d"), base);
+    window_masks_[window] = mask;
+    return mask;
+}
+
+MilValue FunctionLowering::attention(const ir::Node& node, const std::string& name) {
+    const ir::Attrs& a = node.attrs;
+    const ir::StateDecl& decl = pkg_.program.states.at(static_cast<size_t>(a.state));
+    const int64_t n_layer = decl.shape.at(0) / 2;
+    const int64_t nh = a.n_head, nkv = a.n_head_kv, hd = a.head_dim, c = decl.shape.at(2);
+    const int64_t rep = nh / nkv;
+    const auto as_heads = [&](const MilValue& x, int64_t n, const std::string& what) {
+        // [1, n hd, 1, T] -> [1, n, T, hd]
+        return transpose(reshape(x, {1, n, hd, t_}, name + "_" + what + "_heads"), {0, 1, 3, 2},
+                         name + "_" + what);
+    };
+    const MilValue k = as_heads(value(node.inputs.at(1)), nkv, "k");
+    const MilValue v = as_heads(value(node.inputs.at(2)), nkv, "v");
+    kv_write(decl.name, k, a.layer, name + "_write_k");
+    kv_write(decl.name, v, n_layer + a.layer, name + "_write_v");
+    const MilValue cache = b_.op("read_state", name + "_cache",
+                                 {{"input", state_values.at(decl.name)}}, mil::FLOAT16, decl.shape);
+    const auto layer_slice = [&](int64_t slot, const std::string& what) {
+        return slice(cache, {static_cast<int32_t>(slot), 0, 0, 0},
+                     {static_cast<int32_t>(slot + 1), static_cast<int32_t>(nkv),
+                      static_cast<int32_t>(c), static_cast<int32_t>(hd)},
+                     name + "_cached_" + what);
+    };
+    const MilValue keys = layer_slice(a.layer, "k");
+    const MilValue vals = layer_slice(n_layer + a.layer, "v");
+
+    const MilValue q =
+        scalar_mul(as_heads(value(node.inputs.at(0)), nh, "q"), a.scale, name + "_q_scaled");
+    const MilValue q_groups = reshape(q, {1, nkv, rep * t_, hd}, name + "_q_groups");
+    const MilValue scores = b_.op("matmul", name + "_scores",
+                                  {{"x", q_groups},
+                                   {"y", keys},
+                                   {"transpose_x", MilParam::boolean(false)},
+                                   {"transpose_y", MilParam::boolean(true)}},
+                                  mil::FLOAT16, {1, nkv, rep * t_, c});
+    MilValue s = reshape(scores, {1, nh, t_, c}, name + "_scores_heads");
+    if (a.softcap > 0) {
+        const MilValue th = unary("tanh", scalar_mul(s, 1.0f / a.softcap, name + "_capped_in"),
+                                  name + "_capped_tanh");
+        s = scalar_mul(th, a.softcap, name + "_capped");
+    }
+    const MilValue mask = a.window > 0 && a.window < c ? window_mask(a.window) : causal_mask;
+    const MilValue masked = binary("add", s, mask, name + "_masked");
+    const MilValue probs =
+        b_.op("softmax", name + "_probs", {{"x", masked}, {"axis", MilParam::i32(-1)}},
+              mil::FLOAT16, masked.shape);
+    const MilValue p_groups = reshape(probs, {1, nkv, rep * t_, c}, name + "_probs_groups");
+    const MilValue ctx = b_.op("matmul", name + "_context",
+                               {{"x", p_groups},
+                                {"y", vals},
+                                {"transpose_x", MilParam::boolean(false)},
+                                {"transpose_y", MilParam::boolean(false)}},
+                               mil::FLOAT16, {1, nkv, rep * t_, hd});
+    const MilValue heads = reshape(ctx, {1, nh, t_, hd}, name + "_context_heads");
+    return reshape(transpose(heads, {0, 1, 3, 2}, name + "_context_t"), {1, nh * hd, 1, t_}, name);
+}
+
+}  // namespace anelm::lower

@@ -1,0 +1,91 @@
+// Lowers the nodes of a program into one MIL function, the way the ANE wants
+// them: activations fp16 in the channel layout [1, C, 1, T] (T tokens), linear
+// as a 1x1 conv, RMSNorm as layer_norm over concat(x, -x), SiLU and GELU-tanh
+// from primitive ops, rotary tables baked and gathered by position, attention
+// written out against the KV state with the host's causal mask. The embedding
+// part keeps the row layout [1, T, C] that its output has.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "coreml/mil_builder.h"
+#include "ir/program.h"
+#include "lower/ane_weights.h"
+
+namespace anelm::lower {
+
+using coreml::MilBuilder;
+using coreml::MilValue;
+
+// What one package's functions share: its blobs, weights and rotary tables.
+struct PackageContext {
+    const ir::Program& program;
+    coreml::BlobSet blobs;
+    AneWeights weights;
+    int64_t n_ctx;
+    std::map<int32_t, std::pair<coreml::mil::Value, coreml::mil::Value>> rope_tables;  // cos, sin
+
+    PackageContext(const ir::Program& p, int64_t ctx) : program(p), weights(p, blobs), n_ctx(ctx) {}
+};
+
+class FunctionLowering {
+public:
+    FunctionLowering(PackageContext& package, const ir::Function& fn, coreml::mil::Block& block,
+                     int64_t n_tokens)
+        : pkg_(package), fn_(fn), b_(block, package.blobs), t_(n_tokens) {}
+
+    MilBuilder& builder() { return b_; }
+    int64_t n_tokens() const { return t_; }
+
+    // The function inputs the nodes read: token ids (embeddings), positions,
+    // the write position and the causal mask (chunks).
+    MilValue input_ids, position_ids, current_pos, causal_mask;
+    std::map<std::string, MilValue> state_values;  // by state name
+    // Rows of linear weights the head computes (its split into pieces); all when rows is 0.
+    int64_t head_row0 = 0, head_rows = 0;
+    std::string name_suffix;  // appended to every op name (the head's pieces)
+
+    void bind(ir::ValueId id, MilValue value) { values_[id] = std::move(value); }
+    const MilValue& value(ir::ValueId id) const;
+    void lower(ir::ValueId id);
+
+    // [1, T, C] <-> [1, C, 1, T]
+    MilValue to_channels(const MilValue& rows, const std::string& name);
+    MilValue to_rows(const MilValue& channels, const std::string& name);
+
+    MilValue reshape(const MilValue& x, std::vector<int64_t> shape, const std::string& name);
+    MilValue transpose(const MilValue& x, std::vector<int32_t> perm, const std::string& name);
+    MilValue slice(const MilValue& x, std::vector<int32_t> begin, std::vector<int32_t> end,
+                   const std::string& name);
+    MilValue binary(const char* op, const MilValue& x, const MilValue& y, const std::string& name);
+    MilValue scalar_mul(const MilValue& x, float factor, const std::string& name);
+    MilValue unary(const char* op, const MilValue& x, const std::string& name);
+
+private:
+    MilValue lower_node(const ir::Node& node, const std::string& name);
+    MilValue linear(const ir::Node& node, const std::string& name);
+    MilValue rms_norm(const ir::Node& node, const std::string& name);
+    MilValue gelu_tanh_mul(const MilValue& gate, const MilValue& up, const std::string& name);
+    MilValue rope(const ir::Node& node, const std::string& name);
+    MilValue attention(const ir::Node& node, const std::string& name);
+    MilValue window_mask(int64_t window);
+    std::pair<MilValue, MilValue> rope_rows(int32_t rope);
+    MilValue kv_write(const std::string& state, const MilValue& update, int64_t slot,
+                      const std::string& name);
+
+    PackageContext& pkg_;
+    const ir::Function& fn_;
+    MilBuilder b_;
+    int64_t t_;
+    std::map<ir::ValueId, MilValue> values_;
+    std::map<int32_t, std::pair<MilValue, MilValue>> rope_rows_;
+    std::map<int64_t, MilValue> window_masks_;
+};
+
+// A MIL name for an IR value name: blk.3.attn_norm -> blk_3_attn_norm.
+std::string mil_name(std::string_view ir_name);
+
+}  // namespace anelm::lower
