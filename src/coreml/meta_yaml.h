@@ -1,0 +1,39 @@
+// OUT/meta.yaml: what ANEMLL's runners (tests/chat.py, the Swift AnemllCore)
+// read to load a converted directory, written with every key they read, in
+// the types they expect (LUT bits as integers or `none`, flags as booleans,
+// lm_head_chunk_sizes as a list of integers), and read back here the same way.
+#pragma once
+
+#include <string>
+
+#include "coreml/anemll_layout.h"
+
+namespace anelm::coreml {
+
+struct MetaYaml {
+    ConvertLayout layout;
+    std::string model_name;  // the source model's folder name: model_info.name anemll-NAME-ctxC
+    // The .mlmodelc names recorded for the runners (ffn: chunk 1, the others
+    // are found by its `_chunk_01of` part); empty where the layout has none.
+    std::string embeddings, lm_head, ffn, monolithic_model;
+    // The trailing `# key: value` comment block, for troubleshooting only.
+    std::string model_path, command_line, anelm_version;
+
+    bool operator==(const MetaYaml&) const = default;
+};
+
+// The meta.yaml of a layout, file names taken from it.
+MetaYaml make_meta_yaml(const ConvertLayout& layout, std::string model_name);
+
+// The text: model_info with its parameters, then the comment block (which also
+// records fp16_scale, the one layout field no runner reads).
+std::string meta_yaml_text(const MetaYaml& meta);
+void write_meta_yaml(const std::string& path, const MetaYaml& meta);
+
+// Reads a meta.yaml as the runners do: absent optional keys take their
+// defaults (model_prefix llama, split_lm_head 8, file names from the prefix
+// and LUT bits, ...). Throws Error "PATH: model_info.parameters.KEY: ..." for a
+// missing required key or a value of the wrong type.
+MetaYaml read_meta_yaml(const std::string& path);
+
+}  // namespace anelm::coreml
