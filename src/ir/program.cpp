@@ -13,7 +13,7 @@ const Function& Program::function(const std::string& name) const {
 WeightId Program::add_weight(std::string name, const TensorView& view) {
     for (size_t i = 0; i < weights.size(); ++i)
         if (weights[i].name == name) return static_cast<WeightId>(i);
-    weights.push_back(Weight{std::move(name), view, nullptr});
+    weights.push_back(Weight{std::move(name), view, nullptr, nullptr});
     return static_cast<WeightId>(weights.size() - 1);
 }
 
