@@ -1,0 +1,261 @@
+#include "exec/mil/function.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+#include "coreml/model_values.h"
+#include "exec/cpu/kernels/kernels.h"
+#include "exec/mil/constexpr_ops.h"
+#include "exec/mil/literal.h"
+#include "exec/mil/op_context.h"
+
+namespace anelm::milexec {
+
+namespace {
+
+TensorSpec spec_of(const std::string& name, const mil::TensorType& type) {
+    return {name, type.datatype(), coreml::tensor_shape(type)};
+}
+
+bool shape_fits(const std::vector<int64_t>& declared, const std::vector<int64_t>& actual) {
+    if (declared.size() != actual.size()) return false;
+    for (size_t d = 0; d < declared.size(); ++d)
+        if (declared[d] >= 0 && declared[d] != actual[d]) return false;
+    return true;
+}
+
+}  // namespace
+
+Function::Function(const mil::Program& program, const std::string& function_name,
+                   const coreml::BlobTable& blobs, Rounding rounding, ThreadPool* pool)
+    : name_(function_name), rounding_(rounding), pool_(pool) {
+    if (!pool_) {
+        own_pool_ = std::make_unique<ThreadPool>(1);
+        pool_ = own_pool_.get();
+    }
+    auto fn = program.functions().find(function_name);
+    if (fn == program.functions().end()) fail("function {}: not in the program", function_name);
+    auto block = fn->second.block_specializations().find(fn->second.opset());
+    if (block == fn->second.block_specializations().end())
+        fail("function {}: no block for opset {}", function_name, fn->second.opset());
+    compile(fn->second, block->second, blobs);
+}
+
+Function::~Function() = default;
+
+int Function::add_slot(const std::string& name, const std::string& where) {
+    const int slot = static_cast<int>(constants_.size());
+    if (!name.empty() && !slot_by_name_.emplace(name, slot).second)
+        fail("{}: value {} is defined twice", where, name);
+    constants_.emplace_back();
+    return slot;
+}
+
+int Function::slot_of(const std::string& name, const std::string& where) const {
+    auto it = slot_by_name_.find(name);
+    if (it == slot_by_name_.end()) fail("{}: names no value {}", where, name);
+    return it->second;
+}
+
+void Function::compile(const mil::Function& fn, const mil::Block& block,
+                       const coreml::BlobTable& blobs) {
+    for (const mil::NamedValueType& in : fn.inputs()) {
+        const std::string where = fmt::format("function {}, input {}", name_, in.name());
+        const int slot = add_slot(in.name(), where);
+        if (in.type().has_statetype()) {
+            states_.push_back(spec_of(in.name(), in.type().statetype().wrappedtype().tensortype()));
+            state_slots_.push_back(slot);
+        } else if (in.type().has_tensortype()) {
+            inputs_.push_back(spec_of(in.name(), in.type().tensortype()));
+            input_slots_.push_back(slot);
+        } else {
+            fail("{}: only tensor and state inputs are supported", where);
+        }
+    }
+    for (const mil::Operation& op : block.operations()) {
+        std::string op_name = coreml::op_name(op);
+        if (op_name.empty() && op.outputs_size() > 0) op_name = op.outputs(0).name();
+        const std::string where = fmt::format("function {}, op {} ({})", name_, op_name, op.type());
+        if (op.type() == "const" || is_constexpr(op.type())) {
+            if (op.outputs_size() != 1) fail("{}: a constant has one output", where);
+            Slot value;
+            if (op.type() == "const") {
+                auto val = op.attributes().find("val");
+                if (val == op.attributes().end()) fail("{}: no val attribute", where);
+                value = decode_literal(val->second, blobs, where);
+            } else {
+                // iOS18 constexpr ops bind their inputs; iOS16 ones use attributes.
+                auto param = [&](const std::string& key) -> Slot {
+                    if (auto in = op.inputs().find(key); in != op.inputs().end()) {
+                        if (in->second.arguments_size() != 1)
+                            fail("{}: input {} must have one binding", where, key);
+                        const auto& b = in->second.arguments(0);
+                        if (b.has_value()) return decode_literal(b.value(), blobs, where);
+                        const Slot& s = constants_[static_cast<size_t>(slot_of(b.name(), where))];
+                        if (s.empty()) fail("{}: input {} must be a constant", where, key);
+                        return s;
+                    }
+                    if (auto a = op.attributes().find(key); a != op.attributes().end())
+                        return decode_literal(a->second, blobs, where);
+                    return {};
+                };
+                value = run_constexpr(op, param, where);
+            }
+            constants_[static_cast<size_t>(add_slot(op.outputs(0).name(), where))] =
+                std::move(value);
+            continue;
+        }
+        CompiledOp c;
+        c.op = &op;
+        c.name = op_name;
+        c.def = find_op_def(op.type());
+        if (!c.def) fail("{}: unknown op", where);
+        for (const auto& [key, arg] : op.inputs()) {
+            std::vector<int>& slots = c.inputs[key];
+            for (const auto& b : arg.arguments()) {
+                if (b.has_value()) {
+                    const int slot = add_slot("", where);
+                    constants_[static_cast<size_t>(slot)] = decode_literal(b.value(), blobs, where);
+                    slots.push_back(slot);
+                } else {
+                    slots.push_back(slot_of(b.name(), fmt::format("{}: input {}", where, key)));
+                }
+            }
+        }
+        for (std::string_view key : c.def->required)
+            if (!c.inputs.count(key)) fail("{}: missing input {}", where, key);
+        for (const mil::NamedValueType& out : op.outputs()) {
+            if (!out.type().has_tensortype())
+                fail("{}: output {} is not a tensor", where, out.name());
+            c.outputs.push_back(add_slot(out.name(), where));
+        }
+        ops_.push_back(std::move(c));
+    }
+    for (const std::string& out : block.outputs()) {
+        const std::string where = fmt::format("function {}, output {}", name_, out);
+        const int slot = slot_of(out, where);
+        output_slots_.push_back(slot);
+        TensorSpec spec{out, mil::FLOAT32, {}};
+        for (const CompiledOp& c : ops_)
+            for (size_t k = 0; k < c.outputs.size(); ++k)
+                if (c.outputs[k] == slot)
+                    spec = spec_of(out, c.op->outputs(static_cast<int>(k)).type().tensortype());
+        for (size_t k = 0; k < inputs_.size(); ++k)
+            if (input_slots_[k] == slot) spec = inputs_[k];
+        if (const Slot& s = constants_[static_cast<size_t>(slot)]; !s.empty())
+            spec = {out, s.dtype(), s.shape()};
+        outputs_.push_back(spec);
+    }
+    plan_releases(block);
+    plan_in_place_updates();
+}
+
+// Frees every intermediate after its last reader, so a model's activations
+// do not all stay alive until the end of a run.
+void Function::plan_releases(const mil::Block& block) {
+    std::vector<int> last(constants_.size(), -1);
+    for (size_t k = 0; k < ops_.size(); ++k)
+        for (const auto& [key, slots] : ops_[k].inputs)
+            for (int s : slots) last[static_cast<size_t>(s)] = static_cast<int>(k);
+    for (int s : output_slots_) last[static_cast<size_t>(s)] = -1;
+    for (size_t s = 0; s < last.size(); ++s)
+        if (last[s] >= 0) ops_[static_cast<size_t>(last[s])].release.push_back(static_cast<int>(s));
+}
+
+// read_state → slice_update → write_state of the same state, with nothing else
+// reading the state or the intermediate values, updates the state in place
+// instead of copying a KV cache per op.
+void Function::plan_in_place_updates() {
+    auto producer = [&](int slot) -> int {
+        for (size_t k = 0; k < ops_.size(); ++k)
+            for (int o : ops_[k].outputs)
+                if (o == slot) return static_cast<int>(k);
+        return -1;
+    };
+    auto readers = [&](int slot) {
+        std::vector<size_t> r;
+        for (size_t k = 0; k < ops_.size(); ++k)
+            for (const auto& [key, slots] : ops_[k].inputs)
+                if (std::count(slots.begin(), slots.end(), slot)) r.push_back(k);
+        return r;
+    };
+    auto is_output = [&](int slot) {
+        return std::count(output_slots_.begin(), output_slots_.end(), slot) != 0;
+    };
+    for (size_t u = 0; u < ops_.size(); ++u) {
+        CompiledOp& upd = ops_[u];
+        if (upd.op->type() != "slice_update" || !upd.inputs.count("x")) continue;
+        const int x = upd.inputs.at("x")[0];
+        const int r = producer(x);
+        if (r < 0 || ops_[static_cast<size_t>(r)].op->type() != "read_state") continue;
+        const int state = ops_[static_cast<size_t>(r)].inputs.at("input")[0];
+        const std::vector<size_t> x_readers = readers(x);
+        const std::vector<size_t> out_readers = readers(upd.outputs[0]);
+        if (x_readers.size() != 1 || out_readers.size() != 1 || is_output(x) ||
+            is_output(upd.outputs[0]))
+            continue;
+        const CompiledOp& w = ops_[out_readers[0]];
+        if (w.op->type() != "write_state" || w.inputs.at("input")[0] != state ||
+            w.inputs.at("data")[0] != upd.outputs[0])
+            continue;
+        // No other access to the state between the read and the write.
+        bool alone = true;
+        for (size_t k = static_cast<size_t>(r) + 1; k < out_readers[0]; ++k)
+            for (const auto& [key, slots] : ops_[k].inputs)
+                if (std::count(slots.begin(), slots.end(), state)) alone = false;
+        upd.in_place = alone;
+    }
+}
+
+std::map<std::string, Tensor> Function::run(const std::map<std::string, Tensor>& inputs,
+                                            States& states) const {
+    std::vector<Slot> slots = constants_;
+    std::vector<bool> is_state_input(slots.size(), false);
+    for (const auto& [name, t] : inputs)
+        if (std::none_of(inputs_.begin(), inputs_.end(),
+                         [&](const TensorSpec& s) { return s.name == name; }))
+            fail("function {}: {} is not an input", name_, name);
+    for (size_t k = 0; k < inputs_.size(); ++k) {
+        const TensorSpec& spec = inputs_[k];
+        auto it = inputs.find(spec.name);
+        if (it == inputs.end()) fail("function {}: input {} is missing", name_, spec.name);
+        const Tensor& t = it->second;
+        const bool floats = is_float_type(spec.dtype);
+        if (!shape_fits(spec.shape, t.shape) ||
+            (floats ? t.f.size() : t.i.size()) != static_cast<size_t>(t.numel()))
+            fail("function {}: input {} must be {}{} with {} values", name_, spec.name,
+                 coreml::mil_dtype_name(spec.dtype), shape_text(spec.shape),
+                 floats ? "float" : "integer");
+        Tensor in = t;
+        in.dtype = spec.dtype;
+        if (rounding_ == Rounding::f16 && spec.dtype == mil::FLOAT16)
+            kernels::round_to_f16_row(in.f.data(), in.numel());
+        slots[static_cast<size_t>(input_slots_[k])].tensor =
+            std::make_shared<const Tensor>(std::move(in));
+    }
+    for (size_t k = 0; k < states_.size(); ++k) {
+        const size_t slot = static_cast<size_t>(state_slots_[k]);
+        slots[slot].state = &states.get(states_[k].name, states_[k].dtype, states_[k].shape);
+        is_state_input[slot] = true;
+    }
+    for (const CompiledOp& op : ops_) {
+        OpContext ctx(name_, op, slots, is_state_input, states, *pool_, rounding_);
+        op.def->run(ctx);
+        for (int s : op.release) slots[static_cast<size_t>(s)] = Slot{};
+    }
+    std::map<std::string, Tensor> out;
+    for (size_t k = 0; k < outputs_.size(); ++k) {
+        const Slot& s = slots[static_cast<size_t>(output_slots_[k])];
+        if (s.tensor)
+            out[outputs_[k].name] = *s.tensor;
+        else if (s.state)
+            out[outputs_[k].name] = *s.state;
+        else if (s.weight)
+            out[outputs_[k].name] = weight_to_tensor(*s.weight);
+        else
+            fail("function {}: output {} has no value", name_, outputs_[k].name);
+    }
+    return out;
+}
+
+}  // namespace anelm::milexec

@@ -1,0 +1,72 @@
+// Runs one function of a Core ML ML Program (MIL) on the CPU: the reference
+// for what a converted model computes. The constructor compiles the function
+// once (names to slots, const and constexpr_* values decoded, every op
+// checked as known); run() executes the ops in order.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "coreml/blob_table.h"
+#include "exec/mil/slot.h"
+#include "exec/mil/states.h"
+#include "exec/mil/tensor.h"
+
+namespace anelm::milexec {
+
+// f16: every fp16-typed op output (and fp16 input) is rounded to IEEE half,
+// overflow to inf, as the Neural Engine stores values. none: f32 throughout.
+enum class Rounding { none, f16 };
+
+// A function input, state or output with its declared type; -1 marks an
+// unknown dimension.
+struct TensorSpec {
+    std::string name;
+    mil::DataType dtype = mil::FLOAT32;
+    std::vector<int64_t> shape;
+};
+
+struct CompiledOp;
+
+class Function {
+public:
+    // `blobs` must outlive the function: large fp16 weights are read in place.
+    Function(const mil::Program& program, const std::string& function_name,
+             const coreml::BlobTable& blobs, Rounding rounding = Rounding::f16,
+             ThreadPool* pool = nullptr);
+    ~Function();
+    Function(const Function&) = delete;
+    Function& operator=(const Function&) = delete;
+
+    const std::string& name() const { return name_; }
+    const std::vector<TensorSpec>& inputs() const { return inputs_; }  // states excluded
+    const std::vector<TensorSpec>& states() const { return states_; }
+    const std::vector<TensorSpec>& outputs() const { return outputs_; }
+
+    // Runs the function on `inputs` (every declared input, by name), reading
+    // and updating `states`; returns every block output by name.
+    std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs,
+                                      States& states) const;
+
+private:
+    void compile(const mil::Function& fn, const mil::Block& block, const coreml::BlobTable& blobs);
+    int add_slot(const std::string& name, const std::string& where);
+    int slot_of(const std::string& name, const std::string& where) const;
+    void plan_releases(const mil::Block& block);
+    void plan_in_place_updates();
+
+    std::string name_;
+    Rounding rounding_;
+    ThreadPool* pool_;
+    std::unique_ptr<ThreadPool> own_pool_;  // when none is given: the caller's thread only
+    std::vector<TensorSpec> inputs_, states_, outputs_;
+    std::vector<int> input_slots_, state_slots_, output_slots_;
+    std::map<std::string, int> slot_by_name_;
+    std::vector<Slot> constants_;  // one per slot; empty where an op or input fills it
+    std::vector<CompiledOp> ops_;
+};
+
+}  // namespace anelm::milexec

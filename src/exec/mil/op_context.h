@@ -1,0 +1,159 @@
+// What an op implementation sees while a function runs: its inputs by key,
+// its parameters, and where its outputs go (checked against their declared
+// types, rounded to fp16 when the function rounds).
+#pragma once
+
+#include <array>
+#include <deque>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/error.h"
+#include "base/thread_pool.h"
+#include "exec/mil/function.h"
+#include "exec/mil/slot.h"
+
+namespace anelm::milexec {
+
+class OpContext;
+using OpFn = void (*)(OpContext&);
+
+struct OpDef {
+    std::string_view type;
+    OpFn run;
+    std::vector<std::string_view> required;  // input keys that must be bound
+};
+
+// The op called `type`, or null.
+const OpDef* find_op_def(std::string_view type);
+
+struct CompiledOp {
+    const mil::Operation* op = nullptr;
+    std::string name;  // the op's name attribute
+    const OpDef* def = nullptr;
+    std::map<std::string, std::vector<int>, std::less<>> inputs;  // key → slots
+    std::vector<int> outputs;
+    std::vector<int> release;  // slots whose last use is this op
+    bool in_place = false;     // slice_update writing into the state it read
+};
+
+class OpContext {
+public:
+    OpContext(const std::string& function, const CompiledOp& op, std::vector<Slot>& slots,
+              std::vector<bool> const& is_state_input, States& states, ThreadPool& pool,
+              Rounding rounding)
+        : function_(function),
+          op_(op),
+          slots_(slots),
+          is_state_input_(is_state_input),
+          states_(states),
+          pool_(pool),
+          rounding_(rounding) {}
+
+    const std::string& type() const { return op_.op->type(); }
+    bool in_place() const { return op_.in_place; }
+    ThreadPool& pool() { return pool_; }
+    States& states() { return states_; }
+
+    bool has(std::string_view key) const { return op_.inputs.count(key) != 0; }
+    int count(std::string_view key) const;  // bindings of a variadic input
+    const Slot& slot(std::string_view key, int k = 0) const;
+    // The input as a tensor; an fp16 weight is converted for this op only.
+    const Tensor& tensor(std::string_view key, int k = 0);
+
+    int64_t get_int(std::string_view key);
+    int64_t get_int(std::string_view key, int64_t fallback);
+    std::vector<int64_t> get_ints(std::string_view key);
+    bool get_bool(std::string_view key, bool fallback);
+    std::vector<bool> get_bools(std::string_view key, size_t n);  // all false when absent
+    float get_float(std::string_view key, float fallback);
+    std::string get_string(std::string_view key, const std::string& fallback);
+
+    int n_outputs() const { return static_cast<int>(op_.outputs.size()); }
+    mil::DataType out_dtype(int i) const;
+    // A zero-filled tensor for output i: its declared type, this shape.
+    Tensor output(int i, std::vector<int64_t> shape) const;
+    // Stores output i after checking its shape against the declaration.
+    void set(int i, Tensor t);
+    // Stores a weight view or a state reference as output i, checked likewise.
+    void set_slot(int i, Slot s);
+
+    // Gives live values that read this state a copy of it, before it changes.
+    void detach_readers(const Tensor* state, int except_slot);
+    int slot_index(std::string_view key) const;
+
+    std::string where() const;
+    template <typename... Args>
+    [[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) const {
+        anelm::fail("{}: {}", where(), fmt::format(format, std::forward<Args>(args)...));
+    }
+
+private:
+    void check_output(int i, const std::vector<int64_t>& shape, mil::DataType dtype) const;
+
+    const std::string& function_;
+    const CompiledOp& op_;
+    std::vector<Slot>& slots_;
+    const std::vector<bool>& is_state_input_;
+    States& states_;
+    ThreadPool& pool_;
+    Rounding rounding_;
+    std::deque<Tensor> scratch_;  // weights converted for this op
+};
+
+// Helpers shared by the op implementations.
+
+// Axis in [-rank, rank) made non-negative; fails naming the op otherwise.
+int64_t normalize_axis(const OpContext& ctx, int64_t axis, int64_t rank);
+
+// A shape seen as [outer, n, inner] around one axis.
+struct AxisSplit {
+    int64_t outer = 1, n = 1, inner = 1;
+};
+AxisSplit split_at(const std::vector<int64_t>& shape, int64_t axis);
+
+// Row-major strides of a shape.
+std::vector<int64_t> strides_of(const std::vector<int64_t>& shape);
+
+// numpy broadcasting of two shapes; fails naming the op when they do not fit.
+std::vector<int64_t> broadcast_shape(const OpContext& ctx, const std::vector<int64_t>& a,
+                                     const std::vector<int64_t>& b);
+// Strides that read a tensor of shape `in` at every index of the broadcast shape `out`.
+std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in,
+                                       const std::vector<int64_t>& out);
+
+// Calls fn(out_index, offsets) for every element of `shape` in row-major order,
+// where offsets[j] walks strides[j].
+template <size_t N, typename Fn>
+void for_each_offset(const std::vector<int64_t>& shape,
+                     const std::array<std::vector<int64_t>, N>& strides, Fn fn) {
+    const size_t rank = shape.size();
+    const int64_t total = shape_numel(shape);
+    if (total == 0) return;
+    if (rank == 0) {
+        fn(int64_t{0}, std::array<int64_t, N>{});
+        return;
+    }
+    std::vector<int64_t> idx(rank, 0);
+    std::array<int64_t, N> off{};
+    const int64_t inner = shape[rank - 1];
+    for (int64_t o = 0; o < total; o += inner) {
+        std::array<int64_t, N> cur = off;
+        for (int64_t k = 0; k < inner; ++k) {
+            fn(o + k, cur);
+            for (size_t j = 0; j < N; ++j) cur[j] += strides[j][rank - 1];
+        }
+        // Carry into the outer dimensions.
+        for (size_t d = rank - 1; d-- > 0;) {
+            ++idx[d];
+            for (size_t j = 0; j < N; ++j) off[j] += strides[j][d];
+            if (idx[d] < shape[d]) break;
+            for (size_t j = 0; j < N; ++j) off[j] -= strides[j][d] * shape[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+}  // namespace anelm::milexec

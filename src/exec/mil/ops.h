@@ -1,0 +1,47 @@
+// The op implementations, one function per family; op_table.cpp maps MIL op
+// types to them. Each checks its inputs and its outputs' declared types.
+#pragma once
+
+#include "exec/mil/op_context.h"
+
+namespace anelm::milexec::ops {
+
+// ops_elementwise.cpp
+void unary(OpContext& ctx);   // sqrt, rsqrt, exp, log, abs, square, relu, sigmoid, silu, tanh, gelu
+void binary(OpContext& ctx);  // add, sub, mul, real_div, pow, maximum, minimum, comparisons
+void select(OpContext& ctx);
+void clip(OpContext& ctx);
+void cast(OpContext& ctx);
+
+// ops_reduce.cpp
+void reduce(OpContext& ctx);      // reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_prod
+void reduce_arg(OpContext& ctx);  // reduce_argmax, reduce_argmin
+void softmax(OpContext& ctx);
+void layer_norm(OpContext& ctx);
+
+// ops_shape.cpp
+void reshape(OpContext& ctx);  // reshape, squeeze, expand_dims
+void transpose(OpContext& ctx);
+void concat(OpContext& ctx);
+void split(OpContext& ctx);
+void tile(OpContext& ctx);
+void band_part(OpContext& ctx);
+
+// ops_slice.cpp
+void slice_by_index(OpContext& ctx);
+void slice_by_size(OpContext& ctx);
+void slice_update(OpContext& ctx);
+void gather(OpContext& ctx);
+void gather_along_axis(OpContext& ctx);
+
+// ops_state.cpp
+void read_state(OpContext& ctx);
+void write_state(OpContext& ctx);
+
+// ops_linear.cpp
+void linear(OpContext& ctx);
+void matmul(OpContext& ctx);
+void conv(OpContext& ctx);
+void scaled_dot_product_attention(OpContext& ctx);
+
+}  // namespace anelm::milexec::ops

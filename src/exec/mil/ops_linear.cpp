@@ -1,0 +1,262 @@
+#include <cmath>
+#include <limits>
+
+#include "exec/cpu/kernels/kernels.h"
+#include "exec/mil/ops.h"
+
+namespace anelm::milexec::ops {
+
+namespace {
+
+// A weight input as the kernels read it: fp16 weights in place, float tensors as f32.
+kernels::Matrix matrix_of(OpContext& ctx, std::string_view key, int64_t n_out, int64_t n_in) {
+    const Slot& s = ctx.slot(key);
+    if (shape_numel(s.shape()) != n_out * n_in)
+        ctx.fail("{} {} is not [{}, {}]", key, shape_text(s.shape()), n_out, n_in);
+    if (s.weight) return {DType::f16, s.weight->bits, n_out, n_in};
+    const Tensor& t = ctx.tensor(key);
+    if (t.f.size() != static_cast<size_t>(t.numel())) ctx.fail("{} must be a float tensor", key);
+    return {DType::f32, t.f.data(), n_out, n_in};
+}
+
+// The rows [first, first + n) of a weight matrix.
+kernels::Matrix rows_of(const kernels::Matrix& m, int64_t first, int64_t n) {
+    const size_t width = m.dtype == DType::f16 ? 2 : 4;
+    return {m.dtype, static_cast<const char*>(m.data) + first * m.n_in * width, n, m.n_in};
+}
+
+const Tensor& float_tensor(OpContext& ctx, std::string_view key) {
+    const Tensor& t = ctx.tensor(key);
+    if (t.f.size() != static_cast<size_t>(t.numel())) ctx.fail("{} must be a float tensor", key);
+    return t;
+}
+
+std::vector<float> bias_of(OpContext& ctx, int64_t n) {
+    if (!ctx.has("bias")) return std::vector<float>(static_cast<size_t>(n), 0.0f);
+    const Tensor& b = float_tensor(ctx, "bias");
+    if (b.numel() != n) ctx.fail("bias must hold {} values", n);
+    return b.f;
+}
+
+}  // namespace
+
+void linear(OpContext& ctx) {
+    const Tensor& x = float_tensor(ctx, "x");
+    if (x.shape.empty()) ctx.fail("x must have rank 1 or more");
+    const int64_t n_in = x.shape.back();
+    const std::vector<int64_t>& wshape = ctx.slot("weight").shape();
+    if (wshape.size() != 2 || wshape[1] != n_in)
+        ctx.fail("weight {} does not take {} inputs", shape_text(wshape), n_in);
+    const int64_t n_out = wshape[0];
+    const kernels::Matrix w = matrix_of(ctx, "weight", n_out, n_in);
+    const std::vector<float> bias = bias_of(ctx, n_out);
+    std::vector<int64_t> shape = x.shape;
+    shape.back() = n_out;
+    Tensor out = ctx.output(0, shape);
+    const int64_t rows = x.numel() / n_in;
+    kernels::matmul(w, x.f.data(), rows, out.f.data(), ctx.pool());
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t o = 0; o < n_out; ++o) out.f[r * n_out + o] += bias[o];
+    ctx.set(0, std::move(out));
+}
+
+// x [N, Cin, (H,) W] with weight [Cout, Cin / groups, (kh,) kw]: each output
+// position gathers its input patch (im2col) and the patches of a group go
+// through the matmul kernel against that group's weight rows.
+void conv(OpContext& ctx) {
+    const Tensor& x = float_tensor(ctx, "x");
+    const std::vector<int64_t>& wshape = ctx.slot("weight").shape();
+    const size_t spatial = x.shape.size() - 2;
+    if (x.shape.size() < 3 || x.shape.size() > 4 || wshape.size() != x.shape.size())
+        ctx.fail("only 1-d and 2-d convolutions are supported: x {}, weight {}",
+                 shape_text(x.shape), shape_text(wshape));
+    // Work in 2-d: a 1-d convolution has height 1.
+    const int64_t n = x.shape[0], cin = x.shape[1];
+    const int64_t ih = spatial == 2 ? x.shape[2] : 1, iw = x.shape.back();
+    const int64_t cout = wshape[0], kh = spatial == 2 ? wshape[2] : 1, kw = wshape.back();
+    const int64_t groups = ctx.get_int("groups", 1);
+    if (groups <= 0 || cin % groups || cout % groups || wshape[1] != cin / groups)
+        ctx.fail("weight {} does not fit {} input channels in {} groups", shape_text(wshape), cin,
+                 groups);
+    auto pair = [&](std::string_view key, int64_t fallback) {
+        std::vector<int64_t> v(spatial, fallback);
+        if (ctx.has(key)) v = ctx.get_ints(key);
+        if (v.size() != spatial) ctx.fail("{} must have {} entries", key, spatial);
+        return spatial == 2 ? v : std::vector<int64_t>{1, v[0]};
+    };
+    const std::vector<int64_t> stride = pair("strides", 1), dil = pair("dilations", 1);
+    const int64_t in_size[2] = {ih, iw}, k_size[2] = {kh, kw};
+    int64_t pad_begin[2] = {0, 0}, pad_end[2] = {0, 0}, out_size[2];
+    const std::string pad_type = ctx.get_string("pad_type", "valid");
+    std::vector<int64_t> pad(2 * spatial, 0);
+    if (pad_type == "custom" && ctx.has("pad")) pad = ctx.get_ints("pad");
+    if (pad.size() != 2 * spatial) ctx.fail("pad must have {} entries", 2 * spatial);
+    for (int d = 0; d < 2; ++d) {
+        const int64_t extent = (k_size[d] - 1) * dil[d] + 1;
+        if (pad_type == "same" || pad_type == "same_lower") {
+            const int64_t out = (in_size[d] + stride[d] - 1) / stride[d];
+            const int64_t total = std::max<int64_t>((out - 1) * stride[d] + extent - in_size[d], 0);
+            pad_begin[d] = pad_type == "same" ? total / 2 : (total + 1) / 2;
+            pad_end[d] = total - pad_begin[d];
+        } else if (pad_type == "custom") {
+            if (spatial == 2 || d == 1) {
+                const size_t p = spatial == 2 ? static_cast<size_t>(2 * d) : 0;
+                pad_begin[d] = pad[p];
+                pad_end[d] = pad[p + 1];
+            }
+        } else if (pad_type != "valid") {
+            ctx.fail("unknown pad_type {}", pad_type);
+        }
+        out_size[d] = (in_size[d] + pad_begin[d] + pad_end[d] - extent) / stride[d] + 1;
+        if (out_size[d] <= 0) ctx.fail("the kernel does not fit the input");
+    }
+    const int64_t oh = out_size[0], ow = out_size[1], positions = oh * ow;
+    const int64_t cin_g = cin / groups, cout_g = cout / groups, patch = cin_g * kh * kw;
+    const kernels::Matrix w = matrix_of(ctx, "weight", cout, patch);
+    const std::vector<float> bias = bias_of(ctx, cout);
+    std::vector<int64_t> shape = {n, cout};
+    if (spatial == 2) shape.push_back(oh);
+    shape.push_back(ow);
+    Tensor out = ctx.output(0, shape);
+    std::vector<float> cols(static_cast<size_t>(positions * patch));
+    std::vector<float> y(static_cast<size_t>(positions * cout_g));
+    for (int64_t b = 0; b < n; ++b)
+        for (int64_t g = 0; g < groups; ++g) {
+            for (int64_t p = 0; p < positions; ++p) {
+                const int64_t oy = p / ow, ox = p % ow;
+                float* col = cols.data() + p * patch;
+                for (int64_t c = 0; c < cin_g; ++c) {
+                    const float* plane = x.f.data() + ((b * cin + g * cin_g + c) * ih) * iw;
+                    for (int64_t ky = 0; ky < kh; ++ky)
+                        for (int64_t kx = 0; kx < kw; ++kx) {
+                            const int64_t iy = oy * stride[0] - pad_begin[0] + ky * dil[0];
+                            const int64_t ix = ox * stride[1] - pad_begin[1] + kx * dil[1];
+                            const bool inside = iy >= 0 && iy < ih && ix >= 0 && ix < iw;
+                            *col++ = inside ? plane[iy * iw + ix] : 0.0f;
+                        }
+                }
+            }
+            kernels::matmul(rows_of(w, g * cout_g, cout_g), cols.data(), positions, y.data(),
+                            ctx.pool());
+            for (int64_t o = 0; o < cout_g; ++o) {
+                const int64_t co = g * cout_g + o;
+                float* dst = out.f.data() + (b * cout + co) * positions;
+                for (int64_t p = 0; p < positions; ++p) dst[p] = y[p * cout_g + o] + bias[co];
+            }
+        }
+    ctx.set(0, std::move(out));
+}
+
+void matmul(OpContext& ctx) {
+    const Tensor& x = float_tensor(ctx, "x");
+    const Tensor& y = float_tensor(ctx, "y");
+    const bool tx = ctx.get_bool("transpose_x", false), ty = ctx.get_bool("transpose_y", false);
+    // numpy: a rank-1 x is a row, a rank-1 y a column; those dimensions are dropped after.
+    std::vector<int64_t> xs = x.shape, ys = y.shape;
+    if (xs.empty() || ys.empty()) ctx.fail("x and y must have rank 1 or more");
+    const bool x_vec = xs.size() == 1, y_vec = ys.size() == 1;
+    if (x_vec) xs.insert(xs.begin(), 1);
+    if (y_vec) ys.push_back(1);
+    const int64_t m = tx ? xs.back() : xs[xs.size() - 2], k = tx ? xs[xs.size() - 2] : xs.back();
+    const int64_t ky = ty ? ys.back() : ys[ys.size() - 2], nn = ty ? ys[ys.size() - 2] : ys.back();
+    if (k != ky)
+        ctx.fail("x {} and y {} do not multiply", shape_text(x.shape), shape_text(y.shape));
+    const std::vector<int64_t> xb(xs.begin(), xs.end() - 2), yb(ys.begin(), ys.end() - 2);
+    const std::vector<int64_t> batch = broadcast_shape(ctx, xb, yb);
+    std::vector<int64_t> shape = batch;
+    if (!x_vec) shape.push_back(m);
+    if (!y_vec) shape.push_back(nn);
+    Tensor out = ctx.output(0, shape);
+    const std::array<std::vector<int64_t>, 2> strides = {broadcast_strides(xb, batch),
+                                                         broadcast_strides(yb, batch)};
+    for_each_offset<2>(batch, strides, [&](int64_t b, const std::array<int64_t, 2>& at) {
+        const float* a = x.f.data() + at[0] * m * k;
+        const float* bm = y.f.data() + at[1] * k * nn;
+        float* c = out.f.data() + b * m * nn;
+        for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < nn; ++j) {
+                float sum = 0.0f;
+                for (int64_t t = 0; t < k; ++t)
+                    sum +=
+                        (tx ? a[t * m + i] : a[i * k + t]) * (ty ? bm[j * k + t] : bm[t * nn + j]);
+                c[i * nn + j] = sum;
+            }
+    });
+    ctx.set(0, std::move(out));
+}
+
+// softmax(q kᵀ / sqrt(E) + mask) v over the last two dimensions; a bool mask
+// keeps the scores where it is true.
+void scaled_dot_product_attention(OpContext& ctx) {
+    const Tensor& q = float_tensor(ctx, "query");
+    const Tensor& k = float_tensor(ctx, "key");
+    const Tensor& v = float_tensor(ctx, "value");
+    const size_t rank = q.shape.size();
+    if (rank < 3 || k.shape.size() != rank || v.shape.size() != rank)
+        ctx.fail("query, key and value must have the same rank of 3 or more");
+    const int64_t l = q.shape[rank - 2], e = q.shape[rank - 1];
+    const int64_t s = k.shape[rank - 2], ev = v.shape[rank - 1];
+    if (k.shape[rank - 1] != e || v.shape[rank - 2] != s)
+        ctx.fail("query {}, key {} and value {} do not fit", shape_text(q.shape),
+                 shape_text(k.shape), shape_text(v.shape));
+    auto batch_of = [&](const Tensor& t) {
+        return std::vector<int64_t>(t.shape.begin(), t.shape.end() - 2);
+    };
+    const std::vector<int64_t> batch =
+        broadcast_shape(ctx, batch_of(q), broadcast_shape(ctx, batch_of(k), batch_of(v)));
+    std::vector<int64_t> scores_shape = batch;
+    scores_shape.push_back(l);
+    scores_shape.push_back(s);
+    const Tensor* mask = ctx.has("attn_mask") ? &ctx.tensor("attn_mask") : nullptr;
+    std::vector<int64_t> mstr(rank, 0);
+    if (mask) {
+        broadcast_shape(ctx, mask->shape, scores_shape);
+        mstr = broadcast_strides(mask->shape, scores_shape);
+    }
+    std::vector<int64_t> shape = batch;
+    shape.push_back(l);
+    shape.push_back(ev);
+    Tensor out = ctx.output(0, shape);
+    const std::array<std::vector<int64_t>, 4> strides = {
+        broadcast_strides(batch_of(q), batch), broadcast_strides(batch_of(k), batch),
+        broadcast_strides(batch_of(v), batch), std::vector<int64_t>(mstr.begin(), mstr.end() - 2)};
+    const float scale = 1.0f / std::sqrt(static_cast<float>(e));
+    std::vector<float> p(static_cast<size_t>(s));
+    for_each_offset<4>(batch, strides, [&](int64_t b, const std::array<int64_t, 4>& at) {
+        const float* qb = q.f.data() + at[0] * l * e;
+        const float* kb = k.f.data() + at[1] * s * e;
+        const float* vb = v.f.data() + at[2] * s * ev;
+        float* ob = out.f.data() + b * l * ev;
+        for (int64_t i = 0; i < l; ++i) {
+            float mx = -std::numeric_limits<float>::infinity();
+            for (int64_t j = 0; j < s; ++j) {
+                float dot = 0.0f;
+                for (int64_t t = 0; t < e; ++t) dot += qb[i * e + t] * kb[j * e + t];
+                float score = dot * scale;
+                if (mask) {
+                    const size_t mk =
+                        static_cast<size_t>(at[3] + i * mstr[rank - 2] + j * mstr[rank - 1]);
+                    if (mask->f.empty())
+                        score = mask->i[mk] ? score : -std::numeric_limits<float>::infinity();
+                    else
+                        score += mask->f[mk];
+                }
+                p[static_cast<size_t>(j)] = score;
+                mx = std::max(mx, score);
+            }
+            double sum = 0.0;
+            for (float& pj : p) {
+                pj = mx == -std::numeric_limits<float>::infinity() ? 0.0f : std::exp(pj - mx);
+                sum += pj;
+            }
+            for (int64_t t = 0; t < ev; ++t) {
+                double acc = 0.0;
+                for (int64_t j = 0; j < s; ++j) acc += p[static_cast<size_t>(j)] * vb[j * ev + t];
+                ob[i * ev + t] = sum > 0.0 ? static_cast<float>(acc / sum) : 0.0f;
+            }
+        }
+    });
+    ctx.set(0, std::move(out));
+}
+
+}  // namespace anelm::milexec::ops

@@ -1,0 +1,169 @@
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "exec/mil/ops.h"
+
+namespace anelm::milexec::ops {
+
+namespace {
+
+// The reduced axes, sorted and non-negative; all of them when `axes` is absent.
+std::vector<int64_t> reduce_axes(OpContext& ctx, int64_t rank) {
+    std::vector<int64_t> axes;
+    if (!ctx.has("axes")) {
+        for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+        return axes;
+    }
+    for (int64_t a : ctx.get_ints("axes")) axes.push_back(normalize_axis(ctx, a, rank));
+    std::sort(axes.begin(), axes.end());
+    if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) ctx.fail("repeated axes");
+    return axes;
+}
+
+double value_at(const Tensor& t, int64_t k) {
+    return t.f.empty() ? t.i[static_cast<size_t>(k)] : t.f[static_cast<size_t>(k)];
+}
+
+}  // namespace
+
+void reduce(OpContext& ctx) {
+    const Tensor& x = ctx.tensor("x");
+    const int64_t rank = static_cast<int64_t>(x.shape.size());
+    const std::vector<int64_t> axes = reduce_axes(ctx, rank);
+    std::vector<int64_t> kept = x.shape;
+    for (int64_t a : axes) kept[static_cast<size_t>(a)] = 1;
+    const std::string& t = ctx.type();
+    const bool is_max = t == "reduce_max", is_min = t == "reduce_min", is_prod = t == "reduce_prod";
+    double init = 0.0;
+    if (is_max) init = -std::numeric_limits<double>::infinity();
+    if (is_min) init = std::numeric_limits<double>::infinity();
+    if (is_prod) init = 1.0;
+    std::vector<double> acc(static_cast<size_t>(shape_numel(kept)), init);
+    const std::array<std::vector<int64_t>, 1> strides = {broadcast_strides(kept, x.shape)};
+    for_each_offset<1>(x.shape, strides, [&](int64_t k, const std::array<int64_t, 1>& at) {
+        double& a = acc[static_cast<size_t>(at[0])];
+        const double v = value_at(x, k);
+        if (is_max)
+            a = std::max(a, v);
+        else if (is_min)
+            a = std::min(a, v);
+        else if (is_prod)
+            a *= v;
+        else
+            a += v;
+    });
+    if (t == "reduce_mean") {
+        const double n = static_cast<double>(x.numel()) / static_cast<double>(acc.size());
+        for (double& a : acc) a /= n;
+    }
+    std::vector<int64_t> shape;
+    for (int64_t d = 0; d < rank; ++d)
+        if (ctx.get_bool("keep_dims", false) || !std::binary_search(axes.begin(), axes.end(), d))
+            shape.push_back(kept[static_cast<size_t>(d)]);
+    Tensor out = ctx.output(0, shape);
+    for (size_t k = 0; k < acc.size(); ++k) {
+        if (out.f.empty())
+            out.i[k] = static_cast<int32_t>(acc[k]);
+        else
+            out.f[k] = static_cast<float>(acc[k]);
+    }
+    ctx.set(0, std::move(out));
+}
+
+void reduce_arg(OpContext& ctx) {
+    const Tensor& x = ctx.tensor("x");
+    const int64_t rank = static_cast<int64_t>(x.shape.size());
+    const int64_t axis = normalize_axis(ctx, ctx.get_int("axis", -1), rank);
+    const bool is_max = ctx.type() == "reduce_argmax";
+    const AxisSplit s = split_at(x.shape, axis);
+    std::vector<int64_t> shape = x.shape;
+    if (ctx.get_bool("keep_dims", false))
+        shape[static_cast<size_t>(axis)] = 1;
+    else
+        shape.erase(shape.begin() + axis);
+    Tensor out = ctx.output(0, shape);
+    if (!out.f.empty()) ctx.fail("output must be an integer tensor");
+    for (int64_t o = 0; o < s.outer; ++o)
+        for (int64_t in = 0; in < s.inner; ++in) {
+            int64_t best = 0;
+            double best_v = value_at(x, o * s.n * s.inner + in);
+            for (int64_t j = 1; j < s.n; ++j) {
+                const double v = value_at(x, (o * s.n + j) * s.inner + in);
+                if (is_max ? v > best_v : v < best_v) best = j, best_v = v;
+            }
+            out.i[static_cast<size_t>(o * s.inner + in)] = static_cast<int32_t>(best);
+        }
+    ctx.set(0, std::move(out));
+}
+
+void softmax(OpContext& ctx) {
+    const Tensor& x = ctx.tensor("x");
+    if (x.f.size() != static_cast<size_t>(x.numel())) ctx.fail("x must be a float tensor");
+    const int64_t axis =
+        normalize_axis(ctx, ctx.get_int("axis", -1), static_cast<int64_t>(x.shape.size()));
+    const AxisSplit s = split_at(x.shape, axis);
+    Tensor out = ctx.output(0, x.shape);
+    for (int64_t o = 0; o < s.outer; ++o)
+        for (int64_t in = 0; in < s.inner; ++in) {
+            const int64_t base = o * s.n * s.inner + in;
+            float mx = -std::numeric_limits<float>::infinity();
+            for (int64_t j = 0; j < s.n; ++j) mx = std::max(mx, x.f[base + j * s.inner]);
+            double sum = 0.0;
+            for (int64_t j = 0; j < s.n; ++j) {
+                const float e = std::exp(x.f[base + j * s.inner] - mx);
+                out.f[base + j * s.inner] = e;
+                sum += e;
+            }
+            for (int64_t j = 0; j < s.n; ++j)
+                out.f[base + j * s.inner] = static_cast<float>(out.f[base + j * s.inner] / sum);
+        }
+    ctx.set(0, std::move(out));
+}
+
+void layer_norm(OpContext& ctx) {
+    const Tensor& x = ctx.tensor("x");
+    if (x.f.size() != static_cast<size_t>(x.numel())) ctx.fail("x must be a float tensor");
+    const int64_t rank = static_cast<int64_t>(x.shape.size());
+    const std::vector<int64_t> axes = reduce_axes(ctx, rank);
+    if (axes.empty() || axes.back() - axes.front() + 1 != static_cast<int64_t>(axes.size()))
+        ctx.fail("axes must be consecutive dimensions");
+    AxisSplit s;
+    for (int64_t d = 0; d < rank; ++d) {
+        const int64_t n = x.shape[static_cast<size_t>(d)];
+        if (d < axes.front())
+            s.outer *= n;
+        else if (d > axes.back())
+            s.inner *= n;
+        else
+            s.n *= n;
+    }
+    const Tensor* gamma = ctx.has("gamma") ? &ctx.tensor("gamma") : nullptr;
+    const Tensor* beta = ctx.has("beta") ? &ctx.tensor("beta") : nullptr;
+    if ((gamma && gamma->f.size() != static_cast<size_t>(s.n)) ||
+        (beta && beta->f.size() != static_cast<size_t>(s.n)))
+        ctx.fail("gamma and beta must hold {} values", s.n);
+    const double eps = ctx.get_float("epsilon", 1e-5f);
+    Tensor out = ctx.output(0, x.shape);
+    for (int64_t o = 0; o < s.outer; ++o)
+        for (int64_t in = 0; in < s.inner; ++in) {
+            const int64_t base = o * s.n * s.inner + in;
+            double mean = 0.0, var = 0.0;
+            for (int64_t j = 0; j < s.n; ++j) mean += x.f[base + j * s.inner];
+            mean /= static_cast<double>(s.n);
+            for (int64_t j = 0; j < s.n; ++j) {
+                const double d = x.f[base + j * s.inner] - mean;
+                var += d * d;
+            }
+            const double inv = 1.0 / std::sqrt(var / static_cast<double>(s.n) + eps);
+            for (int64_t j = 0; j < s.n; ++j) {
+                double v = (x.f[base + j * s.inner] - mean) * inv;
+                if (gamma) v *= gamma->f[static_cast<size_t>(j)];
+                if (beta) v += beta->f[static_cast<size_t>(j)];
+                out.f[base + j * s.inner] = static_cast<float>(v);
+            }
+        }
+    ctx.set(0, std::move(out));
+}
+
+}  // namespace anelm::milexec::ops
