@@ -1,0 +1,123 @@
+#include "coreml/convert_readme.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <utility>
+#include <vector>
+
+namespace anelm::coreml {
+
+namespace {
+
+using quant::QuantChoice;
+using quant::QuantMethod;
+
+std::string lut_words(const QuantChoice& lut) {
+    if (lut.method == QuantMethod::none) return "fp16";
+    if (lut.group_size == 0) return fmt::format("LUT{} per tensor", lut.nbits);
+    return fmt::format("LUT{} in groups of {}", lut.nbits, lut.group_size);
+}
+
+std::string head_outputs(const ConvertLayout& l) {
+    if (l.argmax_in_model)
+        return fmt::format("argmax_idx and argmax_val, the best of each of {} pieces",
+                           l.split_lm_head);
+    return fmt::format("logits1 to logits{}, the vocabulary in pieces", l.split_lm_head);
+}
+
+std::string functions_words(const ConvertLayout& l) {
+    std::string words = fmt::format("infer (1 token), prefill ({} tokens)", l.batch_size);
+    if (l.rotates())
+        words += fmt::format(", and their _rotate forms past position {}", l.sliding_window);
+    return words;
+}
+
+// (name, what it is) for every file, packages first.
+std::vector<std::pair<std::string, std::string>> file_lines(
+    const ConvertLayout& l, std::span<const std::string> tokenizer_files) {
+    std::vector<std::pair<std::string, std::string>> lines;
+    if (l.monolithic) {
+        lines.emplace_back(
+            package_name(l.monolithic_stem()),
+            fmt::format("the whole model: {}; outputs {}", functions_words(l), head_outputs(l)));
+    } else {
+        lines.emplace_back(package_name(l.embeddings_stem()),
+                           fmt::format("token embeddings, for 1 or {} tokens; {}", l.batch_size,
+                                       lut_words(l.lut_embed)));
+        for (int c = 1; c <= l.n_chunks; ++c)
+            lines.emplace_back(package_name(l.ffn_chunk_stem(c)),
+                               fmt::format("layers, chunk {} of {}: {}; {}", c, l.n_chunks,
+                                           functions_words(l), lut_words(l.lut_ffn)));
+        lines.emplace_back(package_name(l.lm_head_stem()),
+                           fmt::format("LM head: {}; {}", head_outputs(l), lut_words(l.lut_head)));
+    }
+    lines.emplace_back("meta.yaml", "what the runners read: file names, sizes and flags");
+    for (const std::string& name : tokenizer_files)
+        lines.emplace_back(name, "from the source model (runners read the tokenizer here)");
+    lines.emplace_back("README.txt", "this file");
+    return lines;
+}
+
+// The path as one shell word: quoted when it holds anything but plain characters.
+std::string shell_word(std::string_view s) {
+    const bool plain = !s.empty() && std::ranges::all_of(s, [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) ||
+               std::string_view("/._-+~").find(c) != std::string_view::npos;
+    });
+    if (plain) return std::string(s);
+    std::string quoted = "'";
+    for (char c : s) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return quoted + "'";
+}
+
+}  // namespace
+
+std::string convert_readme_text(const MetaYaml& meta, std::span<const std::string> tokenizer_files,
+                                std::string_view out_dir) {
+    const ConvertLayout& l = meta.layout;
+    const std::string dir = shell_word(out_dir);
+    const std::string meta_path = shell_word(fmt::format("{}/meta.yaml", out_dir));
+    std::string t;
+    t += fmt::format("{} for the Apple Neural Engine, converted by anelm{}{}\n\n", meta.model_name,
+                     meta.anelm_version.empty() ? "" : " ", meta.anelm_version);
+    t += "These Core ML packages follow ANEMLL's layout (https://github.com/Anemll/Anemll): its\n"
+         "Python and Swift runners and the ANEMLL Chat app load this folder through meta.yaml.\n";
+    t += fmt::format("Context length {}, prefill batch {}, {}.\n", l.context_length, l.batch_size,
+                     l.monolithic
+                         ? "one monolithic file"
+                         : fmt::format("{} layer chunk{}", l.n_chunks, l.n_chunks == 1 ? "" : "s"));
+    if (l.lut_embed.method != QuantMethod::none || l.lut_ffn.method != QuantMethod::none ||
+        l.lut_head.method != QuantMethod::none)
+        t += "LUTn: each weight is an n-bit index into a table of 2^n values, one table per\n"
+             "group of output channels.\n";
+    if (l.fp16_scale != 1)
+        t +=
+            fmt::format("The residual stream is scaled by {} inside the weights to stay in fp16.\n",
+                        l.fp16_scale);
+
+    t += "\nFiles\n";
+    const auto lines = file_lines(l, tokenizer_files);
+    size_t width = 0;
+    for (const auto& [name, what] : lines) width = std::max(width, name.size());
+    for (const auto& [name, what] : lines) t += fmt::format("  {:<{}}  {}\n", name, width, what);
+
+    t += "\nCompile, on a Mac with Xcode's command line tools (the Swift runner and the app load\n"
+         "compiled .mlmodelc folders; chat.py also loads the .mlpackage files as they are):\n";
+    t += fmt::format("  cd {}\n", dir);
+    for (const std::string& stem : l.package_stems())
+        t += fmt::format("  xcrun coremlcompiler compile {} .\n", package_name(stem));
+
+    t += "\nRun with ANEMLL's Python runner, from a checkout of its repository with its\n"
+         "requirements installed:\n";
+    t += fmt::format("  python tests/chat.py --meta {}\n", meta_path);
+    t += fmt::format("  python tests/chat_full.py --meta {}   (keeps the conversation)\n",
+                     meta_path);
+    t += "\nRun with ANEMLL's Swift CLI, from anemll-swift-cli in that checkout:\n";
+    t += fmt::format("  swift run -c release anemllcli --meta {} --prompt \"Who are you?\"\n",
+                     meta_path);
+    return t;
+}
+
+}  // namespace anelm::coreml

@@ -1,0 +1,64 @@
+// OUT/README.txt names every file and gives the compile and run commands for
+// ANEMLL's runners with their real flags.
+#include "coreml/convert_readme.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+namespace anelm::coreml {
+namespace {
+
+bool has(const std::string& text, std::string_view part) {
+    return text.find(part) != std::string::npos;
+}
+
+TEST(ConvertReadme, ChunkedListsFilesAndCommands) {
+    ConvertLayout layout = default_layout("qwen3", 151936);
+    layout.n_chunks = 2;
+    layout.lut_ffn = {quant::QuantMethod::lut, 4, 8};
+    layout.argmax_in_model = true;
+    MetaYaml meta = make_meta_yaml(layout, "Qwen3-0.6B");
+    meta.anelm_version = "0.1.0";
+    const std::vector<std::string> tokenizer{"tokenizer.json", "config.json"};
+    const std::string text = convert_readme_text(meta, tokenizer, "/models/qwen3-ane");
+
+    EXPECT_TRUE(
+        text.starts_with("Qwen3-0.6B for the Apple Neural Engine, converted by anelm 0.1.0\n"))
+        << text;
+    for (const char* name : {"qwen_embeddings.mlpackage", "qwen_FFN_PF_lut4_chunk_01of02.mlpackage",
+                             "qwen_FFN_PF_lut4_chunk_02of02.mlpackage", "qwen_lm_head.mlpackage",
+                             "meta.yaml", "tokenizer.json", "config.json", "README.txt"})
+        EXPECT_TRUE(has(text, fmt::format("\n  {} ", name))) << name << "\n" << text;
+    EXPECT_TRUE(has(text, "argmax_idx and argmax_val")) << text;
+    EXPECT_TRUE(has(text, "LUT4 in groups of 8")) << text;
+    EXPECT_TRUE(has(text, "  cd /models/qwen3-ane\n"));
+    for (const std::string& stem : layout.package_stems())
+        EXPECT_TRUE(has(text, fmt::format("  xcrun coremlcompiler compile {}.mlpackage .\n", stem)))
+            << stem;
+    EXPECT_TRUE(has(text, "  python tests/chat.py --meta /models/qwen3-ane/meta.yaml\n")) << text;
+    EXPECT_TRUE(has(text, "  python tests/chat_full.py --meta /models/qwen3-ane/meta.yaml "));
+    EXPECT_TRUE(has(text, "anemllcli --meta /models/qwen3-ane/meta.yaml --prompt ")) << text;
+    EXPECT_EQ(text.find('\t'), std::string::npos);
+}
+
+TEST(ConvertReadme, MonolithicHasOneCompileLine) {
+    ConvertLayout layout = default_layout("gemma3_text", 262144);
+    layout.monolithic = true;
+    layout.context_length = 1024;
+    layout.sliding_window = 512;
+    layout.fp16_scale = 0.5f;
+    const std::string text =
+        convert_readme_text(make_meta_yaml(layout, "gemma-3-270m"), {}, "my models/gemma");
+    EXPECT_TRUE(has(text, "\n  gemma3_monolithic_full.mlpackage ")) << text;
+    EXPECT_TRUE(has(text, "_rotate forms past position 512")) << text;
+    EXPECT_TRUE(has(text, "logits1 to logits16")) << text;
+    EXPECT_TRUE(has(text, "scaled by 0.5")) << text;
+    EXPECT_EQ(text.find("_embeddings"), std::string::npos);
+    EXPECT_EQ(text.find("coremlcompiler compile"), text.rfind("coremlcompiler compile"));
+    // A path with a space stays one shell word.
+    EXPECT_TRUE(has(text, "  cd 'my models/gemma'\n")) << text;
+    EXPECT_TRUE(has(text, "--meta 'my models/gemma/meta.yaml'")) << text;
+}
+
+}  // namespace
+}  // namespace anelm::coreml
