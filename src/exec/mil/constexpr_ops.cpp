@@ -1,5 +1,6 @@
 #include "exec/mil/constexpr_ops.h"
 
+#include <algorithm>
 #include <bit>
 
 #include "base/error.h"
@@ -169,7 +170,12 @@ Slot run_constexpr(const mil::Operation& op, const ConstParam& param, const std:
         const int64_t a = axis.i.empty() ? 0 : axis.i[0];
         const int64_t ax = a < 0 ? a + static_cast<int64_t>(data.shape.size()) : a;
         const Tensor scale = along_axis(get("scale"), data.shape, ax, where);
-        const Tensor zero = along_axis(get("zero_point"), data.shape, ax, where);
+        Tensor zero = along_axis(get("zero_point"), data.shape, ax, where);
+        if (zero.shape != scale.shape && zero.numel() == 1) {  // one zero point for every scale
+            const float z = value_at(zero, 0);
+            zero = make_tensor(mil::FLOAT32, scale.shape);
+            std::fill(zero.f.begin(), zero.f.end(), z);
+        }
         return result(op, shift_scale(data, scale, &zero, where), where);
     }
     // constexpr_cast: the source's values in the declared output type.
