@@ -1,0 +1,68 @@
+// constexpr_* weights decoded at compile time: a per-grouped-channel LUT
+// (iOS18 form) and blockwise shift-and-scale with an offset.
+#include <gtest/gtest.h>
+
+#include "base/half.h"
+#include "mil_program.h"
+#include "quant/bit_packing.h"
+
+namespace anelm::milexec::test {
+namespace {
+
+std::vector<uint8_t> f16_bytes(const std::vector<float>& v) {
+    std::vector<uint8_t> out;
+    for (float x : v) {
+        const uint16_t h = f32_to_f16(x);
+        out.push_back(static_cast<uint8_t>(h & 0xff));
+        out.push_back(static_cast<uint8_t>(h >> 8));
+    }
+    return out;
+}
+
+TEST(MilConstexpr, LutToDenseWithGroupedChannels) {
+    // w [4, 3] from 2-bit codes; rows 0-1 read palette 0, rows 2-3 palette 1.
+    MilProgram p;
+    const std::vector<uint8_t> codes = {0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3};
+    auto packed = std::make_shared<std::vector<uint8_t>>(quant::packed_bytes(12, 2));
+    quant::pack_codes(codes.data(), 12, 2, packed->data());
+    const std::vector<float> lut = {-1, 0, 0.5f, 2, 10, 20, 30, 40};
+    auto lut_bytes = std::make_shared<std::vector<uint8_t>>(f16_bytes(lut));
+    const MilValue w = p.b.op_literal(
+        "constexpr_lut_to_dense", "w",
+        {{"indices", coreml::blob_value(p.blobs, mil::UINT2, {4, 3}, *packed, packed)},
+         {"lut", coreml::blob_value(p.blobs, mil::FLOAT16, {2, 1, 4, 1}, *lut_bytes, lut_bytes)}},
+        mil::FLOAT16, {4, 3});
+    const MilValue x = p.input("x", mil::FLOAT32, {1, 3});
+    p.b.output(w);
+    p.b.output(p.b.op("linear", "y", {{"x", x}, {"weight", w}}, mil::FLOAT32, {1, 4}));
+    auto out = p.run({{"x", floats(mil::FLOAT32, {1, 3}, {1, 2, 4})}});
+    std::vector<float> want_w;
+    for (size_t k = 0; k < codes.size(); ++k) want_w.push_back(lut[k / 6 * 4 + codes[k]]);
+    EXPECT_EQ(out.at("w").f, want_w);
+    std::vector<float> want_y;
+    for (int r = 0; r < 4; ++r)
+        want_y.push_back(want_w[r * 3] + 2 * want_w[r * 3 + 1] + 4 * want_w[r * 3 + 2]);
+    expect_near(out.at("y").f, want_y);
+}
+
+TEST(MilConstexpr, BlockwiseShiftScaleWithOffset) {
+    // data int8 [2, 4], blocks of 2 along the columns: scale and offset [2, 2].
+    MilProgram p;
+    auto data = std::make_shared<std::vector<uint8_t>>(
+        std::vector<uint8_t>{1, 2, 3, 4, 0xff, 0xfe, 10, 20});  // -1, -2 as int8
+    auto scale = std::make_shared<std::vector<uint8_t>>(f16_bytes({0.5f, 2, 1, -1}));
+    auto offset = std::make_shared<std::vector<uint8_t>>(std::vector<uint8_t>{1, 0, 0xff, 10});
+    const MilValue w = p.b.op_literal(
+        "constexpr_blockwise_shift_scale", "w",
+        {{"data", coreml::blob_value(p.blobs, mil::INT8, {2, 4}, *data, data)},
+         {"scale", coreml::blob_value(p.blobs, mil::FLOAT16, {2, 2}, *scale, scale)},
+         {"offset", coreml::blob_value(p.blobs, mil::INT8, {2, 2}, *offset, offset)}},
+        mil::FLOAT16, {2, 4});
+    p.b.output(w);
+    auto out = p.run({});
+    EXPECT_EQ(out.at("w").f, (std::vector<float>{0.5f * 0, 0.5f * 1, 2 * 3, 2 * 4,  //
+                                                 1 * (-1 + 1), 1 * (-2 + 1), -1 * 0, -1 * 10}));
+}
+
+}  // namespace
+}  // namespace anelm::milexec::test
