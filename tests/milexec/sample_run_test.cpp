@@ -157,5 +157,21 @@ TEST(MilSamples, KitchenSinkAttentionPathsAgree) {
     for (size_t k = 0; k < a.f.size(); ++k) EXPECT_NEAR(a.f[k], b.f[k], 2e-3) << k;
 }
 
+TEST(MilSamples, ThreadsGiveTheSameResults) {
+    ANELM_REQUIRE_SHARED(sample("kitchen_sink"));
+    const coreml::Package pkg(anelm::test::shared_path(sample("kitchen_sink")));
+    ThreadPool pool(3);
+    const Function one(pkg.model().mlprogram(), "main", pkg);
+    const Function three(pkg.model().mlprogram(), "main", pkg, Rounding::f16, &pool);
+    States s1, s3;
+    const auto a = one.run(inputs_for(one), s1);
+    const auto b = three.run(inputs_for(three), s3);
+    for (const auto& [name, t] : a) {
+        EXPECT_EQ(t.f, b.at(name).f) << name;
+        EXPECT_EQ(t.i, b.at(name).i) << name;
+    }
+    EXPECT_EQ(s1.at("kv").f, s3.at("kv").f);
+}
+
 }  // namespace
 }  // namespace anelm::milexec::test

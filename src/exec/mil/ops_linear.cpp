@@ -169,18 +169,21 @@ void matmul(OpContext& ctx) {
     Tensor out = ctx.output(0, shape);
     const std::array<std::vector<int64_t>, 2> strides = {broadcast_strides(xb, batch),
                                                          broadcast_strides(yb, batch)};
-    for_each_offset<2>(batch, strides, [&](int64_t b, const std::array<int64_t, 2>& at) {
-        const float* a = x.f.data() + at[0] * m * k;
-        const float* bm = y.f.data() + at[1] * k * nn;
-        float* c = out.f.data() + b * m * nn;
-        for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < nn; ++j) {
-                float sum = 0.0f;
-                for (int64_t t = 0; t < k; ++t)
-                    sum +=
-                        (tx ? a[t * m + i] : a[i * k + t]) * (ty ? bm[j * k + t] : bm[t * nn + j]);
-                c[i * nn + j] = sum;
-            }
+    // The matrix offsets of every batch entry, then one task per output row.
+    std::vector<std::array<int64_t, 2>> offsets;
+    for_each_offset<2>(batch, strides,
+                       [&](int64_t, const std::array<int64_t, 2>& at) { offsets.push_back(at); });
+    ctx.pool().run(static_cast<int64_t>(offsets.size()) * m, [&](int64_t task, int) {
+        const int64_t b = task / m, i = task % m;
+        const float* a = x.f.data() + offsets[static_cast<size_t>(b)][0] * m * k;
+        const float* bm = y.f.data() + offsets[static_cast<size_t>(b)][1] * k * nn;
+        float* c = out.f.data() + (b * m + i) * nn;
+        for (int64_t j = 0; j < nn; ++j) {
+            float sum = 0.0f;
+            for (int64_t t = 0; t < k; ++t)
+                sum += (tx ? a[t * m + i] : a[i * k + t]) * (ty ? bm[j * k + t] : bm[t * nn + j]);
+            c[j] = sum;
+        }
     });
     ctx.set(0, std::move(out));
 }
@@ -221,39 +224,45 @@ void scaled_dot_product_attention(OpContext& ctx) {
         broadcast_strides(batch_of(q), batch), broadcast_strides(batch_of(k), batch),
         broadcast_strides(batch_of(v), batch), std::vector<int64_t>(mstr.begin(), mstr.end() - 2)};
     const float scale = 1.0f / std::sqrt(static_cast<float>(e));
-    std::vector<float> p(static_cast<size_t>(s));
-    for_each_offset<4>(batch, strides, [&](int64_t b, const std::array<int64_t, 4>& at) {
-        const float* qb = q.f.data() + at[0] * l * e;
+    std::vector<std::array<int64_t, 4>> offsets;
+    for_each_offset<4>(batch, strides,
+                       [&](int64_t, const std::array<int64_t, 4>& at) { offsets.push_back(at); });
+    // One task per query row; each thread keeps its own row of probabilities.
+    std::vector<std::vector<float>> probs(static_cast<size_t>(ctx.pool().size()),
+                                          std::vector<float>(static_cast<size_t>(s)));
+    ctx.pool().run(static_cast<int64_t>(offsets.size()) * l, [&](int64_t task, int thread) {
+        const int64_t b = task / l, i = task % l;
+        const std::array<int64_t, 4>& at = offsets[static_cast<size_t>(b)];
+        const float* qi = q.f.data() + (at[0] * l + i) * e;
         const float* kb = k.f.data() + at[1] * s * e;
         const float* vb = v.f.data() + at[2] * s * ev;
-        float* ob = out.f.data() + b * l * ev;
-        for (int64_t i = 0; i < l; ++i) {
-            float mx = -std::numeric_limits<float>::infinity();
-            for (int64_t j = 0; j < s; ++j) {
-                float dot = 0.0f;
-                for (int64_t t = 0; t < e; ++t) dot += qb[i * e + t] * kb[j * e + t];
-                float score = dot * scale;
-                if (mask) {
-                    const size_t mk =
-                        static_cast<size_t>(at[3] + i * mstr[rank - 2] + j * mstr[rank - 1]);
-                    if (mask->f.empty())
-                        score = mask->i[mk] ? score : -std::numeric_limits<float>::infinity();
-                    else
-                        score += mask->f[mk];
-                }
-                p[static_cast<size_t>(j)] = score;
-                mx = std::max(mx, score);
+        float* oi = out.f.data() + (b * l + i) * ev;
+        std::vector<float>& p = probs[static_cast<size_t>(thread)];
+        float mx = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j < s; ++j) {
+            float dot = 0.0f;
+            for (int64_t t = 0; t < e; ++t) dot += qi[t] * kb[j * e + t];
+            float score = dot * scale;
+            if (mask) {
+                const size_t mk =
+                    static_cast<size_t>(at[3] + i * mstr[rank - 2] + j * mstr[rank - 1]);
+                if (mask->f.empty())
+                    score = mask->i[mk] ? score : -std::numeric_limits<float>::infinity();
+                else
+                    score += mask->f[mk];
             }
-            double sum = 0.0;
-            for (float& pj : p) {
-                pj = mx == -std::numeric_limits<float>::infinity() ? 0.0f : std::exp(pj - mx);
-                sum += pj;
-            }
-            for (int64_t t = 0; t < ev; ++t) {
-                double acc = 0.0;
-                for (int64_t j = 0; j < s; ++j) acc += p[static_cast<size_t>(j)] * vb[j * ev + t];
-                ob[i * ev + t] = sum > 0.0 ? static_cast<float>(acc / sum) : 0.0f;
-            }
+            p[static_cast<size_t>(j)] = score;
+            mx = std::max(mx, score);
+        }
+        double sum = 0.0;
+        for (float& pj : p) {
+            pj = mx == -std::numeric_limits<float>::infinity() ? 0.0f : std::exp(pj - mx);
+            sum += pj;
+        }
+        for (int64_t t = 0; t < ev; ++t) {
+            double acc = 0.0;
+            for (int64_t j = 0; j < s; ++j) acc += p[static_cast<size_t>(j)] * vb[j * ev + t];
+            oi[t] = sum > 0.0 ? static_cast<float>(acc / sum) : 0.0f;
         }
     });
     ctx.set(0, std::move(out));
