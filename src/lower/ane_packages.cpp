@@ -126,9 +126,18 @@ AnePackage lower_embeddings(const ir::Program& program, const AneOptions& option
     f.input_ids = MilValue{"input_ids", mil::INT32, {1, -1}};
     for (ir::ValueId id : parts.embedding) f.lower(id);
     const ir::ValueId out_id = part_output(fn, parts.embedding);
-    const MilValue& last = f.value(out_id);
-    const MilValue out =
-        f.builder().op("identity", "hidden_states", {{"x", last}}, mil::FLOAT16, last.shape);
+    // The op computing the part's output is the last one; it takes the output's name.
+    MilValue out = f.value(out_id);
+    mil::Operation& last = *block.mutable_operations()->rbegin();
+    if (last.outputs(0).name() != out.name)
+        fail("{}: the embeddings' output is not their last op", fn.name);
+    last.mutable_outputs(0)->set_name("hidden_states");
+    (*last.mutable_attributes())["name"]
+        .mutable_immediatevalue()
+        ->mutable_tensor()
+        ->mutable_strings()
+        ->set_values(0, "hidden_states");
+    out.name = "hidden_states";
     f.builder().output(out);
 
     mil::Function& mfn = pkg.model.mutable_mlprogram()->mutable_functions()->at("main");

@@ -144,7 +144,7 @@ MilValue FunctionLowering::attention(const ir::Node& node, const std::string& na
     const auto as_heads = [&](const MilValue& x, int64_t n, const std::string& what) {
         // [1, n hd, 1, T] -> [1, n, T, hd]
         return transpose(reshape(x, {1, n, hd, t_}, name + "_" + what + "_heads"), {0, 1, 3, 2},
-                         name + "_" + what);
+                         name + "_" + what + "_t");
     };
     const MilValue k = as_heads(value(node.inputs.at(1)), nkv, "k");
     const MilValue v = as_heads(value(node.inputs.at(2)), nkv, "v");

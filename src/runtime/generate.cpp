@@ -13,14 +13,14 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 }  // namespace
 
-GenerateStats generate(Session& session, std::span<const int32_t> prompt,
+GenerateStats generate(TokenModel& model, std::span<const int32_t> prompt,
                        const GenerateOptions& options,
                        const std::function<void(int32_t token)>& on_token) {
     if (prompt.empty()) fail("the prompt has no tokens");
-    const int64_t limit = std::min(options.max_tokens, session.n_ctx());
-    if (static_cast<int64_t>(prompt.size()) > session.n_ctx())
+    const int64_t limit = std::min(options.max_tokens, model.n_ctx());
+    if (static_cast<int64_t>(prompt.size()) > model.n_ctx())
         fail("the prompt has {} tokens but the context holds {} (raise --ctx)", prompt.size(),
-             session.n_ctx());
+             model.n_ctx());
 
     GenerateStats stats;
     stats.n_prompt = static_cast<int64_t>(prompt.size());
@@ -28,7 +28,7 @@ GenerateStats generate(Session& session, std::span<const int32_t> prompt,
     std::vector<int32_t> history(prompt.begin(), prompt.end());
 
     auto start = std::chrono::steady_clock::now();
-    std::span<const float> logits = session.prefill(prompt);
+    std::span<const float> logits = model.prefill(prompt);
     stats.prompt_seconds = seconds_since(start);
 
     start = std::chrono::steady_clock::now();
@@ -42,8 +42,8 @@ GenerateStats generate(Session& session, std::span<const int32_t> prompt,
         history.push_back(next);
         ++stats.n_generated;
         on_token(next);
-        if (session.pos() >= limit) break;
-        logits = session.decode(next);
+        if (model.pos() >= limit) break;
+        logits = model.decode(next);
     }
     stats.generate_seconds = seconds_since(start);
     return stats;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "runtime/sampler.h"
-#include "runtime/session.h"
+#include "runtime/token_model.h"
 
 namespace anelm {
 
@@ -28,7 +28,7 @@ struct GenerateStats {
 };
 
 // Calls on_token for every generated token (stop tokens excluded).
-GenerateStats generate(Session& session, std::span<const int32_t> prompt,
+GenerateStats generate(TokenModel& model, std::span<const int32_t> prompt,
                        const GenerateOptions& options,
                        const std::function<void(int32_t token)>& on_token);
 

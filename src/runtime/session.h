@@ -12,6 +12,7 @@
 #include "io/weight_store.h"
 #include "ir/program.h"
 #include "quant/quant_spec.h"
+#include "runtime/token_model.h"
 
 namespace anelm {
 
@@ -27,20 +28,20 @@ struct SessionOptions {
                                 // (passes/fp16_scale.h), to keep half precision in range
 };
 
-class Session {
+class Session : public TokenModel {
 public:
     Session(const ModelSpec& spec, const WeightStore& weights, const SessionOptions& options);
 
     // Feeds tokens at the current position and returns the logits of the last
     // one (or of every one with all_logits), f32 [rows, n_vocab].
-    std::span<const float> prefill(std::span<const int32_t> tokens);
-    std::span<const float> decode(int32_t token);
+    std::span<const float> prefill(std::span<const int32_t> tokens) override;
+    std::span<const float> decode(int32_t token) override;
     void reset() { pos_ = 0; }
     // Moves back to an earlier position (keeps the cache before it).
     void rewind(int64_t pos);
 
-    int64_t pos() const { return pos_; }
-    int64_t n_ctx() const { return executor_->n_ctx(); }
+    int64_t pos() const override { return pos_; }
+    int64_t n_ctx() const override { return executor_->n_ctx(); }
     int64_t n_vocab() const { return n_vocab_; }
     const ir::Program& program() const { return program_; }
     Executor& executor() { return *executor_; }

@@ -1,0 +1,167 @@
+#include "ane/ane_pipeline.h"
+
+#include <filesystem>
+#include <limits>
+#include <numeric>
+
+#include "base/error.h"
+#include "coreml/converted_files.h"
+
+namespace anelm {
+
+namespace fs = std::filesystem;
+using milexec::Tensor;
+
+namespace {
+
+std::unique_ptr<milexec::Function> function_of(const AnePart& part, const std::string& name,
+                                               milexec::Rounding rounding, ThreadPool* pool) {
+    return std::make_unique<milexec::Function>(part.model->mlprogram(), name, *part.blobs, rounding,
+                                               pool);
+}
+
+Tensor ints(std::vector<int64_t> shape, std::vector<int32_t> values) {
+    Tensor t = milexec::make_tensor(coreml::mil::INT32, std::move(shape));
+    t.i = std::move(values);
+    return t;
+}
+
+// Rows [pos, pos + t) of the causal mask: 0 where a key is visible, -inf after.
+Tensor causal_rows(int64_t pos, int64_t t, int64_t n_ctx) {
+    Tensor m = milexec::make_tensor(coreml::mil::FLOAT16, {1, 1, t, n_ctx});
+    for (int64_t r = 0; r < t; ++r)
+        for (int64_t c = 0; c < n_ctx; ++c)
+            m.f[static_cast<size_t>(r * n_ctx + c)] =
+                c <= pos + r ? 0.0f : -std::numeric_limits<float>::infinity();
+    return m;
+}
+
+std::vector<int32_t> positions(int64_t pos, int64_t t) {
+    std::vector<int32_t> p(static_cast<size_t>(t));
+    std::iota(p.begin(), p.end(), static_cast<int32_t>(pos));
+    return p;
+}
+
+}  // namespace
+
+AnePipeline::AnePipeline(AnePart embeddings, const std::vector<AnePart>& chunks, AnePart head,
+                         AnePipelineShape shape, milexec::Rounding rounding, ThreadPool* pool)
+    : shape_(std::move(shape)) {
+    embeddings_ = function_of(embeddings, "main", rounding, pool);
+    for (const AnePart& c : chunks) {
+        infer_.push_back(function_of(c, "infer", rounding, pool));
+        prefill_.push_back(function_of(c, "prefill", rounding, pool));
+    }
+    head_ = function_of(head, "main", rounding, pool);
+    logits_.resize(static_cast<size_t>(
+        std::accumulate(shape_.head_pieces.begin(), shape_.head_pieces.end(), int64_t{0})));
+}
+
+AnePipeline::~AnePipeline() = default;
+
+void AnePipeline::reset() {
+    states_.reset();
+    pos_ = 0;
+}
+
+void AnePipeline::run_batch(std::span<const int32_t> tokens) {
+    const auto t = static_cast<int64_t>(tokens.size());
+    Tensor hidden =
+        embeddings_->run({{"input_ids", ints({1, t}, {tokens.begin(), tokens.end()})}}, states_)
+            .at("hidden_states");
+    for (const auto& chunk : prefill_) {
+        auto out = chunk->run({{"hidden_states", hidden},
+                               {"position_ids", ints({t}, positions(pos_, t))},
+                               {"causal_mask", causal_rows(pos_, t, shape_.n_ctx)},
+                               {"current_pos", ints({1}, {static_cast<int32_t>(pos_)})}},
+                              states_);
+        hidden = std::move(out.at("output_hidden_states"));
+    }
+    pos_ += t;
+}
+
+std::span<const float> AnePipeline::run_token(int32_t token) {
+    if (pos_ >= shape_.n_ctx) fail("the context of {} tokens is full", shape_.n_ctx);
+    Tensor hidden =
+        embeddings_->run({{"input_ids", ints({1, 1}, {token})}}, states_).at("hidden_states");
+    for (const auto& chunk : infer_) {
+        auto out = chunk->run({{"hidden_states", hidden},
+                               {"position_ids", ints({1}, {static_cast<int32_t>(pos_)})},
+                               {"causal_mask", causal_rows(pos_, 1, shape_.n_ctx)},
+                               {"current_pos", ints({1}, {static_cast<int32_t>(pos_)})}},
+                              states_);
+        hidden = std::move(out.at("output_hidden_states"));
+    }
+    ++pos_;
+    auto out = head_->run({{"hidden_states", hidden}}, states_);
+    if (shape_.argmax) {
+        // Each piece's best: the largest value wins; its index is local to the piece.
+        const Tensor& idx = out.at("argmax_idx");
+        const Tensor& val = out.at("argmax_val");
+        size_t best = 0;
+        for (size_t p = 1; p < val.f.size(); ++p)
+            if (val.f[p] > val.f[best]) best = p;
+        const int64_t offset =
+            std::accumulate(shape_.head_pieces.begin(),
+                            shape_.head_pieces.begin() + static_cast<long>(best), int64_t{0});
+        std::fill(logits_.begin(), logits_.end(), -std::numeric_limits<float>::infinity());
+        logits_.at(static_cast<size_t>(offset + idx.i.at(best))) = val.f[best];
+        return logits_;
+    }
+    size_t at = 0;
+    for (size_t p = 0; p < shape_.head_pieces.size(); ++p) {
+        const Tensor& piece = out.at(fmt::format("logits{}", p + 1));
+        std::copy(piece.f.begin(), piece.f.end(), logits_.begin() + static_cast<long>(at));
+        at += piece.f.size();
+    }
+    return logits_;
+}
+
+std::span<const float> AnePipeline::prefill(std::span<const int32_t> tokens) {
+    if (tokens.empty()) fail("prefill needs at least one token");
+    if (pos_ + static_cast<int64_t>(tokens.size()) > shape_.n_ctx)
+        fail("the prompt needs {} positions but the context holds {}", pos_ + tokens.size(),
+             shape_.n_ctx);
+    // The last token always goes through infer, which also yields the logits.
+    size_t at = 0;
+    while (tokens.size() - 1 - at >= static_cast<size_t>(shape_.batch)) {
+        run_batch(tokens.subspan(at, static_cast<size_t>(shape_.batch)));
+        at += static_cast<size_t>(shape_.batch);
+    }
+    for (; at + 1 < tokens.size(); ++at) run_token(tokens[at]);
+    return run_token(tokens.back());
+}
+
+std::span<const float> AnePipeline::decode(int32_t token) {
+    return run_token(token);
+}
+
+bool is_converted_dir(const std::string& path) {
+    return fs::is_directory(path) && fs::exists(fs::path(path) / "meta.yaml");
+}
+
+ConvertedModel::ConvertedModel(const std::string& dir, milexec::Rounding rounding,
+                               ThreadPool* pool) {
+    const coreml::ConvertedFiles files =
+        coreml::find_converted_files((fs::path(dir) / "meta.yaml").string());
+    const coreml::ConvertLayout& layout = files.meta.layout;
+    if (layout.monolithic)
+        fail("{}: monolithic models do not run here yet; convert without --monolithic", dir);
+    auto open = [&](const std::string& path) {
+        packages_.push_back(std::make_unique<coreml::Package>(path));
+        return AnePart{&packages_.back()->model(), packages_.back().get()};
+    };
+    const AnePart embeddings = open(files.embeddings);
+    std::vector<AnePart> chunks;
+    for (const std::string& c : files.chunks) chunks.push_back(open(c));
+    const AnePart head = open(files.lm_head);
+    AnePipelineShape shape;
+    shape.n_ctx = layout.context_length;
+    shape.batch = layout.batch_size;
+    shape.head_pieces = layout.lm_head_chunk_sizes;
+    shape.argmax = layout.argmax_in_model;
+    vocab_size_ = layout.vocab_size;
+    pipeline_ = std::make_unique<AnePipeline>(embeddings, chunks, head, shape, rounding, pool);
+}
+
+}  // namespace anelm

@@ -1,0 +1,75 @@
+// Runs an ANEMLL-layout model (embeddings, chunks with infer and prefill on one
+// shared KV state, LM head) on the CPU with the MIL interpreter, the way
+// ANEMLL's runners drive it on a Mac: full batches of `batch` tokens through
+// prefill with rows of the causal mask, the rest one token at a time through
+// infer, then the LM head's logits pieces concatenated, or its per-piece
+// argmax mapped to a vocabulary id through the piece sizes.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "coreml/blob_table.h"
+#include "coreml/package.h"
+#include "exec/mil/function.h"
+#include "runtime/token_model.h"
+
+namespace anelm {
+
+// One package's model and where its blobs are: a package read from disk, or
+// one built in memory.
+struct AnePart {
+    const coreml::spec::Model* model = nullptr;
+    const coreml::BlobTable* blobs = nullptr;
+};
+
+struct AnePipelineShape {
+    int64_t n_ctx = 0;                 // the causal mask's width (context_length)
+    int64_t batch = 0;                 // tokens of one prefill call
+    std::vector<int64_t> head_pieces;  // LM head piece sizes, in output order
+    bool argmax = false;               // the head returns argmax_idx / argmax_val
+};
+
+class AnePipeline : public TokenModel {
+public:
+    AnePipeline(AnePart embeddings, const std::vector<AnePart>& chunks, AnePart head,
+                AnePipelineShape shape, milexec::Rounding rounding, ThreadPool* pool = nullptr);
+    ~AnePipeline() override;
+
+    std::span<const float> prefill(std::span<const int32_t> tokens) override;
+    std::span<const float> decode(int32_t token) override;
+    int64_t pos() const override { return pos_; }
+    int64_t n_ctx() const override { return shape_.n_ctx; }
+    void reset();
+
+private:
+    void run_batch(std::span<const int32_t> tokens);  // prefill, output discarded
+    std::span<const float> run_token(int32_t token);  // infer and the head
+
+    AnePipelineShape shape_;
+    std::unique_ptr<milexec::Function> embeddings_, head_;
+    std::vector<std::unique_ptr<milexec::Function>> infer_, prefill_;
+    milexec::States states_;
+    std::vector<float> logits_;
+    int64_t pos_ = 0;
+};
+
+// A converted directory: meta.yaml, the packages it names (an .mlpackage
+// standing in for each .mlmodelc that is not there), run as above.
+class ConvertedModel {
+public:
+    ConvertedModel(const std::string& dir, milexec::Rounding rounding, ThreadPool* pool = nullptr);
+    AnePipeline& pipeline() { return *pipeline_; }
+    int64_t vocab_size() const { return vocab_size_; }
+
+private:
+    std::vector<std::unique_ptr<coreml::Package>> packages_;
+    std::unique_ptr<AnePipeline> pipeline_;
+    int64_t vocab_size_ = 0;
+};
+
+// True when `path` is a folder holding meta.yaml.
+bool is_converted_dir(const std::string& path);
+
+}  // namespace anelm

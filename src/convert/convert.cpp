@@ -1,0 +1,234 @@
+#include "convert/convert.h"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <filesystem>
+#include <set>
+
+#include "base/atomic_file.h"
+#include "base/error.h"
+#include "coreml/convert_readme.h"
+#include "coreml/meta_yaml.h"
+#include "coreml/tokenizer_files.h"
+#include "lower/ane_lowering.h"
+#include "lower/program_parts.h"
+#include "models/models.h"
+#include "passes/fp16_scale.h"
+#include "passes/rope_halves.h"
+#include "quant/quantize_program.h"
+#include "quant/quantized_matrix.h"
+
+namespace anelm {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+int parse_int(const std::string& option, const std::string& text, std::string_view part) {
+    int v = 0;
+    const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (ec != std::errc() || end != part.data() + part.size())
+        fail("{}: expected none, BITS or BITS,GROUP, got '{}'", option, text);
+    return v;
+}
+
+// Bytes a weight occupies in a package: its codes and tables, or fp16.
+uint64_t stored_bytes(const ir::Weight& w) {
+    if (w.quantized) return static_cast<uint64_t>(w.quantized->storage_bytes());
+    return static_cast<uint64_t>(w.view.numel()) * 2;
+}
+
+uint64_t weight_bytes(const ir::Program& program, const ir::Function& fn,
+                      const std::vector<ir::ValueId>& nodes) {
+    std::set<ir::WeightId> seen;
+    uint64_t total = 0;
+    for (ir::ValueId id : nodes) {
+        const ir::Node& node = fn.nodes[static_cast<size_t>(id)];
+        for (ir::WeightId w : {node.weight, node.bias})
+            if (w != ir::no_weight && seen.insert(w).second)
+                total += stored_bytes(program.weights[static_cast<size_t>(w)]);
+    }
+    return total;
+}
+
+// The folder beside `out` that everything is written into first.
+class TempDir {
+public:
+    explicit TempDir(const fs::path& out) : path_(out) {
+        path_ += fmt::format(".partial-{}", ::getpid());
+        std::error_code ec;
+        fs::remove_all(path_, ec);
+        fs::create_directories(path_, ec);
+        if (ec) fail("{}: cannot create: {}", path_.string(), ec.message());
+    }
+    ~TempDir() {
+        if (done_) return;
+        std::error_code ignored;
+        fs::remove_all(path_, ignored);
+    }
+    const fs::path& path() const { return path_; }
+    void rename_to(const fs::path& out, bool replace) {
+        std::error_code ec;
+        if (replace) fs::remove_all(out, ec);
+        fs::rename(path_, out, ec);
+        if (ec) fail("{}: cannot rename to {}: {}", path_.string(), out.string(), ec.message());
+        done_ = true;
+    }
+
+private:
+    fs::path path_;
+    bool done_ = false;
+};
+
+std::string join(const std::vector<int64_t>& v) {
+    std::string s;
+    for (int64_t x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+    return s;
+}
+
+}  // namespace
+
+quant::QuantChoice parse_lut_option(const std::string& option, const std::string& text) {
+    if (text == "none" || text.empty()) return {};
+    quant::QuantChoice c;
+    c.method = quant::QuantMethod::lut;
+    const auto comma = text.find(',');
+    c.nbits = parse_int(option, text, std::string_view(text).substr(0, comma));
+    if (comma != std::string::npos)
+        c.group_size = parse_int(option, text, std::string_view(text).substr(comma + 1));
+    const int b = c.nbits;
+    if (b != 1 && b != 2 && b != 3 && b != 4 && b != 6 && b != 8)
+        fail("{}: {} bits, expected 1, 2, 3, 4, 6 or 8", option, b);
+    if (c.group_size < 0) fail("{}: group {} is negative", option, c.group_size);
+    return c;
+}
+
+ConvertResult convert_model(const Model& model, const ConvertOptions& options, ThreadPool& pool,
+                            const StageFn& stage) {
+    const ModelSpec& spec = model.spec();
+    const fs::path out(options.out);
+    if (options.out.empty()) fail("convert: no output folder given (-o)");
+    if (fs::exists(out) && !options.force)
+        fail("{}: already exists (use --force to replace it)", out.string());
+    auto report = [&](const std::string& name) { return stage ? stage(name) : ProgressFn{}; };
+
+    coreml::ConvertLayout layout = coreml::default_layout(arch_name(spec.arch), spec.n_vocab);
+    if (!options.prefix.empty()) layout.prefix = options.prefix;
+    layout.context_length = options.ctx;
+    layout.batch_size = std::min(options.batch, options.ctx);
+    layout.lut_embed = parse_lut_option("--lut-embed", options.lut_embed);
+    layout.lut_ffn = parse_lut_option("--lut-ffn", options.lut_ffn);
+    layout.lut_head = parse_lut_option("--lut-head", options.lut_head);
+    layout.argmax_in_model = options.argmax;
+    layout.fp16_scale = options.fp16_scale;
+    if (spec.sliding_window > 0) {
+        layout.sliding_window = spec.sliding_window;
+        layout.single_cache = true;  // one cache; sliding layers mask what they do not see
+    }
+
+    // The program: one-token decode, lowered into both functions of each chunk.
+    ProgramOptions po;
+    po.n_ctx = options.ctx;
+    po.functions = {{"decode", 1, false}};
+    ir::Program program = build_program(spec, model.weights(), po);
+    passes::rope_halves(program);
+    passes::scale_residual(program, options.fp16_scale);
+    quant::QuantSpec qspec;
+    qspec.embed = layout.lut_embed;
+    qspec.ffn = layout.lut_ffn;
+    qspec.head = layout.lut_head;
+    quant::quantize_program(program, qspec, pool, report("quantize"));
+
+    const ir::Function& fn = program.function("decode");
+    const lower::ProgramParts parts = lower::split_parts(fn);
+    const auto n_layer = static_cast<int64_t>(parts.layers.size());
+    if (options.chunks > 0) {
+        layout.n_chunks = options.chunks;
+    } else {
+        std::vector<uint64_t> per_layer;
+        for (const auto& layer : parts.layers)
+            per_layer.push_back(weight_bytes(program, fn, layer));
+        layout.n_chunks =
+            coreml::auto_chunk_count(per_layer, 0, weight_bytes(program, fn, parts.final_norm),
+                                     static_cast<uint64_t>(options.max_chunk_mb * 1024 * 1024));
+    }
+    if (layout.n_chunks > n_layer)
+        fail("--chunks: {} chunks for {} layers", layout.n_chunks, n_layer);
+    layout.check(out.string());
+
+    lower::AneOptions ane;
+    ane.batch = layout.batch_size;
+    ane.argmax = options.argmax;
+    ane.description = fmt::format("{} converted by anelm for the Apple Neural Engine", model.path);
+    ane.metadata = {{"com.anemll.info", "Converted with anelm"},
+                    {"com.anemll.context_length", std::to_string(layout.context_length)},
+                    {"com.anemll.num_chunks", std::to_string(layout.n_chunks)},
+                    {"com.anemll.batch_size", std::to_string(layout.batch_size)},
+                    {"com.anemll.vocab_size", std::to_string(layout.vocab_size)},
+                    {"com.anemll.lm_head_chunk_sizes", join(layout.lm_head_chunk_sizes)}};
+
+    TempDir tmp(out);
+    ConvertResult result;
+    auto write = [&](const lower::AnePackage& pkg, const std::string& stem) {
+        const std::string name = coreml::package_name(stem);
+        lower::write_ane_package(pkg, tmp.path() / name);
+        result.files.push_back(name);
+    };
+    const auto ranges = coreml::layer_ranges(n_layer, layout.n_chunks);
+    const int64_t n_steps = static_cast<int64_t>(ranges.size()) + 2;
+    const ProgressFn progress = report("write");
+    int64_t step = 0;
+    auto advance = [&] {
+        if (progress) progress(++step, n_steps);
+    };
+    {
+        lower::AneOptions o = ane;
+        o.metadata["com.anemll.lut_bits"] = std::to_string(layout.lut_embed.nbits);
+        write(lower::lower_embeddings(program, o), layout.embeddings_stem());
+        advance();
+    }
+    for (size_t c = 0; c < ranges.size(); ++c) {
+        lower::AneOptions o = ane;
+        o.metadata["com.anemll.chunk_no"] = std::to_string(c + 1);
+        o.metadata["com.anemll.lut_bits"] = std::to_string(layout.lut_ffn.nbits);
+        o.metadata["com.anemll.functions"] = "infer,prefill";
+        write(lower::lower_chunk(program, ranges[c].begin, ranges[c].end, o),
+              layout.ffn_chunk_stem(static_cast<int>(c + 1)));
+        advance();
+    }
+    {
+        lower::AneOptions o = ane;
+        o.metadata["com.anemll.lut_bits"] = std::to_string(layout.lut_head.nbits);
+        if (options.argmax) o.metadata["com.anemll.argmax_in_model"] = "true";
+        write(lower::lower_lm_head(program, layout.lm_head_chunk_sizes, o), layout.lm_head_stem());
+        advance();
+    }
+
+    coreml::MetaYaml meta =
+        coreml::make_meta_yaml(layout, fs::path(model.path).filename().string());
+    meta.model_path = model.path;
+    meta.command_line = options.command_line;
+    coreml::write_meta_yaml((tmp.path() / "meta.yaml").string(), meta);
+    result.files.push_back("meta.yaml");
+    std::vector<std::string> tokenizer_files;
+    if (fs::is_directory(model.path)) {
+        tokenizer_files = coreml::copy_tokenizer_files(model.path, tmp.path().string());
+    } else if (!options.tokenizer_path.empty()) {
+        // A llama2.c checkpoint: its tokenizer.bin travels with the packages.
+        const fs::path tok(options.tokenizer_path);
+        std::error_code ec;
+        fs::copy_file(tok, tmp.path() / tok.filename(), ec);
+        if (ec) fail("{}: cannot copy: {}", tok.string(), ec.message());
+        tokenizer_files.push_back(tok.filename().string());
+    }
+    result.files.insert(result.files.end(), tokenizer_files.begin(), tokenizer_files.end());
+    write_file_atomic((tmp.path() / "README.txt").string(),
+                      coreml::convert_readme_text(meta, tokenizer_files, options.out));
+    result.files.push_back("README.txt");
+    tmp.rename_to(out, options.force);
+    result.layout = layout;
+    return result;
+}
+
+}  // namespace anelm

@@ -1,0 +1,50 @@
+// `anelm convert`: a model into ANEMLL's directory of Core ML packages
+// (embeddings, transformer chunks, LM head), meta.yaml, the tokenizer files and
+// a README. Everything is written into a temporary folder beside the output
+// and renamed into place at the end.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/progress.h"
+#include "base/thread_pool.h"
+#include "coreml/anemll_layout.h"
+#include "runtime/model.h"
+
+namespace anelm {
+
+struct ConvertOptions {
+    std::string out;
+    std::string tokenizer_path;  // a llama2.c checkpoint's tokenizer.bin, copied into out
+    int64_t ctx = 512;
+    int64_t batch = 64;
+    int chunks = 0;                  // 0: auto, the fewest that fit max_chunk_mb
+    double max_chunk_mb = 950;       // MiB
+    std::string lut_embed = "none";  // none, BITS or BITS,GROUP
+    std::string lut_ffn = "4,8";
+    std::string lut_head = "6,8";
+    bool argmax = false;
+    float fp16_scale = 1;      // the residual stream scale (a power of two)
+    std::string prefix;        // empty: ANEMLL's default for the architecture
+    bool force = false;        // replace an existing output
+    std::string command_line;  // recorded in meta.yaml's comment block
+};
+
+// Reports a stage starting ("quantize", "chunk 2/4", ...) and then its progress.
+using StageFn = std::function<ProgressFn(const std::string& stage)>;
+
+struct ConvertResult {
+    coreml::ConvertLayout layout;
+    std::vector<std::string> files;  // what the output folder holds, in writing order
+};
+
+// "none", "4" (group 8) or "4,8": a LUT choice as ANEMLL's --lut options take it.
+quant::QuantChoice parse_lut_option(const std::string& option, const std::string& text);
+
+ConvertResult convert_model(const Model& model, const ConvertOptions& options, ThreadPool& pool,
+                            const StageFn& stage = {});
+
+}  // namespace anelm

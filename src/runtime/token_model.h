@@ -1,0 +1,22 @@
+// What the generation loop runs: a model that takes tokens at its current
+// position and scores the next one. The CPU session is one; a converted
+// directory run the way ANEMLL's runners run it is another.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace anelm {
+
+class TokenModel {
+public:
+    virtual ~TokenModel() = default;
+    // Feeds tokens at the current position; returns the next token's logits
+    // f32 [n_vocab] (a model that only reports its argmax gives -inf elsewhere).
+    virtual std::span<const float> prefill(std::span<const int32_t> tokens) = 0;
+    virtual std::span<const float> decode(int32_t token) = 0;
+    virtual int64_t pos() const = 0;
+    virtual int64_t n_ctx() const = 0;
+};
+
+}  // namespace anelm

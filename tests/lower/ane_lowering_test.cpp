@@ -1,0 +1,126 @@
+// The ANE lowering computes what the program computes: tiny models lowered
+// into embeddings, two chunks and a split LM head, run by the MIL interpreter
+// the way ANEMLL's runners drive them (full prefill batches, the rest through
+// infer), against the CPU executor on the unlowered program.
+#include "lower/ane_lowering.h"
+
+#include <gtest/gtest.h>
+
+#include "ane/ane_pipeline.h"
+#include "base/error.h"
+#include "coreml/anemll_layout.h"
+#include "exec/tiny_model.h"
+#include "models/models.h"
+#include "passes/rope_halves.h"
+#include "runtime/session.h"
+
+namespace anelm {
+namespace {
+
+constexpr int64_t n_ctx = 32;
+constexpr int64_t batch = 4;
+
+struct Lowered {
+    lower::AnePackage embeddings, head;
+    std::vector<lower::AnePackage> chunks;
+    std::vector<int64_t> pieces;
+};
+
+ir::Program decode_program(const LoadedModel& m) {
+    ProgramOptions po;
+    po.n_ctx = n_ctx;
+    po.functions = {{"decode", 1, false}};
+    ir::Program program = build_program(m.spec, m.weights, po);
+    passes::rope_halves(program);
+    return program;
+}
+
+Lowered lower_all(const ir::Program& program, int64_t n_vocab, bool argmax) {
+    lower::AneOptions options;
+    options.batch = batch;
+    options.argmax = argmax;
+    Lowered l{
+        lower::lower_embeddings(program, options), {}, {}, coreml::lm_head_chunk_sizes(n_vocab, 4)};
+    const int64_t n_layer = lower::layer_count(program);
+    l.chunks.push_back(lower::lower_chunk(program, 0, 1, options));
+    l.chunks.push_back(lower::lower_chunk(program, 1, n_layer, options));
+    l.head = lower::lower_lm_head(program, l.pieces, options);
+    return l;
+}
+
+AnePipeline pipeline(const Lowered& l, bool argmax, milexec::Rounding rounding) {
+    auto part = [](const lower::AnePackage& p) { return AnePart{&p.model, &p.blobs()}; };
+    std::vector<AnePart> chunks;
+    for (const auto& c : l.chunks) chunks.push_back(part(c));
+    AnePipelineShape shape{n_ctx, batch, l.pieces, argmax};
+    return AnePipeline(part(l.embeddings), chunks, part(l.head), shape, rounding);
+}
+
+int32_t argmax(std::span<const float> v) {
+    return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+class AneLoweringTest : public testing::TestWithParam<const char*> {};
+
+// Logits after an 11-token prompt (two prefill batches and three infer
+// tokens) and after each of 8 decoded tokens agree with the f32 executor.
+TEST_P(AneLoweringTest, MatchesTheProgramInF32) {
+    const LoadedModel& m = test::tiny_model(GetParam());
+    const ir::Program program = decode_program(m);
+    const Lowered l = lower_all(program, m.spec.n_vocab, false);
+    AnePipeline ane = pipeline(l, false, milexec::Rounding::none);
+    SessionOptions so;
+    so.n_ctx = n_ctx;
+    so.prefill_batch = 8;
+    Session cpu(m.spec, m.weights, so);
+
+    const auto prompt = test::random_tokens(m.spec.n_vocab, 11, 3);
+    auto a = ane.prefill(prompt);
+    auto b = cpu.prefill(prompt);
+    double worst = test::relative_error(a, b);
+    for (int step = 0; step < 8; ++step) {
+        const int32_t next = argmax(b);
+        a = ane.decode(next);
+        b = cpu.decode(next);
+        worst = std::max(worst, test::relative_error(a, b));
+    }
+    EXPECT_LT(worst, 1e-2);
+    EXPECT_EQ(ane.pos(), cpu.pos());
+}
+
+// In half precision (the ANE's storage) both greedy-decode the same tokens,
+// and the in-model argmax head picks what the logits head's logits pick.
+TEST_P(AneLoweringTest, SameGreedyTokensInF16) {
+    const LoadedModel& m = test::tiny_model(GetParam());
+    const ir::Program program = decode_program(m);
+    const Lowered logits = lower_all(program, m.spec.n_vocab, false);
+    const Lowered arg = lower_all(program, m.spec.n_vocab, true);
+    AnePipeline ane = pipeline(logits, false, milexec::Rounding::f16);
+    AnePipeline ane_argmax = pipeline(arg, true, milexec::Rounding::f16);
+    SessionOptions so;
+    so.n_ctx = n_ctx;
+    so.precision = Precision::ane;
+    Session cpu(m.spec, m.weights, so);
+
+    const auto prompt = test::random_tokens(m.spec.n_vocab, 6, 4);
+    int32_t t_ane = argmax(ane.prefill(prompt));
+    int32_t t_arg = argmax(ane_argmax.prefill(prompt));
+    int32_t t_cpu = argmax(cpu.prefill(prompt));
+    std::vector<int32_t> got, want, got_arg;
+    while (cpu.pos() < n_ctx) {
+        got.push_back(t_ane);
+        got_arg.push_back(t_arg);
+        want.push_back(t_cpu);
+        t_ane = argmax(ane.decode(t_ane));
+        t_arg = argmax(ane_argmax.decode(t_arg));
+        t_cpu = argmax(cpu.decode(t_cpu));
+    }
+    EXPECT_EQ(got, want);
+    EXPECT_EQ(got_arg, got);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiny, AneLoweringTest,
+                         testing::Values("tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-gemma3"));
+
+}  // namespace
+}  // namespace anelm
