@@ -11,10 +11,13 @@ namespace anelm::milexec {
 
 namespace {
 
-// The numbers of a constant parameter (weights converted from fp16).
-Tensor numbers(const Slot& s, const std::string& key, const std::string& where) {
-    if (s.tensor) return *s.tensor;
-    if (s.weight) return weight_to_tensor(*s.weight);
+using Numbers = std::shared_ptr<const Tensor>;
+
+// The numbers of a constant parameter, shared rather than copied (a weight's
+// fp16 values are converted).
+Numbers numbers(const Slot& s, const std::string& key, const std::string& where) {
+    if (s.tensor) return s.tensor;
+    if (s.weight) return std::make_shared<const Tensor>(weight_to_tensor(*s.weight));
     fail("{}: missing input {}", where, key);
 }
 
@@ -22,6 +25,48 @@ float value_at(const Tensor& t, int64_t k) {
     return t.f.empty() ? static_cast<float>(t.i[static_cast<size_t>(k)])
                        : t.f[static_cast<size_t>(k)];
 }
+
+// The op's declared result, written element by element: an fp16 result goes
+// straight into fp16 bits, so a large weight never exists as f32.
+class Dense {
+public:
+    Dense(const mil::Operation& op, const std::string& where) : where_(where) {
+        const mil::TensorType& type = op.outputs(0).type().tensortype();
+        shape_ = coreml::tensor_shape(type);
+        for (int64_t d : shape_)
+            if (d < 0) fail("{}: result of unknown shape {}", where, shape_text(shape_));
+        if (type.datatype() == mil::FLOAT16)
+            bits_.resize(static_cast<size_t>(shape_numel(shape_)));
+        else
+            t_ = make_tensor(type.datatype(), shape_);
+    }
+
+    void set(int64_t k, float v) {
+        const size_t j = static_cast<size_t>(k);
+        if (!bits_.empty())
+            bits_[j] = f32_to_f16(v);
+        else if (!t_.f.empty())
+            t_.f[j] = v;
+        else
+            t_.i[j] = static_cast<int32_t>(v);
+    }
+
+    // Checks that the op produced exactly the declared element count.
+    Slot finish(int64_t produced) {
+        if (produced != shape_numel(shape_))
+            fail("{}: result has {} elements, declared {}", where_, produced, shape_text(shape_));
+        if (!bits_.empty()) return slot_from_f16(shape_, std::move(bits_));
+        Slot s;
+        s.tensor = std::make_shared<const Tensor>(std::move(t_));
+        return s;
+    }
+
+private:
+    const std::string& where_;
+    std::vector<int64_t> shape_;
+    std::vector<uint16_t> bits_;
+    Tensor t_;
+};
 
 // Calls fn(k, p) for every element k of `shape`, with p the flat index of its
 // block in a tensor of shape `blocks` (each dimension of `shape` a multiple).
@@ -54,89 +99,69 @@ void for_each_block(const std::vector<int64_t>& shape, const std::vector<int64_t
     }
 }
 
-// The op's declared result from f32 values: fp16 results as fp16 bits.
-Slot result(const mil::Operation& op, std::vector<float> values, const std::string& where) {
-    const mil::TensorType& type = op.outputs(0).type().tensortype();
-    std::vector<int64_t> shape = coreml::tensor_shape(type);
-    if (shape_numel(shape) != static_cast<int64_t>(values.size()))
-        fail("{}: result has {} elements, declared {}", where, values.size(), shape_text(shape));
-    if (type.datatype() == mil::FLOAT16) {
-        std::vector<uint16_t> bits(values.size());
-        for (size_t k = 0; k < values.size(); ++k) bits[k] = f32_to_f16(values[k]);
-        return slot_from_f16(std::move(shape), std::move(bits));
-    }
-    Tensor t = make_tensor(type.datatype(), std::move(shape));
-    for (size_t k = 0; k < values.size(); ++k) {
-        if (is_float_type(t.dtype))
-            t.f[k] = values[k];
-        else
-            t.i[k] = static_cast<int32_t>(values[k]);
-    }
-    Slot s;
-    s.tensor = std::make_shared<const Tensor>(std::move(t));
-    return s;
-}
-
 // iOS16: `indices` are the packed bytes of shape-many codes, `lut` one palette.
-std::vector<float> lut_ios16(const Tensor& indices, const Tensor& lut, const Tensor& shape,
-                             const std::string& where) {
+Slot lut_ios16(const Tensor& indices, const Tensor& lut, const Tensor& shape, Dense& out,
+               const std::string& where) {
     const int64_t entries = lut.numel();
     if (entries < 2 || !std::has_single_bit(static_cast<uint64_t>(entries)) || entries > 256)
         fail("{}: a lut of {} entries", where, entries);
     const int nbits = std::countr_zero(static_cast<uint64_t>(entries));
     int64_t n = 1;
     for (int32_t d : shape.i) n *= d;
-    std::vector<uint8_t> packed(indices.i.begin(), indices.i.end());
+    const std::vector<uint8_t> packed(indices.i.begin(), indices.i.end());
     if (static_cast<int64_t>(packed.size()) < quant::packed_bytes(n, nbits))
         fail("{}: {} index bytes for {} {}-bit codes", where, packed.size(), n, nbits);
     std::vector<uint8_t> codes(static_cast<size_t>(n));
     quant::unpack_codes(packed.data(), n, nbits, codes.data());
-    std::vector<float> out(static_cast<size_t>(n));
-    for (int64_t k = 0; k < n; ++k) out[k] = value_at(lut, codes[k]);
-    return out;
+    for (int64_t k = 0; k < n; ++k) out.set(k, value_at(lut, codes[static_cast<size_t>(k)]));
+    return out.finish(n);
 }
 
 // iOS18: `lut` is [g0, .., g(K-1), 2^nbits, vector size]; element idx of
 // `indices` [K dims] reads the palette of its group idx[d] / (dim d / g[d]).
-std::vector<float> lut_ios18(const Tensor& indices, const Tensor& lut, const std::string& where) {
+Slot lut_ios18(const Tensor& indices, const Tensor& lut, Dense& out, const std::string& where) {
     const size_t rank = indices.shape.size();
     if (lut.shape.size() != rank + 2) fail("{}: lut rank must be indices rank + 2", where);
     if (lut.shape[rank + 1] != 1) fail("{}: vector palettization is not supported", where);
     const int64_t entries = lut.shape[rank];
     std::vector<int64_t> groups(lut.shape.begin(), lut.shape.begin() + static_cast<long>(rank));
-    std::vector<float> out(static_cast<size_t>(indices.numel()));
     for_each_block(indices.shape, groups, where, [&](int64_t k, int64_t g) {
         const int32_t code = indices.i[static_cast<size_t>(k)];
         if (code < 0 || code >= entries)
             fail("{}: index {} outside a lut of {}", where, code, entries);
-        out[static_cast<size_t>(k)] = value_at(lut, g * entries + code);
+        out.set(k, value_at(lut, g * entries + code));
     });
-    return out;
+    return out.finish(indices.numel());
 }
 
 // out = scale * (data - offset), scale and offset repeated over blocks of data.
-std::vector<float> shift_scale(const Tensor& data, const Tensor& scale, const Tensor* offset,
-                               const std::string& where) {
-    std::vector<float> out(static_cast<size_t>(data.numel()));
+Slot shift_scale(const Tensor& data, const Tensor& scale, const Tensor* offset, Dense& out,
+                 const std::string& where) {
     if (offset && offset->shape != scale.shape) fail("{}: offset and scale shapes differ", where);
     for_each_block(data.shape, scale.shape, where, [&](int64_t k, int64_t p) {
         const float zero = offset ? value_at(*offset, p) : 0.0f;
-        out[static_cast<size_t>(k)] = value_at(scale, p) * (value_at(data, k) - zero);
+        out.set(k, value_at(scale, p) * (value_at(data, k) - zero));
     });
-    return out;
+    return out.finish(data.numel());
 }
 
-// A scalar or a vector along `axis` as a tensor of the data's rank.
-Tensor along_axis(Tensor t, const std::vector<int64_t>& data_shape, int64_t axis,
-                  const std::string& where) {
+// A scalar or a vector along `axis` as a tensor of the data's rank, `like`'s
+// shape when it is a scalar and `like` is given.
+Tensor along_axis(const Tensor& t, const std::vector<int64_t>& data_shape, int64_t axis,
+                  const Tensor* like, const std::string& where) {
     std::vector<int64_t> shape(data_shape.size(), 1);
     if (t.numel() != 1) {
         if (t.shape.size() != 1 || axis < 0 || axis >= static_cast<int64_t>(shape.size()))
             fail("{}: a parameter must be a scalar or a vector along the axis", where);
         shape[static_cast<size_t>(axis)] = t.shape[0];
+    } else if (like) {
+        Tensor out = make_tensor(mil::FLOAT32, like->shape);
+        std::fill(out.f.begin(), out.f.end(), value_at(t, 0));
+        return out;
     }
-    t.shape = std::move(shape);
-    return t;
+    Tensor out = t;
+    out.shape = std::move(shape);
+    return out;
 }
 
 }  // namespace
@@ -149,41 +174,32 @@ bool is_constexpr(std::string_view type) {
 Slot run_constexpr(const mil::Operation& op, const ConstParam& param, const std::string& where) {
     const std::string& type = op.type();
     auto get = [&](const std::string& key) { return numbers(param(key), key, where); };
+    Dense out(op, where);
     if (type == "constexpr_lut_to_dense") {
-        const Tensor indices = get("indices");
-        const Tensor lut = get("lut");
+        const Numbers indices = get("indices"), lut = get("lut");
         if (Slot shape = param("shape"); !shape.empty())
-            return result(op, lut_ios16(indices, lut, numbers(shape, "shape", where), where),
-                          where);
-        return result(op, lut_ios18(indices, lut, where), where);
+            return lut_ios16(*indices, *lut, *numbers(shape, "shape", where), out, where);
+        return lut_ios18(*indices, *lut, out, where);
     }
     if (type == "constexpr_blockwise_shift_scale") {
         const Slot offset = param("offset");
-        const Tensor off = offset.empty() ? Tensor{} : numbers(offset, "offset", where);
-        return result(
-            op, shift_scale(get("data"), get("scale"), offset.empty() ? nullptr : &off, where),
-            where);
+        const Numbers off = offset.empty() ? nullptr : numbers(offset, "offset", where);
+        return shift_scale(*get("data"), *get("scale"), off.get(), out, where);
     }
     if (type == "constexpr_affine_dequantize") {
-        const Tensor data = get("quantized_data");
-        const Tensor axis = get("axis");
-        const int64_t a = axis.i.empty() ? 0 : axis.i[0];
-        const int64_t ax = a < 0 ? a + static_cast<int64_t>(data.shape.size()) : a;
-        const Tensor scale = along_axis(get("scale"), data.shape, ax, where);
-        Tensor zero = along_axis(get("zero_point"), data.shape, ax, where);
-        if (zero.shape != scale.shape && zero.numel() == 1) {  // one zero point for every scale
-            const float z = value_at(zero, 0);
-            zero = make_tensor(mil::FLOAT32, scale.shape);
-            std::fill(zero.f.begin(), zero.f.end(), z);
-        }
-        return result(op, shift_scale(data, scale, &zero, where), where);
+        const Numbers data = get("quantized_data");
+        const Numbers axis = get("axis");
+        const int64_t a = axis->i.empty() ? 0 : axis->i[0];
+        const int64_t ax = a < 0 ? a + static_cast<int64_t>(data->shape.size()) : a;
+        const Tensor scale = along_axis(*get("scale"), data->shape, ax, nullptr, where);
+        // One zero point may serve every scale.
+        const Tensor zero = along_axis(*get("zero_point"), data->shape, ax, &scale, where);
+        return shift_scale(*data, scale, &zero, out, where);
     }
     // constexpr_cast: the source's values in the declared output type.
-    const Tensor source = get("source");
-    std::vector<float> values(static_cast<size_t>(source.numel()));
-    for (int64_t k = 0; k < source.numel(); ++k)
-        values[static_cast<size_t>(k)] = value_at(source, k);
-    return result(op, std::move(values), where);
+    const Numbers source = get("source");
+    for (int64_t k = 0; k < source->numel(); ++k) out.set(k, value_at(*source, k));
+    return out.finish(source->numel());
 }
 
 }  // namespace anelm::milexec
