@@ -37,6 +37,26 @@ TEST(MilLinear, MatmulTransposesAndBroadcastsBatches) {
     expect_near(out.at("z").f, want);
 }
 
+TEST(MilLinear, MatmulWithAnFp16WeightMatchesLoops) {
+    // y [4096, 3] is large enough to stay fp16; x @ yᵀ goes through the matmul kernel.
+    MilProgram p;
+    const MilValue x = p.input("x", F32, {1, 2, 3});
+    const std::vector<float> w = ramp(4096 * 3, 0.125f);
+    p.b.output(p.b.op("matmul", "z",
+                      {{"x", x},
+                       {"y", p.b.const_f16("w", {4096, 3}, w)},
+                       {"transpose_y", MilParam::boolean(true)}},
+                      F32, {1, 2, 4096}));
+    const std::vector<float> xv = {1, -2, 0.5f, 0.25f, 3, -1};
+    auto out = p.run({{"x", floats(F32, {1, 2, 3}, xv)}});
+    std::vector<float> want;
+    for (int t = 0; t < 2; ++t)
+        for (int o = 0; o < 4096; ++o)
+            want.push_back(xv[t * 3] * w[o * 3] + xv[t * 3 + 1] * w[o * 3 + 1] +
+                           xv[t * 3 + 2] * w[o * 3 + 2]);
+    expect_near(out.at("z").f, want);
+}
+
 TEST(MilLinear, LinearAddsBias) {
     MilProgram p;
     const MilValue x = p.input("x", F32, {1, 2, 3});

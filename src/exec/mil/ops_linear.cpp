@@ -148,9 +148,23 @@ void conv(OpContext& ctx) {
 }
 
 void matmul(OpContext& ctx) {
+    const bool tx = ctx.get_bool("transpose_x", false), ty = ctx.get_bool("transpose_y", false);
+    const Slot& ys_slot = ctx.slot("y");
+    if (ys_slot.weight && ty && !tx && ys_slot.shape().size() == 2) {
+        // x @ Wᵀ with an fp16 weight [N, K] (an LM head): the matmul kernel reads it in place.
+        const Tensor& x = float_tensor(ctx, "x");
+        const std::vector<int64_t>& ws = ys_slot.shape();
+        if (x.shape.size() < 2 || x.shape.back() != ws[1])
+            ctx.fail("x {} and y {} do not multiply", shape_text(x.shape), shape_text(ws));
+        std::vector<int64_t> shape = x.shape;
+        shape.back() = ws[0];
+        Tensor out = ctx.output(0, shape);
+        kernels::matmul(matrix_of(ctx, "y", ws[0], ws[1]), x.f.data(), x.numel() / ws[1],
+                        out.f.data(), ctx.pool());
+        return ctx.set(0, std::move(out));
+    }
     const Tensor& x = float_tensor(ctx, "x");
     const Tensor& y = float_tensor(ctx, "y");
-    const bool tx = ctx.get_bool("transpose_x", false), ty = ctx.get_bool("transpose_y", false);
     // numpy: a rank-1 x is a row, a rank-1 y a column; those dimensions are dropped after.
     std::vector<int64_t> xs = x.shape, ys = y.shape;
     if (xs.empty() || ys.empty()) ctx.fail("x and y must have rank 1 or more");
