@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "coreml/converted_files.h"
+#include "io/hf_config.h"
 
 namespace anelm {
 
@@ -140,8 +141,8 @@ bool is_converted_dir(const std::string& path) {
     return fs::is_directory(path) && fs::exists(fs::path(path) / "meta.yaml");
 }
 
-ConvertedModel::ConvertedModel(const std::string& dir, milexec::Rounding rounding,
-                               ThreadPool* pool) {
+ConvertedModel::ConvertedModel(const std::string& dir, const std::string& tokenizer_path,
+                               milexec::Rounding rounding, ThreadPool* pool) {
     const coreml::ConvertedFiles files =
         coreml::find_converted_files((fs::path(dir) / "meta.yaml").string());
     const coreml::ConvertLayout& layout = files.meta.layout;
@@ -161,6 +162,17 @@ ConvertedModel::ConvertedModel(const std::string& dir, milexec::Rounding roundin
     shape.head_pieces = layout.lm_head_chunk_sizes;
     shape.argmax = layout.argmax_in_model;
     vocab_size_ = layout.vocab_size;
+
+    std::string tok = tokenizer_path;
+    for (const char* name : {"tokenizer.json", "tokenizer.bin"})
+        if (tok.empty() && fs::exists(fs::path(dir) / name)) tok = (fs::path(dir) / name).string();
+    if (tok.empty()) fail("{}: no tokenizer.json or tokenizer.bin (give one with --tokenizer)", dir);
+    tokenizer_ = load_tokenizer(tok);
+    ModelSpec spec;
+    spec.n_vocab = layout.vocab_size;
+    if (const fs::path gen = fs::path(dir) / "generation_config.json"; fs::exists(gen))
+        load_generation_config(gen.string(), spec);
+    stop_ids_ = spec.eos_token_ids.empty() ? tokenizer_->eos_ids() : spec.eos_token_ids;
     pipeline_ = std::make_unique<AnePipeline>(embeddings, chunks, head, shape, rounding, pool);
 }
 

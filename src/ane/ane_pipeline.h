@@ -14,6 +14,7 @@
 #include "coreml/package.h"
 #include "exec/mil/function.h"
 #include "runtime/token_model.h"
+#include "tokenizer/tokenizer.h"
 
 namespace anelm {
 
@@ -56,14 +57,22 @@ private:
 };
 
 // A converted directory: meta.yaml, the packages it names (an .mlpackage
-// standing in for each .mlmodelc that is not there), run as above.
+// standing in for each .mlmodelc that is not there), run as above, and the
+// tokenizer and stop ids from the files convert copied beside them.
 class ConvertedModel {
 public:
-    ConvertedModel(const std::string& dir, milexec::Rounding rounding, ThreadPool* pool = nullptr);
+    // tokenizer_path overrides the folder's tokenizer.json (or tokenizer.bin).
+    ConvertedModel(const std::string& dir, const std::string& tokenizer_path,
+                   milexec::Rounding rounding, ThreadPool* pool = nullptr);
     AnePipeline& pipeline() { return *pipeline_; }
+    const Tokenizer& tokenizer() const { return *tokenizer_; }
+    // generation_config.json's eos ids, else the tokenizer's.
+    const std::vector<int32_t>& stop_ids() const { return stop_ids_; }
     int64_t vocab_size() const { return vocab_size_; }
 
 private:
+    std::unique_ptr<Tokenizer> tokenizer_;
+    std::vector<int32_t> stop_ids_;
     std::vector<std::unique_ptr<coreml::Package>> packages_;
     std::unique_ptr<AnePipeline> pipeline_;
     int64_t vocab_size_ = 0;

@@ -215,12 +215,13 @@ ConvertResult convert_model(const Model& model, const ConvertOptions& options, T
     if (fs::is_directory(model.path)) {
         tokenizer_files = coreml::copy_tokenizer_files(model.path, tmp.path().string());
     } else if (!options.tokenizer_path.empty()) {
-        // A llama2.c checkpoint: its tokenizer.bin travels with the packages.
+        // A llama2.c checkpoint: its tokenizer travels with the packages as
+        // tokenizer.bin, where anelm generate looks for it.
         const fs::path tok(options.tokenizer_path);
         std::error_code ec;
-        fs::copy_file(tok, tmp.path() / tok.filename(), ec);
+        fs::copy_file(tok, tmp.path() / "tokenizer.bin", ec);
         if (ec) fail("{}: cannot copy: {}", tok.string(), ec.message());
-        tokenizer_files.push_back(tok.filename().string());
+        tokenizer_files.push_back("tokenizer.bin");
     }
     result.files.insert(result.files.end(), tokenizer_files.begin(), tokenizer_files.end());
     write_file_atomic((tmp.path() / "README.txt").string(),

@@ -3,11 +3,12 @@
 
 #include <cstdio>
 
+#include "ane/ane_pipeline.h"
 #include "chat/chat_template.h"
 #include "command.h"
+#include "run_options.h"
 #include "runtime/generate.h"
 #include "runtime/model.h"
-#include "run_options.h"
 
 namespace anelm::cli {
 namespace {
@@ -20,10 +21,9 @@ struct GenerateArgs {
     SamplerParams sampler;
 };
 
-int run_generate(const GenerateArgs& args) {
-    Model model = open_model(args.model, args.tokenizer, true);
-    const std::unique_ptr<Session> owned = open_session(model, args.run.session(model));
-    Session& session = *owned;
+// Streams the prompt and its continuation to stdout; statistics to stderr.
+int stream(TokenModel& model, const Tokenizer& tokenizer, std::vector<int32_t> stop_ids,
+           const GenerateArgs& args, const std::string& how) {
     // With --chat the prompt is one user message rendered through the model's
     // template, which writes any BOS itself.
     std::string text = args.prompt;
@@ -31,34 +31,55 @@ int run_generate(const GenerateArgs& args) {
         const nlohmann::ordered_json messages = {{{"role", "user"}, {"content", args.prompt}}};
         text = ChatTemplate::load(args.model).render(messages, true);
     }
-    const std::vector<int32_t> prompt = model.tokenizer->encode(text, !args.chat);
+    const std::vector<int32_t> prompt = tokenizer.encode(text, !args.chat);
 
     GenerateOptions options;
     options.max_tokens = args.n;
     options.sampler = args.sampler;
-    options.stop_ids = model.stop_ids();
+    options.stop_ids = std::move(stop_ids);
 
-    StreamDecoder decoder(*model.tokenizer);
+    StreamDecoder decoder(tokenizer);
     for (int32_t id : prompt) decoder.push(id);  // context for the first pieces
     fmt::print("{}", text);
     std::fflush(stdout);
-    const GenerateStats stats = generate(session, prompt, options, [&](int32_t id) {
+    const GenerateStats stats = generate(model, prompt, options, [&](int32_t id) {
         fmt::print("{}", decoder.push(id));
         std::fflush(stdout);
     });
     fmt::print("{}\n", decoder.flush());
     std::fflush(stdout);
 
-    fmt::print(stderr, "prompt: {} tokens, {:.2f} tok/s; generation: {} tokens, {:.2f} tok/s ({} threads, {}, {})\n",
+    fmt::print(stderr,
+               "prompt: {} tokens, {:.2f} tok/s; generation: {} tokens, {:.2f} tok/s ({})\n",
                stats.n_prompt, stats.n_prompt / std::max(stats.prompt_seconds, 1e-9),
-               stats.n_generated, stats.n_generated / std::max(stats.generate_seconds, 1e-9),
-               session.threads(), args.run.precision_name, kernels_isa());
+               stats.n_generated, stats.n_generated / std::max(stats.generate_seconds, 1e-9), how);
     return 0;
+}
+
+int run_generate(const GenerateArgs& args) {
+    if (is_converted_dir(args.model)) {
+        // Run as ANEMLL's runners do; f32 keeps activations in f32, f16 and ane
+        // round them to half as the Neural Engine stores them.
+        const auto rounding =
+            args.run.precision_name == "f32" ? milexec::Rounding::none : milexec::Rounding::f16;
+        ThreadPool pool(args.run.threads > 0 ? args.run.threads : ThreadPool::physical_cores());
+        ConvertedModel converted(args.model, args.tokenizer, rounding, &pool);
+        return stream(converted.pipeline(), converted.tokenizer(), converted.stop_ids(), args,
+                      fmt::format("Core ML packages on the MIL interpreter, {} threads, {}",
+                                  pool.size(), args.run.precision_name));
+    }
+    Model model = open_model(args.model, args.tokenizer, true);
+    const std::unique_ptr<Session> session = open_session(model, args.run.session(model));
+    return stream(*session, *model.tokenizer, model.stop_ids(), args,
+                  fmt::format("{} threads, {}, {}", session->threads(), args.run.precision_name,
+                              kernels_isa()));
 }
 
 std::function<int()> setup(CLI::App& app) {
     auto args = std::make_shared<GenerateArgs>();
-    app.add_option("model", args->model, "Hugging Face folder or llama2.c .bin")->required();
+    app.add_option("model", args->model,
+                   "Hugging Face folder, llama2.c .bin, or a folder anelm convert wrote")
+        ->required();
     app.add_option("--tokenizer", args->tokenizer, "tokenizer.json or llama2.c tokenizer.bin");
     app.add_option("-p,--prompt", args->prompt, "the prompt")->required();
     app.add_option("-n", args->n, "stop when prompt + generated tokens reach N (as run.c counts)")

@@ -9,9 +9,7 @@
 
 namespace anelm::cli {
 
-namespace {
-
-float parse_fp16_scale(const std::string& text, const Model& model, int threads) {
+float fp16_scale_option(const std::string& text, const Model& model, int threads) {
     if (text == "none") return 1.0f;
     if (text == "auto") {
         DoctorOptions options;
@@ -36,15 +34,13 @@ float parse_fp16_scale(const std::string& text, const Model& model, int threads)
     return alpha;
 }
 
-}  // namespace
-
 SessionOptions RunOptions::session(const Model& model) const {
     SessionOptions s;
     s.threads = threads;
     s.n_ctx = n_ctx;
     s.precision = precision_from_name(precision_name);
     s.quant = quant::parse_quant_spec(quant);
-    s.fp16_scale = parse_fp16_scale(fp16_scale, model, threads);
+    s.fp16_scale = fp16_scale_option(fp16_scale, model, threads);
     return s;
 }
 

@@ -24,6 +24,10 @@ struct RunOptions {
     SessionOptions session(const Model& model) const;
 };
 
+// --fp16-scale's value: none (1), auto (measured as anelm doctor does) or a
+// power of two; throws Error for anything else.
+float fp16_scale_option(const std::string& text, const Model& model, int threads);
+
 void add_run_options(CLI::App& app, RunOptions& options);
 void add_quant_option(CLI::App& app, RunOptions& options);
 // A session on the model; while it quantizes the weights a progress bar

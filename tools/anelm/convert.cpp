@@ -1,0 +1,120 @@
+// anelm convert: a model into ANEMLL's directory of Core ML packages.
+#include <fmt/core.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include "base/error.h"
+#include "base/thread_pool.h"
+#include "command.h"
+#include "convert/convert.h"
+#include "run_options.h"
+
+namespace anelm::cli {
+namespace {
+
+struct ConvertArgs {
+    std::string model, tokenizer;
+    std::string chunks = "auto";
+    std::string fp16_scale = "none";
+    int threads = 0;
+    ConvertOptions options;
+};
+
+uint64_t folder_bytes(const std::filesystem::path& dir) {
+    uint64_t total = 0;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+        if (e.is_regular_file()) total += e.file_size();
+    return total;
+}
+
+int run_convert(ConvertArgs& args, const std::string& command_line) {
+    const auto start = std::chrono::steady_clock::now();
+    ConvertOptions& o = args.options;
+    if (args.chunks != "auto") {
+        try {
+            size_t used = 0;
+            o.chunks = std::stoi(args.chunks, &used);
+            if (used != args.chunks.size() || o.chunks < 1) throw std::invalid_argument("");
+        } catch (const std::exception&) {
+            fail("--chunks: expected a positive count or auto, got '{}'", args.chunks);
+        }
+    }
+    if (std::filesystem::exists(o.out) && !o.force)
+        fail("{}: already exists (use --force to replace it)", o.out);
+    const Model model = open_model(args.model, args.tokenizer, false);
+    o.tokenizer_path = args.tokenizer;
+    o.fp16_scale = fp16_scale_option(args.fp16_scale, model, args.threads);
+    o.command_line = command_line;
+    ThreadPool pool(args.threads > 0 ? args.threads : ThreadPool::physical_cores());
+
+    std::optional<ProgressBar> bar;
+    const StageFn stage = [&](const std::string& name) -> ProgressFn {
+        if (bar) bar->finish();
+        bar.emplace(name);
+        return bar->callback();
+    };
+    const ConvertResult result = convert_model(model, o, pool, stage);
+    if (bar) bar->finish();
+
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const coreml::ConvertLayout& l = result.layout;
+    fmt::print(
+        "{}: {} chunks, context {}, batch {}, LUT embed/ffn/head {}/{}/{}, {} LM head "
+        "pieces{}\n",
+        o.out, l.n_chunks, l.context_length, l.batch_size, l.lut_embed.name(), l.lut_ffn.name(),
+        l.lut_head.name(), l.split_lm_head, l.argmax_in_model ? " with argmax" : "");
+    for (const std::string& f : result.files) fmt::print("  {}\n", f);
+    fmt::print("{:.1f} MB in {:.1f} s\n", static_cast<double>(folder_bytes(o.out)) / 1e6, seconds);
+    return 0;
+}
+
+std::function<int()> setup(CLI::App& app) {
+    auto args = std::make_shared<ConvertArgs>();
+    ConvertOptions& o = args->options;
+    app.add_option("model", args->model, "Hugging Face folder or llama2.c .bin")->required();
+    app.add_option("-o,--out", o.out, "output folder (ANEMLL's layout)")->required();
+    app.add_option("--tokenizer", args->tokenizer, "a llama2.c checkpoint's tokenizer.bin");
+    app.add_option("--ctx", o.ctx, "context length (KV cache and causal mask width)")
+        ->capture_default_str();
+    app.add_option("--batch", o.batch, "tokens per prefill call")->capture_default_str();
+    app.add_option("--chunks", args->chunks,
+                   "transformer chunks, or auto: the fewest whose largest fits --max-chunk-mb")
+        ->capture_default_str();
+    app.add_option("--max-chunk-mb", o.max_chunk_mb, "largest chunk for --chunks auto (MiB)")
+        ->capture_default_str();
+    app.add_option("--lut-embed", o.lut_embed, "embeddings: none, BITS or BITS,GROUP")
+        ->capture_default_str();
+    app.add_option("--lut-ffn", o.lut_ffn, "transformer layers: none, BITS or BITS,GROUP")
+        ->capture_default_str();
+    app.add_option("--lut-head", o.lut_head, "LM head: none, BITS or BITS,GROUP")
+        ->capture_default_str();
+    app.add_flag("--argmax", o.argmax, "the LM head returns each piece's argmax, not logits");
+    app.add_option("--fp16-scale", args->fp16_scale,
+                   "scale the residual stream to keep half precision in range: none, auto or a "
+                   "power of two (docs/doctor.md)")
+        ->capture_default_str();
+    app.add_option("--prefix", o.prefix, "file name prefix (default: ANEMLL's for the model)");
+    app.add_flag("--force", o.force, "replace an existing output folder");
+    app.add_option("-t,--threads", args->threads, "threads (default: physical cores)");
+    return [args] {
+        const ConvertOptions& c = args->options;
+        const std::string line = fmt::format(
+            "anelm convert {} -o {} --ctx {} --batch {} --chunks {} --lut-embed {} --lut-ffn {} "
+            "--lut-head {}{} --fp16-scale {}",
+            args->model, c.out, c.ctx, c.batch, args->chunks, c.lut_embed, c.lut_ffn, c.lut_head,
+            c.argmax ? " --argmax" : "", args->fp16_scale);
+        return run_convert(*args, line);
+    };
+}
+
+const bool registered = register_command(
+    {"convert", "Convert a model into Core ML packages for the Neural Engine (ANEMLL's layout)",
+     setup});
+
+}  // namespace
+}  // namespace anelm::cli
