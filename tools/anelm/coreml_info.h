@@ -12,4 +12,8 @@ bool is_coreml_package(const std::string& path);
 // bytes, as text or JSON; returns the exit code.
 int run_coreml_info(const std::string& path, bool json);
 
+// The same for every package of a folder anelm convert wrote, after the
+// layout meta.yaml records.
+int run_converted_info(const std::string& dir, bool json);
+
 }  // namespace anelm::cli

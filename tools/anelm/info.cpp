@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "ane/ane_pipeline.h"
 #include "command.h"
 #include "coreml_info.h"
 #include "io/model_loader.h"
@@ -19,6 +20,7 @@ struct InfoArgs {
 
 int run_info(const InfoArgs& args) {
     if (is_coreml_package(args.model)) return run_coreml_info(args.model, args.json);
+    if (is_converted_dir(args.model)) return run_converted_info(args.model, args.json);
     const LoadedModel m = load_model(args.model);
     const ModelSpec& s = m.spec;
     int64_t n_params = 0;
@@ -59,20 +61,23 @@ int run_info(const InfoArgs& args) {
     fmt::print("architecture   {}\n", arch_name(s.arch));
     fmt::print("parameters     {} ({:.3f} B)\n", n_params, n_params / 1e9);
     fmt::print("weights        {:.1f} MiB in {} tensors\n", bytes / 1048576.0, m.weights.size());
-    for (const auto& [dtype, count] : dtype_params) fmt::print("  {:<12} {} parameters\n", dtype, count);
+    for (const auto& [dtype, count] : dtype_params)
+        fmt::print("  {:<12} {} parameters\n", dtype, count);
     fmt::print("context        {}\n", s.n_ctx_train);
     fmt::print("vocabulary     {}\n", s.n_vocab);
     fmt::print("n_embd {}  n_layer {}  n_head {}  n_head_kv {}  head_dim {}  n_ff {}\n", s.n_embd,
                s.n_layer, s.n_head, s.n_head_kv, s.head_dim, s.n_ff);
-    fmt::print("rope_theta {}  rms_norm_eps {}  tied embeddings {}  attention bias {}  qk norm {}\n",
-               s.rope_theta, s.rms_norm_eps, s.tie_word_embeddings, s.attention_bias, s.qk_norm);
+    fmt::print(
+        "rope_theta {}  rms_norm_eps {}  tied embeddings {}  attention bias {}  qk norm {}\n",
+        s.rope_theta, s.rms_norm_eps, s.tie_word_embeddings, s.attention_bias, s.qk_norm);
     fmt::print("eos ids        [{}]\n", fmt::join(s.eos_token_ids, ", "));
     return 0;
 }
 
 std::function<int()> setup(CLI::App& app) {
     auto args = std::make_shared<InfoArgs>();
-    app.add_option("model", args->model, "Hugging Face folder, llama2.c .bin or .mlpackage")
+    app.add_option("model", args->model,
+                   "Hugging Face folder, llama2.c .bin, .mlpackage or a converted folder")
         ->required();
     app.add_flag("--json", args->json, "print JSON");
     return [args] { return run_info(*args); };
