@@ -127,6 +127,9 @@ ConvertResult convert_model(const Model& model, const ConvertOptions& options, T
         layout.single_cache = true;  // one cache; sliding layers mask what they do not see
     }
 
+    if (options.chunks > spec.n_layer)
+        fail("--chunks: {} chunks for {} layers", options.chunks, spec.n_layer);
+
     // The program: one-token decode, lowered into both functions of each chunk.
     ProgramOptions po;
     po.n_ctx = options.ctx;
@@ -153,8 +156,6 @@ ConvertResult convert_model(const Model& model, const ConvertOptions& options, T
             coreml::auto_chunk_count(per_layer, 0, weight_bytes(program, fn, parts.final_norm),
                                      static_cast<uint64_t>(options.max_chunk_mb * 1024 * 1024));
     }
-    if (layout.n_chunks > n_layer)
-        fail("--chunks: {} chunks for {} layers", layout.n_chunks, n_layer);
     layout.check(out.string());
 
     lower::AneOptions ane;

@@ -1,0 +1,124 @@
+// `anelm convert` end to end: a model converted (fp16, two chunks, argmax in
+// the model) and its folder run by `anelm generate` gives the same greedy
+// tokens as the original model in half precision; LUT conversions run; bad
+// options fail on one line and leave nothing behind.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "run_anelm.h"
+#include "synth/synth.h"
+#include "test_support.h"
+
+namespace anelm {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string& tiny_model(const std::string& preset) {
+    static std::map<std::string, std::string> paths;
+    auto it = paths.find(preset);
+    if (it == paths.end()) {
+        static const fs::path base = test::temp_dir("cli-convert-model");
+        const auto path = (base / preset).string();
+        synth_write(preset, path, DType::bf16, 11);
+        it = paths.emplace(preset, path).first;
+    }
+    return it->second;
+}
+
+// A prompt longer than one prefill batch, so both functions of every chunk run.
+const std::string prompt = "'the quick brown fox jumps over the lazy dog'";
+
+std::string shell_word(const fs::path& p) {
+    return "'" + p.string() + "'";
+}
+
+void expect_same_greedy_text(const std::string& model_args, const fs::path& out) {
+    const auto original = test::run_anelm("generate " + model_args + " -p " + prompt +
+                                          " -n 64 --temp 0 --precision ane");
+    ASSERT_EQ(original.exit_code, 0) << original.err;
+    const auto converted = test::run_anelm("generate " + shell_word(out) + " -p " + prompt +
+                                           " -n 64 --temp 0 --precision ane");
+    ASSERT_EQ(converted.exit_code, 0) << converted.err;
+    EXPECT_EQ(converted.out, original.out);
+    EXPECT_NE(converted.err.find("MIL interpreter"), std::string::npos) << converted.err;
+}
+
+class ConvertTiny : public testing::TestWithParam<const char*> {};
+
+TEST_P(ConvertTiny, ConvertedFolderGeneratesTheSameTokens) {
+    const std::string model = tiny_model(GetParam());
+    const fs::path out = test::temp_dir("cli-convert") / "out";
+    const auto r = test::run_anelm("convert " + shell_word(model) + " -o " + shell_word(out) +
+                                   " --lut-ffn none --lut-head none --chunks 2 --argmax --ctx 96 "
+                                   "--batch 16 -t 2");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(fs::exists(out / "meta.yaml"));
+    EXPECT_TRUE(fs::exists(out / "tokenizer.json"));
+    EXPECT_TRUE(fs::exists(out / "README.txt"));
+    EXPECT_FALSE(fs::exists(out.string() + ".partial-" + std::to_string(::getpid())));
+    expect_same_greedy_text(shell_word(model), out);
+
+    const auto info = test::run_anelm("info " + shell_word(out) + " --json");
+    ASSERT_EQ(info.exit_code, 0) << info.err;
+    const auto j = nlohmann::json::parse(info.out);
+    EXPECT_EQ(j["num_chunks"], 2);
+    EXPECT_EQ(j["packages"].size(), 4u);  // embeddings, two chunks, LM head
+    EXPECT_EQ(j["argmax_in_model"], true);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cli, ConvertTiny, testing::Values("tiny-llama", "tiny-qwen3"));
+
+TEST(CliConvert, Stories260KConvertedGeneratesTheSameTokens) {
+    ANELM_REQUIRE_SHARED("models/stories260K/stories260K.bin");
+    const auto dir = test::shared_path("models/stories260K");
+    const std::string model =
+        shell_word(dir / "stories260K.bin") + " --tokenizer " + shell_word(dir / "tok512.bin");
+    const fs::path out = test::temp_dir("cli-convert-stories") / "out";
+    const auto r =
+        test::run_anelm("convert " + model + " -o " + shell_word(out) +
+                        " --lut-ffn none --lut-head none --chunks 2 --argmax --batch 16");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(fs::exists(out / "tokenizer.bin"));
+    expect_same_greedy_text(model, out);
+}
+
+TEST(CliConvert, LutPackagesAreNamedAndRun) {
+    const std::string model = tiny_model("tiny-qwen3");
+    const fs::path out = test::temp_dir("cli-convert-lut") / "out";
+    const auto r = test::run_anelm("convert " + shell_word(model) + " -o " + shell_word(out) +
+                                   " --lut-ffn 4,8 --lut-head 6,8 --ctx 64");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(fs::exists(out / "qwen_FFN_PF_lut4_chunk_01of01.mlpackage"));
+    EXPECT_TRUE(fs::exists(out / "qwen_lm_head_lut6.mlpackage"));
+    EXPECT_TRUE(fs::exists(out / "qwen_embeddings.mlpackage"));
+    const auto g =
+        test::run_anelm("generate " + shell_word(out) + " -p " + prompt + " -n 40 --temp 0");
+    ASSERT_EQ(g.exit_code, 0) << g.err;
+    EXPECT_GT(g.out.size(), 40u);
+}
+
+TEST(CliConvert, BadInputIsOneLineAndWritesNothing) {
+    const std::string model = tiny_model("tiny-llama");
+    const fs::path dir = test::temp_dir("cli-convert-bad");
+    const fs::path out = dir / "out";
+    for (const std::string& bad : {std::string("--lut-ffn 5"), std::string("--chunks 0"),
+                                   std::string("--chunks 9"), std::string("--fp16-scale 0.3")}) {
+        SCOPED_TRACE(bad);
+        const auto r =
+            test::run_anelm("convert " + shell_word(model) + " -o " + shell_word(out) + " " + bad);
+        EXPECT_EQ(r.exit_code, 1);
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+        EXPECT_TRUE(fs::is_empty(dir)) << "something was written";
+    }
+    fs::create_directories(out);
+    const auto r = test::run_anelm("convert " + shell_word(model) + " -o " + shell_word(out));
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("already exists"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace anelm
