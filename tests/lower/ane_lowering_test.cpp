@@ -11,6 +11,7 @@
 #include "coreml/anemll_layout.h"
 #include "exec/tiny_model.h"
 #include "models/models.h"
+#include "passes/fp16_scale.h"
 #include "passes/rope_halves.h"
 #include "runtime/session.h"
 
@@ -117,6 +118,32 @@ TEST_P(AneLoweringTest, SameGreedyTokensInF16) {
     }
     EXPECT_EQ(got, want);
     EXPECT_EQ(got_arg, got);
+}
+
+// The residual scale (out_scale on the stream's producers) is folded into the
+// weights the packages hold: the scaled packages compute the same logits.
+TEST(AneLowering, ResidualScaleFoldedIntoWeights) {
+    const LoadedModel& m = test::tiny_model("tiny-gemma3");
+    ir::Program program = decode_program(m);
+    passes::scale_residual(program, 0.25f);
+    const Lowered l = lower_all(program, m.spec.n_vocab, false);
+    AnePipeline ane = pipeline(l, false, milexec::Rounding::none);
+    SessionOptions so;
+    so.n_ctx = n_ctx;
+    Session cpu(m.spec, m.weights, so);
+    const auto prompt = test::random_tokens(m.spec.n_vocab, 9, 6);
+    EXPECT_LT(test::relative_error(ane.prefill(prompt), cpu.prefill(prompt)), 1e-2);
+    // Scaling really happened: the stream entering the first chunk is a quarter.
+    const lower::AnePackage unscaled = lower::lower_embeddings(decode_program(m), {});
+    milexec::States states;
+    milexec::Function scaled_embed(l.embeddings.model.mlprogram(), "main", l.embeddings.blobs());
+    milexec::Function plain_embed(unscaled.model.mlprogram(), "main", unscaled.blobs());
+    milexec::Tensor ids = milexec::make_tensor(coreml::mil::INT32, {1, 1});
+    ids.i = {prompt[0]};
+    const auto a = scaled_embed.run({{"input_ids", ids}}, states).at("hidden_states");
+    const auto b = plain_embed.run({{"input_ids", ids}}, states).at("hidden_states");
+    ASSERT_EQ(a.f.size(), b.f.size());
+    for (size_t i = 0; i < a.f.size(); ++i) EXPECT_FLOAT_EQ(a.f[i], 0.25f * b.f[i]);
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, AneLoweringTest,
