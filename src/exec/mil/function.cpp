@@ -146,17 +146,22 @@ void Function::compile(const mil::Function& fn, const mil::Block& block,
             spec = {out, s.dtype(), s.shape()};
         outputs_.push_back(spec);
     }
-    plan_releases(block);
+    plan_releases();
     plan_in_place_updates();
 }
 
 // Frees every intermediate after its last reader, so a model's activations
 // do not all stay alive until the end of a run.
-void Function::plan_releases(const mil::Block& block) {
+void Function::plan_releases() {
     std::vector<int> last(constants_.size(), -1);
     for (size_t k = 0; k < ops_.size(); ++k)
         for (const auto& [key, slots] : ops_[k].inputs)
             for (int s : slots) last[static_cast<size_t>(s)] = static_cast<int>(k);
+    // Outputs nothing reads (unused split parts) go right after their op.
+    for (size_t k = 0; k < ops_.size(); ++k)
+        for (int s : ops_[k].outputs)
+            if (last[static_cast<size_t>(s)] < 0)
+                last[static_cast<size_t>(s)] = static_cast<int>(k);
     for (int s : output_slots_) last[static_cast<size_t>(s)] = -1;
     for (size_t s = 0; s < last.size(); ++s)
         if (last[s] >= 0) ops_[static_cast<size_t>(last[s])].release.push_back(static_cast<int>(s));

@@ -55,7 +55,7 @@ private:
     void compile(const mil::Function& fn, const mil::Block& block, const coreml::BlobTable& blobs);
     int add_slot(const std::string& name, const std::string& where);
     int slot_of(const std::string& name, const std::string& where) const;
-    void plan_releases(const mil::Block& block);
+    void plan_releases();
     void plan_in_place_updates();
 
     std::string name_;

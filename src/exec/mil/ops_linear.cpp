@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -192,11 +193,21 @@ void matmul(OpContext& ctx) {
         const float* a = x.f.data() + offsets[static_cast<size_t>(b)][0] * m * k;
         const float* bm = y.f.data() + offsets[static_cast<size_t>(b)][1] * k * nn;
         float* c = out.f.data() + (b * m + i) * nn;
-        for (int64_t j = 0; j < nn; ++j) {
-            float sum = 0.0f;
-            for (int64_t t = 0; t < k; ++t)
-                sum += (tx ? a[t * m + i] : a[i * k + t]) * (ty ? bm[j * k + t] : bm[t * nn + j]);
-            c[j] = sum;
+        if (ty) {  // rows of y are contiguous: dot products
+            for (int64_t j = 0; j < nn; ++j) {
+                float sum = 0.0f;
+                for (int64_t t = 0; t < k; ++t)
+                    sum += (tx ? a[t * m + i] : a[i * k + t]) * bm[j * k + t];
+                c[j] = sum;
+            }
+            return;
+        }
+        // Otherwise accumulate scaled rows of y, reading it in order.
+        std::fill(c, c + nn, 0.0f);
+        for (int64_t t = 0; t < k; ++t) {
+            const float at = tx ? a[t * m + i] : a[i * k + t];
+            const float* row = bm + t * nn;
+            for (int64_t j = 0; j < nn; ++j) c[j] += at * row[j];
         }
     });
     ctx.set(0, std::move(out));
