@@ -58,6 +58,15 @@ AnePipeline::AnePipeline(AnePart embeddings, const std::vector<AnePart>& chunks,
         std::accumulate(shape_.head_pieces.begin(), shape_.head_pieces.end(), int64_t{0})));
 }
 
+AnePipeline::AnePipeline(AnePart monolithic, AnePipelineShape shape, milexec::Rounding rounding,
+                         ThreadPool* pool)
+    : shape_(std::move(shape)) {
+    infer_.push_back(function_of(monolithic, "infer", rounding, pool));
+    prefill_.push_back(function_of(monolithic, "prefill", rounding, pool));
+    logits_.resize(static_cast<size_t>(
+        std::accumulate(shape_.head_pieces.begin(), shape_.head_pieces.end(), int64_t{0})));
+}
+
 AnePipeline::~AnePipeline() = default;
 
 void AnePipeline::reset() {
@@ -65,36 +74,42 @@ void AnePipeline::reset() {
     pos_ = 0;
 }
 
-void AnePipeline::run_batch(std::span<const int32_t> tokens) {
+Tensor AnePipeline::run_chunks(const std::vector<std::unique_ptr<milexec::Function>>& fns,
+                               std::span<const int32_t> tokens) {
     const auto t = static_cast<int64_t>(tokens.size());
-    Tensor hidden =
-        embeddings_->run({{"input_ids", ints({1, t}, {tokens.begin(), tokens.end()})}}, states_)
-            .at("hidden_states");
-    for (const auto& chunk : prefill_) {
-        auto out = chunk->run({{"hidden_states", hidden},
-                               {"position_ids", ints({t}, positions(pos_, t))},
-                               {"causal_mask", causal_rows(pos_, t, shape_.n_ctx)},
-                               {"current_pos", ints({1}, {static_cast<int32_t>(pos_)})}},
-                              states_);
-        hidden = std::move(out.at("output_hidden_states"));
+    Tensor ids = ints({1, t}, {tokens.begin(), tokens.end()});
+    Tensor hidden;
+    if (embeddings_) hidden = embeddings_->run({{"input_ids", ids}}, states_).at("hidden_states");
+    std::map<std::string, Tensor> out;
+    for (const auto& fn : fns) {
+        std::map<std::string, Tensor> in{{"position_ids", ints({t}, positions(pos_, t))},
+                                         {"causal_mask", causal_rows(pos_, t, shape_.n_ctx)},
+                                         {"current_pos", ints({1}, {static_cast<int32_t>(pos_)})}};
+        if (embeddings_)
+            in["hidden_states"] = std::move(hidden);
+        else
+            in["input_ids"] = ids;
+        out = fn->run(in, states_);
+        if (embeddings_) hidden = std::move(out.at("output_hidden_states"));
     }
     pos_ += t;
+    if (embeddings_) return hidden;
+    last_outputs_ = std::move(out);
+    return {};
+}
+
+void AnePipeline::run_batch(std::span<const int32_t> tokens) {
+    run_chunks(prefill_, tokens);
 }
 
 std::span<const float> AnePipeline::run_token(int32_t token) {
     if (pos_ >= shape_.n_ctx) fail("the context of {} tokens is full", shape_.n_ctx);
-    Tensor hidden =
-        embeddings_->run({{"input_ids", ints({1, 1}, {token})}}, states_).at("hidden_states");
-    for (const auto& chunk : infer_) {
-        auto out = chunk->run({{"hidden_states", hidden},
-                               {"position_ids", ints({1}, {static_cast<int32_t>(pos_)})},
-                               {"causal_mask", causal_rows(pos_, 1, shape_.n_ctx)},
-                               {"current_pos", ints({1}, {static_cast<int32_t>(pos_)})}},
-                              states_);
-        hidden = std::move(out.at("output_hidden_states"));
-    }
-    ++pos_;
-    auto out = head_->run({{"hidden_states", hidden}}, states_);
+    Tensor hidden = run_chunks(infer_, {&token, 1});
+    if (!head_) return read_head(last_outputs_);
+    return read_head(head_->run({{"hidden_states", hidden}}, states_));
+}
+
+std::span<const float> AnePipeline::read_head(const std::map<std::string, Tensor>& out) {
     if (shape_.argmax) {
         // Each piece's best: the largest value wins; its index is local to the piece.
         const Tensor& idx = out.at("argmax_idx");
@@ -146,34 +161,37 @@ ConvertedModel::ConvertedModel(const std::string& dir, const std::string& tokeni
     const coreml::ConvertedFiles files =
         coreml::find_converted_files((fs::path(dir) / "meta.yaml").string());
     const coreml::ConvertLayout& layout = files.meta.layout;
-    if (layout.monolithic)
-        fail("{}: monolithic models do not run here yet; convert without --monolithic", dir);
     auto open = [&](const std::string& path) {
         packages_.push_back(std::make_unique<coreml::Package>(path));
         return AnePart{&packages_.back()->model(), packages_.back().get()};
     };
-    const AnePart embeddings = open(files.embeddings);
-    std::vector<AnePart> chunks;
-    for (const std::string& c : files.chunks) chunks.push_back(open(c));
-    const AnePart head = open(files.lm_head);
     AnePipelineShape shape;
     shape.n_ctx = layout.context_length;
     shape.batch = layout.batch_size;
     shape.head_pieces = layout.lm_head_chunk_sizes;
     shape.argmax = layout.argmax_in_model;
+    if (layout.monolithic) {
+        pipeline_ = std::make_unique<AnePipeline>(open(files.monolithic), shape, rounding, pool);
+    } else {
+        const AnePart embeddings = open(files.embeddings);
+        std::vector<AnePart> chunks;
+        for (const std::string& c : files.chunks) chunks.push_back(open(c));
+        pipeline_ = std::make_unique<AnePipeline>(embeddings, chunks, open(files.lm_head), shape,
+                                                  rounding, pool);
+    }
     vocab_size_ = layout.vocab_size;
 
     std::string tok = tokenizer_path;
     for (const char* name : {"tokenizer.json", "tokenizer.bin"})
         if (tok.empty() && fs::exists(fs::path(dir) / name)) tok = (fs::path(dir) / name).string();
-    if (tok.empty()) fail("{}: no tokenizer.json or tokenizer.bin (give one with --tokenizer)", dir);
+    if (tok.empty())
+        fail("{}: no tokenizer.json or tokenizer.bin (give one with --tokenizer)", dir);
     tokenizer_ = load_tokenizer(tok);
     ModelSpec spec;
     spec.n_vocab = layout.vocab_size;
     if (const fs::path gen = fs::path(dir) / "generation_config.json"; fs::exists(gen))
         load_generation_config(gen.string(), spec);
     stop_ids_ = spec.eos_token_ids.empty() ? tokenizer_->eos_ids() : spec.eos_token_ids;
-    pipeline_ = std::make_unique<AnePipeline>(embeddings, chunks, head, shape, rounding, pool);
 }
 
 }  // namespace anelm

@@ -6,6 +6,7 @@
 // argmax mapped to a vocabulary id through the piece sizes.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +37,9 @@ class AnePipeline : public TokenModel {
 public:
     AnePipeline(AnePart embeddings, const std::vector<AnePart>& chunks, AnePart head,
                 AnePipelineShape shape, milexec::Rounding rounding, ThreadPool* pool = nullptr);
+    // ANEMLL's monolithic form: one package from token ids to the head's outputs.
+    AnePipeline(AnePart monolithic, AnePipelineShape shape, milexec::Rounding rounding,
+                ThreadPool* pool = nullptr);
     ~AnePipeline() override;
 
     std::span<const float> prefill(std::span<const int32_t> tokens) override;
@@ -47,11 +51,16 @@ public:
 private:
     void run_batch(std::span<const int32_t> tokens);  // prefill, output discarded
     std::span<const float> run_token(int32_t token);  // infer and the head
+    // The chunks' functions from token ids (the embeddings first, unless monolithic).
+    milexec::Tensor run_chunks(const std::vector<std::unique_ptr<milexec::Function>>& fns,
+                               std::span<const int32_t> tokens);
+    std::span<const float> read_head(const std::map<std::string, milexec::Tensor>& out);
 
     AnePipelineShape shape_;
-    std::unique_ptr<milexec::Function> embeddings_, head_;
+    std::unique_ptr<milexec::Function> embeddings_, head_;  // null when monolithic
     std::vector<std::unique_ptr<milexec::Function>> infer_, prefill_;
     milexec::States states_;
+    std::map<std::string, milexec::Tensor> last_outputs_;  // monolithic infer's head outputs
     std::vector<float> logits_;
     int64_t pos_ = 0;
 };

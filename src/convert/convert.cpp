@@ -104,13 +104,10 @@ quant::QuantChoice parse_lut_option(const std::string& option, const std::string
     return c;
 }
 
-ConvertResult convert_model(const Model& model, const ConvertOptions& options, ThreadPool& pool,
-                            const StageFn& stage) {
+coreml::ConvertLayout lower_converted(const Model& model, const ConvertOptions& options,
+                                      ThreadPool& pool, const StageFn& stage,
+                                      const ConvertedPackageFn& each) {
     const ModelSpec& spec = model.spec();
-    const fs::path out(options.out);
-    if (options.out.empty()) fail("convert: no output folder given (-o)");
-    if (fs::exists(out) && !options.force)
-        fail("{}: already exists (use --force to replace it)", out.string());
     auto report = [&](const std::string& name) { return stage ? stage(name) : ProgressFn{}; };
 
     coreml::ConvertLayout layout = coreml::default_layout(arch_name(spec.arch), spec.n_vocab);
@@ -121,6 +118,7 @@ ConvertResult convert_model(const Model& model, const ConvertOptions& options, T
     layout.lut_ffn = parse_lut_option("--lut-ffn", options.lut_ffn);
     layout.lut_head = parse_lut_option("--lut-head", options.lut_head);
     layout.argmax_in_model = options.argmax;
+    layout.monolithic = options.monolithic;
     layout.fp16_scale = options.fp16_scale;
     if (spec.sliding_window > 0) {
         layout.sliding_window = spec.sliding_window;
@@ -146,7 +144,11 @@ ConvertResult convert_model(const Model& model, const ConvertOptions& options, T
     const ir::Function& fn = program.function("decode");
     const lower::ProgramParts parts = lower::split_parts(fn);
     const auto n_layer = static_cast<int64_t>(parts.layers.size());
-    if (options.chunks > 0) {
+    if (options.monolithic) {
+        if (options.chunks > 1)
+            fail("--monolithic: the model is one file, not {} chunks", options.chunks);
+        layout.n_chunks = 1;
+    } else if (options.chunks > 0) {
         layout.n_chunks = options.chunks;
     } else {
         std::vector<uint64_t> per_layer;
@@ -156,7 +158,7 @@ ConvertResult convert_model(const Model& model, const ConvertOptions& options, T
             coreml::auto_chunk_count(per_layer, 0, weight_bytes(program, fn, parts.final_norm),
                                      static_cast<uint64_t>(options.max_chunk_mb * 1024 * 1024));
     }
-    layout.check(out.string());
+    layout.check(options.out.empty() ? model.path : options.out);
 
     lower::AneOptions ane;
     ane.batch = layout.batch_size;
@@ -168,46 +170,63 @@ ConvertResult convert_model(const Model& model, const ConvertOptions& options, T
                     {"com.anemll.batch_size", std::to_string(layout.batch_size)},
                     {"com.anemll.vocab_size", std::to_string(layout.vocab_size)},
                     {"com.anemll.lm_head_chunk_sizes", join(layout.lm_head_chunk_sizes)}};
+    if (options.argmax) ane.metadata["com.anemll.argmax_in_model"] = "true";
+
+    const auto ranges = coreml::layer_ranges(n_layer, layout.n_chunks);
+    const int64_t n_steps = options.monolithic ? 1 : static_cast<int64_t>(ranges.size()) + 2;
+    const ProgressFn progress = report("lower");
+    int64_t step = 0;
+    auto emit = [&](const lower::AnePackage& package, const std::string& stem) {
+        each(package, stem);
+        if (progress) progress(++step, n_steps);
+    };
+    auto with = [&](std::initializer_list<std::pair<const char*, std::string>> extra) {
+        lower::AneOptions o = ane;
+        for (const auto& [k, v] : extra) o.metadata[k] = v;
+        return o;
+    };
+    auto lut_bits = [](const quant::QuantChoice& c) { return std::to_string(c.nbits); };
+    const std::string functions = "infer,prefill";
+    if (options.monolithic) {
+        emit(lower::lower_monolithic(program, layout.lm_head_chunk_sizes,
+                                     with({{"com.anemll.lut_bits", lut_bits(layout.lut_ffn)},
+                                           {"com.anemll.functions", functions}})),
+             layout.monolithic_stem());
+        return layout;
+    }
+    emit(lower::lower_embeddings(program,
+                                 with({{"com.anemll.lut_bits", lut_bits(layout.lut_embed)}})),
+         layout.embeddings_stem());
+    for (size_t c = 0; c < ranges.size(); ++c)
+        emit(lower::lower_chunk(program, ranges[c].begin, ranges[c].end,
+                                with({{"com.anemll.chunk_no", std::to_string(c + 1)},
+                                      {"com.anemll.lut_bits", lut_bits(layout.lut_ffn)},
+                                      {"com.anemll.functions", functions}})),
+             layout.ffn_chunk_stem(static_cast<int>(c + 1)));
+    emit(lower::lower_lm_head(program, layout.lm_head_chunk_sizes,
+                              with({{"com.anemll.lut_bits", lut_bits(layout.lut_head)}})),
+         layout.lm_head_stem());
+    return layout;
+}
+
+ConvertResult convert_model(const Model& model, const ConvertOptions& options, ThreadPool& pool,
+                            const StageFn& stage) {
+    const fs::path out(options.out);
+    if (options.out.empty()) fail("convert: no output folder given (-o)");
+    if (fs::exists(out) && !options.force)
+        fail("{}: already exists (use --force to replace it)", out.string());
 
     TempDir tmp(out);
     ConvertResult result;
-    auto write = [&](const lower::AnePackage& pkg, const std::string& stem) {
-        const std::string name = coreml::package_name(stem);
-        lower::write_ane_package(pkg, tmp.path() / name);
-        result.files.push_back(name);
-    };
-    const auto ranges = coreml::layer_ranges(n_layer, layout.n_chunks);
-    const int64_t n_steps = static_cast<int64_t>(ranges.size()) + 2;
-    const ProgressFn progress = report("write");
-    int64_t step = 0;
-    auto advance = [&] {
-        if (progress) progress(++step, n_steps);
-    };
-    {
-        lower::AneOptions o = ane;
-        o.metadata["com.anemll.lut_bits"] = std::to_string(layout.lut_embed.nbits);
-        write(lower::lower_embeddings(program, o), layout.embeddings_stem());
-        advance();
-    }
-    for (size_t c = 0; c < ranges.size(); ++c) {
-        lower::AneOptions o = ane;
-        o.metadata["com.anemll.chunk_no"] = std::to_string(c + 1);
-        o.metadata["com.anemll.lut_bits"] = std::to_string(layout.lut_ffn.nbits);
-        o.metadata["com.anemll.functions"] = "infer,prefill";
-        write(lower::lower_chunk(program, ranges[c].begin, ranges[c].end, o),
-              layout.ffn_chunk_stem(static_cast<int>(c + 1)));
-        advance();
-    }
-    {
-        lower::AneOptions o = ane;
-        o.metadata["com.anemll.lut_bits"] = std::to_string(layout.lut_head.nbits);
-        if (options.argmax) o.metadata["com.anemll.argmax_in_model"] = "true";
-        write(lower::lower_lm_head(program, layout.lm_head_chunk_sizes, o), layout.lm_head_stem());
-        advance();
-    }
+    result.layout = lower_converted(model, options, pool, stage,
+                                    [&](const lower::AnePackage& package, const std::string& stem) {
+                                        const std::string name = coreml::package_name(stem);
+                                        lower::write_ane_package(package, tmp.path() / name);
+                                        result.files.push_back(name);
+                                    });
 
     coreml::MetaYaml meta =
-        coreml::make_meta_yaml(layout, fs::path(model.path).filename().string());
+        coreml::make_meta_yaml(result.layout, fs::path(model.path).filename().string());
     meta.model_path = model.path;
     meta.command_line = options.command_line;
     coreml::write_meta_yaml((tmp.path() / "meta.yaml").string(), meta);
@@ -229,7 +248,6 @@ ConvertResult convert_model(const Model& model, const ConvertOptions& options, T
                       coreml::convert_readme_text(meta, tokenizer_files, options.out));
     result.files.push_back("README.txt");
     tmp.rename_to(out, options.force);
-    result.layout = layout;
     return result;
 }
 

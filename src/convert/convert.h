@@ -12,6 +12,7 @@
 #include "base/progress.h"
 #include "base/thread_pool.h"
 #include "coreml/anemll_layout.h"
+#include "lower/ane_lowering.h"
 #include "runtime/model.h"
 
 namespace anelm {
@@ -29,6 +30,7 @@ struct ConvertOptions {
     bool argmax = false;
     float fp16_scale = 1;      // the residual stream scale (a power of two)
     std::string prefix;        // empty: ANEMLL's default for the architecture
+    bool monolithic = false;   // one {prefix}_monolithic_full package instead of the split
     bool force = false;        // replace an existing output
     std::string command_line;  // recorded in meta.yaml's comment block
 };
@@ -43,6 +45,15 @@ struct ConvertResult {
 
 // "none", "4" (group 8) or "4,8": a LUT choice as ANEMLL's --lut options take it.
 quant::QuantChoice parse_lut_option(const std::string& option, const std::string& text);
+
+// Builds and lowers what convert_model writes, without writing it: `each` gets
+// every package with its file stem, in writing order, while the program it
+// refers to is alive. Returns the layout (options.out only names errors).
+using ConvertedPackageFn =
+    std::function<void(const lower::AnePackage& package, const std::string& stem)>;
+coreml::ConvertLayout lower_converted(const Model& model, const ConvertOptions& options,
+                                      ThreadPool& pool, const StageFn& stage,
+                                      const ConvertedPackageFn& each);
 
 ConvertResult convert_model(const Model& model, const ConvertOptions& options, ThreadPool& pool,
                             const StageFn& stage = {});

@@ -46,6 +46,12 @@ AnePackage lower_chunk(const ir::Program& program, int64_t first, int64_t end,
 AnePackage lower_lm_head(const ir::Program& program, const std::vector<int64_t>& pieces,
                          const AneOptions& options);
 
+// ANEMLL's single-file form: infer and prefill from input_ids [1, T] through
+// every layer to the LM head's outputs (prefill: logits of its first row,
+// never argmax), on the same KV state.
+AnePackage lower_monolithic(const ir::Program& program, const std::vector<int64_t>& pieces,
+                            const AneOptions& options);
+
 // Writes a lowered package (through a temporary folder renamed into place).
 void write_ane_package(const AnePackage& package, const std::filesystem::path& dir,
                        bool overwrite = false);

@@ -148,84 +148,50 @@ AnePackage lower_embeddings(const ir::Program& program, const AneOptions& option
     return pkg;
 }
 
-AnePackage lower_chunk(const ir::Program& program, int64_t first, int64_t end,
-                       const AneOptions& options) {
-    const ir::Function& fn = decode_function(program);
-    const ProgramParts parts = split_parts(fn);
-    const auto n_layer = static_cast<int64_t>(parts.layers.size());
-    if (first < 0 || first >= end || end > n_layer)
-        fail("layers {}..{} are not a chunk of a {}-layer model", first, end, n_layer);
-    const bool last_chunk = end == n_layer;
+namespace {
+
+// The inputs every chunk function reads besides its hidden state or tokens.
+void bind_chunk_inputs(FunctionLowering& f, const ir::Program& program, int64_t t) {
     const int64_t n_ctx = context_length(program);
-    AnePackage pkg{new_model(options), std::make_shared<PackageContext>(program, n_ctx)};
-    spec::ModelDescription& d = *pkg.model.mutable_description();
-
-    std::vector<ir::ValueId> nodes;
-    for (int64_t l = first; l < end; ++l)
-        nodes.insert(nodes.end(), parts.layers[l].begin(), parts.layers[l].end());
-    const ir::ValueId in_id = part_input(fn, nodes);
-    const int64_t h = hidden_width(fn, in_id);
-
-    for (const auto& [name, t] :
-         {std::pair<std::string, int64_t>{"infer", 1}, {"prefill", options.batch}}) {
-        mil::Block& block = new_function(pkg.model, name);
-        FunctionLowering f(*pkg.context, fn, block, t);
-        const MilValue hidden{"hidden_states", mil::FLOAT16, {1, t, h}};
-        f.position_ids = MilValue{"position_ids", mil::INT32, {t}};
-        f.causal_mask = MilValue{"causal_mask", mil::FLOAT16, {1, 1, t, n_ctx}};
-        f.current_pos = MilValue{"current_pos", mil::INT32, {1}};
-        for (const ir::StateDecl& s : program.states)
-            f.state_values[s.name] = MilValue{s.name, mil::FLOAT16, s.shape};
-        f.bind(in_id, f.to_channels(hidden, "hidden_in"));
-        for (ir::ValueId id : nodes) f.lower(id);
-        ir::ValueId out_id = part_output(fn, nodes);
-        const bool with_norm = last_chunk && t == 1;
-        if (with_norm) {
-            for (ir::ValueId id : parts.final_norm) f.lower(id);
-            out_id = parts.final_norm.back();
-        }
-        MilValue out = f.value(out_id);
-        if (last_chunk && t > 1) {
-            // Only the first row leaves the last chunk's prefill: the runner discards it.
-            out = f.slice(out, {0, 0, 0, 0}, {1, static_cast<int32_t>(h), 1, 1}, "first_row");
-        }
-        const MilValue rows = f.to_rows(out, "output_hidden_states");
-        f.builder().output(rows);
-
-        mil::Function& mfn = pkg.model.mutable_mlprogram()->mutable_functions()->at(name);
-        spec::FunctionDescription& fd = *d.add_functions();
-        fd.set_name(name);
-        for (const MilValue& v : {hidden, f.position_ids, f.causal_mask, f.current_pos}) {
-            add_input(mfn, v);
-            *fd.add_input() = feature({v, {}});
-        }
-        for (const ir::StateDecl& s : program.states) {
-            add_state_input(mfn, s);
-            *fd.add_state() = state_feature(s);
-        }
-        *fd.add_output() = feature({rows, {}});
-    }
-    d.set_defaultfunctionname("infer");
-    return pkg;
+    f.position_ids = MilValue{"position_ids", mil::INT32, {t}};
+    f.causal_mask = MilValue{"causal_mask", mil::FLOAT16, {1, 1, t, n_ctx}};
+    f.current_pos = MilValue{"current_pos", mil::INT32, {1}};
+    for (const ir::StateDecl& s : program.states)
+        f.state_values[s.name] = MilValue{s.name, mil::FLOAT16, s.shape};
 }
 
-AnePackage lower_lm_head(const ir::Program& program, const std::vector<int64_t>& pieces,
-                         const AneOptions& options) {
-    const ir::Function& fn = decode_function(program);
-    const ProgramParts parts = split_parts(fn);
-    AnePackage pkg{new_model(options),
-                   std::make_shared<PackageContext>(program, context_length(program))};
-    mil::Block& block = new_function(pkg.model, "main");
-    const ir::ValueId in_id = parts.final_norm.back();
-    const int64_t h = hidden_width(fn, in_id);
+// Declares a function's inputs (first the given value, then positions, mask,
+// write position and states) and outputs in the program and the description.
+void describe(AnePackage& pkg, const ir::Program& program, const std::string& name,
+              const FunctionLowering& f, const MilValue& first_input,
+              const std::vector<MilValue>& outputs) {
+    mil::Function& mfn = pkg.model.mutable_mlprogram()->mutable_functions()->at(name);
+    spec::FunctionDescription& fd = *pkg.model.mutable_description()->add_functions();
+    fd.set_name(name);
+    for (const MilValue& v : {first_input, f.position_ids, f.causal_mask, f.current_pos}) {
+        add_input(mfn, v);
+        *fd.add_input() = feature({v, {}});
+    }
+    for (const ir::StateDecl& s : program.states) {
+        add_state_input(mfn, s);
+        *fd.add_state() = state_feature(s);
+    }
+    for (const MilValue& o : outputs) *fd.add_output() = feature({o, {}});
+}
+
+MilValue first_row(FunctionLowering& f, const MilValue& x) {
+    return f.slice(x, {0, 0, 0, 0}, {1, static_cast<int32_t>(x.shape.at(1)), 1, 1}, "first_row");
+}
+
+// The LM head on x (channels, one token) split into pieces: logits1..N, or
+// argmax_idx and argmax_val over the pieces.
+std::vector<MilValue> lower_head(FunctionLowering& f, const ir::Function& fn,
+                                 const ProgramParts& parts, const MilValue& x,
+                                 const std::vector<int64_t>& pieces, bool argmax) {
     const int64_t vocab = hidden_width(fn, fn.outputs.at(0));
-    if (std::accumulate(pieces.begin(), pieces.end(), int64_t{0}) != vocab)
-        fail("LM head pieces add up to {}, the vocabulary has {}",
-             std::accumulate(pieces.begin(), pieces.end(), int64_t{0}), vocab);
-    const MilValue hidden{"hidden_states", mil::FLOAT16, {1, 1, h}};
-    FunctionLowering f(*pkg.context, fn, block, 1);
+    const int64_t total = std::accumulate(pieces.begin(), pieces.end(), int64_t{0});
+    if (total != vocab) fail("LM head pieces add up to {}, the vocabulary has {}", total, vocab);
     MilBuilder& b = f.builder();
-    const MilValue x = f.to_channels(hidden, "hidden_in");
     std::vector<MilValue> outputs, idx, val;
     int64_t row0 = 0;
     for (size_t i = 0; i < pieces.size(); ++i) {
@@ -233,11 +199,11 @@ AnePackage lower_lm_head(const ir::Program& program, const std::vector<int64_t>&
         f.head_rows = pieces[i];
         const std::string n = std::to_string(i + 1);
         f.name_suffix = "_" + n;  // each piece lowers the same nodes again
-        f.bind(in_id, x);
+        f.bind(parts.final_norm.back(), x);
         for (ir::ValueId id : parts.head) f.lower(id);
         const MilValue& piece = f.value(fn.outputs.at(0));  // [1, piece, 1, 1]
         const MilValue logits = f.reshape(piece, {1, 1, pieces[i]}, "logits" + n);
-        if (options.argmax) {
+        if (argmax) {
             idx.push_back(b.op("reduce_argmax", "argmax_idx_" + n,
                                {{"x", logits},
                                 {"axis", MilParam::i32(-1)},
@@ -253,12 +219,14 @@ AnePackage lower_lm_head(const ir::Program& program, const std::vector<int64_t>&
         }
         row0 += pieces[i];
     }
-    if (options.argmax) {
+    f.name_suffix.clear();
+    f.head_rows = 0;
+    if (argmax) {
         const auto n = static_cast<int64_t>(pieces.size());
-        auto gather_all = [&](const std::vector<MilValue>& parts_, const std::string& name,
+        auto gather_all = [&](const std::vector<MilValue>& values, const std::string& name,
                               mil::DataType dtype) {
             const MilValue cat = b.op("concat", name + "_all",
-                                      {{"values", parts_},
+                                      {{"values", values},
                                        {"axis", MilParam::i32(1)},
                                        {"interleave", MilParam::boolean(false)}},
                                       dtype, {1, n});
@@ -268,12 +236,105 @@ AnePackage lower_lm_head(const ir::Program& program, const std::vector<int64_t>&
         outputs.push_back(gather_all(val, "argmax_val", mil::FLOAT16));
     }
     for (const MilValue& o : outputs) b.output(o);
+    return outputs;
+}
+
+constexpr std::pair<const char*, bool> chunk_functions[] = {{"infer", false}, {"prefill", true}};
+
+}  // namespace
+
+AnePackage lower_chunk(const ir::Program& program, int64_t first, int64_t end,
+                       const AneOptions& options) {
+    const ir::Function& fn = decode_function(program);
+    const ProgramParts parts = split_parts(fn);
+    const auto n_layer = static_cast<int64_t>(parts.layers.size());
+    if (first < 0 || first >= end || end > n_layer)
+        fail("layers {}..{} are not a chunk of a {}-layer model", first, end, n_layer);
+    const bool last_chunk = end == n_layer;
+    AnePackage pkg{new_model(options),
+                   std::make_shared<PackageContext>(program, context_length(program))};
+
+    std::vector<ir::ValueId> nodes;
+    for (int64_t l = first; l < end; ++l)
+        nodes.insert(nodes.end(), parts.layers[l].begin(), parts.layers[l].end());
+    const ir::ValueId in_id = part_input(fn, nodes);
+    const ir::ValueId out_id = part_output(fn, nodes);
+    const int64_t h = hidden_width(fn, in_id);
+
+    for (const auto& [name, batched] : chunk_functions) {
+        const int64_t t = batched ? options.batch : 1;
+        mil::Block& block = new_function(pkg.model, name);
+        FunctionLowering f(*pkg.context, fn, block, t);
+        bind_chunk_inputs(f, program, t);
+        const MilValue hidden{"hidden_states", mil::FLOAT16, {1, t, h}};
+        f.bind(in_id, f.to_channels(hidden, "hidden_in"));
+        for (ir::ValueId id : nodes) f.lower(id);
+        MilValue out = f.value(out_id);
+        if (last_chunk && !batched) {
+            // The final norm runs here, in the last chunk's infer only.
+            for (ir::ValueId id : parts.final_norm) f.lower(id);
+            out = f.value(parts.final_norm.back());
+        } else if (last_chunk) {
+            // Only the first row leaves the last chunk's prefill: the runner discards it.
+            out = first_row(f, out);
+        }
+        const MilValue rows = f.to_rows(out, "output_hidden_states");
+        f.builder().output(rows);
+        describe(pkg, program, name, f, hidden, {rows});
+    }
+    pkg.model.mutable_description()->set_defaultfunctionname("infer");
+    return pkg;
+}
+
+AnePackage lower_lm_head(const ir::Program& program, const std::vector<int64_t>& pieces,
+                         const AneOptions& options) {
+    const ir::Function& fn = decode_function(program);
+    const ProgramParts parts = split_parts(fn);
+    AnePackage pkg{new_model(options),
+                   std::make_shared<PackageContext>(program, context_length(program))};
+    mil::Block& block = new_function(pkg.model, "main");
+    const int64_t h = hidden_width(fn, parts.final_norm.back());
+    const MilValue hidden{"hidden_states", mil::FLOAT16, {1, 1, h}};
+    FunctionLowering f(*pkg.context, fn, block, 1);
+    const std::vector<MilValue> outputs =
+        lower_head(f, fn, parts, f.to_channels(hidden, "hidden_in"), pieces, options.argmax);
 
     mil::Function& mfn = pkg.model.mutable_mlprogram()->mutable_functions()->at("main");
     add_input(mfn, hidden);
     spec::ModelDescription& d = *pkg.model.mutable_description();
     *d.add_input() = feature({hidden, {}});
     for (const MilValue& o : outputs) *d.add_output() = feature({o, {}});
+    return pkg;
+}
+
+AnePackage lower_monolithic(const ir::Program& program, const std::vector<int64_t>& pieces,
+                            const AneOptions& options) {
+    const ir::Function& fn = decode_function(program);
+    const ProgramParts parts = split_parts(fn);
+    AnePackage pkg{new_model(options),
+                   std::make_shared<PackageContext>(program, context_length(program))};
+    const ir::ValueId embedded = part_output(fn, parts.embedding);
+    std::vector<ir::ValueId> layers;
+    for (const auto& l : parts.layers) layers.insert(layers.end(), l.begin(), l.end());
+    const ir::ValueId stream = part_output(fn, layers);
+
+    for (const auto& [name, batched] : chunk_functions) {
+        const int64_t t = batched ? options.batch : 1;
+        mil::Block& block = new_function(pkg.model, name);
+        FunctionLowering f(*pkg.context, fn, block, t);
+        bind_chunk_inputs(f, program, t);
+        f.input_ids = MilValue{"input_ids", mil::INT32, {1, t}};
+        for (ir::ValueId id : parts.embedding) f.lower(id);
+        f.bind(embedded, f.to_channels(f.value(embedded), "hidden_in"));
+        for (ir::ValueId id : layers) f.lower(id);
+        // Prefill's result is discarded by the runners: only its first row goes on.
+        if (batched) f.bind(stream, first_row(f, f.value(stream)));
+        for (ir::ValueId id : parts.final_norm) f.lower(id);
+        const std::vector<MilValue> outputs = lower_head(
+            f, fn, parts, f.value(parts.final_norm.back()), pieces, options.argmax && !batched);
+        describe(pkg, program, name, f, f.input_ids, outputs);
+    }
+    pkg.model.mutable_description()->set_defaultfunctionname("infer");
     return pkg;
 }
 

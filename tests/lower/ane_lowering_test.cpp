@@ -146,6 +146,25 @@ TEST(AneLowering, ResidualScaleFoldedIntoWeights) {
     for (size_t i = 0; i < a.f.size(); ++i) EXPECT_FLOAT_EQ(a.f[i], 0.25f * b.f[i]);
 }
 
+// The monolithic form computes what the split form computes.
+TEST_P(AneLoweringTest, MonolithicMatchesSplit) {
+    const LoadedModel& m = test::tiny_model(GetParam());
+    const ir::Program program = decode_program(m);
+    const Lowered l = lower_all(program, m.spec.n_vocab, false);
+    lower::AneOptions options;
+    options.batch = batch;
+    const lower::AnePackage mono = lower::lower_monolithic(program, l.pieces, options);
+    AnePipeline split = pipeline(l, false, milexec::Rounding::f16);
+    AnePipeline whole(AnePart{&mono.model, &mono.blobs()}, {n_ctx, batch, l.pieces, false},
+                      milexec::Rounding::f16);
+    const auto prompt = test::random_tokens(m.spec.n_vocab, 10, 8);
+    auto a = split.prefill(prompt);
+    auto b = whole.prefill(prompt);
+    EXPECT_LT(test::relative_error(a, b), 1e-3);
+    const int32_t next = argmax(a);
+    EXPECT_LT(test::relative_error(split.decode(next), whole.decode(next)), 1e-3);
+}
+
 INSTANTIATE_TEST_SUITE_P(Tiny, AneLoweringTest,
                          testing::Values("tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-gemma3"));
 

@@ -99,15 +99,17 @@ std::function<int()> setup(CLI::App& app) {
                    "power of two (docs/doctor.md)")
         ->capture_default_str();
     app.add_option("--prefix", o.prefix, "file name prefix (default: ANEMLL's for the model)");
+    app.add_flag("--monolithic", o.monolithic,
+                 "one {prefix}_monolithic_full package (ANEMLL's single-file form)");
     app.add_flag("--force", o.force, "replace an existing output folder");
     app.add_option("-t,--threads", args->threads, "threads (default: physical cores)");
     return [args] {
         const ConvertOptions& c = args->options;
         const std::string line = fmt::format(
             "anelm convert {} -o {} --ctx {} --batch {} --chunks {} --lut-embed {} --lut-ffn {} "
-            "--lut-head {}{} --fp16-scale {}",
+            "--lut-head {}{}{} --fp16-scale {}",
             args->model, c.out, c.ctx, c.batch, args->chunks, c.lut_embed, c.lut_ffn, c.lut_head,
-            c.argmax ? " --argmax" : "", args->fp16_scale);
+            c.argmax ? " --argmax" : "", c.monolithic ? " --monolithic" : "", args->fp16_scale);
         return run_convert(*args, line);
     };
 }
