@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "base/half.h"
+#include "exec/mil/literal.h"
 #include "quant/bit_packing.h"
 
 namespace anelm::milexec {
@@ -15,11 +16,57 @@ using Numbers = std::shared_ptr<const Tensor>;
 
 // The numbers of a constant parameter, shared rather than copied (a weight's
 // fp16 values are converted).
-Numbers numbers(const Slot& s, const std::string& key, const std::string& where) {
+Numbers numbers(const ConstInput& in, const std::string& key, const coreml::BlobTable& blobs,
+                const std::string& where) {
+    const Slot s = in.literal ? decode_literal(*in.literal, blobs, where) : in.slot;
     if (s.tensor) return s.tensor;
     if (s.weight) return std::make_shared<const Tensor>(weight_to_tensor(*s.weight));
     fail("{}: missing input {}", where, key);
 }
+
+// The unsigned codes of a parameter, read in order; a blob's packed codes are
+// unpacked a chunk at a time, so a large palettized weight's indices never
+// exist as one int32 each.
+class Codes {
+public:
+    Codes(const ConstInput& in, const coreml::BlobTable& blobs, const std::string& where) {
+        if (in.literal && in.literal->has_blobfilevalue()) {
+            const coreml::Blob b = blobs.blob(*in.literal);
+            if (b.dtype != coreml::BlobDType::i4 && coreml::blob_dtype_bits(b.dtype) <= 8 &&
+                b.dtype != coreml::BlobDType::i8) {
+                blob_ = b;
+                bits_ = coreml::blob_dtype_bits(b.dtype);
+                shape_ = coreml::tensor_shape(in.literal->type().tensortype());
+                return;
+            }
+        }
+        tensor_ = numbers(in, "indices", blobs, where);
+        if (!tensor_->f.empty()) fail("{}: indices must be integers", where);
+        shape_ = tensor_->shape;
+    }
+
+    const std::vector<int64_t>& shape() const { return shape_; }
+
+    int32_t at(int64_t k) {
+        if (tensor_) return tensor_->i[static_cast<size_t>(k)];
+        if (k < first_ || k >= first_ + static_cast<int64_t>(chunk_.size())) {
+            constexpr int64_t chunk = int64_t{1} << 16;
+            first_ = k / chunk * chunk;
+            chunk_.resize(static_cast<size_t>(std::min(chunk, shape_numel(shape_) - first_)));
+            quant::unpack_codes(blob_.data.data(), static_cast<int64_t>(chunk_.size()), bits_,
+                                chunk_.data(), first_);
+        }
+        return chunk_[static_cast<size_t>(k - first_)];
+    }
+
+private:
+    Numbers tensor_;
+    coreml::Blob blob_;
+    int bits_ = 8;
+    std::vector<int64_t> shape_;
+    std::vector<uint8_t> chunk_;
+    int64_t first_ = 0;
+};
 
 float value_at(const Tensor& t, int64_t k) {
     return t.f.empty() ? static_cast<float>(t.i[static_cast<size_t>(k)])
@@ -119,19 +166,19 @@ Slot lut_ios16(const Tensor& indices, const Tensor& lut, const Tensor& shape, De
 
 // iOS18: `lut` is [g0, .., g(K-1), 2^nbits, vector size]; element idx of
 // `indices` [K dims] reads the palette of its group idx[d] / (dim d / g[d]).
-Slot lut_ios18(const Tensor& indices, const Tensor& lut, Dense& out, const std::string& where) {
-    const size_t rank = indices.shape.size();
+Slot lut_ios18(Codes& indices, const Tensor& lut, Dense& out, const std::string& where) {
+    const size_t rank = indices.shape().size();
     if (lut.shape.size() != rank + 2) fail("{}: lut rank must be indices rank + 2", where);
     if (lut.shape[rank + 1] != 1) fail("{}: vector palettization is not supported", where);
     const int64_t entries = lut.shape[rank];
     std::vector<int64_t> groups(lut.shape.begin(), lut.shape.begin() + static_cast<long>(rank));
-    for_each_block(indices.shape, groups, where, [&](int64_t k, int64_t g) {
-        const int32_t code = indices.i[static_cast<size_t>(k)];
+    for_each_block(indices.shape(), groups, where, [&](int64_t k, int64_t g) {
+        const int32_t code = indices.at(k);
         if (code < 0 || code >= entries)
             fail("{}: index {} outside a lut of {}", where, code, entries);
         out.set(k, value_at(lut, g * entries + code));
     });
-    return out.finish(indices.numel());
+    return out.finish(shape_numel(indices.shape()));
 }
 
 // out = scale * (data - offset), scale and offset repeated over blocks of data.
@@ -171,19 +218,22 @@ bool is_constexpr(std::string_view type) {
            type == "constexpr_affine_dequantize" || type == "constexpr_cast";
 }
 
-Slot run_constexpr(const mil::Operation& op, const ConstParam& param, const std::string& where) {
+Slot run_constexpr(const mil::Operation& op, const ConstParam& param,
+                   const coreml::BlobTable& blobs, const std::string& where) {
     const std::string& type = op.type();
-    auto get = [&](const std::string& key) { return numbers(param(key), key, where); };
+    auto get = [&](const std::string& key) { return numbers(param(key), key, blobs, where); };
     Dense out(op, where);
     if (type == "constexpr_lut_to_dense") {
-        const Numbers indices = get("indices"), lut = get("lut");
-        if (Slot shape = param("shape"); !shape.empty())
-            return lut_ios16(*indices, *lut, *numbers(shape, "shape", where), out, where);
-        return lut_ios18(*indices, *lut, out, where);
+        const Numbers lut = get("lut");
+        if (const ConstInput shape = param("shape"); !shape.empty())
+            return lut_ios16(*get("indices"), *lut, *numbers(shape, "shape", blobs, where), out,
+                             where);
+        Codes indices(param("indices"), blobs, where);
+        return lut_ios18(indices, *lut, out, where);
     }
     if (type == "constexpr_blockwise_shift_scale") {
-        const Slot offset = param("offset");
-        const Numbers off = offset.empty() ? nullptr : numbers(offset, "offset", where);
+        const ConstInput offset = param("offset");
+        const Numbers off = offset.empty() ? nullptr : numbers(offset, "offset", blobs, where);
         return shift_scale(*get("data"), *get("scale"), off.get(), out, where);
     }
     if (type == "constexpr_affine_dequantize") {

@@ -7,16 +7,25 @@
 #include <string>
 #include <string_view>
 
+#include "coreml/blob_table.h"
 #include "exec/mil/slot.h"
 
 namespace anelm::milexec {
 
 bool is_constexpr(std::string_view type);
 
-// A parameter of the op by key (from its inputs or attributes), empty when absent.
-using ConstParam = std::function<Slot(const std::string& key)>;
+// A parameter of the op: a literal value (decoded by the op, so packed codes
+// can be read straight from their blob) or the slot of a constant it names.
+struct ConstInput {
+    const mil::Value* literal = nullptr;
+    Slot slot;
+    bool empty() const { return !literal && slot.empty(); }
+};
+// The parameter called `key` (from the op's inputs or attributes), empty when absent.
+using ConstParam = std::function<ConstInput(const std::string& key)>;
 
 // The op's dense result: fp16 results stay fp16 (a Weight when large).
-Slot run_constexpr(const mil::Operation& op, const ConstParam& param, const std::string& where);
+Slot run_constexpr(const mil::Operation& op, const ConstParam& param,
+                   const coreml::BlobTable& blobs, const std::string& where);
 
 }  // namespace anelm::milexec

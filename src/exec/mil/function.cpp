@@ -85,21 +85,21 @@ void Function::compile(const mil::Function& fn, const mil::Block& block,
                 value = decode_literal(val->second, blobs, where);
             } else {
                 // iOS18 constexpr ops bind their inputs; iOS16 ones use attributes.
-                auto param = [&](const std::string& key) -> Slot {
+                auto param = [&](const std::string& key) -> ConstInput {
                     if (auto in = op.inputs().find(key); in != op.inputs().end()) {
                         if (in->second.arguments_size() != 1)
                             fail("{}: input {} must have one binding", where, key);
                         const auto& b = in->second.arguments(0);
-                        if (b.has_value()) return decode_literal(b.value(), blobs, where);
+                        if (b.has_value()) return {&b.value(), {}};
                         const Slot& s = constants_[static_cast<size_t>(slot_of(b.name(), where))];
                         if (s.empty()) fail("{}: input {} must be a constant", where, key);
-                        return s;
+                        return {nullptr, s};
                     }
                     if (auto a = op.attributes().find(key); a != op.attributes().end())
-                        return decode_literal(a->second, blobs, where);
+                        return {&a->second, {}};
                     return {};
                 };
-                value = run_constexpr(op, param, where);
+                value = run_constexpr(op, param, blobs, where);
             }
             constants_[static_cast<size_t>(add_slot(op.outputs(0).name(), where))] =
                 std::move(value);
