@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <map>
+#include <mutex>
 
 #include "base/error.h"
 #include "base/half.h"
@@ -218,8 +220,10 @@ bool is_constexpr(std::string_view type) {
            type == "constexpr_affine_dequantize" || type == "constexpr_cast";
 }
 
-Slot run_constexpr(const mil::Operation& op, const ConstParam& param,
-                   const coreml::BlobTable& blobs, const std::string& where) {
+namespace {
+
+Slot evaluate(const mil::Operation& op, const ConstParam& param, const coreml::BlobTable& blobs,
+              const std::string& where) {
     const std::string& type = op.type();
     auto get = [&](const std::string& key) { return numbers(param(key), key, blobs, where); };
     Dense out(op, where);
@@ -250,6 +254,57 @@ Slot run_constexpr(const mil::Operation& op, const ConstParam& param,
     const Numbers source = get("source");
     for (int64_t k = 0; k < source->numel(); ++k) out.set(k, value_at(*source, k));
     return out.finish(source->numel());
+}
+
+// What makes two constexpr ops equal: their type, result type and literal
+// inputs (blobs by offset), in a given blob table. Empty when an input is
+// another op's value.
+std::string cache_key(const mil::Operation& op, const coreml::BlobTable& blobs) {
+    std::map<std::string, const mil::Value*> literals;
+    for (const auto& [key, arg] : op.inputs()) {
+        if (arg.arguments_size() != 1 || !arg.arguments(0).has_value()) return {};
+        literals[key] = &arg.arguments(0).value();
+    }
+    for (const auto& [key, value] : op.attributes())
+        if (key != "name") literals[key] = &value;
+    std::string out = fmt::format("{}|{}|{}", static_cast<const void*>(&blobs), op.type(),
+                                  coreml::value_type_text(op.outputs(0).type()));
+    for (const auto& [key, value] : literals) {
+        if (value->has_blobfilevalue())
+            out += fmt::format("|{}@{}:{}", key, value->blobfilevalue().filename(),
+                               value->blobfilevalue().offset());
+        else
+            out += "|" + key + "=" + value->SerializeAsString();
+    }
+    return out;
+}
+
+}  // namespace
+
+// The functions of one package (prefill and infer) dequantize the same blobs:
+// a large result is shared while any function holds it, so it is in memory once.
+Slot run_constexpr(const mil::Operation& op, const ConstParam& param,
+                   const coreml::BlobTable& blobs, const std::string& where) {
+    static std::mutex mutex;
+    static std::map<std::string, std::weak_ptr<const Weight>> shared;
+    const std::string key = cache_key(op, blobs);
+    if (!key.empty()) {
+        std::lock_guard lock(mutex);
+        if (auto it = shared.find(key); it != shared.end()) {
+            if (std::shared_ptr<const Weight> w = it->second.lock()) {
+                Slot s;
+                s.weight = std::move(w);
+                return s;
+            }
+        }
+    }
+    Slot s = evaluate(op, param, blobs, where);
+    if (!key.empty() && s.weight) {
+        std::lock_guard lock(mutex);
+        std::erase_if(shared, [](const auto& e) { return e.second.expired(); });
+        shared[key] = s.weight;
+    }
+    return s;
 }
 
 }  // namespace anelm::milexec
