@@ -45,6 +45,26 @@ TEST(MilConstexpr, LutToDenseWithGroupedChannels) {
     expect_near(out.at("y").f, want_y);
 }
 
+TEST(MilConstexpr, LutToDenseForAConvWeight) {
+    // w [4, 3, 1, 1] with LUT [2, 1, 1, 1, 4, 1]: output channels 0-1 palette 0, 2-3 palette 1.
+    MilProgram p;
+    const std::vector<uint8_t> codes = {3, 2, 1, 0, 3, 2, 1, 0, 3, 2, 1, 0};
+    auto packed = std::make_shared<std::vector<uint8_t>>(quant::packed_bytes(12, 2));
+    quant::pack_codes(codes.data(), 12, 2, packed->data());
+    const std::vector<float> lut = {1, 2, 3, 4, -1, -2, -3, -4};
+    auto lut_bytes = std::make_shared<std::vector<uint8_t>>(f16_bytes(lut));
+    p.b.output(p.b.op_literal(
+        "constexpr_lut_to_dense", "w",
+        {{"indices", coreml::blob_value(p.blobs, mil::UINT2, {4, 3, 1, 1}, *packed, packed)},
+         {"lut",
+          coreml::blob_value(p.blobs, mil::FLOAT16, {2, 1, 1, 1, 4, 1}, *lut_bytes, lut_bytes)}},
+        mil::FLOAT16, {4, 3, 1, 1}));
+    auto out = p.run({});
+    std::vector<float> want;
+    for (size_t k = 0; k < codes.size(); ++k) want.push_back(lut[k / 6 * 4 + codes[k]]);
+    EXPECT_EQ(out.at("w").f, want);
+}
+
 TEST(MilConstexpr, BlockwiseShiftScaleWithOffset) {
     // data int8 [2, 4], blocks of 2 along the columns: scale and offset [2, 2].
     MilProgram p;

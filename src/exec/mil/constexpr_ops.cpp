@@ -90,6 +90,9 @@ public:
             t_ = make_tensor(type.datatype(), shape_);
     }
 
+    bool is_f16() const { return !bits_.empty(); }
+    void set_bits(int64_t k, uint16_t h) { bits_[static_cast<size_t>(k)] = h; }
+
     void set(int64_t k, float v) {
         const size_t j = static_cast<size_t>(k);
         if (!bits_.empty())
@@ -135,14 +138,26 @@ void for_each_block(const std::vector<int64_t>& shape, const std::vector<int64_t
         for (size_t d = blocks.size(); d-- > 1;) s[d - 1] = s[d] * blocks[d];
         return s;
     }();
-    std::vector<int64_t> idx(shape.size(), 0);
-    const int64_t n = shape_numel(shape);
-    for (int64_t k = 0; k < n; ++k) {
-        int64_t p = 0;
-        for (size_t d = 0; d < shape.size(); ++d) p += idx[d] / ratio[d] * bstride[d];
-        fn(k, p);
-        for (size_t d = shape.size(); d-- > 0;) {
-            if (++idx[d] < shape[d]) break;
+    // Dimensions of size 1 do not move either index (conv weights end in 1, 1).
+    std::vector<int64_t> dims, ratios, strides;
+    for (size_t d = 0; d < shape.size(); ++d)
+        if (shape[d] != 1) {
+            dims.push_back(shape[d]);
+            ratios.push_back(ratio[d]);
+            strides.push_back(bstride[d]);
+        }
+    if (dims.empty()) return fn(0, 0);
+    // Rows of the last dimension: the outer dimensions fix the row's first block.
+    const size_t last = dims.size() - 1;
+    const int64_t width = dims[last], rows = shape_numel(dims) / width;
+    std::vector<int64_t> idx(last, 0);
+    for (int64_t r = 0; r < rows; ++r) {
+        int64_t base = 0;
+        for (size_t d = 0; d < last; ++d) base += idx[d] / ratios[d] * strides[d];
+        for (int64_t j = 0; j < width; ++j)
+            fn(r * width + j, base + j / ratios[last] * strides[last]);
+        for (size_t d = last; d-- > 0;) {
+            if (++idx[d] < dims[d]) break;
             idx[d] = 0;
         }
     }
@@ -174,11 +189,22 @@ Slot lut_ios18(Codes& indices, const Tensor& lut, Dense& out, const std::string&
     if (lut.shape[rank + 1] != 1) fail("{}: vector palettization is not supported", where);
     const int64_t entries = lut.shape[rank];
     std::vector<int64_t> groups(lut.shape.begin(), lut.shape.begin() + static_cast<long>(rank));
+    // Palette entries converted once, not per element.
+    std::vector<float> table(static_cast<size_t>(lut.numel()));
+    std::vector<uint16_t> table_bits(table.size());
+    for (size_t j = 0; j < table.size(); ++j) {
+        table[j] = value_at(lut, static_cast<int64_t>(j));
+        table_bits[j] = f32_to_f16(table[j]);
+    }
     for_each_block(indices.shape(), groups, where, [&](int64_t k, int64_t g) {
         const int32_t code = indices.at(k);
         if (code < 0 || code >= entries)
             fail("{}: index {} outside a lut of {}", where, code, entries);
-        out.set(k, value_at(lut, g * entries + code));
+        const size_t j = static_cast<size_t>(g * entries + code);
+        if (out.is_f16())
+            out.set_bits(k, table_bits[j]);
+        else
+            out.set(k, table[j]);
     });
     return out.finish(shape_numel(indices.shape()));
 }
