@@ -1,0 +1,44 @@
+// The checks behind the lint rules, one function each, shared by lint.cpp
+// (which runs them over every function of a package) and nothing else.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/lint.h"
+#include "analysis/lint_program.h"
+
+namespace anelm::lint {
+
+// Collects the findings of one package.
+struct Findings {
+    std::string package;
+    std::vector<LintFinding>& out;
+
+    void add(std::string_view rule_id, const std::string& function, const std::string& op,
+             std::string message);
+    void add(std::string_view rule_id, LintSeverity severity, const std::string& function,
+             const std::string& op, std::string message);
+};
+
+// States of a function: their count (ANE002) and dimensions (ANE001).
+void check_states(const LintFunction& f, Findings& findings);
+// Each op against the op rules: ANE003-ANE008, ANE011, ANE012, ANE014.
+void check_ops(const LintFunction& f, Findings& findings);
+// Unknown dimensions not covered by an enumerated input shape (ANE009).
+void check_dynamic_shapes(const LintFunction& f, bool enumerated_input, Findings& findings);
+// A norm computing the function's output (ANE013); called for non-last chunks.
+void check_final_norm(const LintFunction& f, Findings& findings);
+// Op count and dispatch overhead (ANE015).
+void check_dispatch(const LintFunction& f, Findings& findings);
+
+// Ops that only move or rescale data: checks look through them to the op that
+// made a value.
+bool passes_through(const std::string& op_type);
+
+// Dispatch cost per op and the per-call overhead above which ANE015 warns.
+inline constexpr double dispatch_ms_per_op = 0.095;
+inline constexpr double dispatch_warning_ms = 100;
+
+}  // namespace anelm::lint
