@@ -8,6 +8,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include <fmt/format.h>
+
 #include "run_anelm.h"
 #include "synth/synth.h"
 #include "test_support.h"
@@ -70,7 +72,8 @@ TEST_P(ConvertTiny, ConvertedFolderGeneratesTheSameTokens) {
     EXPECT_EQ(j["argmax_in_model"], true);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cli, ConvertTiny, testing::Values("tiny-llama", "tiny-qwen3"));
+INSTANTIATE_TEST_SUITE_P(Cli, ConvertTiny,
+                         testing::Values("tiny-llama", "tiny-qwen3", "tiny-gemma3"));
 
 TEST(CliConvert, Stories260KConvertedGeneratesTheSameTokens) {
     ANELM_REQUIRE_SHARED("models/stories260K/stories260K.bin");
@@ -99,6 +102,37 @@ TEST(CliConvert, LutPackagesAreNamedAndRun) {
         test::run_anelm("generate " + shell_word(out) + " -p " + prompt + " -n 40 --temp 0");
     ASSERT_EQ(g.exit_code, 0) << g.err;
     EXPECT_GT(g.out.size(), 40u);
+}
+
+// --chunks auto: the fewest chunks whose weights fit --max-chunk-mb; one
+// layer that does not fit is an error.
+TEST(CliConvert, AutoChunksFitTheLimit) {
+    const std::string model = tiny_model("tiny-llama");
+    const fs::path dir = test::temp_dir("cli-convert-auto");
+    const auto one = test::run_anelm("convert " + shell_word(model) + " -o " +
+                                     shell_word(dir / "one") + " --lut-ffn none --lut-head none");
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    EXPECT_TRUE(fs::exists(dir / "one" / "llama_FFN_PF_chunk_01of01.mlpackage"));
+    // A limit of one and a half layers' fp16 weights: one layer per chunk.
+    const auto info = test::run_anelm("info " + shell_word(model) + " --json");
+    ASSERT_EQ(info.exit_code, 0) << info.err;
+    const auto j = nlohmann::json::parse(info.out);
+    const int64_t n_layer = j["n_layer"], n_embd = j["n_embd"], n_ff = j["n_ff"];
+    const int64_t q = j["n_head"].get<int64_t>() * j["head_dim"].get<int64_t>();
+    const int64_t kv = j["n_head_kv"].get<int64_t>() * j["head_dim"].get<int64_t>();
+    const int64_t layer_bytes = 2 * (n_embd * (2 * q + 2 * kv) + 3 * n_embd * n_ff + 2 * n_embd);
+    const double limit_mb = 1.5 * static_cast<double>(layer_bytes) / (1024 * 1024);
+    const auto many = test::run_anelm(
+        "convert " + shell_word(model) + " -o " + shell_word(dir / "many") +
+        " --lut-ffn none --lut-head none " + fmt::format("--max-chunk-mb {}", limit_mb));
+    ASSERT_EQ(many.exit_code, 0) << many.err;
+    EXPECT_TRUE(
+        fs::exists(dir / "many" /
+                   fmt::format("llama_FFN_PF_chunk_{:02d}of{:02d}.mlpackage", n_layer, n_layer)));
+    const auto none = test::run_anelm("convert " + shell_word(model) + " -o " +
+                                      shell_word(dir / "none") + " --max-chunk-mb 0.000001");
+    EXPECT_EQ(none.exit_code, 1);
+    EXPECT_FALSE(fs::exists(dir / "none"));
 }
 
 TEST(CliConvert, BadInputIsOneLineAndWritesNothing) {
