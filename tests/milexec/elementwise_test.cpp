@@ -101,5 +101,40 @@ TEST(MilElementwise, UnaryOps) {
     EXPECT_EQ(out.at("i").i, (std::vector<int32_t>{0, 1, 4}));
 }
 
+TEST(MilElementwise, RoundingFloorAndModFollowNumpy) {
+    MilProgram p;
+    const MilValue x = p.input("x", F32, {4});
+    for (const char* op : {"round", "floor", "ceil", "sign"})
+        p.b.output(p.b.op(op, op, {{"x", x}}, F32, {4}));
+    p.b.output(p.b.op("floor_div", "fd", {{"x", x}, {"y", MilParam::fp32(2.0f)}}, F32, {4}));
+    p.b.output(p.b.op("mod", "md", {{"x", x}, {"y", MilParam::fp32(-2.0f)}}, F32, {4}));
+    p.b.output(p.b.op("inverse", "inv", {{"x", x}, {"epsilon", MilParam::fp32(0.0f)}}, F32, {4}));
+    auto out = p.run({{"x", floats(F32, {4}, {0.5f, 2.5f, -1.5f, -3.0f})}});
+    EXPECT_EQ(out.at("round").f, (std::vector<float>{0, 2, -2, -3}));
+    EXPECT_EQ(out.at("floor").f, (std::vector<float>{0, 2, -2, -3}));
+    EXPECT_EQ(out.at("ceil").f, (std::vector<float>{1, 3, -1, -3}));
+    EXPECT_EQ(out.at("sign").f, (std::vector<float>{1, 1, -1, -1}));
+    EXPECT_EQ(out.at("fd").f, (std::vector<float>{0, 1, -1, -2}));
+    EXPECT_EQ(out.at("md").f, (std::vector<float>{-1.5f, -1.5f, -1.5f, -1.0f}));
+    expect_near(out.at("inv").f, {2.0f, 0.4f, -1.0f / 1.5f, -1.0f / 3.0f});
+}
+
+TEST(MilElementwise, LogicalOps) {
+    MilProgram p;
+    const MilValue a = p.input("a", mil::BOOL, {4});
+    const MilValue b = p.input("b", mil::BOOL, {4});
+    p.b.output(p.b.op("logical_and", "and", {{"x", a}, {"y", b}}, mil::BOOL, {4}));
+    p.b.output(p.b.op("logical_or", "or", {{"x", a}, {"y", b}}, mil::BOOL, {4}));
+    p.b.output(p.b.op("logical_xor", "xor", {{"x", a}, {"y", b}}, mil::BOOL, {4}));
+    p.b.output(p.b.op("logical_not", "not", {{"x", a}}, mil::BOOL, {4}));
+    Tensor ta = ints({4}, {0, 0, 1, 1}), tb = ints({4}, {0, 1, 0, 1});
+    ta.dtype = tb.dtype = mil::BOOL;
+    auto out = p.run({{"a", ta}, {"b", tb}});
+    EXPECT_EQ(out.at("and").i, (std::vector<int32_t>{0, 0, 0, 1}));
+    EXPECT_EQ(out.at("or").i, (std::vector<int32_t>{0, 1, 1, 1}));
+    EXPECT_EQ(out.at("xor").i, (std::vector<int32_t>{0, 1, 1, 0}));
+    EXPECT_EQ(out.at("not").i, (std::vector<int32_t>{1, 1, 0, 0}));
+}
+
 }  // namespace
 }  // namespace anelm::milexec::test

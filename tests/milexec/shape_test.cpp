@@ -157,5 +157,39 @@ TEST(MilShape, BandPartKeepsTheLowerTriangle) {
     EXPECT_EQ(out.at("b").f, (std::vector<float>{0, 0, 0, 3, 4, 0, 6, 7, 8}));
 }
 
+TEST(MilShape, StackFillAndRange) {
+    MilProgram p;
+    const MilValue x = p.input("x", F32, {2, 2});
+    const MilValue y = p.input("y", F32, {2, 2});
+    p.b.output(p.b.op("stack", "s",
+                      {{"values", std::vector<MilValue>{x, y}}, {"axis", MilParam::i32(-1)}}, F32,
+                      {2, 2, 2}));
+    p.b.output(p.b.op("fill", "f",
+                      {{"shape", MilParam::i32s({2, 3})}, {"value", MilParam::fp32(1.5f)}}, F32,
+                      {2, 3}));
+    p.b.output(p.b.op(
+        "range_1d", "r",
+        {{"start", MilParam::i32(5)}, {"end", MilParam::i32(-2)}, {"step", MilParam::i32(-3)}},
+        mil::INT32, {3}));
+    auto out =
+        p.run({{"x", floats(F32, {2, 2}, {1, 2, 3, 4})}, {"y", floats(F32, {2, 2}, {5, 6, 7, 8})}});
+    EXPECT_EQ(out.at("s").f, (std::vector<float>{1, 5, 2, 6, 3, 7, 4, 8}));
+    EXPECT_EQ(out.at("f").f, std::vector<float>(6, 1.5f));
+    EXPECT_EQ(out.at("r").i, (std::vector<int32_t>{5, 2, -1}));
+}
+
+TEST(MilShape, TopkAlongTheFirstAxis) {
+    MilProgram p;
+    const MilValue x = p.input("x", F32, {4, 2});
+    p.b.op_multi("topk", "t", {{"x", x}, {"k", MilParam::i32(2)}, {"axis", MilParam::i32(0)}},
+                 {{"vals", F32, {2, 2}}, {"idx", mil::INT32, {2, 2}}});
+    p.b.output({"vals", F32, {2, 2}});
+    p.b.output({"idx", mil::INT32, {2, 2}});
+    auto out = p.run({{"x", floats(F32, {4, 2}, {1, 9, 7, 3, 7, 8, 2, 9})}});
+    EXPECT_EQ(out.at("vals").f, (std::vector<float>{7, 9, 7, 9}));
+    EXPECT_EQ(out.at("idx").i,
+              (std::vector<int32_t>{1, 0, 2, 3}));  // ties: the earlier index first
+}
+
 }  // namespace
 }  // namespace anelm::milexec::test

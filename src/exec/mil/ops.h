@@ -7,8 +7,12 @@
 namespace anelm::milexec::ops {
 
 // ops_elementwise.cpp
-void unary(OpContext& ctx);   // sqrt, rsqrt, exp, log, abs, square, relu, sigmoid, silu, tanh, gelu
-void binary(OpContext& ctx);  // add, sub, mul, real_div, pow, maximum, minimum, comparisons
+// sqrt, rsqrt, exp, log, abs, square, relu, sigmoid, silu, tanh, gelu, sin, cos, erf, floor,
+// ceil, round, sign, inverse
+void unary(OpContext& ctx);
+// add, sub, mul, real_div, pow, maximum, minimum, floor_div, mod, comparisons, logical_*
+void binary(OpContext& ctx);
+void logical_not(OpContext& ctx);
 void select(OpContext& ctx);
 void clip(OpContext& ctx);
 void cast(OpContext& ctx);
@@ -17,15 +21,19 @@ void cast(OpContext& ctx);
 void reduce(OpContext& ctx);      // reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_prod
 void reduce_arg(OpContext& ctx);  // reduce_argmax, reduce_argmin
 void softmax(OpContext& ctx);
+void topk(OpContext& ctx);
 void layer_norm(OpContext& ctx);
 
 // ops_shape.cpp
 void reshape(OpContext& ctx);  // reshape, squeeze, expand_dims
 void transpose(OpContext& ctx);
 void concat(OpContext& ctx);
+void stack(OpContext& ctx);
 void split(OpContext& ctx);
 void tile(OpContext& ctx);
 void band_part(OpContext& ctx);
+void fill(OpContext& ctx);
+void range_1d(OpContext& ctx);
 
 // ops_slice.cpp
 void slice_by_index(OpContext& ctx);

@@ -45,6 +45,18 @@ void unary(OpContext& ctx) {
     if (t == "sigmoid") return map_floats(ctx, sigmoid);
     if (t == "silu") return map_floats(ctx, [](float v) { return v * sigmoid(v); });
     if (t == "tanh") return map_floats(ctx, [](float v) { return std::tanh(v); });
+    if (t == "sin") return map_floats(ctx, [](float v) { return std::sin(v); });
+    if (t == "cos") return map_floats(ctx, [](float v) { return std::cos(v); });
+    if (t == "erf") return map_floats(ctx, [](float v) { return std::erf(v); });
+    if (t == "floor") return map_floats(ctx, [](float v) { return std::floor(v); });
+    if (t == "ceil") return map_floats(ctx, [](float v) { return std::ceil(v); });
+    // Halves go to the even neighbour, as numpy rounds (0.5 becomes 0).
+    if (t == "round") return map_floats(ctx, [](float v) { return std::nearbyint(v); });
+    if (t == "sign") return map_floats(ctx, [](float v) { return float((v > 0) - (v < 0)); });
+    if (t == "inverse") {
+        const float eps = ctx.get_float("epsilon", 1e-4f);
+        return map_floats(ctx, [eps](float v) { return 1.0f / (v + eps); });
+    }
     // gelu
     const std::string mode = ctx.get_string("mode", "EXACT");
     if (mode == "EXACT")
@@ -91,6 +103,12 @@ void with_binary(const OpContext& ctx, Run run) {
     if (t == "less_equal") return run([](T a, T b) { return T(a <= b); });
     if (t == "greater") return run([](T a, T b) { return T(a > b); });
     if (t == "greater_equal") return run([](T a, T b) { return T(a >= b); });
+    // Rounded toward negative infinity; mod takes the divisor's sign, as numpy.
+    if (t == "floor_div") return run([](T a, T b) { return static_cast<T>(std::floor(a / b)); });
+    if (t == "mod") return run([](T a, T b) { return static_cast<T>(a - std::floor(a / b) * b); });
+    if (t == "logical_and") return run([](T a, T b) { return T(a != 0 && b != 0); });
+    if (t == "logical_or") return run([](T a, T b) { return T(a != 0 || b != 0); });
+    if (t == "logical_xor") return run([](T a, T b) { return T((a != 0) != (b != 0)); });
     ctx.fail("not a binary op");
 }
 
@@ -147,6 +165,14 @@ void select(OpContext& ctx) {
         else
             out.i[static_cast<size_t>(o)] = c ? a.i[k] : b.i[k];
     });
+    ctx.set(0, std::move(out));
+}
+
+void logical_not(OpContext& ctx) {
+    const Tensor& x = ctx.tensor("x");
+    Tensor out = ctx.output(0, x.shape);
+    if (!x.f.empty() || !out.f.empty()) ctx.fail("x and the output must be bool");
+    for (size_t k = 0; k < x.i.size(); ++k) out.i[k] = x.i[k] == 0;
     ctx.set(0, std::move(out));
 }
 

@@ -121,6 +121,42 @@ void softmax(OpContext& ctx) {
     ctx.set(0, std::move(out));
 }
 
+// The k largest (or smallest) along an axis, earlier indices first among equals.
+void topk(OpContext& ctx) {
+    const Tensor& x = ctx.tensor("x");
+    const int64_t axis =
+        normalize_axis(ctx, ctx.get_int("axis", -1), static_cast<int64_t>(x.shape.size()));
+    const int64_t k = ctx.get_int("k", 1);
+    const bool ascending = ctx.get_bool("ascending", false);
+    const AxisSplit s = split_at(x.shape, axis);
+    if (k < 1 || k > s.n) ctx.fail("k {} outside [1, {}]", k, s.n);
+    if (ctx.n_outputs() != 2) ctx.fail("topk has two outputs");
+    std::vector<int64_t> shape = x.shape;
+    shape[static_cast<size_t>(axis)] = k;
+    Tensor values = ctx.output(0, shape), indices = ctx.output(1, shape);
+    if (!indices.f.empty()) ctx.fail("indices must be integers");
+    std::vector<int64_t> order(static_cast<size_t>(s.n));
+    for (int64_t o = 0; o < s.outer; ++o)
+        for (int64_t in = 0; in < s.inner; ++in) {
+            auto at = [&](int64_t j) { return value_at(x, (o * s.n + j) * s.inner + in); };
+            for (int64_t j = 0; j < s.n; ++j) order[static_cast<size_t>(j)] = j;
+            std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+                return ascending ? at(a) < at(b) : at(a) > at(b);
+            });
+            for (int64_t j = 0; j < k; ++j) {
+                const size_t to = static_cast<size_t>((o * k + j) * s.inner + in);
+                const int64_t from = order[static_cast<size_t>(j)];
+                if (values.f.empty())
+                    values.i[to] = static_cast<int32_t>(at(from));
+                else
+                    values.f[to] = static_cast<float>(at(from));
+                indices.i[to] = static_cast<int32_t>(from);
+            }
+        }
+    ctx.set(0, std::move(values));
+    ctx.set(1, std::move(indices));
+}
+
 void layer_norm(OpContext& ctx) {
     const Tensor& x = ctx.tensor("x");
     if (x.f.size() != static_cast<size_t>(x.numel())) ctx.fail("x must be a float tensor");

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 
 #include "exec/mil/ops.h"
 
@@ -144,6 +145,32 @@ void concat(OpContext& ctx) {
     ctx.set(0, std::move(out));
 }
 
+// Equal shapes joined along a new axis (numpy's stack).
+void stack(OpContext& ctx) {
+    const int n = ctx.count("values");
+    const Tensor& first = ctx.tensor("values", 0);
+    const int64_t rank = static_cast<int64_t>(first.shape.size());
+    const int64_t axis = normalize_axis(ctx, ctx.get_int("axis"), rank + 1);
+    std::vector<int64_t> shape = first.shape;
+    shape.insert(shape.begin() + axis, n);
+    Tensor out = ctx.output(0, shape);
+    const AxisSplit s = split_at(shape, axis);  // s.n == n; each value is s.outer blocks of s.inner
+    for (int k = 0; k < n; ++k) {
+        const Tensor& t = ctx.tensor("values", k);
+        if (t.shape != first.shape || t.f.empty() != out.f.empty())
+            ctx.fail("values {} and 0 differ: {} and {}", k, shape_text(t.shape),
+                     shape_text(first.shape));
+        for (int64_t o = 0; o < s.outer; ++o) {
+            const int64_t to = (o * n + k) * s.inner;
+            if (t.f.empty())
+                copy_values(t.i, o * s.inner, out.i, to, s.inner);
+            else
+                copy_values(t.f, o * s.inner, out.f, to, s.inner);
+        }
+    }
+    ctx.set(0, std::move(out));
+}
+
 void split(OpContext& ctx) {
     const Tensor& x = ctx.tensor("x");
     const int64_t axis =
@@ -216,6 +243,32 @@ void band_part(OpContext& ctx) {
             out.i[n] = keep ? x.i[n] : 0;
         else
             out.f[n] = keep ? x.f[n] : 0.0f;
+    }
+    ctx.set(0, std::move(out));
+}
+
+void fill(OpContext& ctx) {
+    const std::vector<int64_t> shape = ctx.get_ints("shape");
+    const float value = ctx.get_float("value", 0.0f);
+    Tensor out = ctx.output(0, shape);
+    std::fill(out.f.begin(), out.f.end(), value);
+    std::fill(out.i.begin(), out.i.end(), static_cast<int32_t>(value));
+    ctx.set(0, std::move(out));
+}
+
+// start, start + step, ... up to end (exclusive).
+void range_1d(OpContext& ctx) {
+    const double start = ctx.get_float("start", 0.0f), end = ctx.get_float("end", 0.0f),
+                 step = ctx.get_float("step", 1.0f);
+    if (step == 0.0) ctx.fail("step is 0");
+    const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((end - start) / step)));
+    Tensor out = ctx.output(0, {n});
+    for (int64_t k = 0; k < n; ++k) {
+        const double v = start + static_cast<double>(k) * step;
+        if (out.f.empty())
+            out.i[static_cast<size_t>(k)] = static_cast<int32_t>(v);
+        else
+            out.f[static_cast<size_t>(k)] = static_cast<float>(v);
     }
     ctx.set(0, std::move(out));
 }
