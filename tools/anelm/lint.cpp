@@ -1,0 +1,123 @@
+// anelm lint: the Neural Engine's rules checked on a converted folder, a
+// .mlpackage, or what anelm convert would make of a model.
+#include <fmt/core.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "analysis/lint.h"
+#include "analysis/lint_report.h"
+#include "ane/ane_pipeline.h"
+#include "base/thread_pool.h"
+#include "command.h"
+#include "convert/convert.h"
+#include "coreml/converted_files.h"
+#include "coreml/package.h"
+#include "coreml_info.h"
+
+namespace anelm::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct LintArgs {
+    std::string path, tokenizer, target = "macos15";
+    bool json = false;
+    int chunks = 0;
+    int threads = 0;
+    ConvertOptions convert;
+};
+
+uint64_t weight_file_bytes(const coreml::Package& pkg) {
+    const fs::path file = pkg.model_path().parent_path() / "weights" / "weight.bin";
+    std::error_code ec;
+    const uintmax_t n = fs::file_size(file, ec);
+    return ec ? 0 : static_cast<uint64_t>(n);
+}
+
+void lint_file(const std::string& path, int chunk_no, int n_chunks, LintReport& report) {
+    const coreml::Package pkg{fs::path(path)};
+    LintPackage p{fs::path(path).filename().string(),
+                  &pkg.model(),
+                  &pkg,
+                  weight_file_bytes(pkg),
+                  chunk_no,
+                  n_chunks};
+    const auto findings = lint_package(p, report.target);
+    report.packages.push_back(p.name);
+    report.findings.insert(report.findings.end(), findings.begin(), findings.end());
+}
+
+void lint_converted_dir(const std::string& dir, LintReport& report) {
+    const coreml::ConvertedFiles files =
+        coreml::find_converted_files((fs::path(dir) / "meta.yaml").string());
+    if (!files.monolithic.empty()) return lint_file(files.monolithic, 0, 0, report);
+    lint_file(files.embeddings, 0, 0, report);
+    const int n = static_cast<int>(files.chunks.size());
+    for (int c = 0; c < n; ++c) lint_file(files.chunks[static_cast<size_t>(c)], c + 1, n, report);
+    lint_file(files.lm_head, 0, 0, report);
+}
+
+// What convert would write, lowered in memory and checked package by package.
+void lint_model(const LintArgs& args, LintReport& report) {
+    const Model model = open_model(args.path, args.tokenizer, false);
+    ConvertOptions o = args.convert;
+    o.chunks = args.chunks;
+    ThreadPool pool(args.threads > 0 ? args.threads : ThreadPool::physical_cores());
+    lower_converted(model, o, pool, {}, [&](const lower::AnePackage& pkg, const std::string& stem) {
+        const LintPackage p{coreml::package_name(stem), &pkg.model, &pkg.blobs(),
+                            pkg.blobs().file_bytes()};
+        const auto findings = lint_package(p, report.target);
+        report.packages.push_back(p.name);
+        report.findings.insert(report.findings.end(), findings.begin(), findings.end());
+    });
+}
+
+int run_lint(const LintArgs& args) {
+    LintReport report{args.path, parse_lint_target(args.target), {}, {}};
+    if (is_coreml_package(args.path))
+        lint_file(args.path, 0, 0, report);
+    else if (is_converted_dir(args.path))
+        lint_converted_dir(args.path, report);
+    else
+        lint_model(args, report);
+    if (args.json)
+        fmt::print("{}\n", lint_json(report).dump(2));
+    else
+        fmt::print("{}", lint_text(report));
+    return lint_exit_code(report.findings);
+}
+
+std::function<int()> setup(CLI::App& app) {
+    auto args = std::make_shared<LintArgs>();
+    ConvertOptions& o = args->convert;
+    app.add_option("path", args->path,
+                   "converted folder (meta.yaml), .mlpackage, or a Hugging Face folder / "
+                   "llama2.c .bin to lint as anelm convert would write it")
+        ->required();
+    app.add_flag("--json", args->json, "print the findings as JSON (docs/lint.md)");
+    app.add_option("--target", args->target, "macos15 or ios18: the per-file size limit")
+        ->capture_default_str();
+    app.add_option("--tokenizer", args->tokenizer, "a llama2.c checkpoint's tokenizer.bin");
+    app.add_option("--ctx", o.ctx, "as anelm convert: context length")->capture_default_str();
+    app.add_option("--batch", o.batch, "as anelm convert: tokens per prefill call")
+        ->capture_default_str();
+    app.add_option("--chunks", args->chunks, "as anelm convert: transformer chunks (0: auto)")
+        ->capture_default_str();
+    app.add_option("--lut-embed", o.lut_embed, "as anelm convert")->capture_default_str();
+    app.add_option("--lut-ffn", o.lut_ffn, "as anelm convert")->capture_default_str();
+    app.add_option("--lut-head", o.lut_head, "as anelm convert")->capture_default_str();
+    app.add_flag("--argmax", o.argmax, "as anelm convert: argmax in the LM head");
+    app.add_flag("--monolithic", o.monolithic, "as anelm convert: one package");
+    app.add_option("-t,--threads", args->threads, "threads (default: physical cores)");
+    return [args] { return run_lint(*args); };
+}
+
+const bool registered = register_command(
+    {"lint",
+     "Check Core ML packages (or what convert would write) against the Neural Engine's rules; "
+     "exit 0 clean, 1 errors, 3 warnings only",
+     setup});
+
+}  // namespace
+}  // namespace anelm::cli
