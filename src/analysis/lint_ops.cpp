@@ -119,6 +119,10 @@ bool non_negative(const LintFunction& f, const std::string& value) {
         const auto y = LintFunction::input_names(*op, "y");
         return !x.empty() && x == y;
     }
+    if (op->type() == "clip") {  // clipped below at alpha >= 0
+        const auto alpha = LintFunction::input_names(*op, "alpha");
+        return !alpha.empty() && non_negative(f, alpha[0]);
+    }
     if (op->type() == "const") {
         const auto v = f.const_floats_of(value);
         if (!v) return false;

@@ -297,6 +297,11 @@ TEST(Lint, PowOnPossiblyNegativeInput) {
     b.op("pow", "abs_root", {{"x", a}, {"y", MilParam::fp16(0.5f)}}, mil::FLOAT16, x.shape);
     const MilValue sq = b.op("mul", "x_sq", {{"x", x}, {"y", x}}, mil::FLOAT16, x.shape);
     b.op("pow", "sq_root", {{"x", sq}, {"y", MilParam::fp16(0.5f)}}, mil::FLOAT16, x.shape);
+    const MilValue relu6 =
+        b.op("clip", "x_relu6",
+             {{"x", x}, {"alpha", MilParam::fp16(0.0f)}, {"beta", MilParam::fp16(6.0f)}},
+             mil::FLOAT16, x.shape);
+    b.op("pow", "relu6_cube", {{"x", relu6}, {"y", MilParam::fp16(3.0f)}}, mil::FLOAT16, x.shape);
     const LintFinding& f = only(p.lint(), "ANE011");
     EXPECT_EQ(f.op, "norm_square");
     EXPECT_NE(f.message.find("function input x"), std::string::npos) << f.message;
