@@ -65,6 +65,25 @@ TEST(MilConstexpr, LutToDenseForAConvWeight) {
     EXPECT_EQ(out.at("w").f, want);
 }
 
+TEST(MilConstexpr, LutBoundByNameToAnotherConstant) {
+    // The palette comes from a const op (joint compression binds by name).
+    MilProgram p;
+    const std::vector<float> lut = {0.5f, -0.5f};
+    const MilValue palette = p.b.const_f16("palette", {1, 1, 2, 1}, lut);
+    const std::vector<uint8_t> codes = {1, 0, 0, 1};
+    auto packed = std::make_shared<std::vector<uint8_t>>(quant::packed_bytes(4, 1));
+    quant::pack_codes(codes.data(), 4, 1, packed->data());
+    const MilValue w = p.b.op_literal(
+        "constexpr_lut_to_dense", "w",
+        {{"indices", coreml::blob_value(p.blobs, mil::UINT1, {2, 2}, *packed, packed)}},
+        mil::FLOAT16, {2, 2});
+    mil::Block& block = p.fn->mutable_block_specializations()->at("CoreML8");
+    mil::Operation& op = *block.mutable_operations(block.operations_size() - 1);
+    (*op.mutable_inputs())["lut"].add_arguments()->set_name(palette.name);
+    p.b.output(w);
+    EXPECT_EQ(p.run({}).at("w").f, (std::vector<float>{-0.5f, 0.5f, 0.5f, -0.5f}));
+}
+
 TEST(MilConstexpr, BlockwiseShiftScaleWithOffset) {
     // data int8 [2, 4], blocks of 2 along the columns: scale and offset [2, 2].
     MilProgram p;

@@ -72,37 +72,45 @@ void Function::compile(const mil::Function& fn, const mil::Block& block,
             fail("{}: only tensor and state inputs are supported", where);
         }
     }
+    // constexpr ops whose inputs are all literals are evaluated together across
+    // the pool: dequantizing a model's weights is most of compiling it.
+    struct Pending {
+        const mil::Operation* op;
+        int slot;
+        std::string where;
+    };
+    std::vector<Pending> pending;
+    auto evaluate_pending = [&] {
+        pool_->run(static_cast<int64_t>(pending.size()), [&](int64_t k, int) {
+            const Pending& p = pending[static_cast<size_t>(k)];
+            constants_[static_cast<size_t>(p.slot)] = evaluate_constexpr(*p.op, blobs, p.where);
+        });
+        pending.clear();
+    };
     for (const mil::Operation& op : block.operations()) {
         std::string op_name = coreml::op_name(op);
         if (op_name.empty() && op.outputs_size() > 0) op_name = op.outputs(0).name();
         const std::string where = fmt::format("function {}, op {} ({})", name_, op_name, op.type());
         if (op.type() == "const" || is_constexpr(op.type())) {
             if (op.outputs_size() != 1) fail("{}: a constant has one output", where);
-            Slot value;
+            const int slot = add_slot(op.outputs(0).name(), where);
             if (op.type() == "const") {
                 auto val = op.attributes().find("val");
                 if (val == op.attributes().end()) fail("{}: no val attribute", where);
-                value = decode_literal(val->second, blobs, where);
-            } else {
-                // iOS18 constexpr ops bind their inputs; iOS16 ones use attributes.
-                auto param = [&](const std::string& key) -> ConstInput {
-                    if (auto in = op.inputs().find(key); in != op.inputs().end()) {
-                        if (in->second.arguments_size() != 1)
-                            fail("{}: input {} must have one binding", where, key);
-                        const auto& b = in->second.arguments(0);
-                        if (b.has_value()) return {&b.value(), {}};
-                        const Slot& s = constants_[static_cast<size_t>(slot_of(b.name(), where))];
-                        if (s.empty()) fail("{}: input {} must be a constant", where, key);
-                        return {nullptr, s};
-                    }
-                    if (auto a = op.attributes().find(key); a != op.attributes().end())
-                        return {&a->second, {}};
-                    return {};
-                };
-                value = run_constexpr(op, param, blobs, where);
+                constants_[static_cast<size_t>(slot)] = decode_literal(val->second, blobs, where);
+                continue;
             }
-            constants_[static_cast<size_t>(add_slot(op.outputs(0).name(), where))] =
-                std::move(value);
+            const bool literal =
+                std::all_of(op.inputs().begin(), op.inputs().end(), [](const auto& in) {
+                    return std::all_of(in.second.arguments().begin(), in.second.arguments().end(),
+                                       [](const auto& b) { return b.has_value(); });
+                });
+            if (literal) {
+                pending.push_back({&op, slot, where});
+                continue;
+            }
+            evaluate_pending();  // it reads constants computed before it
+            constants_[static_cast<size_t>(slot)] = evaluate_constexpr(op, blobs, where);
             continue;
         }
         CompiledOp c;
@@ -131,6 +139,7 @@ void Function::compile(const mil::Function& fn, const mil::Block& block,
         }
         ops_.push_back(std::move(c));
     }
+    evaluate_pending();
     for (const std::string& out : block.outputs()) {
         const std::string where = fmt::format("function {}, output {}", name_, out);
         const int slot = slot_of(out, where);
@@ -148,6 +157,25 @@ void Function::compile(const mil::Function& fn, const mil::Block& block,
     }
     plan_releases();
     plan_in_place_updates();
+}
+
+Slot Function::evaluate_constexpr(const mil::Operation& op, const coreml::BlobTable& blobs,
+                                  const std::string& where) const {
+    // iOS18 constexpr ops bind their inputs; iOS16 ones use attributes.
+    auto param = [&](const std::string& key) -> ConstInput {
+        if (auto in = op.inputs().find(key); in != op.inputs().end()) {
+            if (in->second.arguments_size() != 1)
+                fail("{}: input {} must have one binding", where, key);
+            const auto& b = in->second.arguments(0);
+            if (b.has_value()) return {&b.value(), {}};
+            const Slot& s = constants_[static_cast<size_t>(slot_of(b.name(), where))];
+            if (s.empty()) fail("{}: input {} must be a constant", where, key);
+            return {nullptr, s};
+        }
+        if (auto a = op.attributes().find(key); a != op.attributes().end()) return {&a->second, {}};
+        return {};
+    };
+    return run_constexpr(op, param, blobs, where);
 }
 
 // Frees every intermediate after its last reader, so a model's activations

@@ -53,6 +53,8 @@ public:
 
 private:
     void compile(const mil::Function& fn, const mil::Block& block, const coreml::BlobTable& blobs);
+    Slot evaluate_constexpr(const mil::Operation& op, const coreml::BlobTable& blobs,
+                            const std::string& where) const;
     int add_slot(const std::string& name, const std::string& where);
     int slot_of(const std::string& name, const std::string& where) const;
     void plan_releases();
