@@ -1,5 +1,5 @@
-// The checks behind the lint rules, one function each, shared by lint.cpp
-// (which runs them over every function of a package) and nothing else.
+// The checks behind the lint rules, grouped by what they look at; lint.cpp
+// runs them over every function of a package.
 #pragma once
 
 #include <string>

@@ -13,7 +13,8 @@ using enum LintSeverity;
 
 constexpr std::array<LintRule, 15> rules{{
     {"ANE001", error, "state dimension neither a power of two nor a multiple of 32",
-     "pad the state's last dimension (head_dim) to the next power of two, e.g. 80 -> 128",
+     "pad the dimension to a power of two or a multiple of 32 (head_dim 80 -> 128, a context "
+     "of 80 -> 96)",
      "ane-llm-notes.txt, 'Core ML compile errors and KV state': 'Unable to compute the "
      "prediction using ML Program' when a state dimension is not a power of two (80 padded to "
      "128)"},
