@@ -4,10 +4,12 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "analysis/lint.h"
 #include "analysis/lint_report.h"
 #include "ane/ane_pipeline.h"
+#include "base/progress.h"
 #include "base/thread_pool.h"
 #include "command.h"
 #include "convert/convert.h"
@@ -64,13 +66,21 @@ void lint_model(const LintArgs& args, LintReport& report) {
     ConvertOptions o = args.convert;
     o.chunks = args.chunks;
     ThreadPool pool(args.threads > 0 ? args.threads : ThreadPool::physical_cores());
-    lower_converted(model, o, pool, {}, [&](const lower::AnePackage& pkg, const std::string& stem) {
-        const LintPackage p{coreml::package_name(stem), &pkg.model, &pkg.blobs(),
-                            pkg.blobs().file_bytes()};
-        const auto findings = lint_package(p, report.target);
-        report.packages.push_back(p.name);
-        report.findings.insert(report.findings.end(), findings.begin(), findings.end());
-    });
+    std::optional<ProgressBar> bar;  // on stderr, as convert draws it
+    const StageFn stage = [&](const std::string& name) -> ProgressFn {
+        if (bar) bar->finish();
+        bar.emplace(name);
+        return bar->callback();
+    };
+    lower_converted(
+        model, o, pool, stage, [&](const lower::AnePackage& pkg, const std::string& stem) {
+            const LintPackage p{coreml::package_name(stem), &pkg.model, &pkg.blobs(),
+                                pkg.blobs().file_bytes()};
+            const auto findings = lint_package(p, report.target);
+            report.packages.push_back(p.name);
+            report.findings.insert(report.findings.end(), findings.begin(), findings.end());
+        });
+    if (bar) bar->finish();
 }
 
 int run_lint(const LintArgs& args) {
