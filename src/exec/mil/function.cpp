@@ -272,7 +272,7 @@ std::map<std::string, Tensor> Function::run(const std::map<std::string, Tensor>&
         is_state_input[slot] = true;
     }
     for (const CompiledOp& op : ops_) {
-        OpContext ctx(name_, op, slots, is_state_input, states, *pool_, rounding_);
+        OpContext ctx(name_, op, slots, is_state_input, *pool_, rounding_);
         op.def->run(ctx);
         for (int s : op.release) slots[static_cast<size_t>(s)] = Slot{};
     }

@@ -42,20 +42,17 @@ struct CompiledOp {
 class OpContext {
 public:
     OpContext(const std::string& function, const CompiledOp& op, std::vector<Slot>& slots,
-              std::vector<bool> const& is_state_input, States& states, ThreadPool& pool,
-              Rounding rounding)
+              const std::vector<bool>& is_state_input, ThreadPool& pool, Rounding rounding)
         : function_(function),
           op_(op),
           slots_(slots),
           is_state_input_(is_state_input),
-          states_(states),
           pool_(pool),
           rounding_(rounding) {}
 
     const std::string& type() const { return op_.op->type(); }
     bool in_place() const { return op_.in_place; }
     ThreadPool& pool() { return pool_; }
-    States& states() { return states_; }
 
     bool has(std::string_view key) const { return op_.inputs.count(key) != 0; }
     int count(std::string_view key) const;  // bindings of a variadic input
@@ -97,7 +94,6 @@ private:
     const CompiledOp& op_;
     std::vector<Slot>& slots_;
     const std::vector<bool>& is_state_input_;
-    States& states_;
     ThreadPool& pool_;
     Rounding rounding_;
     std::deque<Tensor> scratch_;  // weights converted for this op

@@ -23,12 +23,6 @@ const Tensor& States::at(const std::string& name) const {
     return it->second;
 }
 
-std::vector<std::string> States::names() const {
-    std::vector<std::string> out;
-    for (const auto& [name, t] : states_) out.push_back(name);
-    return out;
-}
-
 void States::reset() {
     for (auto& [name, t] : states_) {
         std::fill(t.f.begin(), t.f.end(), 0.0f);

@@ -18,10 +18,8 @@ public:
     // throws Error when it exists with another type or shape.
     Tensor& get(const std::string& name, mil::DataType dtype, const std::vector<int64_t>& shape);
 
-    bool has(const std::string& name) const { return states_.count(name) != 0; }
     // The state called `name`; throws Error when there is none.
     const Tensor& at(const std::string& name) const;
-    std::vector<std::string> names() const;
     void reset();  // every state back to zeros
 
 private:
