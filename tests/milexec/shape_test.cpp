@@ -178,6 +178,27 @@ TEST(MilShape, StackFillAndRange) {
     EXPECT_EQ(out.at("r").i, (std::vector<int32_t>{5, 2, -1}));
 }
 
+TEST(MilShape, ConcatInterleaves) {
+    // coremltools' example: [[1,2],[3,4],[5,6]] and [[7,8],[9,10],[11,12]] on axis 0.
+    MilProgram p;
+    const MilValue a = p.input("a", F32, {3, 2});
+    const MilValue b = p.input("b", F32, {3, 2});
+    p.b.output(p.b.op("concat", "c",
+                      {{"values", std::vector<MilValue>{a, b}},
+                       {"axis", MilParam::i32(0)},
+                       {"interleave", MilParam::boolean(true)}},
+                      F32, {6, 2}));
+    p.b.output(p.b.op("concat", "d",
+                      {{"values", std::vector<MilValue>{a, b}},
+                       {"axis", MilParam::i32(1)},
+                       {"interleave", MilParam::boolean(true)}},
+                      F32, {3, 4}));
+    auto out = p.run({{"a", floats(F32, {3, 2}, {1, 2, 3, 4, 5, 6})},
+                      {"b", floats(F32, {3, 2}, {7, 8, 9, 10, 11, 12})}});
+    EXPECT_EQ(out.at("c").f, (std::vector<float>{1, 2, 7, 8, 3, 4, 9, 10, 5, 6, 11, 12}));
+    EXPECT_EQ(out.at("d").f, (std::vector<float>{1, 7, 2, 8, 3, 9, 4, 10, 5, 11, 6, 12}));
+}
+
 TEST(MilShape, TopkAlongTheFirstAxis) {
     MilProgram p;
     const MilValue x = p.input("x", F32, {4, 2});

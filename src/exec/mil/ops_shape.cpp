@@ -108,8 +108,9 @@ void transpose(OpContext& ctx) {
     ctx.set(0, std::move(out));
 }
 
+// interleave: equal shapes, input k's slices along the axis land at k, k + n, k + 2n, ...
 void concat(OpContext& ctx) {
-    if (ctx.get_bool("interleave", false)) ctx.fail("interleave is not supported");
+    const bool interleave = ctx.get_bool("interleave", false);
     const int n = ctx.count("values");
     const Tensor& first = ctx.tensor("values", 0);
     const int64_t rank = static_cast<int64_t>(first.shape.size());
@@ -126,22 +127,27 @@ void concat(OpContext& ctx) {
                 ctx.fail("values {} and 0 differ in shape: {} and {}", k, shape_text(t.shape),
                          shape_text(first.shape));
         if (t.f.empty() != first.f.empty()) ctx.fail("values differ in type");
+        if (interleave && t.shape != first.shape) ctx.fail("interleaved values differ in shape");
         shape[static_cast<size_t>(axis)] += t.shape[static_cast<size_t>(axis)];
         parts.push_back(&t);
     }
     Tensor out = ctx.output(0, shape);
     const AxisSplit s = split_at(shape, axis);
+    // Interleaving copies blocks of one slice, one input after the other.
+    const int64_t slices = interleave ? first.shape[static_cast<size_t>(axis)] : 1;
     int64_t at = 0;
-    for (const Tensor* t : parts) {
-        const int64_t block = t->shape[static_cast<size_t>(axis)] * s.inner;
-        for (int64_t o = 0; o < s.outer; ++o) {
-            if (t->f.empty())
-                copy_values(t->i, o * block, out.i, o * s.n * s.inner + at, block);
-            else
-                copy_values(t->f, o * block, out.f, o * s.n * s.inner + at, block);
+    for (int64_t j = 0; j < slices; ++j)
+        for (const Tensor* t : parts) {
+            const int64_t block = (interleave ? 1 : t->shape[static_cast<size_t>(axis)]) * s.inner;
+            const int64_t from = j * block, part = slices * block;
+            for (int64_t o = 0; o < s.outer; ++o) {
+                if (t->f.empty())
+                    copy_values(t->i, o * part + from, out.i, o * s.n * s.inner + at, block);
+                else
+                    copy_values(t->f, o * part + from, out.f, o * s.n * s.inner + at, block);
+            }
+            at += block;
         }
-        at += block;
-    }
     ctx.set(0, std::move(out));
 }
 
