@@ -75,6 +75,19 @@ TEST(MilShape, GatherAlongAnAxisWithNegativeIndices) {
     EXPECT_EQ(out.at("g").f, (std::vector<float>{4, 5, 0, 1, 10, 11, 6, 7}));
 }
 
+TEST(MilShape, GatherWithBatchDims) {
+    // x [2, 3, 2], indices [2, 2], axis 1, batch_dims 1: out[b, j, :] = x[b, indices[b, j], :].
+    MilProgram p;
+    const MilValue x = p.input("x", F32, {2, 3, 2});
+    const MilValue i = p.input("i", mil::INT32, {2, 2});
+    p.b.output(p.b.op(
+        "gather", "g",
+        {{"x", x}, {"indices", i}, {"axis", MilParam::i32(1)}, {"batch_dims", MilParam::i32(1)}},
+        F32, {2, 2, 2}));
+    auto out = p.run({{"x", floats(F32, {2, 3, 2}, iota(12))}, {"i", ints({2, 2}, {2, 0, 1, 1})}});
+    EXPECT_EQ(out.at("g").f, (std::vector<float>{4, 5, 0, 1, 8, 9, 8, 9}));
+}
+
 TEST(MilShape, GatherFromAnFp16TableKeptAsWeights) {
     // 4096 rows of one value: large enough to stay fp16.
     MilProgram p;

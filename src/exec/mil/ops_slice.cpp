@@ -149,35 +149,46 @@ void slice_update(OpContext& ctx) {
     ctx.set(0, std::move(out));
 }
 
+// With batch_dims b, the first b dimensions of x and indices pair up: each
+// batch entry gathers from its own part of x with its own indices.
 void gather(OpContext& ctx) {
     const Slot& xs = ctx.slot("x");
     const Tensor& indices = ctx.tensor("indices");
     if (!indices.f.empty()) ctx.fail("indices must be integers");
-    if (ctx.get_int("batch_dims", 0) != 0) ctx.fail("batch_dims other than 0 are not supported");
     const std::vector<int64_t>& xshape = xs.shape();
     const int64_t axis =
         normalize_axis(ctx, ctx.get_int("axis", 0), static_cast<int64_t>(xshape.size()));
+    const int64_t batch_dims = ctx.get_int("batch_dims", 0);
+    if (batch_dims < 0 || batch_dims > axis ||
+        batch_dims > static_cast<int64_t>(indices.shape.size()) ||
+        !std::equal(xshape.begin(), xshape.begin() + batch_dims, indices.shape.begin()))
+        ctx.fail("batch_dims {} does not fit x {} and indices {}", batch_dims, shape_text(xshape),
+                 shape_text(indices.shape));
+    const int64_t batch = shape_numel({xshape.begin(), xshape.begin() + batch_dims});
     const AxisSplit s = split_at(xshape, axis);
+    const int64_t outer = s.outer / batch;  // per batch entry
     std::vector<int64_t> shape(xshape.begin(), xshape.begin() + axis);
-    shape.insert(shape.end(), indices.shape.begin(), indices.shape.end());
+    shape.insert(shape.end(), indices.shape.begin() + batch_dims, indices.shape.end());
     shape.insert(shape.end(), xshape.begin() + axis + 1, xshape.end());
     Tensor out = ctx.output(0, shape);
     const Tensor* x = xs.weight ? nullptr : &ctx.tensor("x");
     if (x && x->f.empty() != out.f.empty()) ctx.fail("output type differs from x's");
-    const int64_t n_idx = indices.numel();
-    for (int64_t o = 0; o < s.outer; ++o)
-        for (int64_t j = 0; j < n_idx; ++j) {
-            int64_t row = indices.i[static_cast<size_t>(j)];
-            if (row < 0) row += s.n;
-            if (row < 0 || row >= s.n) ctx.fail("index {} outside axis of {}", row, s.n);
-            const int64_t from = (o * s.n + row) * s.inner, to = (o * n_idx + j) * s.inner;
-            if (xs.weight)
-                kernels::f16_to_f32_row(xs.weight->bits + from, s.inner, out.f.data() + to);
-            else if (x->f.empty())
-                std::copy_n(x->i.begin() + from, s.inner, out.i.begin() + to);
-            else
-                std::copy_n(x->f.begin() + from, s.inner, out.f.begin() + to);
-        }
+    const int64_t n_idx = indices.numel() / batch;
+    for (int64_t b = 0; b < batch; ++b)
+        for (int64_t o = 0; o < outer; ++o)
+            for (int64_t j = 0; j < n_idx; ++j) {
+                int64_t row = indices.i[static_cast<size_t>(b * n_idx + j)];
+                if (row < 0) row += s.n;
+                if (row < 0 || row >= s.n) ctx.fail("index {} outside axis of {}", row, s.n);
+                const int64_t from = ((b * outer + o) * s.n + row) * s.inner;
+                const int64_t to = ((b * outer + o) * n_idx + j) * s.inner;
+                if (xs.weight)
+                    kernels::f16_to_f32_row(xs.weight->bits + from, s.inner, out.f.data() + to);
+                else if (x->f.empty())
+                    std::copy_n(x->i.begin() + from, s.inner, out.i.begin() + to);
+                else
+                    std::copy_n(x->f.begin() + from, s.inner, out.f.begin() + to);
+            }
     ctx.set(0, std::move(out));
 }
 
