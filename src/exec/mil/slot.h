@@ -33,7 +33,8 @@ struct Slot {
 
 // An fp16 weight's values as an f32 tensor.
 Tensor weight_to_tensor(const Weight& w);
-// A slot whose value is a copy of `values` when small, or kept as fp16 bits.
+// fp16 values as a slot: an f32 tensor when small, the bits themselves (a
+// Weight) from weight_min_elements on.
 Slot slot_from_f16(std::vector<int64_t> shape, std::vector<uint16_t> bits);
 
 // fp16 constants of at least this many elements stay fp16 (weights, tables).
