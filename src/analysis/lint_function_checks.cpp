@@ -125,13 +125,13 @@ void check_dispatch(const LintFunction& f, Findings& out) {
     for (const mil::Operation& op : f.block().operations())
         if (op.type() != "const" && !op.type().starts_with("constexpr_")) ++n;
     const double ms = static_cast<double>(n) * dispatch_ms_per_op;
-    const bool many = ms > dispatch_warning_ms;
+    const bool many = n > dispatch_warning_ops;
     out.add(
         "ANE015", many ? LintSeverity::warning : LintSeverity::info, f.name(), "",
         fmt::format("{} ops: {:.1f} ms of dispatch per call if each is dispatched alone{}", n, ms,
-                    many ? fmt::format(" (over {:.0f} ms: slower than every ANE decode rate "
-                                       "the notes report)",
-                                       dispatch_warning_ms)
+                    many ? fmt::format(" (over {}: more than the largest single function "
+                                       "reported to work, a monolithic 3B model)",
+                                       dispatch_warning_ops)
                          : ""));
 }
 
