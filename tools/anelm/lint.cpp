@@ -37,17 +37,17 @@ uint64_t weight_file_bytes(const coreml::Package& pkg) {
     return ec ? 0 : static_cast<uint64_t>(n);
 }
 
-void lint_file(const std::string& path, int chunk_no, int n_chunks, LintReport& report) {
-    const coreml::Package pkg{fs::path(path)};
-    LintPackage p{fs::path(path).filename().string(),
-                  &pkg.model(),
-                  &pkg,
-                  weight_file_bytes(pkg),
-                  chunk_no,
-                  n_chunks};
+void add_package(const LintPackage& p, LintReport& report) {
     const auto findings = lint_package(p, report.target);
     report.packages.push_back(p.name);
     report.findings.insert(report.findings.end(), findings.begin(), findings.end());
+}
+
+void lint_file(const std::string& path, int chunk_no, int n_chunks, LintReport& report) {
+    const coreml::Package pkg{fs::path(path)};
+    add_package({fs::path(path).filename().string(), &pkg.model(), &pkg, weight_file_bytes(pkg),
+                 chunk_no, n_chunks},
+                report);
 }
 
 void lint_converted_dir(const std::string& dir, LintReport& report) {
@@ -74,11 +74,9 @@ void lint_model(const LintArgs& args, LintReport& report) {
     };
     lower_converted(
         model, o, pool, stage, [&](const lower::AnePackage& pkg, const std::string& stem) {
-            const LintPackage p{coreml::package_name(stem), &pkg.model, &pkg.blobs(),
-                                pkg.blobs().file_bytes()};
-            const auto findings = lint_package(p, report.target);
-            report.packages.push_back(p.name);
-            report.findings.insert(report.findings.end(), findings.begin(), findings.end());
+            add_package(
+                {coreml::package_name(stem), &pkg.model, &pkg.blobs(), pkg.blobs().file_bytes()},
+                report);
         });
     if (bar) bar->finish();
 }
