@@ -449,6 +449,25 @@ TEST_P(LintLowered, ConvertsOwnOutputIsClean) {
     }
 }
 
+// The chunk holding the last layer applies the final norm in infer; placed
+// before another chunk, that is the multi-chunk bug the notes describe.
+TEST(LintChunks, LastChunkPlacedFirstIsFlagged) {
+    const LoadedModel& m = test::tiny_model("tiny-qwen3");
+    ProgramOptions po;
+    po.n_ctx = 64;
+    po.functions = {{"decode", 1, false}};
+    ir::Program program = build_program(m.spec, m.weights, po);
+    passes::rope_halves(program);
+    const int64_t n_layer = lower::layer_count(program);
+    const lower::AnePackage last = lower::lower_chunk(program, 0, n_layer, {});
+    const LintPackage as_first{"chunk", &last.model, &last.blobs(), 0, 1, 2};
+    const LintFinding f = only(lint_package(as_first, LintTarget::macos15), "ANE013");
+    EXPECT_EQ(f.function, "infer");  // prefill skips the final norm
+    EXPECT_EQ(f.op, "output_norm_ln");
+    const LintPackage as_last{"chunk", &last.model, &last.blobs(), 0, 2, 2};
+    EXPECT_EQ(count(lint_package(as_last, LintTarget::macos15), "ANE013"), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Tiny, LintLowered,
                          testing::Values("tiny-llama", "tiny-qwen3", "tiny-gemma3"));
 
