@@ -141,13 +141,15 @@ void BM_matmul_one_thread(benchmark::State& state) {
 // 151936-token LM head.
 void decode_shapes(benchmark::internal::Benchmark* b) {
     for (int64_t dtype : {0, 1}) {
+        // qwen3-0.6b's and llama-3.2-1b's projections and heads.
         for (auto [n_out, n_in] : {std::pair<int64_t, int64_t>{1024, 1024},
                                    {3072, 1024},
                                    {1024, 3072},
-                                   {4096, 4096},
-                                   {11008, 4096},
-                                   {4096, 11008},
-                                   {151936, 1024}}) {
+                                   {151936, 1024},
+                                   {2048, 2048},
+                                   {8192, 2048},
+                                   {2048, 8192},
+                                   {128256, 2048}}) {
             b->Args({dtype, n_out, n_in, 1});
         }
     }

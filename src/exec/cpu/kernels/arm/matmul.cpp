@@ -1,5 +1,6 @@
 // NEON matmul leaves: weight panel packing, the 8x12 GEMM micro-kernel and
 // the row-streaming matrix-vector kernel.
+#include "exec/cpu/kernels/gemv_prefetch.h"
 #include "exec/cpu/kernels/arm/neon.h"
 
 namespace anelm::kernels::neon {
@@ -162,10 +163,7 @@ template <DType D, int T>
 void gemv_rows(const Matrix& w, const float* x, int64_t o0, int64_t o1, float* y, int64_t ldy) {
     // Up to 16 accumulators of 32 registers; one token streams eight rows at once.
     constexpr int R = T == 1 ? 8 : 4;
-    // Short rows end before the hardware prefetchers ramp up: fetch the next
-    // block of rows while this one is read. Longer rows stream well unaided.
-    const int64_t ahead =
-        R * w.n_in * static_cast<int64_t>(sizeof(Elem<D>)) <= 16384 ? R * w.n_in : 0;
+    const int64_t ahead = gemv_prefetch_ahead(R, w.n_in, sizeof(Elem<D>));
     const auto* data = static_cast<const Elem<D>*>(w.data);
     int64_t o = o0;
     for (; o + R <= o1; o += R) {
