@@ -120,8 +120,12 @@ void BM_decode(benchmark::State& state) {
 
 void decode_shapes(benchmark::internal::Benchmark* b) {
     const auto n_tables = static_cast<int64_t>(kernels::quant_available().size());
-    for (auto [n_out, n_in] :
-         {std::pair<int64_t, int64_t>{1024, 3072}, {3072, 1024}, {2048, 8192}, {151936, 1024}}) {
+    for (auto [n_out, n_in] : {std::pair<int64_t, int64_t>{1024, 3072},
+                               {3072, 1024},
+                               {2048, 8192},
+                               {151936, 1024},
+                               {8192, 2048},
+                               {128256, 2048}}) {
         for (int64_t f = 0; f < static_cast<int64_t>(std::size(formats)); ++f) {
             for (int64_t t = 0; t < (formats[f].nbits == 16 ? 1 : n_tables); ++t) {
                 for (int64_t threads : {1, 2}) b->Args({f, n_out, n_in, t, threads});

@@ -22,9 +22,10 @@ struct Format {
 };
 
 const Format formats[] = {
-    {QuantKind::lut, 1, 8},  {QuantKind::lut, 2, 8},  {QuantKind::lut, 3, 4},
-    {QuantKind::lut, 4, 8},  {QuantKind::lut, 4, 1},  {QuantKind::lut, 6, 8},
-    {QuantKind::lut, 8, 16}, {QuantKind::int8, 8, 0}, {QuantKind::int4, 4, 0},
+    {QuantKind::lut, 1, 8},  {QuantKind::lut, 2, 8},  {QuantKind::lut, 2, 3},
+    {QuantKind::lut, 3, 4},  {QuantKind::lut, 4, 8},  {QuantKind::lut, 4, 1},
+    {QuantKind::lut, 6, 8},  {QuantKind::lut, 8, 16}, {QuantKind::int8, 8, 0},
+    {QuantKind::int4, 4, 0},
 };
 
 std::string describe(const quant::QuantizedMatrix& q, int64_t n_tokens, const char* isa = "") {
