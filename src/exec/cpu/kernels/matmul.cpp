@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "exec/cpu/kernels/gemv_split.h"
 #include "exec/cpu/kernels/isa.h"
 
 namespace anelm::kernels {
@@ -28,20 +29,11 @@ int64_t ceil_div(int64_t a, int64_t b) {
     return (a + b - 1) / b;
 }
 
-// Rows per matrix-vector task: about 64 KiB of weights (stays in L2 while the
-// token groups reuse it), a multiple of 8 (the leaves' row blocks), and enough
-// tasks to balance threads.
-int64_t gemv_rows_per_task(const Matrix& w, int n_threads) {
-    const int64_t row_bytes =
-        std::max<int64_t>(1, w.n_in * static_cast<int64_t>(dtype_size(w.dtype)));
-    int64_t rows = (int64_t{64} << 10) / row_bytes;
-    rows = std::min(rows, ceil_div(w.n_out, 4 * static_cast<int64_t>(n_threads)));
-    return std::max<int64_t>(8, ceil_div(rows, 8) * 8);
-}
-
 void matmul_gemv(const Isa& isa, const Matrix& w, const float* x, int64_t n_tokens, float* y,
                  ThreadPool& pool) {
-    const int64_t rows = gemv_rows_per_task(w, pool.size());
+    const int64_t rows = gemv_rows_per_task(
+        w.n_out, w.n_in * static_cast<int64_t>(dtype_size(w.dtype)), n_tokens, isa.gemv_tokens,
+        pool.size());
     pool.run(ceil_div(w.n_out, rows), [&](int64_t task, int) {
         const int64_t o0 = task * rows, o1 = std::min(w.n_out, o0 + rows);
         for (int64_t t0 = 0; t0 < n_tokens; t0 += isa.gemv_tokens) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "exec/cpu/kernels/gemv_split.h"
 #include "exec/cpu/kernels/isa.h"
 #include "exec/cpu/kernels/quant_isa.h"
 
@@ -43,21 +44,14 @@ void to_block_order(const QuantIsa& isa, int nbits, const float* x, int64_t n_in
     }
 }
 
-// Rows per matrix-vector task: about 64 KiB of codes, a multiple of 8, and
-// enough tasks to balance the threads.
-int64_t gemv_rows_per_task(const QuantMatrix& w, int n_threads) {
-    int64_t rows = std::max<int64_t>(8, (int64_t{64} << 10) / std::max<int64_t>(1, w.row_bytes()));
-    rows = std::min(rows, ceil_div(w.n_out, 4 * static_cast<int64_t>(n_threads)));
-    return std::max<int64_t>(8, ceil_div(rows, 8) * 8);
-}
-
 void matmul_gemv(const QuantIsa& isa, const QuantMatrix& w, const float* x, int64_t n_tokens,
                  float* y, ThreadPool& pool) {
     thread_local std::vector<float> xb_buffer;
     xb_buffer.resize(static_cast<size_t>(n_tokens * w.n_in));
     float* xb = xb_buffer.data();
     to_block_order(isa, w.nbits, x, w.n_in, n_tokens, xb);
-    const int64_t rows = gemv_rows_per_task(w, pool.size());
+    const int64_t rows =
+        gemv_rows_per_task(w.n_out, w.row_bytes(), n_tokens, isa.gemv_tokens, pool.size());
     pool.run(ceil_div(w.n_out, rows), [&](int64_t task, int) {
         const int64_t o0 = task * rows, o1 = std::min(w.n_out, o0 + rows);
         for (int64_t t0 = 0; t0 < n_tokens; t0 += isa.gemv_tokens) {

@@ -112,8 +112,9 @@ void gemv_block(const Elem<D>* w, int64_t n_in, int64_t ahead, const float* x, f
     int64_t i = 0;
     for (; i + 8 <= n_in; i += 8) {
         if (ahead > 0 && i % line == 0) {
+            const Elem<D>* pf = gemv_prefetch_at(w, R, n_in, i, ahead);
 #pragma GCC unroll 8
-            for (int r = 0; r < R; ++r) __builtin_prefetch(w + r * n_in + i + ahead);
+            for (int r = 0; r < R; ++r) __builtin_prefetch(pf + r * n_in);
         }
         float32x4_t x_lo[T], x_hi[T];
 #pragma GCC unroll 4

@@ -111,9 +111,10 @@ void gemv_block(const Elem<D>* w, int64_t n_in, int64_t ahead, const float* x, f
     int64_t i = 0;
     for (; i + 8 <= n_in; i += 8) {
         if (ahead > 0 && i % line == 0) {
+            const Elem<D>* pf = gemv_prefetch_at(w, R, n_in, i, ahead);
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
-                _mm_prefetch(reinterpret_cast<const char*>(w + r * n_in + i + ahead), _MM_HINT_T0);
+                _mm_prefetch(reinterpret_cast<const char*>(pf + r * n_in), _MM_HINT_T0);
             }
         }
         __m256 xv[T];

@@ -151,9 +151,10 @@ void gemv_block(const Elem<D>* w, int64_t n_in, int64_t ahead, const float* x, f
     int64_t i = 0;
     for (; i + line <= n_in; i += line) {
         if (ahead > 0) {
+            const Elem<D>* pf = gemv_prefetch_at(w, R, n_in, i, ahead);
 #pragma GCC unroll 16
             for (int r = 0; r < R; ++r) {
-                _mm_prefetch(reinterpret_cast<const char*>(w + r * n_in + i + ahead), _MM_HINT_T0);
+                _mm_prefetch(reinterpret_cast<const char*>(pf + r * n_in), _MM_HINT_T0);
             }
         }
 #pragma GCC unroll 2
@@ -175,6 +176,7 @@ void gemv_block(const Elem<D>* w, int64_t n_in, int64_t ahead, const float* x, f
         }
     }
 }
+
 
 template <DType D, int T>
 void gemv_rows(const Matrix& w, const float* x, int64_t o0, int64_t o1, float* y, int64_t ldy) {
