@@ -1,13 +1,13 @@
-// AVX-512 (F, BW, VL, DQ) + FMA + F16C leaves for quantized matrices. A row's
-// table lives in registers as f32: one zmm of 16 entries for widths up to 4
-// (narrower tables repeated to 16 entries, so that vpermps, which reads only
-// the low 4 bits of each index, ignores the bits of the codes above), four
-// for 6 bits (two two-source permutes and a blend on bit 5); 8-bit tables are
-// gathered. Codes are loaded so that each dword holds whole consecutive codes
-// (8 per dword at 1-4 bits, 4 at 6 bits), and shifting the dwords right one
-// code at a time yields 16 indices per step without masking or unpacking.
-// int8 rows convert directly. Integer rows are summed on the codes and scaled
-// once at the end.
+// AVX-512 (F, BW, VL, DQ, VBMI) + FMA + F16C leaves for quantized matrices.
+// Up to 4 bits, a row's table lives in a register as 16 f32 (narrower tables
+// repeated to 16 entries, so that vpermps, which reads only the low 4 bits of
+// each index, ignores the bits of the codes above); codes are loaded so that
+// each dword holds 8 consecutive codes, and shifting the dwords right one code
+// at a time yields 16 indices per step without masking or unpacking. At 6
+// bits the table is two 64-byte planes, the low and the high bytes of its f16
+// entries, and one vpermb per plane looks up 64 codes at once (six_bit_values).
+// 8-bit tables are gathered; int8 rows convert directly. Integer rows are
+// summed on the codes and scaled once at the end.
 
 // GCC 12 flags its own _mm512_undefined_* inside AVX-512 intrinsics.
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -24,16 +24,18 @@ namespace anelm::kernels::avx512_quant {
 
 namespace {
 
-// Codes per dword in block order; 8-bit codes keep their natural order.
+// Codes per dword in block order; 6- and 8-bit codes keep their natural order.
 constexpr int codes_per_dword(int nbits) {
-    return nbits == 6 ? 4 : nbits == 8 ? 1 : 8;
+    return nbits == 6 || nbits == 8 ? 1 : 8;
 }
 
-// A row's table: `values` for the scalar tail and gathers, f32 zmm for the look-ups.
+// A row's table: `values` for the scalar tail and gathers, f32 zmm for the
+// look-ups up to 4 bits and at the tail of 6-bit rows, byte planes for 6 bits.
 struct RowTable {
     alignas(64) float values[256];
     __m512 t16;
     __m512 t64[4];
+    __m512i low_bytes, high_bytes;
 };
 
 void load_table(const uint16_t* f16, int nbits, RowTable& t) {
@@ -51,6 +53,14 @@ void load_table(const uint16_t* f16, int nbits, RowTable& t) {
     t.t16 = _mm512_load_ps(t.values);
     if (nbits == 6) {
         for (int s = 0; s < 4; ++s) t.t64[s] = _mm512_load_ps(t.values + 16 * s);
+        const __m512i first = _mm512_loadu_si512(f16), second = _mm512_loadu_si512(f16 + 32);
+        alignas(64) uint8_t even[64], odd[64];
+        for (int k = 0; k < 64; ++k) {
+            even[k] = static_cast<uint8_t>(2 * k);
+            odd[k] = static_cast<uint8_t>(2 * k + 1);
+        }
+        t.low_bytes = _mm512_permutex2var_epi8(first, _mm512_load_si512(even), second);
+        t.high_bytes = _mm512_permutex2var_epi8(first, _mm512_load_si512(odd), second);
     }
 }
 
@@ -99,6 +109,38 @@ inline __m512i block_dwords(const uint8_t* p) {
             _mm_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1));
         return _mm512_shuffle_epi8(lanes, spread);
     }
+}
+
+// Byte b of a spread block of 48 code bytes: qword slot q = b / 8 holds the six
+// bytes of 8-code group 4 (q % 2) + q / 2, so that unpacking 128-bit lanes
+// (which pair qword slots 2L and 2L + 1) later yields the codes in order.
+struct SixBitSpread {
+    alignas(64) uint8_t bytes[64]{};
+    constexpr SixBitSpread() {
+        for (int b = 0; b < 64; ++b) {
+            const int q = b / 8, group = 4 * (q % 2) + q / 2;
+            bytes[b] = static_cast<uint8_t>(6 * group + std::min(b % 8, 5));
+        }
+    }
+};
+constexpr SixBitSpread six_bit_spread{};
+
+// The values of 64 consecutive 6-bit codes (48 bytes at p), in natural order
+// in w[0..4). vpmultishiftqb cuts each qword's 48 bits of codes into 8 bytes
+// with a code in the low 6 bits, which is all vpermb reads of an index.
+inline void six_bit_values(const uint8_t* p, const RowTable& t, __m512 w[4]) {
+    const __m512i bytes = _mm512_maskz_loadu_epi8(0xffffffffffffull, p);
+    const __m512i spread = _mm512_permutexvar_epi8(_mm512_load_si512(six_bit_spread.bytes), bytes);
+    const __m512i codes =
+        _mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x2a241e18120c0600ll), spread);
+    const __m512i low = _mm512_permutexvar_epi8(codes, t.low_bytes);
+    const __m512i high = _mm512_permutexvar_epi8(codes, t.high_bytes);
+    const __m512i first = _mm512_unpacklo_epi8(low, high);   // codes 0..31
+    const __m512i second = _mm512_unpackhi_epi8(low, high);  // codes 32..63
+    w[0] = _mm512_cvtph_ps(_mm512_castsi512_si256(first));
+    w[1] = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(first, 1));
+    w[2] = _mm512_cvtph_ps(_mm512_castsi512_si256(second));
+    w[3] = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(second, 1));
 }
 
 // Where lane k of 16 natural-order codes finds its code: the two bytes from
@@ -172,7 +214,16 @@ void row_dot(const uint8_t* row, int64_t n_in, const RowTable& tab, const float*
     };
     const int64_t row_bytes = (n_in * NBITS + 7) / 8;
     int64_t i = 0;
-    if constexpr (codes_per_dword(NBITS) > 1) {
+    if constexpr (NBITS == 6) {
+        for (; i + 64 <= n_in; i += 64) {
+            prefetch(row + i / 8 * 6);
+            __m512 w[4];
+            six_bit_values(row + i / 8 * 6, tab, w);
+            for (int q = 0; q < 4; ++q) {
+                for (int t = 0; t < T; ++t) fma(t, q % A, w[q], xb + i + 16 * q);
+            }
+        }
+    } else if constexpr (codes_per_dword(NBITS) > 1) {
         constexpr int per_dword = codes_per_dword(NBITS), len = 16 * per_dword;
         for (; i + len <= n_in; i += len) {
             prefetch(row + i / 8 * NBITS);
@@ -325,7 +376,7 @@ void decode(const QuantMatrix& w, int64_t o, int64_t k0, int64_t n, float* out) 
 // Block order (quant_isa.h): element e of a block goes to the lane of its
 // dword (e / c) in the run of its place in that dword (e % c), c codes per dword.
 int64_t block_len(int nbits) {
-    return nbits == 8 ? 0 : 16 * codes_per_dword(nbits);
+    return codes_per_dword(nbits) == 1 ? 0 : 16 * codes_per_dword(nbits);
 }
 
 int64_t block_slot(int nbits, int64_t e) {
