@@ -1,4 +1,4 @@
-// How far ahead the dense gemv leaves prefetch the rows they stream. Shared by
+// How far ahead the gemv leaves prefetch the rows they stream. Shared by
 // files compiled with different instruction-set flags, so it has internal
 // linkage: no ISA-specific copy can stand in for another.
 #pragma once

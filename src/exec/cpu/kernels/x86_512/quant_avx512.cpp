@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <array>
 
+#include "exec/cpu/kernels/gemv_prefetch.h"
 #include "exec/cpu/kernels/quant_isa.h"
 
 namespace anelm::kernels::avx512_quant {
@@ -275,14 +276,16 @@ void rows_dot(const uint8_t* rows, int64_t row_bytes, int64_t n_in, const RowTab
     for (int r = 0; r < R; ++r) {
         for (int a = 0; a < A; ++a) acc[r][a] = _mm512_setzero_ps();
     }
-    const int64_t ahead = R * row_bytes <= 8192 ? R * row_bytes : prefetch_bytes;
+    // Short runs prefetch the next run; long rows, prefetch_bytes ahead.
+    const int64_t ahead = R * row_bytes <= 8192 ? row_bytes : prefetch_bytes;
     int64_t i = 0;
     for (; i + len <= n_in; i += len) {
+        const int64_t at = i / 8 * NBITS;
+        const uint8_t* pf = gemv_prefetch_at(rows, R, row_bytes, at, ahead);
         __m512i d[R];
         for (int r = 0; r < R; ++r) {
-            const uint8_t* block = rows + r * row_bytes + i / 8 * NBITS;
-            _mm_prefetch(reinterpret_cast<const char*>(block + ahead), _MM_HINT_T0);
-            d[r] = block_dwords<NBITS>(block);
+            _mm_prefetch(reinterpret_cast<const char*>(pf + r * row_bytes), _MM_HINT_T0);
+            d[r] = block_dwords<NBITS>(rows + r * row_bytes + at);
         }
         for (int p = 0; p < 8; ++p) {
             const __m512 x = _mm512_loadu_ps(xb + i + 16 * p);
