@@ -263,15 +263,16 @@ void row_dot(const uint8_t* row, int64_t n_in, const RowTable& tab, const float*
     }
 }
 
-// One token against R consecutive rows of codes of at most 4 bits, each with
-// its own table: every block of x is loaded once for all R rows. Codes cost an
-// eighth of x's bytes at 4 bits, so sharing x is what keeps decode of long rows
-// (x past L1) from being bound by re-reading it.
-template <int NBITS, int R>
+// One token against R consecutive rows of int8 codes or codes of at most 4
+// bits (each row with its own table): every block of x is loaded once for all
+// R rows. Codes cost a quarter or an eighth of x's bytes, so sharing x is what
+// keeps decode of long rows (x past L1) from being bound by re-reading it.
+template <int NBITS, bool INT8, int R>
 void rows_dot(const uint8_t* rows, int64_t row_bytes, int64_t n_in, const RowTable* tabs,
               const float* xb, float* sums) {
-    static_assert(codes_per_dword(NBITS) == 8);
-    constexpr int A = 2, len = 128;
+    static_assert(INT8 || codes_per_dword(NBITS) == 8);
+    constexpr int steps = INT8 ? 4 : 8;  // 16-code steps per block of codes
+    constexpr int A = 2, len = 16 * steps;
     __m512 acc[R][A];
     for (int r = 0; r < R; ++r) {
         for (int a = 0; a < A; ++a) acc[r][a] = _mm512_setzero_ps();
@@ -285,12 +286,19 @@ void rows_dot(const uint8_t* rows, int64_t row_bytes, int64_t n_in, const RowTab
         __m512i d[R];
         for (int r = 0; r < R; ++r) {
             _mm_prefetch(reinterpret_cast<const char*>(pf + r * row_bytes), _MM_HINT_T0);
-            d[r] = block_dwords<NBITS>(rows + r * row_bytes + at);
+            if constexpr (!INT8) d[r] = block_dwords<NBITS>(rows + r * row_bytes + at);
         }
-        for (int p = 0; p < 8; ++p) {
+        for (int p = 0; p < steps; ++p) {
             const __m512 x = _mm512_loadu_ps(xb + i + 16 * p);
             for (int r = 0; r < R; ++r) {
-                const __m512 w = lookup<NBITS>(_mm512_srli_epi32(d[r], p * NBITS), tabs[r]);
+                __m512 w;
+                if constexpr (INT8) {
+                    const auto* codes =
+                        reinterpret_cast<const __m128i*>(rows + r * row_bytes + at + 16 * p);
+                    w = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(codes)));
+                } else {
+                    w = lookup<NBITS>(_mm512_srli_epi32(d[r], p * NBITS), tabs[r]);
+                }
                 acc[r][p % A] = _mm512_fmadd_ps(w, x, acc[r][p % A]);
             }
         }
@@ -300,7 +308,7 @@ void rows_dot(const uint8_t* rows, int64_t row_bytes, int64_t n_in, const RowTab
         for (int64_t k = i; k < n_in; k += 16) {
             const auto keep = static_cast<__mmask16>(
                 n_in - k >= 16 ? 0xffff : (1u << static_cast<unsigned>(n_in - k)) - 1);
-            const __m512 w = values16<NBITS, false>(row, row_bytes, k, tabs[r]);
+            const __m512 w = values16<NBITS, INT8>(row, row_bytes, k, tabs[r]);
             const __m512 x = _mm512_maskz_loadu_ps(keep, xb + k);
             acc[r][0] = _mm512_mask3_fmadd_ps(w, x, acc[r][0], keep);
         }
@@ -313,12 +321,12 @@ const uint16_t* row_table(const QuantMatrix& w, int64_t o) {
     return w.kind == QuantKind::lut ? w.lut + ((o / w.group) << w.nbits) : int4_table();
 }
 
-// Rows a single token reads at once from codes of at most 4 bits (rows_dot).
+// Rows a single token reads at once (rows_dot).
 constexpr int shared_x_rows = 4;
 
-// One token, rows [o0, o1) of a matrix of codes of at most 4 bits, in runs of
-// shared_x_rows; returns the first row not done.
-template <int NBITS>
+// One token, rows [o0, o1) of an int8 matrix or one of codes of at most 4
+// bits, in runs of shared_x_rows; returns the first row not done.
+template <int NBITS, bool INT8>
 int64_t gemv_row_runs(const QuantMatrix& w, const float* xb, int64_t o0, int64_t o1, float* y) {
     constexpr int R = shared_x_rows;
     RowTable tabs[R];
@@ -326,11 +334,14 @@ int64_t gemv_row_runs(const QuantMatrix& w, const float* xb, int64_t o0, int64_t
     float sums[R];
     int64_t o = o0;
     for (; o + R <= o1; o += R) {
-        for (int r = 0; r < R; ++r) {
-            const uint16_t* table = row_table(w, o + r);
-            if (table != loaded[r]) load_table(loaded[r] = table, NBITS, tabs[r]);
+        if constexpr (!INT8) {
+            for (int r = 0; r < R; ++r) {
+                const uint16_t* table = row_table(w, o + r);
+                if (table != loaded[r]) load_table(loaded[r] = table, NBITS, tabs[r]);
+            }
         }
-        rows_dot<NBITS, R>(w.codes + o * w.row_bytes(), w.row_bytes(), w.n_in, tabs, xb, sums);
+        rows_dot<NBITS, INT8, R>(w.codes + o * w.row_bytes(), w.row_bytes(), w.n_in, tabs, xb,
+                                 sums);
         for (int r = 0; r < R; ++r) {
             y[o + r] = w.kind == QuantKind::lut ? sums[r] : sums[r] * _cvtsh_ss(w.scales[o + r]);
         }
@@ -341,8 +352,8 @@ int64_t gemv_row_runs(const QuantMatrix& w, const float* xb, int64_t o0, int64_t
 template <int NBITS, bool INT8, int T>
 void gemv_rows(const QuantMatrix& w, const float* xb, int64_t o0, int64_t o1, float* y,
                int64_t ldy) {
-    if constexpr (T == 1 && !INT8 && NBITS <= 4) {
-        o0 = gemv_row_runs<NBITS>(w, xb, o0, o1, y);
+    if constexpr (T == 1 && (INT8 || NBITS <= 4)) {
+        o0 = gemv_row_runs<NBITS, INT8>(w, xb, o0, o1, y);
     }
     RowTable tab;
     const uint16_t* loaded = nullptr;
