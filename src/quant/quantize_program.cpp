@@ -55,9 +55,11 @@ void quantize_program(ir::Program& program, const QuantSpec& spec, ThreadPool& p
             if (choice == jobs.back().choice) continue;
             // Another choice for the same bytes: a weight of its own for those nodes.
             const auto split = static_cast<ir::WeightId>(program.weights.size());
-            program.weights.push_back(
-                {program.weights[id].name + ":" + component_name(components[k]),
-                 program.weights[id].view, nullptr});
+            // A copy keeps the bytes a pass may have rewritten the view into alive.
+            ir::Weight own = program.weights[id];
+            own.name += std::string(":") + component_name(components[k]);
+            own.quantized = nullptr;
+            program.weights.push_back(std::move(own));
             for (ir::Function& fn : program.functions)
                 for (ir::Node& node : fn.nodes)
                     if (node.weight == id && node_component(program, node) == components[k])

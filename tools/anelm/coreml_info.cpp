@@ -17,11 +17,6 @@ void print_values(const char* kind, const std::vector<coreml::ValueInfo>& values
         fmt::print("  {:<7}{:<24} {} [{}]\n", kind, v.name, v.dtype, fmt::join(v.shape, ", "));
 }
 
-bool is_coreml_package(const std::string& path) {
-    return std::filesystem::is_directory(path) &&
-           std::filesystem::exists(std::filesystem::path(path) / "Manifest.json");
-}
-
 void print_summary(const std::string& path, const coreml::PackageSummary& s) {
     fmt::print("package        {}\n", path);
     fmt::print("spec version   {}\n", s.spec_version);
