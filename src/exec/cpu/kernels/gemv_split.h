@@ -20,7 +20,8 @@ inline int64_t gemv_rows_per_task(int64_t n_out, int64_t row_bytes, int64_t n_to
     const int64_t n = n_threads;
     int64_t rows = ceil_div(n_out, 2 * n);
     if (n_tokens > tokens_per_pass) {
-        rows = std::min((int64_t{64} << 10) / std::max<int64_t>(1, row_bytes), ceil_div(n_out, 4 * n));
+        rows =
+            std::min((int64_t{64} << 10) / std::max<int64_t>(1, row_bytes), ceil_div(n_out, 4 * n));
     }
     return std::max<int64_t>(8, ceil_div(rows, 8) * 8);
 }

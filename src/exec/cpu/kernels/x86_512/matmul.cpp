@@ -177,7 +177,6 @@ void gemv_block(const Elem<D>* w, int64_t n_in, int64_t ahead, const float* x, f
     }
 }
 
-
 template <DType D, int T>
 void gemv_rows(const Matrix& w, const float* x, int64_t o0, int64_t o1, float* y, int64_t ldy) {
     // Rows streamed at once: enough loads in flight for one token, and no

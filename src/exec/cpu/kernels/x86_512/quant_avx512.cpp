@@ -39,6 +39,20 @@ struct RowTable {
     __m512i low_bytes, high_bytes;
 };
 
+// vpermt2b patterns gathering the low (even) and the high (odd) bytes of 64
+// f16 entries held in two zmm.
+struct BytePlanes {
+    alignas(64) uint8_t low[64]{};
+    alignas(64) uint8_t high[64]{};
+    constexpr BytePlanes() {
+        for (int k = 0; k < 64; ++k) {
+            low[k] = static_cast<uint8_t>(2 * k);
+            high[k] = static_cast<uint8_t>(2 * k + 1);
+        }
+    }
+};
+constexpr BytePlanes byte_planes{};
+
 void load_table(const uint16_t* f16, int nbits, RowTable& t) {
     const int n = 1 << nbits;
     if (n >= 16) {
@@ -55,13 +69,8 @@ void load_table(const uint16_t* f16, int nbits, RowTable& t) {
     if (nbits == 6) {
         for (int s = 0; s < 4; ++s) t.t64[s] = _mm512_load_ps(t.values + 16 * s);
         const __m512i first = _mm512_loadu_si512(f16), second = _mm512_loadu_si512(f16 + 32);
-        alignas(64) uint8_t even[64], odd[64];
-        for (int k = 0; k < 64; ++k) {
-            even[k] = static_cast<uint8_t>(2 * k);
-            odd[k] = static_cast<uint8_t>(2 * k + 1);
-        }
-        t.low_bytes = _mm512_permutex2var_epi8(first, _mm512_load_si512(even), second);
-        t.high_bytes = _mm512_permutex2var_epi8(first, _mm512_load_si512(odd), second);
+        t.low_bytes = _mm512_permutex2var_epi8(first, _mm512_load_si512(byte_planes.low), second);
+        t.high_bytes = _mm512_permutex2var_epi8(first, _mm512_load_si512(byte_planes.high), second);
     }
 }
 
