@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "base/error.h"
@@ -34,6 +35,15 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
 
 MappedFile::~MappedFile() {
     if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
+}
+
+void MappedFile::release(std::span<const std::byte> bytes) const {
+    if (bytes.empty() || !contains(bytes.data()) || !contains(&bytes.back())) return;
+    const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto begin = (reinterpret_cast<uintptr_t>(bytes.data()) + page - 1) / page * page;
+    const auto end = (reinterpret_cast<uintptr_t>(bytes.data()) + bytes.size()) / page * page;
+    // A private read-only mapping: dropping pages loses nothing.
+    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 }  // namespace anelm

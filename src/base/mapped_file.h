@@ -18,6 +18,11 @@ public:
     size_t size() const { return size_; }
     std::span<const std::byte> bytes() const { return {data_, size_}; }
     const std::string& path() const { return path_; }
+    bool contains(const std::byte* p) const { return p >= data_ && p < data_ + size_; }
+    // Takes the whole pages inside `bytes` out of this process's resident
+    // memory, once they have been copied elsewhere; reading them again maps
+    // them back from the file. Bytes outside the mapping are left alone.
+    void release(std::span<const std::byte> bytes) const;
 
 private:
     std::string path_;

@@ -34,6 +34,7 @@ void unwrap_language_model(WeightStore& weights) {
         }
         renamed.set_origin(wrapped->origin());
         renamed.keep_alive(wrapped);
+        for (const auto& file : wrapped->files()) renamed.keep_alive(file);
         weights = std::move(renamed);
         return;
     }

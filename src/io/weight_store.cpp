@@ -8,7 +8,16 @@ namespace anelm {
 
 void WeightStore::add(std::string name, TensorView view, std::string origin) {
     auto [it, inserted] = tensors_.try_emplace(std::move(name), Entry{std::move(view), origin});
-    if (!inserted) fail("{}: tensor {} is defined twice (also in {})", origin, it->first, it->second.origin);
+    if (!inserted)
+        fail("{}: tensor {} is defined twice (also in {})", origin, it->first, it->second.origin);
+}
+
+void WeightStore::keep_alive(std::shared_ptr<const MappedFile> file) {
+    files_.push_back(std::move(file));
+}
+
+void WeightStore::release(std::span<const std::byte> bytes) const {
+    for (const auto& file : files_) file->release(bytes);
 }
 
 const TensorView* WeightStore::find(std::string_view name) const {
@@ -22,7 +31,8 @@ const TensorView& WeightStore::get(std::string_view name) const {
     return it->second.view;
 }
 
-const TensorView& WeightStore::get(std::string_view name, const std::vector<int64_t>& expected_shape) const {
+const TensorView& WeightStore::get(std::string_view name,
+                                   const std::vector<int64_t>& expected_shape) const {
     auto it = tensors_.find(name);
     if (it == tensors_.end()) fail("{}: missing tensor {}", default_origin_, name);
     const TensorView& view = it->second.view;

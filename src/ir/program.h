@@ -30,9 +30,9 @@ struct Weight {
     std::string name;  // as stored, e.g. model.layers.0.self_attn.q_proj.weight
     TensorView view;
     std::shared_ptr<const quant::QuantizedMatrix> quantized;  // null: dense
-    // Bytes a pass rewrote the weight into; the view points into them. Null
-    // while the view is the model's own storage.
-    std::shared_ptr<const std::vector<std::byte>> rewritten;
+    // What holds the bytes when a pass rewrote or moved the weight; the view
+    // points into it. Null while the view is the model's own storage.
+    std::shared_ptr<const void> storage;
 };
 
 struct StateDecl {

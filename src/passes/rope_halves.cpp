@@ -26,7 +26,7 @@ void permute_rows(ir::Weight& w, int64_t head_dim) {
                         w.view.data + static_cast<size_t>(from) * row_bytes, row_bytes);
         }
     w.view.data = out->data();
-    w.rewritten = std::move(out);
+    w.storage = std::move(out);
 }
 
 }  // namespace

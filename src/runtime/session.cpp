@@ -8,6 +8,7 @@
 #include "passes/fp16_scale.h"
 #include "quant/quantize_program.h"
 #include "quant/quantized_matrix.h"
+#include "runtime/private_weights.h"
 
 namespace anelm {
 
@@ -30,6 +31,9 @@ Session::Session(const ModelSpec& spec, const WeightStore& weights, const Sessio
     pool_ = std::make_unique<ThreadPool>(options.threads > 0 ? options.threads
                                                              : ThreadPool::physical_cores());
     quant::quantize_program(program_, options.quant, *pool_, options.quant_progress);
+    // The ane precision converts its weights to half on first use anyway.
+    if (!options.mmap && options.precision != Precision::ane)
+        copy_streamed_weights(program_, weights, *pool_);
     executor_ = std::make_unique<Executor>(program_, *pool_, options.precision);
     state_ = executor_->make_state();
 }

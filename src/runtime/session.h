@@ -26,6 +26,8 @@ struct SessionOptions {
     ProgressFn quant_progress;  // sees the quantization's progress
     float fp16_scale = 1;       // the residual stream scaled by this power of two
                                 // (passes/fp16_scale.h), to keep half precision in range
+    bool mmap = false;          // dense weights read in place from the file mapping
+                                // instead of copied to private memory (private_weights.h)
 };
 
 class Session : public TokenModel {

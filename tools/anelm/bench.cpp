@@ -141,7 +141,7 @@ std::function<int()> setup(CLI::App& app) {
     app.add_option("-t,--threads", args->run.threads, "threads (default: physical cores)");
     app.add_option("--precision", args->run.precision_name, "f32, f16 or ane (see generate)")
         ->check(CLI::IsMember({"f32", "f16", "ane"}));
-    add_quant_option(app, args->run);
+    add_weight_options(app, args->run);
     return [args] { return run_bench(*args); };
 }
 

@@ -41,6 +41,7 @@ SessionOptions RunOptions::session(const Model& model) const {
     s.precision = precision_from_name(precision_name);
     s.quant = quant::parse_quant_spec(quant);
     s.fp16_scale = fp16_scale_option(fp16_scale, model, threads);
+    s.mmap = mmap;
     return s;
 }
 
@@ -59,18 +60,22 @@ void add_run_options(CLI::App& app, RunOptions& options) {
                    "f32 or f16 activations, or ane (the Neural Engine's half storage emulated)")
         ->check(CLI::IsMember({"f32", "f16", "ane"}))
         ->capture_default_str();
-    add_quant_option(app, options);
+    add_weight_options(app, options);
     app.add_option("--fp16-scale", options.fp16_scale,
                    "scale the residual stream to keep half precision in range: none, auto "
                    "(measured as anelm doctor does) or a power of two (docs/doctor.md)")
         ->capture_default_str();
 }
 
-void add_quant_option(CLI::App& app, RunOptions& options) {
+void add_weight_options(CLI::App& app, RunOptions& options) {
     app.add_option("--quant", options.quant,
                    "quantize the weights at load: a preset (lut4, lut6, lut8, int8, int4) and/or "
                    "embed=|ffn=|head= none, BITS, BITS:GROUP, int8, int4 (docs/quantization.md)")
         ->capture_default_str();
+    app.add_flag("--mmap", options.mmap,
+                 "read unquantized weights in place from the model file instead of copying them "
+                 "to private memory at load (starts sooner and shares the page cache; generation "
+                 "measured 10-20% slower)");
 }
 
 void add_sampler_options(CLI::App& app, SamplerParams& p) {

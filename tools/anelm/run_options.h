@@ -18,6 +18,7 @@ struct RunOptions {
     std::string precision_name = "f32";
     std::string quant = "none";
     std::string fp16_scale = "none";  // none, auto or a power of two
+    bool mmap = false;
 
     // Throws Error on a bad --quant spec or --fp16-scale; "auto" measures the
     // model on the doctor's calibration prompts (f32 runs) to choose alpha.
@@ -29,7 +30,8 @@ struct RunOptions {
 float fp16_scale_option(const std::string& text, const Model& model, int threads);
 
 void add_run_options(CLI::App& app, RunOptions& options);
-void add_quant_option(CLI::App& app, RunOptions& options);
+// --quant and --mmap (bench takes these without the rest of the run options).
+void add_weight_options(CLI::App& app, RunOptions& options);
 // A session on the model; while it quantizes the weights a progress bar
 // ("quantize [###---] 40% ...") goes to stderr.
 std::unique_ptr<Session> open_session(const Model& model, SessionOptions options);
