@@ -7,23 +7,52 @@
 
 namespace anelm::kernels {
 
-// Rows per task, a multiple of 8 (the leaves' row blocks), for n_out rows of
-// row_bytes read by leaves that take up to tokens_per_pass tokens at once.
-// Read once (one pass), the rows go in two long runs per thread: short
-// interleaved tasks restart the hardware prefetchers every few KiB and cost a
-// third of the bandwidth (bench/README.md, "Decode: long runs of rows"), while
-// two runs each still let a thread that ends early take over. Reread by
-// several passes, tasks of about 64 KiB stay in L2 between them.
-inline int64_t gemv_rows_per_task(int64_t n_out, int64_t row_bytes, int64_t n_tokens,
-                                  int64_t tokens_per_pass, int n_threads) {
-    const auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
-    const int64_t n = n_threads;
-    int64_t rows = ceil_div(n_out, 2 * n);
-    if (n_tokens > tokens_per_pass) {
-        rows =
-            std::min((int64_t{64} << 10) / std::max<int64_t>(1, row_bytes), ceil_div(n_out, 4 * n));
+// Tasks over n_out rows: n_head long runs of head_rows, then tail tasks of
+// tail_rows (the last one shorter). Task k covers [begin(k), begin(k + 1)).
+struct GemvSplit {
+    int64_t n_out = 0;
+    int64_t n_head = 0;
+    int64_t head_rows = 0;
+    int64_t tail_rows = 8;
+
+    int64_t n_tasks() const {
+        const int64_t rest = n_out - std::min(n_out, n_head * head_rows);
+        return std::min(n_head, (n_out + head_rows - 1) / std::max<int64_t>(1, head_rows)) +
+               (rest + tail_rows - 1) / tail_rows;
     }
-    return std::max<int64_t>(8, ceil_div(rows, 8) * 8);
+    int64_t begin(int64_t task) const {
+        const int64_t b =
+            task < n_head ? task * head_rows : n_head * head_rows + (task - n_head) * tail_rows;
+        return std::min(b, n_out);
+    }
+};
+
+// The split for n_out rows of row_bytes read by leaves that take up to
+// tokens_per_pass tokens at once. Read once (one pass), each thread starts on
+// one long run of three quarters of its share: short interleaved tasks restart
+// the hardware prefetchers every few KiB and cost a third of the bandwidth
+// (bench/README.md, "Decode: long runs of rows"). The last quarter goes in
+// four pieces per thread to whichever thread is free, so a thread the rest of
+// the machine slows holds the others up by one piece at most. Reread by
+// several passes, tasks of about 64 KiB stay in L2 between them.
+inline GemvSplit gemv_split(int64_t n_out, int64_t row_bytes, int64_t n_tokens,
+                            int64_t tokens_per_pass, int n_threads) {
+    const auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+    const auto rows8 = [](int64_t r) { return std::max<int64_t>(8, (r + 7) / 8 * 8); };
+    const int64_t n = n_threads;
+    GemvSplit s;
+    s.n_out = n_out;
+    if (n_tokens > tokens_per_pass) {
+        s.tail_rows = rows8(std::min((int64_t{64} << 10) / std::max<int64_t>(1, row_bytes),
+                                     ceil_div(n_out, 4 * n)));
+        return s;
+    }
+    constexpr int64_t tail_pieces_per_thread = 4;
+    s.n_head = n;
+    s.head_rows = rows8(n_out * 3 / (4 * n));
+    const int64_t rest = std::max<int64_t>(1, n_out - s.n_head * s.head_rows);
+    s.tail_rows = rows8(ceil_div(rest, tail_pieces_per_thread * n));
+    return s;
 }
 
 }  // namespace anelm::kernels

@@ -31,11 +31,10 @@ int64_t ceil_div(int64_t a, int64_t b) {
 
 void matmul_gemv(const Isa& isa, const Matrix& w, const float* x, int64_t n_tokens, float* y,
                  ThreadPool& pool) {
-    const int64_t rows =
-        gemv_rows_per_task(w.n_out, w.n_in * static_cast<int64_t>(dtype_size(w.dtype)), n_tokens,
-                           isa.gemv_tokens, pool.size());
-    pool.run(ceil_div(w.n_out, rows), [&](int64_t task, int) {
-        const int64_t o0 = task * rows, o1 = std::min(w.n_out, o0 + rows);
+    const GemvSplit split =
+        gemv_split(w.n_out, w.n_in * static_cast<int64_t>(dtype_size(w.dtype)), n_tokens, isa.gemv_tokens, pool.size());
+    pool.run(split.n_tasks(), [&](int64_t task, int) {
+        const int64_t o0 = split.begin(task), o1 = split.begin(task + 1);
         for (int64_t t0 = 0; t0 < n_tokens; t0 += isa.gemv_tokens) {
             const int64_t n = std::min<int64_t>(isa.gemv_tokens, n_tokens - t0);
             isa.gemv(w, x + t0 * w.n_in, n, o0, o1, y + t0 * w.n_out, w.n_out);

@@ -50,10 +50,10 @@ void matmul_gemv(const QuantIsa& isa, const QuantMatrix& w, const float* x, int6
     xb_buffer.resize(static_cast<size_t>(n_tokens * w.n_in));
     float* xb = xb_buffer.data();
     to_block_order(isa, w.nbits, x, w.n_in, n_tokens, xb);
-    const int64_t rows =
-        gemv_rows_per_task(w.n_out, w.row_bytes(), n_tokens, isa.gemv_tokens, pool.size());
-    pool.run(ceil_div(w.n_out, rows), [&](int64_t task, int) {
-        const int64_t o0 = task * rows, o1 = std::min(w.n_out, o0 + rows);
+    const GemvSplit split =
+        gemv_split(w.n_out, w.row_bytes(), n_tokens, isa.gemv_tokens, pool.size());
+    pool.run(split.n_tasks(), [&](int64_t task, int) {
+        const int64_t o0 = split.begin(task), o1 = split.begin(task + 1);
         for (int64_t t0 = 0; t0 < n_tokens; t0 += isa.gemv_tokens) {
             const int64_t n = std::min<int64_t>(isa.gemv_tokens, n_tokens - t0);
             isa.gemv(w, xb + t0 * w.n_in, n, o0, o1, y + t0 * w.n_out, w.n_out);
