@@ -1,4 +1,5 @@
-// A read-only memory map of a whole file. Weights are used in place from it.
+// A read-only memory map of a whole file. Weights are read in place from it
+// (the CPU runner copies the ones it streams: runtime/private_weights.h).
 #pragma once
 
 #include <cstddef>

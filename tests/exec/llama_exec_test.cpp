@@ -80,6 +80,25 @@ TEST_P(TinyModels, SimdKernelsMatchScalarReference) {
     EXPECT_LT(relative_error(simd, scalar), 1e-5);
 }
 
+// A prompt long enough that the element-wise ops (silu, gelu) are split across
+// the threads gives what one thread computes.
+TEST_P(TinyModels, LongPromptGivesTheSameLogitsOnOneThreadAndTwo) {
+    const LoadedModel& m = test::tiny_model(GetParam());
+    ASSERT_GE(531 * m.spec.n_ff, int64_t{1} << 16);
+    SessionOptions so;
+    so.n_ctx = 544;
+    so.prefill_batch = 531;
+    so.all_logits = true;
+    const auto tokens = random_tokens(m.spec.n_vocab, 531, 4);
+    so.threads = 1;
+    Session one(m.spec, m.weights, so);
+    const auto a = one.prefill(tokens);
+    const std::vector<float> serial(a.begin(), a.end());
+    so.threads = 2;
+    Session two(m.spec, m.weights, so);
+    EXPECT_LT(relative_error(two.prefill(tokens), serial), 1e-6);
+}
+
 INSTANTIATE_TEST_SUITE_P(Exec, TinyModels,
                          ::testing::Values("tiny-llama", "tiny-qwen2", "tiny-qwen3",
                                            "tiny-gemma3"));

@@ -39,7 +39,9 @@ struct Executor::Plan {
 
 namespace {
 
-int64_t max_rows(const ir::Function& fn, const ir::Node& n) { return n.per_token ? fn.n_tokens : 1; }
+int64_t max_rows(const ir::Function& fn, const ir::Node& n) {
+    return n.per_token ? fn.n_tokens : 1;
+}
 
 std::vector<size_t> plan_offsets(const ir::Function& fn, size_t& arena_floats) {
     const size_t n = fn.nodes.size();
@@ -77,6 +79,10 @@ std::vector<size_t> plan_offsets(const ir::Function& fn, size_t& arena_floats) {
     }
     return offset;
 }
+
+// Element-wise ops over a prompt's rows (millions of exponentials) go to every
+// thread; one token's row is too short to pay for the dispatch.
+constexpr int64_t min_parallel_elements = int64_t{1} << 16;
 
 kernels::Matrix as_matrix(const TensorView& w) {
     return {w.dtype, w.data, w.shape[0], w.shape[1]};
@@ -116,7 +122,9 @@ Executor::~Executor() {
     for (Plan* p : plans_) delete p;
 }
 
-int64_t Executor::n_ctx() const { return program_.states.empty() ? 0 : program_.states[0].shape[2]; }
+int64_t Executor::n_ctx() const {
+    return program_.states.empty() ? 0 : program_.states[0].shape[2];
+}
 
 ExecState Executor::make_state() const {
     ExecState state;
@@ -190,7 +198,8 @@ std::span<const float> Executor::run(size_t fn_index, std::span<const int32_t> t
 
     // cos/sin of every rope table at this call's positions, shared by all layers.
     size_t rope_floats = 0;
-    for (const auto& r : program_.ropes) rope_floats += r.inv_freq.size() * static_cast<size_t>(rows);
+    for (const auto& r : program_.ropes)
+        rope_floats += r.inv_freq.size() * static_cast<size_t>(rows);
     rope_cos_.resize(rope_floats);
     rope_sin_.resize(rope_floats);
     size_t at = 0;
@@ -220,7 +229,18 @@ std::span<const float> Executor::run(size_t fn_index, std::span<const int32_t> t
     }
     const ir::Node& out_node = fn.nodes[static_cast<size_t>(fn.outputs.at(0))];
     const int64_t out_rows = out_node.per_token ? rows : 1;
-    return {arena_.data() + plan.offset[fn.outputs[0]], static_cast<size_t>(out_rows * out_node.width)};
+    return {arena_.data() + plan.offset[fn.outputs[0]],
+            static_cast<size_t>(out_rows * out_node.width)};
+}
+
+void Executor::in_pieces(int64_t n, const std::function<void(int64_t begin, int64_t count)>& fn) {
+    if (n < min_parallel_elements || pool_.size() == 1) return fn(0, n);
+    const int64_t threads = pool_.size();
+    const int64_t piece = ((n + threads - 1) / threads + 15) / 16 * 16;
+    pool_.run(threads, [&](int64_t task, int) {
+        const int64_t begin = std::min(n, task * piece);
+        fn(begin, std::min(n, begin + piece) - begin);
+    });
 }
 
 void Executor::run_node(const ir::Function& fn, const Plan& plan, size_t index, int64_t rows,
@@ -287,10 +307,14 @@ void Executor::run_node(const ir::Function& fn, const Plan& plan, size_t index, 
             break;
         }
         case ir::Op::silu_mul:
-            kernels::silu_mul(in(0), in(1), n_rows * width, out);
+            in_pieces(n_rows * width, [&](int64_t i, int64_t n) {
+                kernels::silu_mul(in(0) + i, in(1) + i, n, out + i);
+            });
             break;
         case ir::Op::gelu_tanh_mul:
-            kernels::gelu_tanh_mul(in(0), in(1), n_rows * width, out);
+            in_pieces(n_rows * width, [&](int64_t i, int64_t n) {
+                kernels::gelu_tanh_mul(in(0) + i, in(1) + i, n, out + i);
+            });
             break;
         case ir::Op::scale: {
             const float* x = in(0);
@@ -329,8 +353,10 @@ void Executor::run_node(const ir::Function& fn, const Plan& plan, size_t index, 
             for (int64_t t = 0; t < n_rows; ++t)
                 for (int64_t h = 0; h < a.n_head_kv; ++h) {
                     const size_t dst = static_cast<size_t>((h * n_ctx + pos0_ + t) * a.head_dim);
-                    kernels::f32_to_f16_row(k + t * kv_width + h * a.head_dim, a.head_dim, k_cache + dst);
-                    kernels::f32_to_f16_row(v + t * kv_width + h * a.head_dim, a.head_dim, v_cache + dst);
+                    kernels::f32_to_f16_row(k + t * kv_width + h * a.head_dim, a.head_dim,
+                                            k_cache + dst);
+                    kernels::f32_to_f16_row(v + t * kv_width + h * a.head_dim, a.head_dim,
+                                            v_cache + dst);
                 }
             kernels::AttentionArgs args;
             args.q = in(0);
@@ -351,7 +377,8 @@ void Executor::run_node(const ir::Function& fn, const Plan& plan, size_t index, 
             break;
         }
         case ir::Op::last_row:
-            std::memcpy(out, in(0) + (rows - 1) * width, static_cast<size_t>(width) * sizeof(float));
+            std::memcpy(out, in(0) + (rows - 1) * width,
+                        static_cast<size_t>(width) * sizeof(float));
             break;
     }
 }

@@ -51,6 +51,8 @@ private:
     const Plan& plan_for(size_t fn);
     void run_node(const ir::Function& fn, const Plan& plan, size_t index, int64_t rows,
                   ExecState& state);
+    // fn(begin, count) over [0, n), split across the threads when n is large.
+    void in_pieces(int64_t n, const std::function<void(int64_t begin, int64_t count)>& fn);
     const std::vector<float>& weight_f32(ir::WeightId id);
     // The weight as the executor reads it: as stored, or converted to f16 under `ane`.
     const TensorView& weight_view(ir::WeightId id);
@@ -60,7 +62,7 @@ private:
     Precision precision_;
     Observer observer_;
     std::vector<Plan*> plans_;
-    std::vector<std::vector<float>> weights_f32_;  // small weights (gains, biases) as f32
+    std::vector<std::vector<float>> weights_f32_;     // small weights (gains, biases) as f32
     std::vector<std::vector<uint16_t>> weights_f16_;  // `ane`: weights not stored as f16
     std::vector<TensorView> weight_views_;            // `ane`: views of weights_f16_
     std::vector<float> arena_;
