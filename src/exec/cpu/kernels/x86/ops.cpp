@@ -84,16 +84,29 @@ void softmax(float* x, int64_t n) {
     for (; i < n; ++i) x[i] *= inv;
 }
 
+namespace {
+
+// out[i] = f(gate[i], up[i]) eight lanes at a time; only a short tail goes
+// through the partial loads' buffers.
+template <typename F>
+void gated(const float* gate, const float* up, int64_t n, float* out, F f) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(out + i, f(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
+    if (i < n) {
+        const __m256 g = load_partial<DType::f32>(gate + i, n - i);
+        store_partial(out + i, f(g, load_partial<DType::f32>(up + i, n - i)), n - i);
+    }
+}
+
+}  // namespace
+
 void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
     const __m256 one = _mm256_set1_ps(1.0f);
-    for (int64_t i = 0; i < n; i += 8) {
-        const int64_t len = n - i < 8 ? n - i : 8;
-        const __m256 g = load_partial<DType::f32>(gate + i, len);
-        const __m256 u = load_partial<DType::f32>(up + i, len);
+    gated(gate, up, n, out, [&](__m256 g, __m256 u) {
         const __m256 neg_g = _mm256_sub_ps(_mm256_setzero_ps(), g);
-        const __m256 silu = _mm256_div_ps(g, _mm256_add_ps(one, vexp(neg_g)));
-        store_partial(out + i, _mm256_mul_ps(silu, u), len);
-    }
+        return _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, vexp(neg_g))), u);
+    });
 }
 
 // 0.5 g (1 + tanh(u)) = g / (1 + e^(-2u)): one exponential, and saturation
@@ -102,14 +115,11 @@ void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out) {
     const __m256 one = _mm256_set1_ps(1.0f);
     const __m256 k2 = _mm256_set1_ps(-2.0f * 0.7978845608028654f);
     const __m256 c = _mm256_set1_ps(0.044715f);
-    for (int64_t i = 0; i < n; i += 8) {
-        const int64_t len = n - i < 8 ? n - i : 8;
-        const __m256 g = load_partial<DType::f32>(gate + i, len);
-        const __m256 u = load_partial<DType::f32>(up + i, len);
+    gated(gate, up, n, out, [&](__m256 g, __m256 u) {
         const __m256 inner = _mm256_fmadd_ps(_mm256_mul_ps(c, g), _mm256_mul_ps(g, g), g);
         const __m256 gelu = _mm256_div_ps(g, _mm256_add_ps(one, vexp(_mm256_mul_ps(k2, inner))));
-        store_partial(out + i, _mm256_mul_ps(gelu, u), len);
-    }
+        return _mm256_mul_ps(gelu, u);
+    });
 }
 
 void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin,
