@@ -12,6 +12,10 @@ namespace anelm {
 namespace {
 
 constexpr size_t weight_alignment = 4096;
+
+size_t padded(size_t bytes) {
+    return (bytes + weight_alignment - 1) / weight_alignment * weight_alignment;
+}
 // Small enough that the mapped pages still resident while being copied stay
 // a few MiB, large enough that each task is mostly memcpy.
 constexpr size_t chunk_bytes = size_t{8} << 20;
@@ -38,8 +42,7 @@ void copy_streamed_weights(ir::Program& program, const WeightStore& source, Thre
         return program.weights[static_cast<size_t>(id)].view.n_bytes();
     };
     size_t total = 0;
-    for (ir::WeightId id : streamed)
-        total += (bytes_of(id) + weight_alignment - 1) / weight_alignment * weight_alignment;
+    for (ir::WeightId id : streamed) total += padded(bytes_of(id));
     auto buffer = std::make_shared<const PageBuffer>(total);
 
     std::vector<Piece> pieces;
@@ -52,7 +55,7 @@ void copy_streamed_weights(ir::Program& program, const WeightStore& source, Thre
                 {w.view.data + done, buffer->data() + at + done, std::min(chunk_bytes, n - done)});
         w.view.data = buffer->data() + at;
         w.storage = buffer;
-        at += (n + weight_alignment - 1) / weight_alignment * weight_alignment;
+        at += padded(n);
     }
     pool.run(static_cast<int64_t>(pieces.size()), [&](int64_t task, int) {
         const Piece& p = pieces[static_cast<size_t>(task)];

@@ -15,6 +15,8 @@
 #include "base/error.h"
 
 #include "io/model_loader.h"
+#include "quant/quant_spec.h"
+#include "runtime/session.h"
 #include "synth/synth.h"
 #include "test_support.h"
 
@@ -32,6 +34,18 @@ inline const LoadedModel& tiny_model(const std::string& preset) {
         it = models.emplace(preset, load_model(dir.string())).first;
     }
     return it->second;
+}
+
+// A session on a tiny model: 2 threads, 64 positions, prompts in batches of
+// 32, logits for every prompt row, the weights quantized by `quant` at load.
+inline SessionOptions tiny_session_options(const std::string& quant) {
+    SessionOptions so;
+    so.n_ctx = 64;
+    so.threads = 2;
+    so.prefill_batch = 32;
+    so.all_logits = true;
+    so.quant = quant::parse_quant_spec(quant);
+    return so;
 }
 
 inline std::vector<int32_t> random_tokens(int64_t n_vocab, size_t n, uint32_t seed) {

@@ -15,7 +15,9 @@ void expect_partition(const GemvSplit& s, int64_t n_out) {
     for (int64_t k = 0; k < s.n_tasks(); ++k) {
         const int64_t rows = s.begin(k + 1) - s.begin(k);
         EXPECT_GT(rows, 0) << "task " << k << " of " << s.n_tasks();
-        if (k + 1 < s.n_tasks()) EXPECT_EQ(rows % 8, 0) << "task " << k;
+        if (k + 1 < s.n_tasks()) {
+            EXPECT_EQ(rows % 8, 0) << "task " << k;
+        }
     }
 }
 

@@ -17,13 +17,9 @@ namespace {
 using test::random_tokens;
 
 SessionOptions options(bool mmap, const std::string& quant = "none") {
-    SessionOptions so;
-    so.n_ctx = 64;
-    so.threads = 2;
+    SessionOptions so = test::tiny_session_options(quant);
     so.prefill_batch = 16;
-    so.all_logits = true;
     so.mmap = mmap;
-    so.quant = quant::parse_quant_spec(quant);
     return so;
 }
 

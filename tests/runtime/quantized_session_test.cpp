@@ -18,13 +18,8 @@ using test::random_tokens;
 using test::relative_error;
 
 SessionOptions options(const std::string& spec, Precision precision = Precision::f32) {
-    SessionOptions so;
-    so.n_ctx = 64;
-    so.threads = 2;
-    so.prefill_batch = 32;
-    so.all_logits = true;
+    SessionOptions so = test::tiny_session_options(spec);
     so.precision = precision;
-    so.quant = quant::parse_quant_spec(spec);
     return so;
 }
 

@@ -7,8 +7,9 @@
 
 namespace anelm::kernels {
 
-// Tasks over n_out rows: n_head long runs of head_rows, then tail tasks of
-// tail_rows (the last one shorter). Task k covers [begin(k), begin(k + 1)).
+// Tasks over n_out rows: n_head long runs of head_rows (n_head * head_rows <=
+// n_out), then tail tasks of tail_rows (the last one shorter). Task k covers
+// [begin(k), begin(k + 1)).
 struct GemvSplit {
     int64_t n_out = 0;
     int64_t n_head = 0;
@@ -16,9 +17,7 @@ struct GemvSplit {
     int64_t tail_rows = 8;
 
     int64_t n_tasks() const {
-        const int64_t rest = n_out - std::min(n_out, n_head * head_rows);
-        return std::min(n_head, (n_out + head_rows - 1) / std::max<int64_t>(1, head_rows)) +
-               (rest + tail_rows - 1) / tail_rows;
+        return n_head + (n_out - n_head * head_rows + tail_rows - 1) / tail_rows;
     }
     int64_t begin(int64_t task) const {
         const int64_t b =
@@ -48,8 +47,8 @@ inline GemvSplit gemv_split(int64_t n_out, int64_t row_bytes, int64_t n_tokens,
         return s;
     }
     constexpr int64_t tail_pieces_per_thread = 4;
-    s.n_head = n;
     s.head_rows = rows8(n_out * 3 / (4 * n));
+    s.n_head = std::min(n, n_out / s.head_rows);
     const int64_t rest = std::max<int64_t>(1, n_out - s.n_head * s.head_rows);
     s.tail_rows = rows8(ceil_div(rest, tail_pieces_per_thread * n));
     return s;
