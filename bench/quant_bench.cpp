@@ -40,12 +40,16 @@ struct Format {
     const char* name;
     QuantKind kind;
     int nbits;  // 16: plain f16
+    bool int8_dot = false;
 };
 const Format formats[] = {{"f16", QuantKind::lut, 16},
                           {"lut4:8", QuantKind::lut, 4},
                           {"lut6:8", QuantKind::lut, 6},
                           {"int8", QuantKind::int8, 8},
-                          {"int4", QuantKind::int4, 4}};
+                          {"int4", QuantKind::int4, 4},
+                          {"lut4:8 int8-dot", QuantKind::lut, 4, true},
+                          {"lut6:8 int8-dot", QuantKind::lut, 6, true},
+                          {"int8 int8-dot", QuantKind::int8, 8, true}};
 
 QuantizedMatrix random_quantized(const Format& f, int64_t n_out, int64_t n_in, uint32_t seed) {
     std::mt19937 rng(seed);
@@ -63,6 +67,7 @@ QuantizedMatrix random_quantized(const Format& f, int64_t n_out, int64_t n_in, u
     } else {
         q.scales.assign(static_cast<size_t>(n_out), f32_to_f16(0.001f));
     }
+    if (f.int8_dot) q.use_int8_dot();
     return q;
 }
 

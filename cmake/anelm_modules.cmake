@@ -29,9 +29,10 @@ function(anelm_kernels_module)
     file(GLOB x86_512_srcs CONFIGURE_DEPENDS ${dir}/x86_512/*.cpp)
     set_source_files_properties(${x86_512_srcs} PROPERTIES COMPILE_OPTIONS
       "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx2;-mfma;-mf16c")
-    # The quantized leaves also look up bytes with VBMI (quant_matmul.cpp checks).
-    set_property(SOURCE ${dir}/x86_512/quant_avx512.cpp APPEND PROPERTY COMPILE_OPTIONS
-      "-mavx512vbmi")
+    # The quantized leaves also look up bytes with VBMI and sum bytes with VNNI
+    # (quant_matmul.cpp checks).
+    set_property(SOURCE ${dir}/x86_512/quant_avx512.cpp ${dir}/x86_512/int8_dot_avx512.cpp
+      APPEND PROPERTY COMPILE_OPTIONS "-mavx512vbmi;-mavx512vnni")
     list(APPEND srcs ${x86_512_srcs})
     list(APPEND defs ANELM_HAVE_X86_KERNELS=1)
   elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64|ARM64")

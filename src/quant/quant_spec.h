@@ -41,6 +41,10 @@ const char* component_name(Component c);
 struct QuantSpec {
     QuantChoice embed, ffn, head;
     int64_t min_elements = default_min_elements;
+    // The CPU multiplies the quantized weights by integer dot products
+    // (kernels::int8_dot_applies); not part of the text form, which names
+    // only what is stored.
+    bool int8_dot = false;
 
     const QuantChoice& choice(Component c) const;
     // The choice for a weight of n_out rows and numel elements: none below

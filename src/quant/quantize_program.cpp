@@ -75,8 +75,9 @@ void quantize_program(ir::Program& program, const QuantSpec& spec, ThreadPool& p
     for (const Job& job : jobs) {
         ir::Weight& w = program.weights[job.weight];
         try {
-            w.quantized = std::make_shared<const QuantizedMatrix>(
-                quantize_matrix(w.view, job.choice, pool, seed));
+            QuantizedMatrix q = quantize_matrix(w.view, job.choice, pool, seed);
+            if (spec.int8_dot) q.use_int8_dot();
+            w.quantized = std::make_shared<const QuantizedMatrix>(std::move(q));
         } catch (const Error& e) {
             fail("{}: {}", w.name, e.what());
         }

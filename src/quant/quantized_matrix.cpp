@@ -6,7 +6,16 @@
 namespace anelm::quant {
 
 int64_t QuantizedMatrix::storage_bytes() const {
-    return static_cast<int64_t>(codes.size() + 2 * lut.size() + 2 * scales.size());
+    return static_cast<int64_t>(codes.size() + 2 * lut.size() + 2 * scales.size() + dot_lut.size() +
+                                4 * dot_scale.size());
+}
+
+void QuantizedMatrix::use_int8_dot() {
+    int8_dot = true;
+    if (kind != QuantKind::lut) return;
+    dot_lut.resize(lut.size());
+    dot_scale.resize(static_cast<size_t>(n_tables()));
+    kernels::round_tables_to_int8(lut.data(), n_tables(), nbits, dot_lut.data(), dot_scale.data());
 }
 
 kernels::QuantMatrix QuantizedMatrix::view() const {
@@ -19,6 +28,9 @@ kernels::QuantMatrix QuantizedMatrix::view() const {
     v.codes = codes.data();
     v.lut = lut.empty() ? nullptr : lut.data();
     v.scales = scales.empty() ? nullptr : scales.data();
+    v.int8_dot = int8_dot;
+    v.dot_lut = dot_lut.empty() ? nullptr : dot_lut.data();
+    v.dot_scale = dot_scale.empty() ? nullptr : dot_scale.data();
     return v;
 }
 

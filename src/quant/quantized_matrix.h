@@ -32,6 +32,11 @@ struct QuantizedMatrix {
     std::vector<uint8_t> codes;    // n_out rows of row_bytes()
     std::vector<uint16_t> lut;     // lut: f16 [n_tables(), 2^nbits]
     std::vector<uint16_t> scales;  // int8 / int4: f16 [n_out]
+    // Integer dot products (kernels::int8_dot_applies), and for lut the
+    // tables rounded to int8 they read: set by use_int8_dot().
+    bool int8_dot = false;
+    std::vector<int8_t> dot_lut;
+    std::vector<float> dot_scale;
 
     int64_t rows_per_table() const {
         return group_size > 0 ? group_size : std::max<int64_t>(1, n_out);
@@ -40,6 +45,9 @@ struct QuantizedMatrix {
     int64_t row_bytes() const { return (n_in * nbits + 7) / 8; }
     // Bytes of codes, tables and scales.
     int64_t storage_bytes() const;
+
+    // Multiply by integer dot products from now on, rounding lut tables to int8.
+    void use_int8_dot();
 
     kernels::QuantMatrix view() const;
     uint32_t code(int64_t o, int64_t i) const;

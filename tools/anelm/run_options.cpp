@@ -40,6 +40,7 @@ SessionOptions RunOptions::session(const Model& model) const {
     s.n_ctx = n_ctx;
     s.precision = precision_from_name(precision_name);
     s.quant = quant::parse_quant_spec(quant);
+    s.quant.int8_dot = quant_dot == "int8";
     s.fp16_scale = fp16_scale_option(fp16_scale, model, threads);
     s.mmap = mmap;
     return s;
@@ -71,6 +72,12 @@ void add_weight_options(CLI::App& app, RunOptions& options) {
     app.add_option("--quant", options.quant,
                    "quantize the weights at load: a preset (lut4, lut6, lut8, int8, int4) and/or "
                    "embed=|ffn=|head= none, BITS, BITS:GROUP, int8, int4 (docs/quantization.md)")
+        ->capture_default_str();
+    app.add_option("--quant-dot", options.quant_dot,
+                   "how generation multiplies quantized weights: int8 (activations rounded to "
+                   "8 bits per block of 128, summed in integers where the processor can; "
+                   "faster) or exact (f32 activations and tables)")
+        ->check(CLI::IsMember({"int8", "exact"}))
         ->capture_default_str();
     app.add_flag("--mmap", options.mmap,
                  "read unquantized weights in place from the model file instead of copying them "

@@ -17,6 +17,7 @@ struct RunOptions {
     int64_t n_ctx = 4096;
     std::string precision_name = "f32";
     std::string quant = "none";
+    std::string quant_dot = "int8";  // int8 or exact
     std::string fp16_scale = "none";  // none, auto or a power of two
     bool mmap = false;
 
@@ -30,7 +31,7 @@ struct RunOptions {
 float fp16_scale_option(const std::string& text, const Model& model, int threads);
 
 void add_run_options(CLI::App& app, RunOptions& options);
-// --quant and --mmap (bench takes these without the rest of the run options).
+// --quant, --quant-dot and --mmap (bench takes these without the rest of the run options).
 void add_weight_options(CLI::App& app, RunOptions& options);
 // A session on the model; while it quantizes the weights a progress bar
 // ("quantize [###---] 40% ...") goes to stderr.

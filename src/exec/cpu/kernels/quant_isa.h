@@ -10,6 +10,16 @@
 
 namespace anelm::kernels {
 
+// Tokens rounded to int8 for the integer dot leaves (int8_dot_applies), one
+// row of n_in codes after another; each block of int8_block is in the order
+// of the leaves' int8_slot.
+struct Int8Rows {
+    const int8_t* q = nullptr;
+    const float* scale = nullptr;  // d of each block, n_in / int8_block per token
+    const int32_t* sum = nullptr;  // the sum of each block's q
+    int64_t n_in = 0;
+};
+
 struct QuantIsa {
     const char* name;
     // Token rows are handed to gemv in "block order": the leaves decode whole
@@ -28,6 +38,11 @@ struct QuantIsa {
                  float* y, int64_t ldy);
     // out[j] = W[o, k0 + j] for j < n.
     void (*decode_row)(const QuantMatrix& w, int64_t o, int64_t k0, int64_t n, float* out);
+    // Integer dot products (null where this table has none): y[o] for one
+    // token and o0 <= o < o1, int8_dot_applies(w) holding. Input e of a block
+    // of x is at int8_slot(nbits, e).
+    int64_t (*int8_slot)(int nbits, int64_t e);
+    void (*gemv_int8)(const QuantMatrix& w, const Int8Rows& x, int64_t o0, int64_t o1, float* y);
 };
 
 // The leaves matching kernels::active_isa(), or null for the scalar reference.
@@ -43,7 +58,7 @@ void quant_matmul(const QuantIsa& isa, const QuantMatrix& w, const float* x, int
 
 #if ANELM_HAVE_X86_KERNELS
 extern const QuantIsa avx2_quant_isa;
-extern const QuantIsa avx512_quant_isa;  // valid only where AVX-512 F, BW, VL, DQ are present
+extern const QuantIsa avx512_quant_isa;  // needs AVX-512 F, BW, VL, DQ, VBMI, VNNI
 #endif
 #if ANELM_HAVE_ARM_KERNELS
 extern const QuantIsa neon_quant_isa;

@@ -33,9 +33,41 @@ struct QuantMatrix {
     const uint8_t* codes = nullptr;    // packed codes, row_bytes() per row
     const uint16_t* lut = nullptr;     // lut: f16 tables
     const uint16_t* scales = nullptr;  // int8/int4: f16 [n_out]
+    // Integer dot products (see int8_dot_applies), with the tables rounded to
+    // int8 for lut: entry e of table g is dot_lut[g << nbits | e] * dot_scale[g].
+    bool int8_dot = false;
+    const int8_t* dot_lut = nullptr;
+    const float* dot_scale = nullptr;
 
     int64_t row_bytes() const { return (n_in * nbits + 7) / 8; }
 };
+
+// Inputs per block of x that share one int8 scale in integer dot products.
+constexpr int64_t int8_block = 128;
+// Products of up to this many tokens stream the codes once per token group;
+// longer ones decode blocks of rows for the f32 GEMM.
+constexpr int64_t quant_gemv_max_tokens = 16;
+
+// Whether the product of w and n_tokens tokens sums integer dot products:
+// asked for (int8_dot), at most quant_gemv_max_tokens tokens, codes of int8,
+// int4 or 4- or 6-bit lut with int8 tables, and whole blocks of inputs. Then
+// each block b of int8_block inputs of a token is rounded to int8 (q, d_b by
+// round_to_int8) and y[o] = s_o * sum_b d_b * sum_{i in b} c_o(i) q_i, each
+// block's sum exact in integers: c the int8 table entry (s_o its table's
+// dot_scale) or the integer code (s_o the row's scale). The error is that of
+// 8-bit activations, as in llama.cpp's quantized products, plus rounding the
+// tables to 8 bits. Leaves without integer products take the exact path.
+bool int8_dot_applies(const QuantMatrix& w, int64_t n_tokens);
+
+// The int8 tables of f16 lut tables [n_tables, 2^nbits]: entries
+// round(t / s) with s = max |t| / 127 per table (ties to even), s in scales.
+void round_tables_to_int8(const uint16_t* lut, int64_t n_tables, int nbits, int8_t* entries,
+                          float* scales);
+
+// q[i] = round(v[i] * 127 / max |v|), ties to even as the SIMD conversions
+// round; returns the scale max |v| / 127 (NaN, with q all 0, if v holds
+// infinities or NaN, so that they reach the product).
+float round_to_int8(const float* v, int64_t n, int8_t* q);
 
 // Throws unless w is a combination the kernels support (kinds, widths, pointers, group).
 void check_quant_matrix(const QuantMatrix& w);
@@ -50,6 +82,7 @@ void quant_matmul(const QuantMatrix& w, const float* x, int64_t n_tokens, float*
 void quant_decode_row(const QuantMatrix& w, int64_t o, int64_t k0, int64_t n, float* out);
 
 namespace ref {
+// Integer dot products where int8_dot_applies(w), as kernels::quant_matmul.
 void quant_matmul(const QuantMatrix& w, const float* x, int64_t n_tokens, float* y,
                   ThreadPool& pool);
 void quant_decode_row(const QuantMatrix& w, int64_t o, int64_t k0, int64_t n, float* out);

@@ -13,10 +13,6 @@ namespace anelm::kernels {
 
 namespace {
 
-// Up to this many tokens the codes are streamed once per group of gemv_tokens
-// (memory bound). Beyond, blocks of rows are decoded to f32 once and multiplied
-// by the f32 GEMM, which reuses each decoded block across all tokens.
-constexpr int64_t gemv_max_tokens = 16;
 // Rows decoded per GEMM step: about 4 MiB of f32 (a block, not the matrix):
 // large enough that the GEMM's own setup is amortised, small enough for L3.
 constexpr int64_t gemm_block_bytes = int64_t{4} << 20;
@@ -61,6 +57,46 @@ void matmul_gemv(const QuantIsa& isa, const QuantMatrix& w, const float* x, int6
     });
 }
 
+// Each token rounded to int8 per block (int8_dot_applies), every block in the
+// leaves' order, then one token after another through the integer leaf.
+void matmul_gemv_int8(const QuantIsa& isa, const QuantMatrix& w, const float* x, int64_t n_tokens,
+                      float* y, ThreadPool& pool) {
+    const int64_t n_blocks = w.n_in / int8_block;
+    thread_local std::vector<int8_t> q;
+    thread_local std::vector<float> scale;
+    thread_local std::vector<int32_t> sum;
+    std::array<int8_t, int8_block> natural;
+    q.resize(static_cast<size_t>(n_tokens * w.n_in));
+    scale.resize(static_cast<size_t>(n_tokens * n_blocks));
+    sum.resize(scale.size());
+    std::array<int64_t, int8_block> slot{};
+    for (int64_t e = 0; e < int8_block; ++e)
+        slot[static_cast<size_t>(e)] = isa.int8_slot(w.nbits, e);
+    for (int64_t b = 0; b < n_tokens * n_blocks; ++b) {
+        scale[b] = round_to_int8(x + b * int8_block, int8_block, natural.data());
+        int8_t* block = q.data() + b * int8_block;
+        int32_t s = 0;
+        for (int64_t e = 0; e < int8_block; ++e) {
+            block[slot[static_cast<size_t>(e)]] = natural[e];
+            s += natural[e];
+        }
+        sum[b] = s;
+    }
+    const GemvSplit split = gemv_split(w.n_out, w.row_bytes(), 1, 1, pool.size());
+    // Thread-local names inside the tasks would mean the workers' own buffers.
+    const int8_t* q_data = q.data();
+    const float* scale_data = scale.data();
+    const int32_t* sum_data = sum.data();
+    pool.run(split.n_tasks(), [&](int64_t task, int) {
+        const int64_t o0 = split.begin(task), o1 = split.begin(task + 1);
+        for (int64_t t = 0; t < n_tokens; ++t) {
+            const Int8Rows rows{q_data + t * w.n_in, scale_data + t * n_blocks,
+                                sum_data + t * n_blocks, w.n_in};
+            isa.gemv_int8(w, rows, o0, o1, y + t * w.n_out);
+        }
+    });
+}
+
 // Blocks of rows decoded to f32 (in parallel), multiplied by the f32 GEMM
 // and copied into their columns of y.
 void matmul_gemm(const QuantIsa& isa, const QuantMatrix& w, const float* x, int64_t n_tokens,
@@ -95,7 +131,7 @@ bool has_avx512_quant() {
         __builtin_cpu_init();
         return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-               __builtin_cpu_supports("avx512vbmi");
+               __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vnni");
     }();
     return has;
 }
@@ -160,7 +196,9 @@ void quant_matmul(const QuantIsa& isa, const QuantMatrix& w, const float* x, int
     check_quant_matrix(w);
     if (n_tokens <= 0 || w.n_out <= 0) return;
     if (w.n_in == 0) return std::fill(y, y + n_tokens * w.n_out, 0.0f);
-    if (n_tokens <= gemv_max_tokens) {
+    if (isa.gemv_int8 && int8_dot_applies(w, n_tokens)) {
+        matmul_gemv_int8(isa, w, x, n_tokens, y, pool);
+    } else if (n_tokens <= quant_gemv_max_tokens) {
         matmul_gemv(isa, w, x, n_tokens, y, pool);
     } else {
         matmul_gemm(isa, w, x, n_tokens, y, pool);

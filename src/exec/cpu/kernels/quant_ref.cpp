@@ -42,6 +42,48 @@ void code_values(const QuantMatrix& w, int64_t o, int64_t k0, int64_t n, float* 
     }
 }
 
+// The integer the row is summed on in integer dot products, and its scale.
+int32_t code_int8(const QuantMatrix& w, int64_t o, uint32_t code) {
+    if (w.kind == QuantKind::lut) return w.dot_lut[(o / w.group << w.nbits) + code];
+    return static_cast<int32_t>(code_value(w, o, code));
+}
+
+float row_scale_int8(const QuantMatrix& w, int64_t o) {
+    return w.kind == QuantKind::lut ? w.dot_scale[o / w.group] : row_scale(w, o);
+}
+
+void quant_matmul_int8(const QuantMatrix& w, const float* x, int64_t n_tokens, float* y,
+                       ThreadPool& pool) {
+    const int64_t n_blocks = w.n_in / int8_block;
+    std::vector<int8_t> q(static_cast<size_t>(n_tokens * w.n_in));
+    std::vector<float> d(static_cast<size_t>(n_tokens * n_blocks));
+    for (int64_t b = 0; b < n_tokens * n_blocks; ++b) {
+        d[b] = round_to_int8(x + b * int8_block, int8_block, q.data() + b * int8_block);
+    }
+    constexpr int64_t rows_per_task = 16;
+    pool.run((w.n_out + rows_per_task - 1) / rows_per_task, [&](int64_t task, int) {
+        std::vector<int32_t> row(static_cast<size_t>(w.n_in));
+        const int64_t o_end = std::min(w.n_out, (task + 1) * rows_per_task);
+        for (int64_t o = task * rows_per_task; o < o_end; ++o) {
+            const uint8_t* codes = w.codes + o * w.row_bytes();
+            for (int64_t i = 0; i < w.n_in; ++i) {
+                row[i] = code_int8(w, o, code_at(codes, w.row_bytes(), i, w.nbits));
+            }
+            for (int64_t t = 0; t < n_tokens; ++t) {
+                float sum = 0.0f;
+                for (int64_t b = 0; b < n_blocks; ++b) {
+                    int32_t dot = 0;
+                    for (int64_t i = b * int8_block; i < (b + 1) * int8_block; ++i) {
+                        dot += row[i] * q[t * w.n_in + i];
+                    }
+                    sum += d[t * n_blocks + b] * static_cast<float>(dot);
+                }
+                y[t * w.n_out + o] = sum * row_scale_int8(w, o);
+            }
+        }
+    });
+}
+
 }  // namespace
 
 void quant_decode_row(const QuantMatrix& w, int64_t o, int64_t k0, int64_t n, float* out) {
@@ -55,6 +97,7 @@ void quant_decode_row(const QuantMatrix& w, int64_t o, int64_t k0, int64_t n, fl
 void quant_matmul(const QuantMatrix& w, const float* x, int64_t n_tokens, float* y,
                   ThreadPool& pool) {
     check_quant_matrix(w);
+    if (int8_dot_applies(w, n_tokens)) return quant_matmul_int8(w, x, n_tokens, y, pool);
     constexpr int64_t rows_per_task = 16;
     pool.run((w.n_out + rows_per_task - 1) / rows_per_task, [&](int64_t task, int) {
         std::vector<float> row(static_cast<size_t>(w.n_in));

@@ -318,6 +318,8 @@ const QuantIsa neon_quant_isa = {
     .gemv_tokens = neon::quant_tokens,
     .gemv = neon::quant_gemv,
     .decode_row = neon::quant_decode_row,
+    .int8_slot = nullptr,
+    .gemv_int8 = nullptr,
 };
 
 }  // namespace anelm::kernels

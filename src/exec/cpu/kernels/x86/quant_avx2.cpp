@@ -408,6 +408,8 @@ const QuantIsa avx2_quant_isa = {
     .gemv_tokens = avx2::quant_tokens,
     .gemv = avx2::quant_gemv,
     .decode_row = avx2::quant_decode_row,
+    .int8_slot = nullptr,
+    .gemv_int8 = nullptr,
 };
 
 }  // namespace anelm::kernels

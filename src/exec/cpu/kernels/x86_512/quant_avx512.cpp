@@ -1,4 +1,5 @@
-// AVX-512 (F, BW, VL, DQ, VBMI) + FMA + F16C leaves for quantized matrices.
+// AVX-512 (F, BW, VL, DQ, VBMI) + FMA + F16C leaves for quantized matrices
+// (the integer dot products are in int8_dot_avx512.cpp).
 // Up to 4 bits, a row's table lives in a register as 16 f32 (narrower tables
 // repeated to 16 entries, so that vpermps, which reads only the low 4 bits of
 // each index, ignores the bits of the codes above); codes are loaded so that
@@ -20,6 +21,7 @@
 
 #include "exec/cpu/kernels/gemv_prefetch.h"
 #include "exec/cpu/kernels/quant_isa.h"
+#include "exec/cpu/kernels/x86_512/int8_dot_avx512.h"
 
 namespace anelm::kernels::avx512_quant {
 
@@ -470,6 +472,8 @@ const QuantIsa avx512_quant_isa = {
     .gemv_tokens = avx512_quant::quant_tokens,
     .gemv = avx512_quant::quant_gemv,
     .decode_row = avx512_quant::quant_decode_row,
+    .int8_slot = avx512_int8::slot,
+    .gemv_int8 = avx512_int8::gemv,
 };
 
 }  // namespace anelm::kernels

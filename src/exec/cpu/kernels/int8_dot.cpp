@@ -1,0 +1,39 @@
+// The rounding that integer dot products share across leaves: tables and
+// blocks of inputs to int8, one scale each.
+#include <algorithm>
+#include <cmath>
+
+#include "base/half.h"
+#include "exec/cpu/kernels/quant_kernels.h"
+
+namespace anelm::kernels {
+
+float round_to_int8(const float* v, int64_t n, int8_t* q) {
+    float max_abs = 0.0f;
+    for (int64_t i = 0; i < n; ++i) max_abs = std::max(max_abs, std::fabs(v[i]));
+    if (!std::isfinite(max_abs)) {
+        std::fill(q, q + n, int8_t{0});
+        return NAN;
+    }
+    const float inverse = max_abs > 0.0f ? 127.0f / max_abs : 0.0f;
+    for (int64_t i = 0; i < n; ++i) q[i] = static_cast<int8_t>(std::nearbyint(v[i] * inverse));
+    return max_abs / 127.0f;
+}
+
+bool int8_dot_applies(const QuantMatrix& w, int64_t n_tokens) {
+    if (!w.int8_dot || n_tokens > quant_gemv_max_tokens || w.n_in % int8_block != 0) return false;
+    if (w.kind != QuantKind::lut) return true;
+    return (w.nbits == 4 || w.nbits == 6) && w.dot_lut && w.dot_scale;
+}
+
+void round_tables_to_int8(const uint16_t* lut, int64_t n_tables, int nbits, int8_t* entries,
+                          float* scales) {
+    const int64_t n = int64_t{1} << nbits;
+    float table[256];
+    for (int64_t g = 0; g < n_tables; ++g) {
+        for (int64_t e = 0; e < n; ++e) table[e] = f16_to_f32(lut[g * n + e]);
+        scales[g] = round_to_int8(table, n, entries + g * n);
+    }
+}
+
+}  // namespace anelm::kernels

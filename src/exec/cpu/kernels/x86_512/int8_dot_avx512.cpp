@@ -1,0 +1,165 @@
+// AVX-512 VNNI integer dot products for quantized matrices (int8_dot_applies).
+// vpdpbusd multiplies unsigned by signed bytes, so the weights become
+// unsigned: each int8 value plus 128, looked up by vpshufb (4-bit codes, the
+// 16 entries repeated in each 128-bit lane), by vpermb (6-bit codes, 64
+// entries in one register) or flipped in place (int8 codes). The extra 128
+// adds 128 * sum q to a block's sum, so each block's accumulator starts that
+// far below zero and the block stays exact in integers.
+
+// GCC 12 flags its own _mm512_undefined_* inside AVX-512 intrinsics.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include "exec/cpu/kernels/x86_512/int8_dot_avx512.h"
+
+#include <immintrin.h>
+
+#include "exec/cpu/kernels/gemv_prefetch.h"
+
+namespace anelm::kernels::avx512_int8 {
+
+namespace {
+
+enum class Codes { nibbles, six_bits, bytes };
+
+// Bytes of one row's codes per block of int8_block inputs.
+template <Codes C>
+constexpr int64_t block_bytes = C == Codes::nibbles    ? 64
+                                : C == Codes::six_bits ? 96
+                                                       : 128;
+
+constexpr int8_t int4_entries[16] = {0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1};
+
+inline __m512i flip_sign_bits(__m512i v) {
+    return _mm512_xor_si512(v, _mm512_set1_epi8(static_cast<char>(0x80)));
+}
+
+// The unsigned table of int8 entries (null for int8 codes, which need none).
+template <Codes C>
+inline __m512i load_table(const int8_t* entries) {
+    if constexpr (C == Codes::nibbles) {
+        return flip_sign_bits(
+            _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(entries))));
+    } else if constexpr (C == Codes::six_bits) {
+        return flip_sign_bits(_mm512_loadu_si512(entries));
+    } else {
+        return _mm512_setzero_si512();
+    }
+}
+
+// vpermb pattern giving qword q the six bytes of codes 8q..8q+7.
+struct SixBitQwords {
+    alignas(64) uint8_t bytes[64]{};
+    constexpr SixBitQwords() {
+        for (int b = 0; b < 64; ++b)
+            bytes[b] = static_cast<uint8_t>(6 * (b / 8) + (b % 8 < 6 ? b % 8 : 5));
+    }
+};
+constexpr SixBitQwords six_bit_qwords{};
+
+// 64 consecutive 6-bit codes (48 bytes at p), one per byte in the low 6 bits:
+// vpmultishiftqb cuts each qword's 48 bits of codes at bits 0, 6, .., 42.
+inline __m512i six_bit_codes(const uint8_t* p) {
+    const __m512i bytes = _mm512_maskz_loadu_epi8(0xffffffffffffull, p);
+    const __m512i qwords = _mm512_permutexvar_epi8(_mm512_load_si512(six_bit_qwords.bytes), bytes);
+    return _mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x2a241e18120c0600ll), qwords);
+}
+
+// The unsigned weights of one block of a row, in the order of slot().
+template <Codes C>
+inline void block_weights(const uint8_t* p, __m512i table, __m512i& first, __m512i& second) {
+    if constexpr (C == Codes::nibbles) {
+        const __m512i v = _mm512_loadu_si512(p), low4 = _mm512_set1_epi8(0x0f);
+        first = _mm512_shuffle_epi8(table, _mm512_and_si512(v, low4));
+        second = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), low4));
+    } else if constexpr (C == Codes::six_bits) {
+        first = _mm512_permutexvar_epi8(six_bit_codes(p), table);
+        second = _mm512_permutexvar_epi8(six_bit_codes(p + 48), table);
+    } else {
+        first = flip_sign_bits(_mm512_loadu_si512(p));
+        second = flip_sign_bits(_mm512_loadu_si512(p + 64));
+    }
+}
+
+// Codes are streamed once: ask for them this far ahead of use.
+constexpr int64_t prefetch_bytes = 2048;
+
+// sums[r] = sum_b d_b * (block b of row r . q) for R consecutive rows, each
+// block of x loaded once for all R.
+template <Codes C, int R>
+void rows_dot(const uint8_t* rows, int64_t row_bytes, const __m512i* tables, const Int8Rows& x,
+              float* sums) {
+    constexpr int64_t bb = block_bytes<C>;
+    __m512 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    const int64_t ahead = R * row_bytes <= 8192 ? row_bytes : prefetch_bytes;
+    const int64_t n_blocks = x.n_in / int8_block;
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        const int64_t at = b * bb;
+        const uint8_t* pf = gemv_prefetch_at(rows, R, row_bytes, at, ahead);
+        const __m512i x0 = _mm512_loadu_si512(x.q + b * int8_block);
+        const __m512i x1 = _mm512_loadu_si512(x.q + b * int8_block + 64);
+        const __m512i start = _mm512_maskz_set1_epi32(1, -128 * x.sum[b]);
+        const __m512 d = _mm512_set1_ps(x.scale[b]);
+        for (int r = 0; r < R; ++r) {
+            for (int64_t line = 0; line < bb; line += 64) {
+                _mm_prefetch(reinterpret_cast<const char*>(pf + r * row_bytes + line), _MM_HINT_T0);
+            }
+            __m512i w0, w1;
+            block_weights<C>(rows + r * row_bytes + at, tables[r], w0, w1);
+            const __m512i dot = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(start, w0, x0), w1, x1);
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), d, acc[r]);
+        }
+    }
+    for (int r = 0; r < R; ++r) sums[r] = _mm512_reduce_add_ps(acc[r]);
+}
+
+// The int8 entries row o looks up, null for int8 codes.
+const int8_t* row_entries(const QuantMatrix& w, int64_t o) {
+    if (w.kind == QuantKind::lut) return w.dot_lut + ((o / w.group) << w.nbits);
+    return w.kind == QuantKind::int4 ? int4_entries : nullptr;
+}
+
+float row_scale(const QuantMatrix& w, int64_t o) {
+    return w.kind == QuantKind::lut ? w.dot_scale[o / w.group] : _cvtsh_ss(w.scales[o]);
+}
+
+// Rows o.. o + R - 1, their tables loaded unless already in place.
+template <Codes C, int R>
+void rows(const QuantMatrix& w, const Int8Rows& x, int64_t o, __m512i* tables,
+          const int8_t** loaded, float* y) {
+    if constexpr (C != Codes::bytes) {
+        for (int r = 0; r < R; ++r) {
+            const int8_t* entries = row_entries(w, o + r);
+            if (entries != loaded[r]) tables[r] = load_table<C>(loaded[r] = entries);
+        }
+    }
+    float sums[R];
+    rows_dot<C, R>(w.codes + o * w.row_bytes(), w.row_bytes(), tables, x, sums);
+    for (int r = 0; r < R; ++r) y[o + r] = sums[r] * row_scale(w, o + r);
+}
+
+template <Codes C>
+void gemv_rows(const QuantMatrix& w, const Int8Rows& x, int64_t o0, int64_t o1, float* y) {
+    constexpr int R = 4;
+    __m512i tables[R] = {};
+    const int8_t* loaded[R] = {};
+    int64_t o = o0;
+    for (; o + R <= o1; o += R) rows<C, R>(w, x, o, tables, loaded, y);
+    for (; o < o1; ++o) rows<C, 1>(w, x, o, tables, loaded, y);
+}
+
+}  // namespace
+
+int64_t slot(int nbits, int64_t e) {
+    // A block's 64 code bytes hold the even inputs in their low nibbles.
+    return nbits == 4 ? e % 2 * (int8_block / 2) + e / 2 : e;
+}
+
+void gemv(const QuantMatrix& w, const Int8Rows& x, int64_t o0, int64_t o1, float* y) {
+    if (w.kind == QuantKind::int8) return gemv_rows<Codes::bytes>(w, x, o0, o1, y);
+    if (w.nbits == 6) return gemv_rows<Codes::six_bits>(w, x, o0, o1, y);
+    gemv_rows<Codes::nibbles>(w, x, o0, o1, y);
+}
+
+}  // namespace anelm::kernels::avx512_int8

@@ -1,0 +1,227 @@
+// Integer dot products of quantized matrices (kernels::int8_dot_applies): the
+// rounding to int8, the SIMD leaves against the scalar reference, the error
+// against the exact product, and the shapes that keep the exact path.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/half.h"
+#include "exec/cpu/kernels/kernels.h"
+#include "exec/cpu/kernels/quant_isa.h"
+#include "exec/cpu/kernels/quant_kernels.h"
+#include "quant/quant_testing.h"
+
+namespace anelm::kernels {
+namespace {
+
+struct Format {
+    QuantKind kind;
+    int nbits;
+    int64_t group;
+};
+
+// Every format with integer leaves.
+const Format int8_formats[] = {{QuantKind::lut, 4, 8},  {QuantKind::lut, 4, 1},
+                               {QuantKind::lut, 6, 8},  {QuantKind::lut, 6, 0},
+                               {QuantKind::int8, 8, 0}, {QuantKind::int4, 4, 0}};
+
+std::string describe(const quant::QuantizedMatrix& q, int64_t n_tokens, const char* isa) {
+    const char* kind = q.kind == QuantKind::lut ? "lut" : "int";
+    return std::string(isa) + " " + kind + std::to_string(q.nbits) + " [" +
+           std::to_string(q.n_out) + ", " + std::to_string(q.n_in) + "] tokens " +
+           std::to_string(n_tokens);
+}
+
+quant::QuantizedMatrix int8_matrix(std::mt19937& rng, const Format& f, int64_t n_out,
+                                   int64_t n_in) {
+    auto q = test::random_quantized(rng, f.kind, f.nbits, n_out, n_in, f.group);
+    q.use_int8_dot();
+    return q;
+}
+
+// Activations with an outlier channel, as real ones have.
+std::vector<float> random_x(std::mt19937& rng, int64_t n) {
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    std::vector<float> x(static_cast<size_t>(n));
+    for (auto& v : x) v = d(rng);
+    if (n > 5) x[5] *= 30.0f;
+    return x;
+}
+
+std::vector<float> product(const QuantMatrix& w, const std::vector<float>& x, int64_t n_tokens,
+                           const QuantIsa* isa, ThreadPool& pool) {
+    std::vector<float> y(static_cast<size_t>(n_tokens * w.n_out), NAN);
+    if (isa) {
+        quant_matmul(*isa, w, x.data(), n_tokens, y.data(), pool);
+    } else {
+        ref::quant_matmul(w, x.data(), n_tokens, y.data(), pool);
+    }
+    return y;
+}
+
+// The values a row is summed on in integers, scaled back: s * c(i).
+std::vector<float> int8_row(const QuantMatrix& w, int64_t o) {
+    std::vector<float> row(static_cast<size_t>(w.n_in));
+    QuantMatrix exact = w;
+    exact.int8_dot = false;
+    ref::quant_decode_row(exact, o, 0, w.n_in, row.data());
+    if (w.kind != QuantKind::lut) return row;
+    // Decoded values are table entries; map each to its int8 entry.
+    const int64_t n = int64_t{1} << w.nbits, g = o / w.group;
+    for (float& v : row) {
+        for (int64_t e = 0; e < n; ++e) {
+            if (f16_to_f32(w.lut[g * n + e]) == v) {
+                v = w.dot_scale[g] * static_cast<float>(w.dot_lut[g * n + e]);
+                break;
+            }
+        }
+    }
+    return row;
+}
+
+TEST(Int8Dot, RoundsBlocksToInt8WithTiesToEven) {
+    // max |x| = 127: the scale is 1, so the halves are exact ties.
+    const float x[] = {-127.0f, 2.5f, 3.5f, -2.5f, 0.0f, 10.2f};
+    int8_t q[6];
+    EXPECT_EQ(round_to_int8(x, 6, q), 1.0f);
+    const int8_t want[] = {-127, 2, 4, -2, 0, 10};
+    EXPECT_TRUE(std::equal(q, q + 6, want));
+    const float halves[] = {0.5f, 1.0f};  // scale 1 / 127: 1.0 -> 127, 0.5 -> 63.5 -> 64
+    EXPECT_FLOAT_EQ(round_to_int8(halves, 2, q), 1.0f / 127.0f);
+    EXPECT_EQ(q[0], 64);
+    EXPECT_EQ(q[1], 127);
+
+    const float zeros[3] = {};
+    int8_t qz[3] = {1, 1, 1};
+    EXPECT_EQ(round_to_int8(zeros, 3, qz), 0.0f);
+    EXPECT_TRUE(std::all_of(qz, qz + 3, [](int8_t v) { return v == 0; }));
+
+    const float with_inf[2] = {1.0f, INFINITY};
+    EXPECT_TRUE(std::isnan(round_to_int8(with_inf, 2, qz)));
+}
+
+TEST(Int8Dot, TablesRoundWithinHalfAStep) {
+    std::mt19937 rng(3);
+    for (int nbits : {4, 6}) {
+        const auto q = int8_matrix(rng, {QuantKind::lut, nbits, 8}, 64, 128);
+        const int64_t n = int64_t{1} << nbits;
+        for (int64_t g = 0; g < q.n_tables(); ++g) {
+            const float s = q.dot_scale[g];
+            int max_entry = 0;
+            for (int64_t e = 0; e < n; ++e) {
+                const float t = f16_to_f32(q.lut[g * n + e]);
+                const int8_t c = q.dot_lut[g * n + e];
+                EXPECT_LE(std::fabs(t - s * c), s * 0.5f * (1 + 1e-5f)) << nbits << " " << g;
+                max_entry = std::max(max_entry, std::abs(int{c}));
+            }
+            EXPECT_EQ(max_entry, 127);
+        }
+    }
+}
+
+TEST(Int8Dot, SimdLeavesMatchTheScalarReference) {
+    std::mt19937 rng(11);
+    ThreadPool pool(2);
+    int n_leaves = 0;
+    for (const Format& f : int8_formats) {
+        for (const auto& [n_out, n_in] :
+             {std::pair<int64_t, int64_t>{8, 128}, {37, 256}, {72, 1152}}) {
+            const auto q = int8_matrix(rng, f, n_out, n_in);
+            ASSERT_TRUE(int8_dot_applies(q.view(), 1));
+            for (int64_t n_tokens : {1, 3, 16}) {
+                const auto x = random_x(rng, n_tokens * n_in);
+                const auto want = product(q.view(), x, n_tokens, nullptr, pool);
+                for (const QuantIsa* isa : quant_available()) {
+                    if (!isa->gemv_int8) continue;
+                    ++n_leaves;
+                    const auto got = product(q.view(), x, n_tokens, isa, pool);
+                    // Blocks are exact in integers; f32 rounding scales with sum |x w|.
+                    for (int64_t o = 0; o < n_out; ++o) {
+                        const auto w = int8_row(q.view(), o);
+                        for (int64_t t = 0; t < n_tokens; ++t) {
+                            double abs_sum = 0;
+                            for (int64_t i = 0; i < n_in; ++i)
+                                abs_sum += std::fabs(x[t * n_in + i] * w[i]);
+                            const size_t k = static_cast<size_t>(t * n_out + o);
+                            ASSERT_NEAR(got[k], want[k], 1e-5 * abs_sum)
+                                << describe(q, n_tokens, isa->name) << " t " << t << " o " << o;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if (n_leaves == 0) GTEST_SKIP() << "no integer dot product leaves on this processor";
+}
+
+// Rounding x (|x - d q| <= d / 2) and the tables (|t - s c| <= s / 2) bounds
+// each product's distance from the exact one.
+TEST(Int8Dot, WithinTheRoundingBoundOfTheExactProduct) {
+    std::mt19937 rng(12);
+    ThreadPool pool(2);
+    for (const Format& f : int8_formats) {
+        const auto q = int8_matrix(rng, f, 40, 384);
+        QuantMatrix exact = q.view();
+        exact.int8_dot = false;
+        const auto x = random_x(rng, 2 * q.n_in);
+        const auto got = product(q.view(), x, 2, quant_active(), pool);
+        const auto want = product(exact, x, 2, quant_active(), pool);
+        std::vector<float> row(static_cast<size_t>(q.n_in));
+        bool any_differs = false;
+        for (int64_t o = 0; o < q.n_out; ++o) {
+            ref::quant_decode_row(exact, o, 0, q.n_in, row.data());
+            const auto rounded = int8_row(q.view(), o);
+            for (int64_t t = 0; t < 2; ++t) {
+                double bound = 0;
+                for (int64_t b = 0; b < q.n_in; b += int8_block) {
+                    const float* xb = x.data() + t * q.n_in + b;
+                    const double d = *std::max_element(xb, xb + int8_block, [](float a, float c) {
+                        return std::fabs(a) < std::fabs(c);
+                    });
+                    for (int64_t i = 0; i < int8_block; ++i) {
+                        bound += std::fabs(xb[i]) * std::fabs(row[b + i] - rounded[b + i]) +
+                                 std::fabs(rounded[b + i]) * std::fabs(d) / 127.0 / 2;
+                    }
+                }
+                const size_t k = static_cast<size_t>(t * q.n_out + o);
+                EXPECT_LE(std::fabs(got[k] - want[k]), bound * 1.001 + 1e-6)
+                    << describe(q, 2, "") << " o " << o;
+                any_differs |= got[k] != want[k];
+            }
+        }
+        EXPECT_TRUE(any_differs) << describe(q, 2, "") << ": the exact path was taken";
+    }
+}
+
+TEST(Int8Dot, OtherShapesAndWidthsKeepTheExactPath) {
+    std::mt19937 rng(13);
+    ThreadPool pool(2);
+    struct Case {
+        Format f;
+        int64_t n_in, n_tokens;
+    };
+    // A partial block, a width without integer leaves, too many tokens.
+    for (const Case& c :
+         {Case{{QuantKind::lut, 4, 8}, 200, 1}, Case{{QuantKind::lut, 3, 8}, 256, 1},
+          Case{{QuantKind::int8, 8, 0}, 256, 17}}) {
+        const auto q = int8_matrix(rng, c.f, 24, c.n_in);
+        EXPECT_FALSE(int8_dot_applies(q.view(), c.n_tokens));
+        QuantMatrix exact = q.view();
+        exact.int8_dot = false;
+        const auto x = random_x(rng, c.n_tokens * c.n_in);
+        for (const QuantIsa* isa : quant_available()) {
+            EXPECT_EQ(product(q.view(), x, c.n_tokens, isa, pool),
+                      product(exact, x, c.n_tokens, isa, pool))
+                << describe(q, c.n_tokens, isa->name);
+        }
+        EXPECT_EQ(product(q.view(), x, c.n_tokens, nullptr, pool),
+                  product(exact, x, c.n_tokens, nullptr, pool));
+    }
+}
+
+}  // namespace
+}  // namespace anelm::kernels
