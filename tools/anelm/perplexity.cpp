@@ -19,6 +19,7 @@ namespace {
 struct PerplexityArgs {
     std::string model, tokenizer, text_path;
     int64_t n_chunks = 0;
+    int64_t batch = 0;  // tokens per prefill call; 0: the whole window
     bool kl_base = false, json = false;
     RunOptions run;
     const CLI::Option* quant_option = nullptr;
@@ -81,7 +82,8 @@ int run_perplexity(const PerplexityArgs& args) {
     po.n_ctx = args.run.n_ctx;
     po.n_chunks = args.n_chunks;
     po.bos_id = leading_bos(*model.tokenizer);
-    so.prefill_batch = po.n_ctx;
+    if (args.batch < 0) fail("--batch must be positive, got {}", args.batch);
+    so.prefill_batch = args.batch > 0 ? args.batch : po.n_ctx;
     so.all_logits = true;
     const std::unique_ptr<Session> session = open_session(model, so);
     std::unique_ptr<Session> base;
@@ -110,6 +112,9 @@ std::function<int()> setup(CLI::App& app) {
     app.add_option("-f,--file", args->text_path, "the text to score (UTF-8)")->required();
     app.add_option("--tokenizer", args->tokenizer, "tokenizer.json or llama2.c tokenizer.bin");
     app.add_option("--chunks", args->n_chunks, "windows to run (default: all)");
+    app.add_option("-b,--batch", args->batch,
+                   "tokens per prefill call (default: the whole window); 16 or fewer take the "
+                   "decode path of quantized products, integer dot products included");
     app.add_flag("--kl-base", args->kl_base,
                  "also run the unquantized model: KL divergence, top-1 agreement");
     app.add_flag("--json", args->json, "print JSON");

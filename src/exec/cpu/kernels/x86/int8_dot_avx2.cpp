@@ -1,0 +1,169 @@
+// AVX2 integer dot products for quantized matrices (int8_dot_applies).
+// Without VNNI, vpmaddubsw multiplies unsigned by signed bytes into 16-bit
+// pair sums: the weights' magnitudes |c| <= 127 against x carrying the
+// weights' signs (vpsignb), so a pair sum (at most 2 * 127 * 127) cannot
+// saturate. Weights come from vpshufb look-ups: 4-bit codes index 16 entries,
+// 6-bit codes four 16-entry sub-tables (each XOR-ed with the one before, so
+// that XOR-ing the four look-ups leaves the entry of the code).
+#include "exec/cpu/kernels/x86/int8_dot_avx2.h"
+
+#include "exec/cpu/kernels/gemv_prefetch.h"
+#include "exec/cpu/kernels/x86/avx2.h"
+
+namespace anelm::kernels::avx2_int8 {
+
+namespace {
+
+enum class Codes { nibbles, six_bits, bytes };
+
+// Bytes of one row's codes per block of int8_block inputs.
+template <Codes C>
+constexpr int64_t block_bytes = C == Codes::nibbles    ? 64
+                                : C == Codes::six_bits ? 96
+                                                       : 128;
+
+constexpr int8_t int4_entries[16] = {0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1};
+
+// A row's int8 entries in both lanes: one sub-table for 4-bit codes, four
+// (pre-XOR-ed) for 6-bit codes.
+struct Table {
+    __m256i sub[4];
+};
+
+template <Codes C>
+inline void load_table(const int8_t* entries, Table& t) {
+    constexpr int n_sub = C == Codes::six_bits ? 4 : C == Codes::nibbles ? 1 : 0;
+    for (int s = 0; s < n_sub; ++s) {
+        t.sub[s] = _mm256_broadcastsi128_si256(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(entries + 16 * s)));
+    }
+    for (int s = n_sub - 1; s > 0; --s) t.sub[s] = _mm256_xor_si256(t.sub[s], t.sub[s - 1]);
+}
+
+// The int8 entries of 32 codes, one per byte.
+template <Codes C>
+inline __m256i lookup(__m256i codes, const Table& t) {
+    __m256i v = _mm256_shuffle_epi8(t.sub[0], codes);
+    if constexpr (C == Codes::six_bits) {
+        for (int s = 1; s < 4; ++s) {
+            // Codes below 16s go negative: vpshufb gives 0 for them.
+            const __m256i shifted =
+                _mm256_sub_epi8(codes, _mm256_set1_epi8(static_cast<char>(16 * s)));
+            v = _mm256_xor_si256(v, _mm256_shuffle_epi8(t.sub[s], shifted));
+        }
+    }
+    return v;
+}
+
+// The four runs of 32 int8 weights of one block of a row, in slot() order.
+template <Codes C>
+inline void block_weights(const uint8_t* p, const Table& t, __m256i w[4]) {
+    if constexpr (C == Codes::nibbles) {
+        const __m256i low4 = _mm256_set1_epi8(0x0f);
+        for (int h = 0; h < 2; ++h) {
+            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * h));
+            w[2 * h] = lookup<C>(_mm256_and_si256(v, low4), t);
+            w[2 * h + 1] = lookup<C>(_mm256_and_si256(_mm256_srli_epi16(v, 4), low4), t);
+        }
+    } else if constexpr (C == Codes::six_bits) {
+        for (int k = 0; k < 4; ++k) w[k] = lookup<C>(avx2::unpack_6bit(p + 24 * k), t);
+    } else {
+        for (int k = 0; k < 4; ++k)
+            w[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * k));
+    }
+}
+
+// Eight sums of four products w x.
+inline __m256i dot32(__m256i w, __m256i x) {
+    const __m256i pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
+    return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+}
+
+// Codes are streamed once: ask for them this far ahead of use.
+constexpr int64_t prefetch_bytes = 2048;
+
+// sums[r] = sum_b d_b * (block b of row r . q) for R consecutive rows, each
+// block of x loaded once for all R.
+template <Codes C, int R>
+void rows_dot(const uint8_t* rows, int64_t row_bytes, const Table* tables, const Int8Rows& x,
+              float* sums) {
+    constexpr int64_t bb = block_bytes<C>;
+    __m256 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+    const int64_t ahead = R * row_bytes <= 8192 ? row_bytes : prefetch_bytes;
+    const int64_t n_blocks = x.n_in / int8_block;
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        const int64_t at = b * bb;
+        const uint8_t* pf = gemv_prefetch_at(rows, R, row_bytes, at, ahead);
+        __m256i xq[4];
+        for (int k = 0; k < 4; ++k) {
+            xq[k] =
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + b * int8_block + 32 * k));
+        }
+        const __m256 d = _mm256_set1_ps(x.scale[b]);
+        for (int r = 0; r < R; ++r) {
+            for (int64_t line = 0; line < bb; line += 64) {
+                _mm_prefetch(reinterpret_cast<const char*>(pf + r * row_bytes + line), _MM_HINT_T0);
+            }
+            __m256i w[4];
+            block_weights<C>(rows + r * row_bytes + at, tables[r], w);
+            const __m256i dot =
+                _mm256_add_epi32(_mm256_add_epi32(dot32(w[0], xq[0]), dot32(w[1], xq[1])),
+                                 _mm256_add_epi32(dot32(w[2], xq[2]), dot32(w[3], xq[3])));
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), d, acc[r]);
+        }
+    }
+    for (int r = 0; r < R; ++r) sums[r] = avx2::hsum(acc[r]);
+}
+
+// The int8 entries row o looks up, null for int8 codes.
+const int8_t* row_entries(const QuantMatrix& w, int64_t o) {
+    if (w.kind == QuantKind::lut) return w.dot_lut + ((o / w.group) << w.nbits);
+    return w.kind == QuantKind::int4 ? int4_entries : nullptr;
+}
+
+float row_scale(const QuantMatrix& w, int64_t o) {
+    return w.kind == QuantKind::lut ? w.dot_scale[o / w.group] : _cvtsh_ss(w.scales[o]);
+}
+
+// Rows o.. o + R - 1, their tables loaded unless already in place.
+template <Codes C, int R>
+void rows(const QuantMatrix& w, const Int8Rows& x, int64_t o, Table* tables, const int8_t** loaded,
+          float* y) {
+    if constexpr (C != Codes::bytes) {
+        for (int r = 0; r < R; ++r) {
+            const int8_t* entries = row_entries(w, o + r);
+            if (entries != loaded[r]) load_table<C>(loaded[r] = entries, tables[r]);
+        }
+    }
+    float sums[R];
+    rows_dot<C, R>(w.codes + o * w.row_bytes(), w.row_bytes(), tables, x, sums);
+    for (int r = 0; r < R; ++r) y[o + r] = sums[r] * row_scale(w, o + r);
+}
+
+template <Codes C>
+void gemv_rows(const QuantMatrix& w, const Int8Rows& x, int64_t o0, int64_t o1, float* y) {
+    constexpr int R = 2;
+    Table tables[R] = {};
+    const int8_t* loaded[R] = {};
+    int64_t o = o0;
+    for (; o + R <= o1; o += R) rows<C, R>(w, x, o, tables, loaded, y);
+    for (; o < o1; ++o) rows<C, 1>(w, x, o, tables, loaded, y);
+}
+
+}  // namespace
+
+int64_t slot(int nbits, int64_t e) {
+    // Each 32 code bytes hold 64 inputs, the even ones in their low nibbles.
+    if (nbits != 4) return e;
+    const int64_t half = e / 64, r = e % 64;
+    return half * 64 + r % 2 * 32 + r / 2;
+}
+
+void gemv(const QuantMatrix& w, const Int8Rows& x, int64_t o0, int64_t o1, float* y) {
+    if (w.kind == QuantKind::int8) return gemv_rows<Codes::bytes>(w, x, o0, o1, y);
+    if (w.nbits == 6) return gemv_rows<Codes::six_bits>(w, x, o0, o1, y);
+    gemv_rows<Codes::nibbles>(w, x, o0, o1, y);
+}
+
+}  // namespace anelm::kernels::avx2_int8
