@@ -83,6 +83,30 @@ TEST(CliPerplexity, QuantizedTextReport) {
     EXPECT_NE(r.err.find("perplexity ["), std::string::npos) << r.err;
 }
 
+double kl_mean(const std::string& options) {
+    const auto r = test::run_anelm(
+        "perplexity '" + tiny_files().model + "' -f '" + tiny_files().text +
+        "' --ctx 32 --chunks 2 -t 2 --quant int8,min=0 --kl-base --json " + options);
+    EXPECT_EQ(r.exit_code, 0) << options << ": " << r.err;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out)["kl_mean"].get<double>() : -1;
+}
+
+// Prefill calls of 8 tokens take the decode path of the quantized products,
+// where --quant-dot chooses; whole windows of 32 take the exact GEMM either way.
+TEST(CliPerplexity, BatchAndQuantDotChooseThePath) {
+    const double int8_dot = kl_mean("-b 8 --quant-dot int8");
+    const double exact_dot = kl_mean("-b 8 --quant-dot exact");
+    EXPECT_GT(int8_dot, 0);
+    EXPECT_GT(exact_dot, 0);
+    EXPECT_NE(int8_dot, exact_dot);
+    EXPECT_EQ(kl_mean("--quant-dot int8"), kl_mean("--quant-dot exact"));
+
+    const auto bad = test::run_anelm("bench '" + tiny_files().model +
+                                     "' --quant int8 --quant-dot int4 -p 8 -n 4 -r 1");
+    EXPECT_NE(bad.exit_code, 0);
+    EXPECT_NE(bad.err.find("--quant-dot"), std::string::npos) << bad.err;
+}
+
 TEST(CliPerplexity, KlBaseWithoutQuantIsOneLineError) {
     const auto r = test::run_anelm("perplexity '" + tiny_files().model + "' -f '" +
                                    tiny_files().text + "' --kl-base");
