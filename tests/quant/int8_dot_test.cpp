@@ -104,6 +104,23 @@ TEST(Int8Dot, RoundsBlocksToInt8WithTiesToEven) {
     EXPECT_TRUE(std::isnan(round_to_int8(with_inf, 2, qz)));
 }
 
+TEST(Int8Dot, RoundingAgreesWithNearbyint) {
+    std::mt19937 rng(4);
+    std::normal_distribution<float> d(0.0f, 3.0f);
+    for (int block = 0; block < 200; ++block) {
+        std::vector<float> x(int8_block);
+        for (float& v : x) v = d(rng);
+        std::vector<int8_t> q(int8_block);
+        const float scale = round_to_int8(x.data(), int8_block, q.data());
+        float max_abs = 0;
+        for (float v : x) max_abs = std::max(max_abs, std::fabs(v));
+        ASSERT_EQ(scale, max_abs / 127.0f);
+        for (int64_t i = 0; i < int8_block; ++i) {
+            ASSERT_EQ(q[i], std::nearbyint(x[i] * (127.0f / max_abs))) << x[i];
+        }
+    }
+}
+
 TEST(Int8Dot, TablesRoundWithinHalfAStep) {
     std::mt19937 rng(3);
     for (int nbits : {4, 6}) {

@@ -16,7 +16,14 @@ float round_to_int8(const float* v, int64_t n, int8_t* q) {
         return NAN;
     }
     const float inverse = max_abs > 0.0f ? 127.0f / max_abs : 0.0f;
-    for (int64_t i = 0; i < n; ++i) q[i] = static_cast<int8_t>(std::nearbyint(v[i] * inverse));
+    // Adding and taking away 1.5 * 2^23 rounds |y| < 2^22 to an integer, ties
+    // to even, as nearbyint does in the default rounding mode; unlike a call
+    // to nearbyint it vectorizes.
+    constexpr float round_shift = 12582912.0f;
+    for (int64_t i = 0; i < n; ++i) {
+        const float y = v[i] * inverse;
+        q[i] = static_cast<int8_t>(static_cast<int32_t>((y + round_shift) - round_shift));
+    }
     return max_abs / 127.0f;
 }
 

@@ -55,6 +55,27 @@ inline __m256i lookup(__m256i codes, const Table& t) {
     return v;
 }
 
+// 32 six-bit codes (24 bytes at p) as one byte each, the codes of each pair
+// swapped: byte k of a dword holds code k ^ 1 of its three bytes. Each dword
+// is first bytes 0, 1, 1, 2 of its group; a 16-bit multiply then moves each
+// code into place, high (mulhi) for codes 1 and 3, low (mullo) for 0 and 2.
+inline __m256i six_bit_codes_swapped(const uint8_t* p) {
+    // Lane 0 takes bytes 0-11, lane 1 bytes 12-23 (loaded from p + 8).
+    const __m256i v = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(p + 8),
+                                          reinterpret_cast<const __m128i*>(p));
+    const __m256i d = _mm256_shuffle_epi8(
+        v, _mm256_setr_epi8(0, 1, 1, 2, 3, 4, 4, 5, 6, 7, 7, 8, 9, 10, 10, 11,  //
+                            4, 5, 5, 6, 7, 8, 8, 9, 10, 11, 11, 12, 13, 14, 14, 15));
+    // Word 0 is bits 0-15 of the group: code 1 (bits 6-11) >> 6 to byte 0,
+    // code 0 << 8 to byte 1. Word 1 is bits 8-23: code 3 (bits 10-15 of the
+    // word) >> 10 to byte 2, code 2 (bits 4-9) << 4 to byte 3.
+    const __m256i odd = _mm256_mulhi_epu16(_mm256_and_si256(d, _mm256_set1_epi32(0xfc000fc0)),
+                                           _mm256_set1_epi32(0x00400400));
+    const __m256i even = _mm256_mullo_epi16(_mm256_and_si256(d, _mm256_set1_epi32(0x03f0003f)),
+                                            _mm256_set1_epi32(0x00100100));
+    return _mm256_or_si256(odd, even);
+}
+
 // The four runs of 32 int8 weights of one block of a row, in slot() order.
 template <Codes C>
 inline void block_weights(const uint8_t* p, const Table& t, __m256i w[4]) {
@@ -66,7 +87,7 @@ inline void block_weights(const uint8_t* p, const Table& t, __m256i w[4]) {
             w[2 * h + 1] = lookup<C>(_mm256_and_si256(_mm256_srli_epi16(v, 4), low4), t);
         }
     } else if constexpr (C == Codes::six_bits) {
-        for (int k = 0; k < 4; ++k) w[k] = lookup<C>(avx2::unpack_6bit(p + 24 * k), t);
+        for (int k = 0; k < 4; ++k) w[k] = lookup<C>(six_bit_codes_swapped(p + 24 * k), t);
     } else {
         for (int k = 0; k < 4; ++k)
             w[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * k));
@@ -154,8 +175,9 @@ void gemv_rows(const QuantMatrix& w, const Int8Rows& x, int64_t o0, int64_t o1, 
 }  // namespace
 
 int64_t slot(int nbits, int64_t e) {
-    // Each 32 code bytes hold 64 inputs, the even ones in their low nibbles.
+    if (nbits == 6) return e ^ 1;
     if (nbits != 4) return e;
+    // Each 32 code bytes hold 64 inputs, the even ones in their low nibbles.
     const int64_t half = e / 64, r = e % 64;
     return half * 64 + r % 2 * 32 + r / 2;
 }

@@ -180,6 +180,22 @@ inline void lookup_6bit(__m256i idx, const RowTable& t, __m256 w[4]) {
     w[3] = _mm256_cvtph_ps(_mm256_extracti128_si256(b, 1));
 }
 
+// 32 six-bit codes (24 bytes at p) as one byte each, in natural order.
+inline __m256i unpack_6bit(const uint8_t* p) {
+    // Lane 0 takes bytes 0-11, lane 1 bytes 12-23 (loaded from p + 8), three per dword.
+    const __m256i v = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(p + 8),
+                                          reinterpret_cast<const __m128i*>(p));
+    const __m256i d = _mm256_shuffle_epi8(
+        v, _mm256_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1,  //
+                            4, 5, 6, -1, 7, 8, 9, -1, 10, 11, 12, -1, 13, 14, 15, -1));
+    // Each dword's 24 bits hold four codes; move code k to byte k.
+    const __m256i c0 = _mm256_and_si256(d, _mm256_set1_epi32(0x3f));
+    const __m256i c1 = _mm256_and_si256(_mm256_slli_epi32(d, 2), _mm256_set1_epi32(0x3f00));
+    const __m256i c2 = _mm256_and_si256(_mm256_slli_epi32(d, 4), _mm256_set1_epi32(0x3f0000));
+    const __m256i c3 = _mm256_and_si256(_mm256_slli_epi32(d, 6), _mm256_set1_epi32(0x3f000000));
+    return _mm256_or_si256(_mm256_or_si256(c0, c1), _mm256_or_si256(c2, c3));
+}
+
 // Codes are streamed once: ask for them this far ahead of use, which the
 // row-by-row pattern otherwise leaves to the hardware prefetcher alone.
 constexpr int64_t prefetch_bytes = 2048;
