@@ -6,10 +6,11 @@
 // the f16 planes looks them up. 1- to 3-bit codes are unpacked one by one and
 // looked up 16 at a time like nibbles; 8-bit tables are read one code at a
 // time; int8 rows widen directly. Integer rows are summed on the codes and
-// scaled once at the end.
+// scaled once at the end. The integer dot products are in int8_dot_neon.cpp.
 #include <array>
 #include <bit>
 
+#include "exec/cpu/kernels/arm/int8_dot_neon.h"
 #include "exec/cpu/kernels/arm/neon.h"
 #include "exec/cpu/kernels/quant_isa.h"
 
@@ -318,8 +319,8 @@ const QuantIsa neon_quant_isa = {
     .gemv_tokens = neon::quant_tokens,
     .gemv = neon::quant_gemv,
     .decode_row = neon::quant_decode_row,
-    .int8_slot = nullptr,
-    .gemv_int8 = nullptr,
+    .int8_slot = neon_int8::slot,
+    .gemv_int8 = neon_int8::gemv,
 };
 
 }  // namespace anelm::kernels

@@ -1,0 +1,13 @@
+// The NEON integer dot product leaves (QuantIsa::int8_slot, gemv_int8).
+#pragma once
+
+#include <cstdint>
+
+#include "exec/cpu/kernels/quant_isa.h"
+
+namespace anelm::kernels::neon_int8 {
+
+int64_t slot(int nbits, int64_t e);
+void gemv(const QuantMatrix& w, const Int8Rows& x, int64_t o0, int64_t o1, float* y);
+
+}  // namespace anelm::kernels::neon_int8
