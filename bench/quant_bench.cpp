@@ -169,7 +169,7 @@ void BM_prefill(benchmark::State& state) {
 }
 BENCHMARK(BM_prefill)
     ->Name("quant_tokens")
-    ->ArgsProduct({{0, 1, 3}, {2, 4, 8, 12, 16, 24, 64, 512}})
+    ->ArgsProduct({{0, 1, 3, 5, 7}, {2, 4, 8, 12, 16, 24, 64, 512}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

@@ -92,14 +92,15 @@ double kl_mean(const std::string& options) {
 }
 
 // Prefill calls of 8 tokens take the decode path of the quantized products,
-// where --quant-dot chooses; whole windows of 32 take the exact GEMM either way.
+// where --quant-dot chooses; the exact products give the same divergence in
+// calls of 8 tokens and in whole windows, up to the order of their sums.
 TEST(CliPerplexity, BatchAndQuantDotChooseThePath) {
     const double int8_dot = kl_mean("-b 8 --quant-dot int8");
     const double exact_dot = kl_mean("-b 8 --quant-dot exact");
     EXPECT_GT(int8_dot, 0);
     EXPECT_GT(exact_dot, 0);
     EXPECT_NE(int8_dot, exact_dot);
-    EXPECT_EQ(kl_mean("--quant-dot int8"), kl_mean("--quant-dot exact"));
+    EXPECT_NEAR(kl_mean("--quant-dot exact"), exact_dot, 1e-3 * exact_dot);
 
     const auto bad = test::run_anelm("bench '" + tiny_files().model +
                                      "' --quant int8 --quant-dot int4 -p 8 -n 4 -r 1");

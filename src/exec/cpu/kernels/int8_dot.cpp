@@ -27,8 +27,8 @@ float round_to_int8(const float* v, int64_t n, int8_t* q) {
     return max_abs / 127.0f;
 }
 
-bool int8_dot_applies(const QuantMatrix& w, int64_t n_tokens) {
-    if (!w.int8_dot || n_tokens > quant_gemv_max_tokens || w.n_in % int8_block != 0) return false;
+bool int8_dot_applies(const QuantMatrix& w) {
+    if (!w.int8_dot || w.n_in % int8_block != 0) return false;
     if (w.kind != QuantKind::lut) return true;
     return (w.nbits == 4 || w.nbits == 6) && w.dot_lut && w.dot_scale;
 }

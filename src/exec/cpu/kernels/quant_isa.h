@@ -38,11 +38,14 @@ struct QuantIsa {
                  float* y, int64_t ldy);
     // out[j] = W[o, k0 + j] for j < n.
     void (*decode_row)(const QuantMatrix& w, int64_t o, int64_t k0, int64_t n, float* out);
-    // Integer dot products (null where this table has none): y[o] for one
-    // token and o0 <= o < o1, int8_dot_applies(w) holding. Input e of a block
-    // of x is at int8_slot(nbits, e).
+    // Integer dot products (null where this table has none), int8_dot_applies(w)
+    // holding; input e of a block of x is at int8_slot(nbits, e). gemv_int8:
+    // y[o] for one token and o0 <= o < o1. gemm_int8: y[t * ldy + o] for the
+    // n_tokens rows of x, each row of w decoded once for all of them.
     int64_t (*int8_slot)(int nbits, int64_t e);
     void (*gemv_int8)(const QuantMatrix& w, const Int8Rows& x, int64_t o0, int64_t o1, float* y);
+    void (*gemm_int8)(const QuantMatrix& w, const Int8Rows& x, int64_t n_tokens, int64_t o0,
+                      int64_t o1, float* y, int64_t ldy);
 };
 
 // The leaves matching kernels::active_isa(), or null for the scalar reference.

@@ -45,19 +45,20 @@ struct QuantMatrix {
 // Inputs per block of x that share one int8 scale in integer dot products.
 constexpr int64_t int8_block = 128;
 // Products of up to this many tokens stream the codes once per token group;
-// longer ones decode blocks of rows for the f32 GEMM.
+// longer ones multiply blocks of decoded rows.
 constexpr int64_t quant_gemv_max_tokens = 16;
 
-// Whether the product of w and n_tokens tokens sums integer dot products:
-// asked for (int8_dot), at most quant_gemv_max_tokens tokens, codes of int8,
-// int4 or 4- or 6-bit lut with int8 tables, and whole blocks of inputs. Then
-// each block b of int8_block inputs of a token is rounded to int8 (q, d_b by
-// round_to_int8) and y[o] = s_o * sum_b d_b * sum_{i in b} c_o(i) q_i, each
-// block's sum exact in integers: c the int8 table entry (s_o its table's
-// dot_scale) or the integer code (s_o the row's scale). The error is that of
-// 8-bit activations, as in llama.cpp's quantized products, plus rounding the
-// tables to 8 bits. Leaves without integer products take the exact path.
-bool int8_dot_applies(const QuantMatrix& w, int64_t n_tokens);
+// Whether w is multiplied by integer dot products: asked for (int8_dot),
+// codes of int8, int4 or 4- or 6-bit lut with int8 tables, and whole blocks
+// of inputs. Then each block b of int8_block inputs of a token is rounded to
+// int8 (q, d_b by round_to_int8) and y[o] = s_o * sum_b d_b * sum_{i in b}
+// c_o(i) q_i, each block's sum exact in integers: c the int8 table entry (s_o
+// its table's dot_scale) or the integer code (s_o the row's scale). The error
+// is that of 8-bit activations, as in llama.cpp's quantized products, plus
+// rounding the tables to 8 bits. The scalar reference defines it for any
+// number of tokens; leaves without integer products for a token count (see
+// QuantIsa) take the exact path for it.
+bool int8_dot_applies(const QuantMatrix& w);
 
 // The int8 tables of f16 lut tables [n_tables, 2^nbits]: entries
 // round(t / s) with s = max |t| / 127 per table (ties to even), s in scales.

@@ -57,43 +57,62 @@ void matmul_gemv(const QuantIsa& isa, const QuantMatrix& w, const float* x, int6
     });
 }
 
-// Each token rounded to int8 per block (int8_dot_applies), every block in the
-// leaves' order, then one token after another through the integer leaf.
-void matmul_gemv_int8(const QuantIsa& isa, const QuantMatrix& w, const float* x, int64_t n_tokens,
-                      float* y, ThreadPool& pool) {
+// The tokens rounded to int8 per block (int8_dot_applies), each block in the
+// leaves' order; the storage is the calling thread's and lives until its next call.
+Int8Rows round_rows_to_int8(const QuantIsa& isa, const QuantMatrix& w, const float* x,
+                            int64_t n_tokens, ThreadPool& pool) {
     const int64_t n_blocks = w.n_in / int8_block;
-    thread_local std::vector<int8_t> q;
-    thread_local std::vector<float> scale;
-    thread_local std::vector<int32_t> sum;
-    std::array<int8_t, int8_block> natural;
-    q.resize(static_cast<size_t>(n_tokens * w.n_in));
-    scale.resize(static_cast<size_t>(n_tokens * n_blocks));
-    sum.resize(scale.size());
+    thread_local std::vector<int8_t> q_buffer;
+    thread_local std::vector<float> scale_buffer;
+    thread_local std::vector<int32_t> sum_buffer;
+    q_buffer.resize(static_cast<size_t>(n_tokens * w.n_in));
+    scale_buffer.resize(static_cast<size_t>(n_tokens * n_blocks));
+    sum_buffer.resize(scale_buffer.size());
     std::array<int64_t, int8_block> slot{};
     for (int64_t e = 0; e < int8_block; ++e)
         slot[static_cast<size_t>(e)] = isa.int8_slot(w.nbits, e);
-    for (int64_t b = 0; b < n_tokens * n_blocks; ++b) {
-        scale[b] = round_to_int8(x + b * int8_block, int8_block, natural.data());
-        int8_t* block = q.data() + b * int8_block;
-        int32_t s = 0;
-        for (int64_t e = 0; e < int8_block; ++e) {
-            block[slot[static_cast<size_t>(e)]] = natural[e];
-            s += natural[e];
-        }
-        sum[b] = s;
-    }
-    const GemvSplit split = gemv_split(w.n_out, w.row_bytes(), 1, 1, pool.size());
     // Thread-local names inside the tasks would mean the workers' own buffers.
-    const int8_t* q_data = q.data();
-    const float* scale_data = scale.data();
-    const int32_t* sum_data = sum.data();
+    int8_t* q = q_buffer.data();
+    float* scale = scale_buffer.data();
+    int32_t* sum = sum_buffer.data();
+    pool.run(n_tokens, [&](int64_t t, int) {
+        std::array<int8_t, int8_block> natural;
+        for (int64_t b = t * n_blocks; b < (t + 1) * n_blocks; ++b) {
+            scale[b] = round_to_int8(x + b * int8_block, int8_block, natural.data());
+            int8_t* block = q + b * int8_block;
+            int32_t s = 0;
+            for (int64_t e = 0; e < int8_block; ++e) {
+                block[slot[static_cast<size_t>(e)]] = natural[e];
+                s += natural[e];
+            }
+            sum[b] = s;
+        }
+    });
+    return {q, scale, sum, w.n_in};
+}
+
+// Up to quant_gemv_max_tokens: one token after another through the rows.
+void matmul_gemv_int8(const QuantIsa& isa, const QuantMatrix& w, const Int8Rows& x,
+                      int64_t n_tokens, float* y, ThreadPool& pool) {
+    const int64_t n_blocks = w.n_in / int8_block;
+    const GemvSplit split = gemv_split(w.n_out, w.row_bytes(), 1, 1, pool.size());
     pool.run(split.n_tasks(), [&](int64_t task, int) {
         const int64_t o0 = split.begin(task), o1 = split.begin(task + 1);
         for (int64_t t = 0; t < n_tokens; ++t) {
-            const Int8Rows rows{q_data + t * w.n_in, scale_data + t * n_blocks,
-                                sum_data + t * n_blocks, w.n_in};
-            isa.gemv_int8(w, rows, o0, o1, y + t * w.n_out);
+            const Int8Rows token{x.q + t * w.n_in, x.scale + t * n_blocks, x.sum + t * n_blocks,
+                                 w.n_in};
+            isa.gemv_int8(w, token, o0, o1, y + t * w.n_out);
         }
+    });
+}
+
+// More tokens: tasks of rows, each row decoded once for all the tokens.
+void matmul_gemm_int8(const QuantIsa& isa, const QuantMatrix& w, const Int8Rows& x,
+                      int64_t n_tokens, float* y, ThreadPool& pool) {
+    constexpr int64_t rows_per_task = 64;
+    pool.run(ceil_div(w.n_out, rows_per_task), [&](int64_t task, int) {
+        const int64_t o0 = task * rows_per_task, o1 = std::min(w.n_out, o0 + rows_per_task);
+        isa.gemm_int8(w, x, n_tokens, o0, o1, y, w.n_out);
     });
 }
 
@@ -196,8 +215,11 @@ void quant_matmul(const QuantIsa& isa, const QuantMatrix& w, const float* x, int
     check_quant_matrix(w);
     if (n_tokens <= 0 || w.n_out <= 0) return;
     if (w.n_in == 0) return std::fill(y, y + n_tokens * w.n_out, 0.0f);
-    if (isa.gemv_int8 && int8_dot_applies(w, n_tokens)) {
-        matmul_gemv_int8(isa, w, x, n_tokens, y, pool);
+    const bool few_tokens = n_tokens <= quant_gemv_max_tokens;
+    if (int8_dot_applies(w) && (few_tokens ? isa.gemv_int8 != nullptr : isa.gemm_int8 != nullptr)) {
+        const Int8Rows rows = round_rows_to_int8(isa, w, x, n_tokens, pool);
+        few_tokens ? matmul_gemv_int8(isa, w, rows, n_tokens, y, pool)
+                   : matmul_gemm_int8(isa, w, rows, n_tokens, y, pool);
     } else if (n_tokens <= quant_gemv_max_tokens) {
         matmul_gemv(isa, w, x, n_tokens, y, pool);
     } else {

@@ -97,7 +97,7 @@ void quant_decode_row(const QuantMatrix& w, int64_t o, int64_t k0, int64_t n, fl
 void quant_matmul(const QuantMatrix& w, const float* x, int64_t n_tokens, float* y,
                   ThreadPool& pool) {
     check_quant_matrix(w);
-    if (int8_dot_applies(w, n_tokens)) return quant_matmul_int8(w, x, n_tokens, y, pool);
+    if (int8_dot_applies(w)) return quant_matmul_int8(w, x, n_tokens, y, pool);
     constexpr int64_t rows_per_task = 16;
     pool.run((w.n_out + rows_per_task - 1) / rows_per_task, [&](int64_t task, int) {
         std::vector<float> row(static_cast<size_t>(w.n_in));

@@ -321,6 +321,7 @@ const QuantIsa neon_quant_isa = {
     .decode_row = neon::quant_decode_row,
     .int8_slot = neon_int8::slot,
     .gemv_int8 = neon_int8::gemv,
+    .gemm_int8 = nullptr,
 };
 
 }  // namespace anelm::kernels

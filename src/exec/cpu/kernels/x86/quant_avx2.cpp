@@ -412,6 +412,7 @@ const QuantIsa avx2_quant_isa = {
     .decode_row = avx2::quant_decode_row,
     .int8_slot = avx2_int8::slot,
     .gemv_int8 = avx2_int8::gemv,
+    .gemm_int8 = nullptr,
 };
 
 }  // namespace anelm::kernels

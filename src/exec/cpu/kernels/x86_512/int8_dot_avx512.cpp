@@ -14,6 +14,10 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
 #include "exec/cpu/kernels/gemv_prefetch.h"
 
 namespace anelm::kernels::avx512_int8 {
@@ -149,6 +153,99 @@ void gemv_rows(const QuantMatrix& w, const Int8Rows& x, int64_t o0, int64_t o1, 
     for (; o < o1; ++o) rows<C, 1>(w, x, o, tables, loaded, y);
 }
 
+// Many tokens: a tile of 16 rows is packed once as unsigned weights, for each
+// group of 4 inputs (in slot order) 16 dwords, one per row, so that one
+// vpdpbusd takes 4 inputs of 16 rows against 4 inputs of a token broadcast
+// to every lane. Tokens go 8 at a time through the packed tile.
+constexpr int tile_rows = 16;
+constexpr int tile_tokens = 12;
+
+// Rows o.. o + n_rows - 1 (n_rows <= 16) packed into n_in * 16 bytes; rows
+// past n_rows are zero weights (128). rows_buffer holds 16 rows of n_in.
+template <Codes C>
+void pack_tile(const QuantMatrix& w, int64_t o, int n_rows, uint8_t* rows_buffer, uint8_t* packed) {
+    const int64_t n_in = w.n_in, n_blocks = n_in / int8_block;
+    for (int r = 0; r < tile_rows; ++r) {
+        uint8_t* out = rows_buffer + r * n_in;
+        if (r >= n_rows) {
+            std::memset(out, 128, static_cast<size_t>(n_in));
+            continue;
+        }
+        const __m512i table = load_table<C>(row_entries(w, o + r));
+        const uint8_t* row = w.codes + (o + r) * w.row_bytes();
+        for (int64_t b = 0; b < n_blocks; ++b) {
+            __m512i first, second;
+            block_weights<C>(row + b * block_bytes<C>, table, first, second);
+            _mm512_storeu_si512(out + b * int8_block, first);
+            _mm512_storeu_si512(out + b * int8_block + 64, second);
+        }
+    }
+    const __m512i row_starts =
+        _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                           _mm512_set1_epi32(static_cast<int>(n_in)));
+    for (int64_t k = 0; k < n_in; k += 4) {
+        _mm512_storeu_si512(packed + k * tile_rows,
+                            _mm512_i32gather_epi32(row_starts, rows_buffer + k, 1));
+    }
+}
+
+// y[t * ldy + o + r] for T tokens from t0 and the rows of one packed tile.
+template <int T>
+void tile_product(const uint8_t* packed, const Int8Rows& x, int64_t t0, __m512 scales,
+                  __mmask16 rows, float* y, int64_t ldy) {
+    const int64_t n_in = x.n_in, n_blocks = n_in / int8_block;
+    __m512 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        __m512i dot[T];
+        for (int t = 0; t < T; ++t)
+            dot[t] = _mm512_set1_epi32(-128 * x.sum[(t0 + t) * n_blocks + b]);
+        const uint8_t* pw = packed + b * int8_block * tile_rows;
+        const int8_t* xq = x.q + t0 * n_in + b * int8_block;
+        for (int64_t k = 0; k < int8_block; k += 4) {
+            const __m512i wv = _mm512_loadu_si512(pw + k * tile_rows);
+            for (int t = 0; t < T; ++t) {
+                int32_t four;
+                std::memcpy(&four, xq + t * n_in + k, 4);
+                dot[t] = _mm512_dpbusd_epi32(dot[t], wv, _mm512_set1_epi32(four));
+            }
+        }
+        for (int t = 0; t < T; ++t) {
+            const __m512 d = _mm512_set1_ps(x.scale[(t0 + t) * n_blocks + b]);
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[t]), d, acc[t]);
+        }
+    }
+    for (int t = 0; t < T; ++t) {
+        _mm512_mask_storeu_ps(y + (t0 + t) * ldy, rows, _mm512_mul_ps(acc[t], scales));
+    }
+}
+
+using TileFn = void (*)(const uint8_t*, const Int8Rows&, int64_t, __m512, __mmask16, float*,
+                        int64_t);
+constexpr TileFn tile_products[tile_tokens] = {
+    tile_product<1>, tile_product<2>, tile_product<3>,  tile_product<4>,
+    tile_product<5>, tile_product<6>, tile_product<7>,  tile_product<8>,
+    tile_product<9>, tile_product<10>, tile_product<11>, tile_product<12>};
+
+template <Codes C>
+void gemm_rows(const QuantMatrix& w, const Int8Rows& x, int64_t n_tokens, int64_t o0, int64_t o1,
+               float* y, int64_t ldy) {
+    thread_local std::vector<uint8_t> rows_buffer, packed;
+    rows_buffer.resize(static_cast<size_t>(tile_rows * w.n_in));
+    packed.resize(rows_buffer.size());
+    for (int64_t o = o0; o < o1; o += tile_rows) {
+        const int n_rows = static_cast<int>(std::min<int64_t>(tile_rows, o1 - o));
+        pack_tile<C>(w, o, n_rows, rows_buffer.data(), packed.data());
+        alignas(64) float scales[tile_rows] = {};
+        for (int r = 0; r < n_rows; ++r) scales[r] = row_scale(w, o + r);
+        const auto rows = static_cast<__mmask16>((1u << n_rows) - 1);
+        for (int64_t t0 = 0; t0 < n_tokens; t0 += tile_tokens) {
+            const int64_t n = std::min<int64_t>(tile_tokens, n_tokens - t0);
+            tile_products[n - 1](packed.data(), x, t0, _mm512_load_ps(scales), rows, y + o, ldy);
+        }
+    }
+}
+
 }  // namespace
 
 int64_t slot(int nbits, int64_t e) {
@@ -160,6 +257,13 @@ void gemv(const QuantMatrix& w, const Int8Rows& x, int64_t o0, int64_t o1, float
     if (w.kind == QuantKind::int8) return gemv_rows<Codes::bytes>(w, x, o0, o1, y);
     if (w.nbits == 6) return gemv_rows<Codes::six_bits>(w, x, o0, o1, y);
     gemv_rows<Codes::nibbles>(w, x, o0, o1, y);
+}
+
+void gemm(const QuantMatrix& w, const Int8Rows& x, int64_t n_tokens, int64_t o0, int64_t o1,
+          float* y, int64_t ldy) {
+    if (w.kind == QuantKind::int8) return gemm_rows<Codes::bytes>(w, x, n_tokens, o0, o1, y, ldy);
+    if (w.nbits == 6) return gemm_rows<Codes::six_bits>(w, x, n_tokens, o0, o1, y, ldy);
+    gemm_rows<Codes::nibbles>(w, x, n_tokens, o0, o1, y, ldy);
 }
 
 }  // namespace anelm::kernels::avx512_int8

@@ -474,6 +474,7 @@ const QuantIsa avx512_quant_isa = {
     .decode_row = avx512_quant::quant_decode_row,
     .int8_slot = avx512_int8::slot,
     .gemv_int8 = avx512_int8::gemv,
+    .gemm_int8 = avx512_int8::gemm,
 };
 
 }  // namespace anelm::kernels
