@@ -74,7 +74,7 @@ void add_weight_options(CLI::App& app, RunOptions& options) {
                    "embed=|ffn=|head= none, BITS, BITS:GROUP, int8, int4 (docs/quantization.md)")
         ->capture_default_str();
     app.add_option("--quant-dot", options.quant_dot,
-                   "how generation multiplies quantized weights: int8 (activations rounded to "
+                   "how quantized weights are multiplied: int8 (activations rounded to "
                    "8 bits per block of 128, summed in integers where the processor can; "
                    "faster) or exact (f32 activations and tables)")
         ->check(CLI::IsMember({"int8", "exact"}))
