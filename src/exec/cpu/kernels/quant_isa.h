@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/half.h"
 #include "exec/cpu/kernels/quant_kernels.h"
 
 namespace anelm::kernels {
@@ -18,7 +19,27 @@ struct Int8Rows {
     const float* scale = nullptr;  // d of each block, n_in / int8_block per token
     const int32_t* sum = nullptr;  // the sum of each block's q
     int64_t n_in = 0;
+
+    // Token t alone.
+    Int8Rows token(int64_t t) const {
+        const int64_t n_blocks = n_in / int8_block;
+        return {q + t * n_in, scale + t * n_blocks, sum + t * n_blocks, n_in};
+    }
 };
+
+// What the integer leaves of every instruction set read of row o: its int8
+// entries (null for int8 codes) and the scale of its sums. Internal linkage,
+// as the files including this are compiled for different instruction sets.
+static inline const int8_t* int8_row_entries(const QuantMatrix& w, int64_t o) {
+    static constexpr int8_t int4_entries[16] = {0,  1,  2,  3,  4,  5,  6,  7,
+                                                -8, -7, -6, -5, -4, -3, -2, -1};
+    if (w.kind == QuantKind::lut) return w.dot_lut + ((o / w.group) << w.nbits);
+    return w.kind == QuantKind::int4 ? int4_entries : nullptr;
+}
+
+static inline float int8_row_scale(const QuantMatrix& w, int64_t o) {
+    return w.kind == QuantKind::lut ? w.dot_scale[o / w.group] : f16_to_f32(w.scales[o]);
+}
 
 struct QuantIsa {
     const char* name;

@@ -94,15 +94,11 @@ Int8Rows round_rows_to_int8(const QuantIsa& isa, const QuantMatrix& w, const flo
 // Up to quant_gemv_max_tokens: one token after another through the rows.
 void matmul_gemv_int8(const QuantIsa& isa, const QuantMatrix& w, const Int8Rows& x,
                       int64_t n_tokens, float* y, ThreadPool& pool) {
-    const int64_t n_blocks = w.n_in / int8_block;
     const GemvSplit split = gemv_split(w.n_out, w.row_bytes(), 1, 1, pool.size());
     pool.run(split.n_tasks(), [&](int64_t task, int) {
         const int64_t o0 = split.begin(task), o1 = split.begin(task + 1);
-        for (int64_t t = 0; t < n_tokens; ++t) {
-            const Int8Rows token{x.q + t * w.n_in, x.scale + t * n_blocks, x.sum + t * n_blocks,
-                                 w.n_in};
-            isa.gemv_int8(w, token, o0, o1, y + t * w.n_out);
-        }
+        for (int64_t t = 0; t < n_tokens; ++t)
+            isa.gemv_int8(w, x.token(t), o0, o1, y + t * w.n_out);
     });
 }
 
@@ -220,7 +216,7 @@ void quant_matmul(const QuantIsa& isa, const QuantMatrix& w, const float* x, int
         const Int8Rows rows = round_rows_to_int8(isa, w, x, n_tokens, pool);
         few_tokens ? matmul_gemv_int8(isa, w, rows, n_tokens, y, pool)
                    : matmul_gemm_int8(isa, w, rows, n_tokens, y, pool);
-    } else if (n_tokens <= quant_gemv_max_tokens) {
+    } else if (few_tokens) {
         matmul_gemv(isa, w, x, n_tokens, y, pool);
     } else {
         matmul_gemm(isa, w, x, n_tokens, y, pool);

@@ -22,8 +22,6 @@ constexpr int64_t block_bytes = C == Codes::nibbles    ? 64
                                 : C == Codes::six_bits ? 96
                                                        : 128;
 
-constexpr int8_t int4_entries[16] = {0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1};
-
 // A row's int8 entries in both lanes: one sub-table for 4-bit codes, four
 // (pre-XOR-ed) for 6-bit codes.
 struct Table {
@@ -137,29 +135,19 @@ void rows_dot(const uint8_t* rows, int64_t row_bytes, const Table* tables, const
     for (int r = 0; r < R; ++r) sums[r] = avx2::hsum(acc[r]);
 }
 
-// The int8 entries row o looks up, null for int8 codes.
-const int8_t* row_entries(const QuantMatrix& w, int64_t o) {
-    if (w.kind == QuantKind::lut) return w.dot_lut + ((o / w.group) << w.nbits);
-    return w.kind == QuantKind::int4 ? int4_entries : nullptr;
-}
-
-float row_scale(const QuantMatrix& w, int64_t o) {
-    return w.kind == QuantKind::lut ? w.dot_scale[o / w.group] : _cvtsh_ss(w.scales[o]);
-}
-
 // Rows o.. o + R - 1, their tables loaded unless already in place.
 template <Codes C, int R>
 void rows(const QuantMatrix& w, const Int8Rows& x, int64_t o, Table* tables, const int8_t** loaded,
           float* y) {
     if constexpr (C != Codes::bytes) {
         for (int r = 0; r < R; ++r) {
-            const int8_t* entries = row_entries(w, o + r);
+            const int8_t* entries = int8_row_entries(w, o + r);
             if (entries != loaded[r]) load_table<C>(loaded[r] = entries, tables[r]);
         }
     }
     float sums[R];
     rows_dot<C, R>(w.codes + o * w.row_bytes(), w.row_bytes(), tables, x, sums);
-    for (int r = 0; r < R; ++r) y[o + r] = sums[r] * row_scale(w, o + r);
+    for (int r = 0; r < R; ++r) y[o + r] = sums[r] * int8_row_scale(w, o + r);
 }
 
 template <Codes C>

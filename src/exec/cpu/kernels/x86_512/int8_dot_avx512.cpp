@@ -32,8 +32,6 @@ constexpr int64_t block_bytes = C == Codes::nibbles    ? 64
                                 : C == Codes::six_bits ? 96
                                                        : 128;
 
-constexpr int8_t int4_entries[16] = {0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1};
-
 inline __m512i flip_sign_bits(__m512i v) {
     return _mm512_xor_si512(v, _mm512_set1_epi8(static_cast<char>(0x80)));
 }
@@ -118,29 +116,19 @@ void rows_dot(const uint8_t* rows, int64_t row_bytes, const __m512i* tables, con
     for (int r = 0; r < R; ++r) sums[r] = _mm512_reduce_add_ps(acc[r]);
 }
 
-// The int8 entries row o looks up, null for int8 codes.
-const int8_t* row_entries(const QuantMatrix& w, int64_t o) {
-    if (w.kind == QuantKind::lut) return w.dot_lut + ((o / w.group) << w.nbits);
-    return w.kind == QuantKind::int4 ? int4_entries : nullptr;
-}
-
-float row_scale(const QuantMatrix& w, int64_t o) {
-    return w.kind == QuantKind::lut ? w.dot_scale[o / w.group] : _cvtsh_ss(w.scales[o]);
-}
-
 // Rows o.. o + R - 1, their tables loaded unless already in place.
 template <Codes C, int R>
 void rows(const QuantMatrix& w, const Int8Rows& x, int64_t o, __m512i* tables,
           const int8_t** loaded, float* y) {
     if constexpr (C != Codes::bytes) {
         for (int r = 0; r < R; ++r) {
-            const int8_t* entries = row_entries(w, o + r);
+            const int8_t* entries = int8_row_entries(w, o + r);
             if (entries != loaded[r]) tables[r] = load_table<C>(loaded[r] = entries);
         }
     }
     float sums[R];
     rows_dot<C, R>(w.codes + o * w.row_bytes(), w.row_bytes(), tables, x, sums);
-    for (int r = 0; r < R; ++r) y[o + r] = sums[r] * row_scale(w, o + r);
+    for (int r = 0; r < R; ++r) y[o + r] = sums[r] * int8_row_scale(w, o + r);
 }
 
 template <Codes C>
@@ -171,7 +159,7 @@ void pack_tile(const QuantMatrix& w, int64_t o, int n_rows, uint8_t* rows_buffer
             std::memset(out, 128, static_cast<size_t>(n_in));
             continue;
         }
-        const __m512i table = load_table<C>(row_entries(w, o + r));
+        const __m512i table = load_table<C>(int8_row_entries(w, o + r));
         const uint8_t* row = w.codes + (o + r) * w.row_bytes();
         for (int64_t b = 0; b < n_blocks; ++b) {
             __m512i first, second;
@@ -223,8 +211,8 @@ void tile_product(const uint8_t* packed, const Int8Rows& x, int64_t t0, __m512 s
 using TileFn = void (*)(const uint8_t*, const Int8Rows&, int64_t, __m512, __mmask16, float*,
                         int64_t);
 constexpr TileFn tile_products[tile_tokens] = {
-    tile_product<1>, tile_product<2>, tile_product<3>,  tile_product<4>,
-    tile_product<5>, tile_product<6>, tile_product<7>,  tile_product<8>,
+    tile_product<1>, tile_product<2>,  tile_product<3>,  tile_product<4>,
+    tile_product<5>, tile_product<6>,  tile_product<7>,  tile_product<8>,
     tile_product<9>, tile_product<10>, tile_product<11>, tile_product<12>};
 
 template <Codes C>
@@ -237,7 +225,7 @@ void gemm_rows(const QuantMatrix& w, const Int8Rows& x, int64_t n_tokens, int64_
         const int n_rows = static_cast<int>(std::min<int64_t>(tile_rows, o1 - o));
         pack_tile<C>(w, o, n_rows, rows_buffer.data(), packed.data());
         alignas(64) float scales[tile_rows] = {};
-        for (int r = 0; r < n_rows; ++r) scales[r] = row_scale(w, o + r);
+        for (int r = 0; r < n_rows; ++r) scales[r] = int8_row_scale(w, o + r);
         const auto rows = static_cast<__mmask16>((1u << n_rows) - 1);
         for (int64_t t0 = 0; t0 < n_tokens; t0 += tile_tokens) {
             const int64_t n = std::min<int64_t>(tile_tokens, n_tokens - t0);
