@@ -45,7 +45,7 @@ void QuantizedMatrix::decode_row(int64_t o, float* out) const {
 }
 
 std::vector<uint8_t> coreml_codes(const QuantizedMatrix& q) {
-    if (q.n_in * q.nbits % 8 == 0) return q.codes;
+    if (q.n_in * q.nbits % 8 == 0) return {q.codes.begin(), q.codes.end()};
     std::vector<uint8_t> out(static_cast<size_t>(packed_bytes(q.n_out * q.n_in, q.nbits)), 0);
     std::vector<uint8_t> row(static_cast<size_t>(q.n_in));
     for (int64_t o = 0; o < q.n_out; ++o) {

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/aligned_allocator.h"
 #include "base/thread_pool.h"
 #include "exec/cpu/kernels/quant_kernels.h"
 
@@ -28,8 +29,9 @@ struct QuantizedMatrix {
     int nbits = 4;
     int64_t n_out = 0;
     int64_t n_in = 0;
-    int64_t group_size = 0;        // lut: rows per table; 0 = one table for the tensor
-    std::vector<uint8_t> codes;    // n_out rows of row_bytes()
+    int64_t group_size = 0;  // lut: rows per table; 0 = one table for the tensor
+    // n_out rows of row_bytes(), 64-byte aligned for whole-line vector loads.
+    std::vector<uint8_t, AlignedAllocator<uint8_t>> codes;
     std::vector<uint16_t> lut;     // lut: f16 [n_tables(), 2^nbits]
     std::vector<uint16_t> scales;  // int8 / int4: f16 [n_out]
     // Integer dot products (kernels::int8_dot_applies), and for lut the

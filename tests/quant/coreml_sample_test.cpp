@@ -47,7 +47,9 @@ TEST(CoreMLSample, PalettizedIndicesAndLutMapOntoQuantizedMatrix) {
     q.n_out = 32;
     q.n_in = 16;
     q.group_size = 4;
-    q.codes = blob(file, 64, 11);  // UInt4, offsets from the package's model.mlmodel
+    const std::vector<uint8_t> code_bytes =
+        blob(file, 64, 11);  // UInt4, offsets from model.mlmodel
+    q.codes.assign(code_bytes.begin(), code_bytes.end());
     const std::vector<uint8_t> lut_bytes = blob(file, 384, 1);  // Float16
     ASSERT_EQ(static_cast<int64_t>(q.codes.size()), q.n_out * q.row_bytes());
     ASSERT_EQ(lut_bytes.size(), 8u * 16 * 2);
@@ -55,7 +57,7 @@ TEST(CoreMLSample, PalettizedIndicesAndLutMapOntoQuantizedMatrix) {
     std::memcpy(q.lut.data(), lut_bytes.data(), lut_bytes.size());
 
     EXPECT_EQ(coreml_lut_shape(q), (std::array<int64_t, 4>{8, 1, 16, 1}));
-    EXPECT_EQ(coreml_codes(q), q.codes);
+    EXPECT_EQ(coreml_codes(q), code_bytes);
 
     // Element (o, i) is code o * 16 + i of the LSB-first stream, looked up in table o / 4.
     std::vector<uint8_t> stream(32 * 16);
