@@ -4,6 +4,7 @@
 #include <array>
 #include <vector>
 
+#include "base/aligned_allocator.h"
 #include "base/error.h"
 #include "exec/cpu/kernels/gemv_split.h"
 #include "exec/cpu/kernels/isa.h"
@@ -62,7 +63,7 @@ void matmul_gemv(const QuantIsa& isa, const QuantMatrix& w, const float* x, int6
 Int8Rows round_rows_to_int8(const QuantIsa& isa, const QuantMatrix& w, const float* x,
                             int64_t n_tokens, ThreadPool& pool) {
     const int64_t n_blocks = w.n_in / int8_block;
-    thread_local std::vector<int8_t> q_buffer;
+    thread_local std::vector<int8_t, AlignedAllocator<int8_t>> q_buffer;
     thread_local std::vector<float> scale_buffer;
     thread_local std::vector<int32_t> sum_buffer;
     q_buffer.resize(static_cast<size_t>(n_tokens * w.n_in));

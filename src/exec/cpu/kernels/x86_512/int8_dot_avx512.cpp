@@ -18,6 +18,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/aligned_allocator.h"
 #include "exec/cpu/kernels/gemv_prefetch.h"
 
 namespace anelm::kernels::avx512_int8 {
@@ -218,7 +219,7 @@ constexpr TileFn tile_products[tile_tokens] = {
 template <Codes C>
 void gemm_rows(const QuantMatrix& w, const Int8Rows& x, int64_t n_tokens, int64_t o0, int64_t o1,
                float* y, int64_t ldy) {
-    thread_local std::vector<uint8_t> rows_buffer, packed;
+    thread_local std::vector<uint8_t, AlignedAllocator<uint8_t>> rows_buffer, packed;
     rows_buffer.resize(static_cast<size_t>(tile_rows * w.n_in));
     packed.resize(rows_buffer.size());
     for (int64_t o = o0; o < o1; o += tile_rows) {
