@@ -4,7 +4,8 @@
 // 16 entries repeated in each 128-bit lane), by vpermb (6-bit codes, 64
 // entries in one register) or flipped in place (int8 codes). The extra 128
 // adds 128 * sum q to a block's sum, so each block's accumulator starts that
-// far below zero and the block stays exact in integers.
+// far below zero and the block stays exact in integers. gemv streams rows
+// for a few tokens; gemm packs tiles of rows once for many.
 
 // GCC 12 flags its own _mm512_undefined_* inside AVX-512 intrinsics.
 #pragma GCC diagnostic ignored "-Wuninitialized"
