@@ -1,4 +1,4 @@
-// AVX-512 (F, BW, VL, DQ, VBMI) + FMA + F16C leaves for quantized matrices
+// AVX-512 (F, BW, VL, DQ, VBMI, VNNI) + FMA + F16C leaves for quantized matrices
 // (the integer dot products are in int8_dot_avx512.cpp).
 // Up to 4 bits, a row's table lives in a register as 16 f32 (narrower tables
 // repeated to 16 entries, so that vpermps, which reads only the low 4 bits of
