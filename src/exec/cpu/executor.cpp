@@ -215,10 +215,15 @@ std::span<const float> Executor::run(size_t fn_index, std::span<const int32_t> t
         kernels::round_to_f16_row(rope_sin_.data(), static_cast<int64_t>(rope_floats));
     }
 
+    stacked_begin_ = stacked_end_ = 0;
     for (size_t i = 0; i < fn.nodes.size(); ++i) {
         const ir::Node& node = fn.nodes[i];
         if (node.op == ir::Op::input) continue;
         const int64_t node_rows = node.per_token ? rows : 1;
+        if (i >= stacked_end_) {
+            stacked_begin_ = i;
+            stacked_end_ = stack_linears(fn, plan, i, rows);
+        }
         run_node(fn, plan, i, rows, state);
         float* out = arena_.data() + plan.offset[i];
         const int64_t n = node_rows * node.width;
@@ -241,6 +246,28 @@ void Executor::in_pieces(int64_t n, const std::function<void(int64_t begin, int6
         const int64_t begin = std::min(n, task * piece);
         fn(begin, std::min(n, begin + piece) - begin);
     });
+}
+
+size_t Executor::stack_linears(const ir::Function& fn, const Plan& plan, size_t index,
+                               int64_t rows) {
+    const ir::Node& first = fn.nodes[index];
+    const auto stackable = [&](const ir::Node& node) {
+        return node.op == ir::Op::linear && node.inputs[0] == first.inputs[0] &&
+               !program_.weights[node.weight].quantized &&
+               weight_view(node.weight).dtype == weight_view(first.weight).dtype;
+    };
+    if (rows != 1 || !stackable(first)) return index;
+    size_t end = index + 1;
+    while (end < fn.nodes.size() && stackable(fn.nodes[end])) ++end;
+    if (end - index < 2) return index;
+    std::vector<kernels::Matrix> ws;
+    std::vector<float*> ys;
+    for (size_t k = index; k < end; ++k) {
+        ws.push_back(as_matrix(weight_view(fn.nodes[k].weight)));
+        ys.push_back(arena_.data() + plan.offset[k]);
+    }
+    kernels::matvec_stacked(ws, arena_.data() + plan.offset[first.inputs[0]], ys, pool_);
+    return end;
 }
 
 void Executor::run_node(const ir::Function& fn, const Plan& plan, size_t index, int64_t rows,
@@ -273,7 +300,9 @@ void Executor::run_node(const ir::Function& fn, const Plan& plan, size_t index, 
         }
         case ir::Op::linear: {
             const ir::Weight& w = program_.weights[node.weight];
-            if (w.quantized) {
+            if (index >= stacked_begin_ && index < stacked_end_) {
+                // The product is made (stack_linears).
+            } else if (w.quantized) {
                 quant::quant_matmul(*w.quantized, in(0), n_rows, out, pool_);
             } else {
                 kernels::matmul(as_matrix(weight_view(node.weight)), in(0), n_rows, out, pool_);

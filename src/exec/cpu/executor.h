@@ -51,6 +51,11 @@ private:
     const Plan& plan_for(size_t fn);
     void run_node(const ir::Function& fn, const Plan& plan, size_t index, int64_t rows,
                   ExecState& state);
+    // For one token: the dense linear nodes from `index` on that read the same
+    // input with weights of one dtype (q, k, v; gate, up) get their products in
+    // one dispatch, and run_node then only adds their biases. Returns the end
+    // of that run, `index` when it would hold fewer than two nodes.
+    size_t stack_linears(const ir::Function& fn, const Plan& plan, size_t index, int64_t rows);
     // fn(begin, count) over [0, n), split across the threads when n is large.
     void in_pieces(int64_t n, const std::function<void(int64_t begin, int64_t count)>& fn);
     const std::vector<float>& weight_f32(ir::WeightId id);
@@ -69,6 +74,7 @@ private:
     std::vector<int32_t> ids_, positions_;
     std::vector<float> rope_cos_, rope_sin_;  // [rope][token][head_dim / 2] for this call
     int64_t pos0_ = 0;
+    size_t stacked_begin_ = 0, stacked_end_ = 0;  // nodes whose products stack_linears made
 };
 
 }  // namespace anelm

@@ -37,6 +37,11 @@ void force_scalar(bool on);
 // y[t, o] = sum_i x[t, i] * w[o, i] for t < n_tokens.
 // x: f32 [n_tokens, n_in]; y: f32 [n_tokens, n_out]. Split across the pool.
 void matmul(const Matrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+// ys[k][o] = sum_i x[i] * ws[k][o, i] for one token and matrices of one dtype
+// and n_in: the product of their rows stacked, in one dispatch (each row's
+// sum is the one matmul computes).
+void matvec_stacked(const std::vector<Matrix>& ws, const float* x, const std::vector<float*>& ys,
+                    ThreadPool& pool);
 
 // y = x / sqrt(mean(x^2) + eps) * (gain_offset + gain), over one row of n values.
 // A null gain means no gain (plain normalisation). Gemma uses gain_offset 1.
@@ -65,15 +70,15 @@ void round_to_f16_row(float* x, int64_t n);
 
 // Causal attention of a block of queries against an f16 KV cache.
 struct AttentionArgs {
-    const float* q = nullptr;         // f32 [n_tokens, n_head, head_dim]
-    const uint16_t* k = nullptr;      // f16 [n_head_kv, n_ctx, head_dim]
-    const uint16_t* v = nullptr;      // f16 [n_head_kv, n_ctx, head_dim]
-    float* out = nullptr;             // f32 [n_tokens, n_head, head_dim]
+    const float* q = nullptr;     // f32 [n_tokens, n_head, head_dim]
+    const uint16_t* k = nullptr;  // f16 [n_head_kv, n_ctx, head_dim]
+    const uint16_t* v = nullptr;  // f16 [n_head_kv, n_ctx, head_dim]
+    float* out = nullptr;         // f32 [n_tokens, n_head, head_dim]
     int64_t n_tokens = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_ctx = 0;
     int64_t pos0 = 0;  // query t sits at position pos0 + t and sees keys [0, pos0 + t]
     float scale = 1.0f;
-    int64_t window = 0;   // > 0: query t sees only keys (pos0 + t - window, pos0 + t]
-    float softcap = 0;    // > 0: scores become softcap * tanh(score / softcap)
+    int64_t window = 0;       // > 0: query t sees only keys (pos0 + t - window, pos0 + t]
+    float softcap = 0;        // > 0: scores become softcap * tanh(score / softcap)
     bool f16_scores = false;  // store scaled scores and probabilities as IEEE half
 };
 void attention(const AttentionArgs& args, ThreadPool& pool);
@@ -81,6 +86,11 @@ void attention(const AttentionArgs& args, ThreadPool& pool);
 // The scalar references: plain loops, the definition the SIMD paths are tested against.
 namespace ref {
 void matmul(const Matrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+// ys[k][o] = sum_i x[i] * ws[k][o, i] for one token and matrices of one dtype
+// and n_in: the product of their rows stacked, in one dispatch (each row's
+// sum is the one matmul computes).
+void matvec_stacked(const std::vector<Matrix>& ws, const float* x, const std::vector<float*>& ys,
+                    ThreadPool& pool);
 void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, float eps, float* y);
 void softmax(float* x, int64_t n);
 void silu_mul(const float* gate, const float* up, int64_t n, float* out);

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "base/error.h"
 #include "exec/cpu/kernels/gemv_split.h"
 #include "exec/cpu/kernels/isa.h"
 
@@ -31,8 +32,8 @@ int64_t ceil_div(int64_t a, int64_t b) {
 
 void matmul_gemv(const Isa& isa, const Matrix& w, const float* x, int64_t n_tokens, float* y,
                  ThreadPool& pool) {
-    const GemvSplit split =
-        gemv_split(w.n_out, w.n_in * static_cast<int64_t>(dtype_size(w.dtype)), n_tokens, isa.gemv_tokens, pool.size());
+    const GemvSplit split = gemv_split(w.n_out, w.n_in * static_cast<int64_t>(dtype_size(w.dtype)),
+                                       n_tokens, isa.gemv_tokens, pool.size());
     pool.run(split.n_tasks(), [&](int64_t task, int) {
         const int64_t o0 = split.begin(task), o1 = split.begin(task + 1);
         for (int64_t t0 = 0; t0 < n_tokens; t0 += isa.gemv_tokens) {
@@ -140,6 +141,32 @@ void matmul(const Matrix& w, const float* x, int64_t n_tokens, float* y, ThreadP
     } else {
         matmul_gemm(*isa, w, x, n_tokens, y, pool);
     }
+}
+
+void matvec_stacked(const std::vector<Matrix>& ws, const float* x, const std::vector<float*>& ys,
+                    ThreadPool& pool) {
+    const Isa* isa = active();
+    int64_t n_out = 0;
+    for (const Matrix& w : ws) {
+        check_matrix(w);
+        if (w.dtype != ws[0].dtype || w.n_in != ws[0].n_in)
+            fail("matvec_stacked: matrices of different dtypes or widths");
+        n_out += w.n_out;
+    }
+    if (!isa || ws.empty() || ws[0].n_in == 0) {
+        for (size_t k = 0; k < ws.size(); ++k) matmul(ws[k], x, 1, ys[k], pool);
+        return;
+    }
+    const int64_t row_bytes = ws[0].n_in * static_cast<int64_t>(dtype_size(ws[0].dtype));
+    const GemvSplit split = gemv_split(n_out, row_bytes, 1, isa->gemv_tokens, pool.size());
+    pool.run(split.n_tasks(), [&](int64_t task, int) {
+        const int64_t o0 = split.begin(task), o1 = split.begin(task + 1);
+        int64_t first = 0;  // stacked index of matrix k's row 0
+        for (size_t k = 0; k < ws.size() && first < o1; first += ws[k++].n_out) {
+            const int64_t lo = std::max(o0, first), hi = std::min(o1, first + ws[k].n_out);
+            if (lo < hi) isa->gemv(ws[k], x, 1, lo - first, hi - first, ys[k], ws[k].n_out);
+        }
+    });
 }
 
 }  // namespace anelm::kernels
