@@ -9,18 +9,13 @@
 #include <arm_neon.h>
 
 #include "exec/cpu/kernels/gemv_prefetch.h"
+#include "exec/cpu/kernels/int8_rows.h"
 
 namespace anelm::kernels::neon_int8 {
 
 namespace {
 
-enum class Codes { nibbles, six_bits, bytes };
-
-// Bytes of one row's codes per block of int8_block inputs.
-template <Codes C>
-constexpr int64_t block_bytes = C == Codes::nibbles    ? 64
-                                : C == Codes::six_bits ? 96
-                                                       : 128;
+using Codes = Int8Codes;
 
 // A row's int8 entries: 16 (4-bit codes) or 64 (6-bit codes).
 struct Table {
@@ -71,18 +66,15 @@ inline void block_weights(const uint8_t* p, const Table& t, int8x16_t w[8]) {
     }
 }
 
-// Codes are streamed once: ask for them this far ahead of use.
-constexpr int64_t prefetch_bytes = 2048;
-
 // sums[r] = sum_b d_b * (block b of row r . q) for R consecutive rows, each
 // block of x loaded once for all R.
 template <Codes C, int R>
 void rows_dot(const uint8_t* rows, int64_t row_bytes, const Table* tables, const Int8Rows& x,
               float* sums) {
-    constexpr int64_t bb = block_bytes<C>;
+    constexpr int64_t bb = int8_block_bytes<C>;
     float32x4_t acc[R];
     for (int r = 0; r < R; ++r) acc[r] = vdupq_n_f32(0.0f);
-    const int64_t ahead = R * row_bytes <= 8192 ? row_bytes : prefetch_bytes;
+    const int64_t ahead = int8_prefetch_ahead(R, row_bytes);
     const int64_t n_blocks = x.n_in / int8_block;
     for (int64_t b = 0; b < n_blocks; ++b) {
         const int64_t at = b * bb;
@@ -102,30 +94,20 @@ void rows_dot(const uint8_t* rows, int64_t row_bytes, const Table* tables, const
     for (int r = 0; r < R; ++r) sums[r] = vaddvq_f32(acc[r]);
 }
 
-// Rows o.. o + R - 1, their tables loaded unless already in place.
-template <Codes C, int R>
-void rows(const QuantMatrix& w, const Int8Rows& x, int64_t o, Table* tables, const int8_t** loaded,
-          float* y) {
-    if constexpr (C != Codes::bytes) {
-        for (int r = 0; r < R; ++r) {
-            const int8_t* entries = int8_row_entries(w, o + r);
-            if (entries != loaded[r]) load_table<C>(loaded[r] = entries, tables[r]);
-        }
-    }
-    float sums[R];
-    rows_dot<C, R>(w.codes + o * w.row_bytes(), w.row_bytes(), tables, x, sums);
-    for (int r = 0; r < R; ++r) y[o + r] = sums[r] * int8_row_scale(w, o + r);
-}
-
+// The matrix-vector leaf int8_gemv_rows drives.
 template <Codes C>
-void gemv_rows(const QuantMatrix& w, const Int8Rows& x, int64_t o0, int64_t o1, float* y) {
-    constexpr int R = 4;
-    Table tables[R] = {};
-    const int8_t* loaded[R] = {};
-    int64_t o = o0;
-    for (; o + R <= o1; o += R) rows<C, R>(w, x, o, tables, loaded, y);
-    for (; o < o1; ++o) rows<C, 1>(w, x, o, tables, loaded, y);
-}
+struct GemvLeaf {
+    using Table = neon_int8::Table;
+    static constexpr int rows = 4;
+    static void load_table(const int8_t* entries, Table& t) {
+        neon_int8::load_table<C>(entries, t);
+    }
+    template <int R>
+    static void rows_dot(const uint8_t* rows, int64_t row_bytes, const Table* tables,
+                         const Int8Rows& x, float* sums) {
+        neon_int8::rows_dot<C, R>(rows, row_bytes, tables, x, sums);
+    }
+};
 
 }  // namespace
 
@@ -140,9 +122,7 @@ int64_t slot(int nbits, int64_t e) {
 }
 
 void gemv(const QuantMatrix& w, const Int8Rows& x, int64_t o0, int64_t o1, float* y) {
-    if (w.kind == QuantKind::int8) return gemv_rows<Codes::bytes>(w, x, o0, o1, y);
-    if (w.nbits == 6) return gemv_rows<Codes::six_bits>(w, x, o0, o1, y);
-    gemv_rows<Codes::nibbles>(w, x, o0, o1, y);
+    int8_gemv<GemvLeaf>(w, x, o0, o1, y);
 }
 
 }  // namespace anelm::kernels::neon_int8

@@ -21,18 +21,13 @@
 
 #include "base/aligned_allocator.h"
 #include "exec/cpu/kernels/gemv_prefetch.h"
+#include "exec/cpu/kernels/int8_rows.h"
 
 namespace anelm::kernels::avx512_int8 {
 
 namespace {
 
-enum class Codes { nibbles, six_bits, bytes };
-
-// Bytes of one row's codes per block of int8_block inputs.
-template <Codes C>
-constexpr int64_t block_bytes = C == Codes::nibbles    ? 64
-                                : C == Codes::six_bits ? 96
-                                                       : 128;
+using Codes = Int8Codes;
 
 inline __m512i flip_sign_bits(__m512i v) {
     return _mm512_xor_si512(v, _mm512_set1_epi8(static_cast<char>(0x80)));
@@ -85,18 +80,15 @@ inline void block_weights(const uint8_t* p, __m512i table, __m512i& first, __m51
     }
 }
 
-// Codes are streamed once: ask for them this far ahead of use.
-constexpr int64_t prefetch_bytes = 2048;
-
 // sums[r] = sum_b d_b * (block b of row r . q) for R consecutive rows, each
 // block of x loaded once for all R.
 template <Codes C, int R>
 void rows_dot(const uint8_t* rows, int64_t row_bytes, const __m512i* tables, const Int8Rows& x,
               float* sums) {
-    constexpr int64_t bb = block_bytes<C>;
+    constexpr int64_t bb = int8_block_bytes<C>;
     __m512 acc[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
-    const int64_t ahead = R * row_bytes <= 8192 ? row_bytes : prefetch_bytes;
+    const int64_t ahead = int8_prefetch_ahead(R, row_bytes);
     const int64_t n_blocks = x.n_in / int8_block;
     for (int64_t b = 0; b < n_blocks; ++b) {
         const int64_t at = b * bb;
@@ -116,31 +108,6 @@ void rows_dot(const uint8_t* rows, int64_t row_bytes, const __m512i* tables, con
         }
     }
     for (int r = 0; r < R; ++r) sums[r] = _mm512_reduce_add_ps(acc[r]);
-}
-
-// Rows o.. o + R - 1, their tables loaded unless already in place.
-template <Codes C, int R>
-void rows(const QuantMatrix& w, const Int8Rows& x, int64_t o, __m512i* tables,
-          const int8_t** loaded, float* y) {
-    if constexpr (C != Codes::bytes) {
-        for (int r = 0; r < R; ++r) {
-            const int8_t* entries = int8_row_entries(w, o + r);
-            if (entries != loaded[r]) tables[r] = load_table<C>(loaded[r] = entries);
-        }
-    }
-    float sums[R];
-    rows_dot<C, R>(w.codes + o * w.row_bytes(), w.row_bytes(), tables, x, sums);
-    for (int r = 0; r < R; ++r) y[o + r] = sums[r] * int8_row_scale(w, o + r);
-}
-
-template <Codes C>
-void gemv_rows(const QuantMatrix& w, const Int8Rows& x, int64_t o0, int64_t o1, float* y) {
-    constexpr int R = 4;
-    __m512i tables[R] = {};
-    const int8_t* loaded[R] = {};
-    int64_t o = o0;
-    for (; o + R <= o1; o += R) rows<C, R>(w, x, o, tables, loaded, y);
-    for (; o < o1; ++o) rows<C, 1>(w, x, o, tables, loaded, y);
 }
 
 // Many tokens: a tile of 16 rows is packed once as unsigned weights, for each
@@ -165,7 +132,7 @@ void pack_tile(const QuantMatrix& w, int64_t o, int n_rows, uint8_t* rows_buffer
         const uint8_t* row = w.codes + (o + r) * w.row_bytes();
         for (int64_t b = 0; b < n_blocks; ++b) {
             __m512i first, second;
-            block_weights<C>(row + b * block_bytes<C>, table, first, second);
+            block_weights<C>(row + b * int8_block_bytes<C>, table, first, second);
             _mm512_storeu_si512(out + b * int8_block, first);
             _mm512_storeu_si512(out + b * int8_block + 64, second);
         }
@@ -236,6 +203,21 @@ void gemm_rows(const QuantMatrix& w, const Int8Rows& x, int64_t n_tokens, int64_
     }
 }
 
+// The matrix-vector leaf int8_gemv_rows drives.
+template <Codes C>
+struct GemvLeaf {
+    using Table = __m512i;
+    static constexpr int rows = 4;
+    static void load_table(const int8_t* entries, Table& t) {
+        t = avx512_int8::load_table<C>(entries);
+    }
+    template <int R>
+    static void rows_dot(const uint8_t* rows, int64_t row_bytes, const Table* tables,
+                         const Int8Rows& x, float* sums) {
+        avx512_int8::rows_dot<C, R>(rows, row_bytes, tables, x, sums);
+    }
+};
+
 }  // namespace
 
 int64_t slot(int nbits, int64_t e) {
@@ -244,9 +226,7 @@ int64_t slot(int nbits, int64_t e) {
 }
 
 void gemv(const QuantMatrix& w, const Int8Rows& x, int64_t o0, int64_t o1, float* y) {
-    if (w.kind == QuantKind::int8) return gemv_rows<Codes::bytes>(w, x, o0, o1, y);
-    if (w.nbits == 6) return gemv_rows<Codes::six_bits>(w, x, o0, o1, y);
-    gemv_rows<Codes::nibbles>(w, x, o0, o1, y);
+    int8_gemv<GemvLeaf>(w, x, o0, o1, y);
 }
 
 void gemm(const QuantMatrix& w, const Int8Rows& x, int64_t n_tokens, int64_t o0, int64_t o1,
