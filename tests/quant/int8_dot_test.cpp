@@ -18,23 +18,13 @@
 namespace anelm::kernels {
 namespace {
 
-struct Format {
-    QuantKind kind;
-    int nbits;
-    int64_t group;
-};
+using Format = test::QuantFormat;
+using test::describe;
 
 // Every format with integer leaves.
 const Format int8_formats[] = {{QuantKind::lut, 4, 8},  {QuantKind::lut, 4, 1},
                                {QuantKind::lut, 6, 8},  {QuantKind::lut, 6, 0},
                                {QuantKind::int8, 8, 0}, {QuantKind::int4, 4, 0}};
-
-std::string describe(const quant::QuantizedMatrix& q, int64_t n_tokens, const char* isa) {
-    const char* kind = q.kind == QuantKind::lut ? "lut" : "int";
-    return std::string(isa) + " " + kind + std::to_string(q.nbits) + " [" +
-           std::to_string(q.n_out) + ", " + std::to_string(q.n_in) + "] tokens " +
-           std::to_string(n_tokens);
-}
 
 quant::QuantizedMatrix int8_matrix(std::mt19937& rng, const Format& f, int64_t n_out,
                                    int64_t n_in) {

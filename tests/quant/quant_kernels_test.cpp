@@ -15,11 +15,8 @@
 namespace anelm::kernels {
 namespace {
 
-struct Format {
-    QuantKind kind;
-    int nbits;
-    int64_t group;
-};
+using Format = test::QuantFormat;
+using test::describe;
 
 const Format formats[] = {
     {QuantKind::lut, 1, 8},  {QuantKind::lut, 2, 8},  {QuantKind::lut, 2, 3},
@@ -27,13 +24,6 @@ const Format formats[] = {
     {QuantKind::lut, 6, 8},  {QuantKind::lut, 8, 16}, {QuantKind::int8, 8, 0},
     {QuantKind::int4, 4, 0},
 };
-
-std::string describe(const quant::QuantizedMatrix& q, int64_t n_tokens, const char* isa = "") {
-    const char* kind = q.kind == QuantKind::lut ? "lut" : "int";
-    return std::string(isa) + " " + kind + std::to_string(q.nbits) + " [" +
-           std::to_string(q.n_out) + ", " + std::to_string(q.n_in) + "] tokens " +
-           std::to_string(n_tokens);
-}
 
 std::vector<float> random_x(std::mt19937& rng, int64_t n) {
     std::uniform_real_distribution<float> d(-1.0f, 1.0f);

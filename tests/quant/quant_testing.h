@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "base/half.h"
@@ -12,6 +13,22 @@
 #include "quant/quantized_matrix.h"
 
 namespace anelm::test {
+
+// A quantized format: LUT of nbits with `group` rows per table, or int8 / int4.
+struct QuantFormat {
+    kernels::QuantKind kind;
+    int nbits;
+    int64_t group;
+};
+
+// "avx2 lut4 [8, 64] tokens 3": what a failing comparison names.
+inline std::string describe(const quant::QuantizedMatrix& q, int64_t n_tokens,
+                            const char* isa = "") {
+    const char* kind = q.kind == kernels::QuantKind::lut ? "lut" : "int";
+    return std::string(isa) + " " + kind + std::to_string(q.nbits) + " [" +
+           std::to_string(q.n_out) + ", " + std::to_string(q.n_in) + "] tokens " +
+           std::to_string(n_tokens);
+}
 
 // A quantized matrix with uniformly random codes and random f16 tables or
 // scales: every code pattern, whatever a quantizer would produce.
