@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "exec/cpu/kernels/gemv_prefetch.h"
 #include "kernels/kernel_testing.h"
 
 namespace anelm::kernels {
@@ -133,6 +134,22 @@ TEST(Matmul, DispatchedMatchesReferenceAcrossTokenCounts) {
                 test::expect_close(y, want, 1e-5f, isa);
             });
         }
+    }
+}
+
+TEST(Matmul, OneTokenMatchesTheFormulaEitherSideOfTheRowLimit) {
+    std::mt19937 rng(7);
+    ThreadPool pool(2);
+    // Rows up to the limit are read one at a time, longer ones in blocks of
+    // rows; 19 rows leave a tail after the blocks.
+    for (int64_t n_in : {gemv_row_max_inputs - 5, gemv_row_max_inputs, gemv_row_max_inputs + 37}) {
+        const Weights w = random_weights(rng, DType::f16, 19, n_in);
+        const auto x = test::random_floats(rng, n_in);
+        test::for_each_isa([&](const char* isa) {
+            std::vector<float> y(19, NAN);
+            matmul(w.matrix, x.data(), 1, y.data(), pool);
+            expect_matmul_exact(w, x, 1, y, 1e-5f, isa);
+        });
     }
 }
 

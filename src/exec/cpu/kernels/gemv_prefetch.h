@@ -1,11 +1,17 @@
-// How far ahead the gemv leaves prefetch the rows they stream. Shared by
-// files compiled with different instruction-set flags, so it has internal
-// linkage: no ISA-specific copy can stand in for another.
+// How the gemv leaves stream their rows: which rows go alone, and how far
+// ahead blocks of rows are prefetched. Shared by files compiled with different
+// instruction-set flags, so it has internal linkage: no ISA-specific copy can
+// stand in for another.
 #pragma once
 
 #include <cstdint>
 
 namespace anelm::kernels {
+
+// The longest row (in inputs) that a one-token product reads alone, one row
+// after another: its f32 x (16 KiB) stays in L1 beside the streamed weights.
+// Longer rows go in blocks that load x once for several rows.
+static constexpr int64_t gemv_row_max_inputs = 4096;
 
 // Elements ahead of the read position, counted along a row, that each of
 // `rows` rows streamed together (n_in elements of elem_bytes each) is

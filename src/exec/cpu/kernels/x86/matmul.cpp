@@ -153,13 +153,43 @@ void gemv_block(const Elem<D>* w, int64_t n_in, int64_t ahead, const float* x, f
     }
 }
 
+// One row times one token: four accumulators, so the adds overlap.
+template <DType D>
+float row_dot(const Elem<D>* w, const float* x, int64_t n_in) {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                     _mm256_setzero_ps()};
+    int64_t i = 0;
+    for (; i + 32 <= n_in; i += 32) {
+#pragma GCC unroll 4
+        for (int a = 0; a < 4; ++a) {
+            acc[a] =
+                _mm256_fmadd_ps(load8<D>(w + i + 8 * a), _mm256_loadu_ps(x + i + 8 * a), acc[a]);
+        }
+    }
+    for (; i + 8 <= n_in; i += 8)
+        acc[0] = _mm256_fmadd_ps(load8<D>(w + i), _mm256_loadu_ps(x + i), acc[0]);
+    if (i < n_in) {
+        acc[1] = _mm256_fmadd_ps(load_partial<D>(w + i, n_in - i),
+                                 load_partial<DType::f32>(x + i, n_in - i), acc[1]);
+    }
+    return hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+}
+
 template <DType D, int T>
 void gemv_rows(const Matrix& w, const float* x, int64_t o0, int64_t o1, float* y, int64_t ldy) {
-    // Eight accumulators: the FMA chains stay busy without spilling, and one
-    // token streams eight rows at once (memory-level parallelism).
+    const auto* data = static_cast<const Elem<D>*>(w.data);
+    if constexpr (T == 1) {
+        // One token whose x stays in L1: rows in order, one sequential stream
+        // per thread (bench/README.md, "Decode: one row at a time").
+        if (w.n_in <= gemv_row_max_inputs) {
+            for (int64_t o = o0; o < o1; ++o) y[o] = row_dot<D>(data + o * w.n_in, x, w.n_in);
+            return;
+        }
+    }
+    // Longer rows or several tokens: eight accumulators keep the FMA chains
+    // busy without spilling, and x is loaded once for several rows.
     constexpr int R = 8 / (T <= 2 ? T : 4);
     const int64_t ahead = gemv_prefetch_ahead(R, w.n_in, sizeof(Elem<D>));
-    const auto* data = static_cast<const Elem<D>*>(w.data);
     int64_t o = o0;
     for (; o + R <= o1; o += R) {
         gemv_block<D, T, R>(data + o * w.n_in, w.n_in, ahead, x, y + o, ldy);

@@ -177,13 +177,45 @@ void gemv_block(const Elem<D>* w, int64_t n_in, int64_t ahead, const float* x, f
     }
 }
 
+// One row times one token: four accumulators, so the adds overlap.
+template <DType D>
+float row_dot(const Elem<D>* w, const float* x, int64_t n_in) {
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                     _mm512_setzero_ps()};
+    int64_t i = 0;
+    for (; i + 64 <= n_in; i += 64) {
+#pragma GCC unroll 4
+        for (int a = 0; a < 4; ++a) {
+            acc[a] =
+                _mm512_fmadd_ps(load16<D>(w + i + 16 * a), _mm512_loadu_ps(x + i + 16 * a), acc[a]);
+        }
+    }
+    for (; i + 16 <= n_in; i += 16)
+        acc[0] = _mm512_fmadd_ps(load16<D>(w + i), _mm512_loadu_ps(x + i), acc[0]);
+    if (i < n_in) {
+        const __mmask16 lanes = first_lanes(n_in - i);
+        acc[1] = _mm512_fmadd_ps(load16_masked<D>(w + i, lanes),
+                                 _mm512_maskz_loadu_ps(lanes, x + i), acc[1]);
+    }
+    return _mm512_reduce_add_ps(
+        _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+}
+
 template <DType D, int T>
 void gemv_rows(const Matrix& w, const float* x, int64_t o0, int64_t o1, float* y, int64_t ldy) {
-    // Rows streamed at once: enough loads in flight for one token, and no
-    // more accumulators than registers for several.
-    constexpr int R = T == 1 ? 8 : (T == 2 ? 8 : 4);
-    const int64_t ahead = gemv_prefetch_ahead(R, w.n_in, sizeof(Elem<D>));
     const auto* data = static_cast<const Elem<D>*>(w.data);
+    if constexpr (T == 1) {
+        // One token whose x stays in L1: rows in order, one sequential stream
+        // per thread, which the hardware prefetchers follow best
+        // (bench/README.md, "Decode: one row at a time").
+        if (w.n_in <= gemv_row_max_inputs) {
+            for (int64_t o = o0; o < o1; ++o) y[o] = row_dot<D>(data + o * w.n_in, x, w.n_in);
+            return;
+        }
+    }
+    // Longer rows or several tokens: rows in blocks, x loaded once per block.
+    constexpr int R = T <= 2 ? 8 : 4;
+    const int64_t ahead = gemv_prefetch_ahead(R, w.n_in, sizeof(Elem<D>));
     int64_t o = o0;
     for (; o + R <= o1; o += R) {
         gemv_block<D, T, R>(data + o * w.n_in, w.n_in, ahead, x, y + o, ldy);
