@@ -113,7 +113,7 @@ void rows_dot(const uint8_t* rows, int64_t row_bytes, const Table* tables, const
         }
         const __m256 d = _mm256_set1_ps(x.scale[b]);
         for (int r = 0; r < R; ++r) {
-            for (int64_t line = 0; line < bb; line += 64) {
+            for (int64_t line = 0; ahead > 0 && line < bb; line += 64) {
                 _mm_prefetch(reinterpret_cast<const char*>(pf + r * row_bytes + line), _MM_HINT_T0);
             }
             __m256i w[4];
@@ -131,7 +131,9 @@ void rows_dot(const uint8_t* rows, int64_t row_bytes, const Table* tables, const
 template <Codes C>
 struct GemvLeaf {
     using Table = avx2_int8::Table;
-    static constexpr int rows = 2;
+    // One row at a time, as the AVX-512 leaf (bench/README.md, "Decode: one
+    // row at a time").
+    static constexpr int rows = 1;
     static void load_table(const int8_t* entries, Table& t) {
         avx2_int8::load_table<C>(entries, t);
     }

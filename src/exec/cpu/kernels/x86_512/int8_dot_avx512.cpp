@@ -98,7 +98,7 @@ void rows_dot(const uint8_t* rows, int64_t row_bytes, const __m512i* tables, con
         const __m512i start = _mm512_maskz_set1_epi32(1, -128 * x.sum[b]);
         const __m512 d = _mm512_set1_ps(x.scale[b]);
         for (int r = 0; r < R; ++r) {
-            for (int64_t line = 0; line < bb; line += 64) {
+            for (int64_t line = 0; ahead > 0 && line < bb; line += 64) {
                 _mm_prefetch(reinterpret_cast<const char*>(pf + r * row_bytes + line), _MM_HINT_T0);
             }
             __m512i w0, w1;
@@ -207,7 +207,9 @@ void gemm_rows(const QuantMatrix& w, const Int8Rows& x, int64_t n_tokens, int64_
 template <Codes C>
 struct GemvLeaf {
     using Table = __m512i;
-    static constexpr int rows = 4;
+    // One row at a time: each thread reads one sequential stream, which
+    // x86 memory serves fastest (bench/README.md, "Decode: one row at a time").
+    static constexpr int rows = 1;
     static void load_table(const int8_t* entries, Table& t) {
         t = avx512_int8::load_table<C>(entries);
     }
