@@ -16,10 +16,12 @@ namespace {
 // tokens by a register-blocked micro-kernel (compute bound).
 constexpr int64_t gemv_max_tokens = 12;
 
-// GEMM blocking: kc inputs per packed panel (a panel of nr outputs stays in L1),
-// up to nc_max outputs per task (all its panels stay in L2), chunks of mc tokens
-// that stay in L1/L2 while every panel of the task passes over them.
-constexpr int64_t kc_max = 256;
+// GEMM blocking: kc inputs per packed panel, up to nc_max outputs per task (all
+// its panels, at most 1 MiB of f32, stay in L2), chunks of mc tokens that stay
+// in L2 while every panel of the task passes over them. Fewer, longer k blocks
+// pass over the tokens fewer times: 1024 inputs ran prompts 6-13% faster than
+// 256 (bench/README.md, "Prompts: longer k blocks").
+constexpr int64_t kc_max = 1024;
 constexpr int64_t nc_max = 256;
 constexpr int64_t mc_max = 48;
 // Tokens per GEMM pass: their packed copy stays a few MiB, and the weights are
