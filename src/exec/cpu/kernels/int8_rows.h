@@ -26,10 +26,7 @@ static constexpr int64_t int8_block_bytes = C == Int8Codes::nibbles    ? 64
 
 // How far ahead of use `rows` rows read together prefetch their codes: a
 // short run prefetches the next run, long rows 2 KiB on (gemv_prefetch_at).
-// One row at a time is one sequential stream, left to the hardware
-// prefetchers (0: no prefetch).
 static inline int64_t int8_prefetch_ahead(int rows, int64_t row_bytes) {
-    if (rows == 1) return 0;
     return rows * row_bytes <= 8192 ? row_bytes : 2048;
 }
 

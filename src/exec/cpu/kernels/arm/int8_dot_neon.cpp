@@ -82,7 +82,7 @@ void rows_dot(const uint8_t* rows, int64_t row_bytes, const Table* tables, const
         int8x16_t xq[8];
         for (int k = 0; k < 8; ++k) xq[k] = vld1q_s8(x.q + b * int8_block + 16 * k);
         for (int r = 0; r < R; ++r) {
-            for (int64_t line = 0; ahead > 0 && line < bb; line += 64)
+            for (int64_t line = 0; line < bb; line += 64)
                 __builtin_prefetch(pf + r * row_bytes + line);
             int8x16_t w[8];
             block_weights<C>(rows + r * row_bytes + at, tables[r], w);

@@ -7,7 +7,6 @@
 // that XOR-ing the four look-ups leaves the entry of the code).
 #include "exec/cpu/kernels/x86/int8_dot_avx2.h"
 
-#include "exec/cpu/kernels/gemv_prefetch.h"
 #include "exec/cpu/kernels/int8_rows.h"
 #include "exec/cpu/kernels/x86/avx2.h"
 
@@ -93,54 +92,42 @@ inline __m256i dot32(__m256i w, __m256i x) {
     return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
 }
 
-// sums[r] = sum_b d_b * (block b of row r . q) for R consecutive rows, each
-// block of x loaded once for all R.
-template <Codes C, int R>
-void rows_dot(const uint8_t* rows, int64_t row_bytes, const Table* tables, const Int8Rows& x,
-              float* sums) {
+// sum_b d_b * (block b of the row . q), the blocks read in order with no
+// software prefetch, as the AVX-512 leaf does (bench/README.md, "Decode: one
+// row at a time").
+template <Codes C>
+float row_dot(const uint8_t* row, const Table& table, const Int8Rows& x) {
     constexpr int64_t bb = int8_block_bytes<C>;
-    __m256 acc[R];
-    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
-    const int64_t ahead = int8_prefetch_ahead(R, row_bytes);
+    __m256 acc = _mm256_setzero_ps();
     const int64_t n_blocks = x.n_in / int8_block;
     for (int64_t b = 0; b < n_blocks; ++b) {
-        const int64_t at = b * bb;
-        const uint8_t* pf = gemv_prefetch_at(rows, R, row_bytes, at, ahead);
-        __m256i xq[4];
+        __m256i xq[4], w[4];
         for (int k = 0; k < 4; ++k) {
             xq[k] =
                 _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + b * int8_block + 32 * k));
         }
-        const __m256 d = _mm256_set1_ps(x.scale[b]);
-        for (int r = 0; r < R; ++r) {
-            for (int64_t line = 0; ahead > 0 && line < bb; line += 64) {
-                _mm_prefetch(reinterpret_cast<const char*>(pf + r * row_bytes + line), _MM_HINT_T0);
-            }
-            __m256i w[4];
-            block_weights<C>(rows + r * row_bytes + at, tables[r], w);
-            const __m256i dot =
-                _mm256_add_epi32(_mm256_add_epi32(dot32(w[0], xq[0]), dot32(w[1], xq[1])),
-                                 _mm256_add_epi32(dot32(w[2], xq[2]), dot32(w[3], xq[3])));
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), d, acc[r]);
-        }
+        block_weights<C>(row + b * bb, table, w);
+        const __m256i dot =
+            _mm256_add_epi32(_mm256_add_epi32(dot32(w[0], xq[0]), dot32(w[1], xq[1])),
+                             _mm256_add_epi32(dot32(w[2], xq[2]), dot32(w[3], xq[3])));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(x.scale[b]), acc);
     }
-    for (int r = 0; r < R; ++r) sums[r] = avx2::hsum(acc[r]);
+    return avx2::hsum(acc);
 }
 
 // The matrix-vector leaf int8_gemv_rows drives.
 template <Codes C>
 struct GemvLeaf {
     using Table = avx2_int8::Table;
-    // One row at a time, as the AVX-512 leaf (bench/README.md, "Decode: one
-    // row at a time").
     static constexpr int rows = 1;
     static void load_table(const int8_t* entries, Table& t) {
         avx2_int8::load_table<C>(entries, t);
     }
     template <int R>
-    static void rows_dot(const uint8_t* rows, int64_t row_bytes, const Table* tables,
-                         const Int8Rows& x, float* sums) {
-        avx2_int8::rows_dot<C, R>(rows, row_bytes, tables, x, sums);
+    static void rows_dot(const uint8_t* row, int64_t, const Table* tables, const Int8Rows& x,
+                         float* sums) {
+        static_assert(R == 1);
+        sums[0] = row_dot<C>(row, tables[0], x);
     }
 };
 

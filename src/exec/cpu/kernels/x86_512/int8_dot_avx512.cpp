@@ -20,7 +20,6 @@
 #include <vector>
 
 #include "base/aligned_allocator.h"
-#include "exec/cpu/kernels/gemv_prefetch.h"
 #include "exec/cpu/kernels/int8_rows.h"
 
 namespace anelm::kernels::avx512_int8 {
@@ -80,34 +79,24 @@ inline void block_weights(const uint8_t* p, __m512i table, __m512i& first, __m51
     }
 }
 
-// sums[r] = sum_b d_b * (block b of row r . q) for R consecutive rows, each
-// block of x loaded once for all R.
-template <Codes C, int R>
-void rows_dot(const uint8_t* rows, int64_t row_bytes, const __m512i* tables, const Int8Rows& x,
-              float* sums) {
+// sum_b d_b * (block b of the row . q), the blocks read in order with no
+// software prefetch: one sequential stream per thread, which x86 memory serves
+// fastest (bench/README.md, "Decode: one row at a time").
+template <Codes C>
+float row_dot(const uint8_t* row, __m512i table, const Int8Rows& x) {
     constexpr int64_t bb = int8_block_bytes<C>;
-    __m512 acc[R];
-    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
-    const int64_t ahead = int8_prefetch_ahead(R, row_bytes);
+    __m512 acc = _mm512_setzero_ps();
     const int64_t n_blocks = x.n_in / int8_block;
     for (int64_t b = 0; b < n_blocks; ++b) {
-        const int64_t at = b * bb;
-        const uint8_t* pf = gemv_prefetch_at(rows, R, row_bytes, at, ahead);
         const __m512i x0 = _mm512_loadu_si512(x.q + b * int8_block);
         const __m512i x1 = _mm512_loadu_si512(x.q + b * int8_block + 64);
         const __m512i start = _mm512_maskz_set1_epi32(1, -128 * x.sum[b]);
-        const __m512 d = _mm512_set1_ps(x.scale[b]);
-        for (int r = 0; r < R; ++r) {
-            for (int64_t line = 0; ahead > 0 && line < bb; line += 64) {
-                _mm_prefetch(reinterpret_cast<const char*>(pf + r * row_bytes + line), _MM_HINT_T0);
-            }
-            __m512i w0, w1;
-            block_weights<C>(rows + r * row_bytes + at, tables[r], w0, w1);
-            const __m512i dot = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(start, w0, x0), w1, x1);
-            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), d, acc[r]);
-        }
+        __m512i w0, w1;
+        block_weights<C>(row + b * bb, table, w0, w1);
+        const __m512i dot = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(start, w0, x0), w1, x1);
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(x.scale[b]), acc);
     }
-    for (int r = 0; r < R; ++r) sums[r] = _mm512_reduce_add_ps(acc[r]);
+    return _mm512_reduce_add_ps(acc);
 }
 
 // Many tokens: a tile of 16 rows is packed once as unsigned weights, for each
@@ -207,16 +196,15 @@ void gemm_rows(const QuantMatrix& w, const Int8Rows& x, int64_t n_tokens, int64_
 template <Codes C>
 struct GemvLeaf {
     using Table = __m512i;
-    // One row at a time: each thread reads one sequential stream, which
-    // x86 memory serves fastest (bench/README.md, "Decode: one row at a time").
     static constexpr int rows = 1;
     static void load_table(const int8_t* entries, Table& t) {
         t = avx512_int8::load_table<C>(entries);
     }
     template <int R>
-    static void rows_dot(const uint8_t* rows, int64_t row_bytes, const Table* tables,
-                         const Int8Rows& x, float* sums) {
-        avx512_int8::rows_dot<C, R>(rows, row_bytes, tables, x, sums);
+    static void rows_dot(const uint8_t* row, int64_t, const Table* tables, const Int8Rows& x,
+                         float* sums) {
+        static_assert(R == 1);
+        sums[0] = row_dot<C>(row, tables[0], x);
     }
 };
 
