@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "exec/cpu/kernels/gemv_prefetch.h"
+#include "exec/cpu/kernels/gemv_split.h"
 #include "kernels/kernel_testing.h"
 
 namespace anelm::kernels {
@@ -99,14 +100,16 @@ TEST(Matmul, ReferenceMatchesTheFormula) {
 
 TEST(Matmul, DispatchedMatchesTheFormulaOnOddShapes) {
     std::mt19937 rng(2);
-    std::uniform_int_distribution<int64_t> n_in_dist(1, 300), n_out_dist(0, 60), tok_dist(1, 70);
+    std::uniform_int_distribution<int64_t> n_in_dist(1, 300), n_out_dist(0, 60),
+        tok_dist(gemv_max_tokens + 1, gemv_max_tokens + 40);
     for (int n_threads : {1, 2, 3}) {
         ThreadPool pool(n_threads);
         for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
             for (int rep = 0; rep < 6; ++rep) {
                 const int64_t n_in = n_in_dist(rng), n_out = 2 * n_out_dist(rng) + 1;
-                // Alternate small token counts (row streaming) and large ones (blocked).
-                const int64_t n_tokens = rep % 2 ? tok_dist(rng) : 1 + rep;
+                // Alternate streamed rows (1, 15 and 29 tokens: one pass, then
+                // several with a short last one) and the blocked GEMM.
+                const int64_t n_tokens = rep % 2 ? tok_dist(rng) : 1 + 7 * rep;
                 const Weights w = random_weights(rng, dtype, n_out, n_in);
                 const auto x = test::random_floats(rng, n_tokens * n_in);
                 test::for_each_isa([&](const char* isa) {
@@ -124,7 +127,11 @@ TEST(Matmul, DispatchedMatchesReferenceAcrossTokenCounts) {
     ThreadPool pool(3);
     for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
         const Weights w = random_weights(rng, dtype, 53, 203);
-        for (int64_t n_tokens = 1; n_tokens <= 20; ++n_tokens) {
+        // Every count of one pass and a few more, then both sides of the GEMM.
+        std::vector<int64_t> counts;
+        for (int64_t n = 1; n <= 20; ++n) counts.push_back(n);
+        for (int64_t n = gemv_max_tokens - 2; n <= gemv_max_tokens + 2; ++n) counts.push_back(n);
+        for (int64_t n_tokens : counts) {
             const auto x = test::random_floats(rng, n_tokens * 203);
             std::vector<float> want(static_cast<size_t>(n_tokens * 53));
             ref::matmul(w.matrix, x.data(), n_tokens, want.data(), pool);

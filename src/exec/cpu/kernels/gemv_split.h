@@ -7,6 +7,14 @@
 
 namespace anelm::kernels {
 
+// Up to this many tokens a product streams the weight rows, a few tokens per
+// pass, each task's rows staying in L2 between passes; beyond, the GEMM
+// converts the weights to f32 panels once and reuses them across all tokens.
+// The conversion only pays for itself past 64 tokens: at 16-64 the passes ran
+// 1.1-2x faster and whole prompts 25-75% (bench/README.md, "Prompts of a few
+// dozen tokens").
+constexpr int64_t gemv_max_tokens = 64;
+
 // Tasks over n_out rows: n_head long runs of head_rows (n_head * head_rows <=
 // n_out), then tail tasks of tail_rows (the last one shorter). Task k covers
 // [begin(k), begin(k + 1)).

@@ -11,11 +11,6 @@ namespace anelm::kernels {
 
 namespace {
 
-// Up to this many tokens the weights are streamed once, row by row (memory
-// bound); beyond, they are converted to f32 panels once and reused across all
-// tokens by a register-blocked micro-kernel (compute bound).
-constexpr int64_t gemv_max_tokens = 12;
-
 // GEMM blocking: kc inputs per packed panel, up to nc_max outputs per task (all
 // its panels, at most 1 MiB of f32, stay in L2), chunks of mc tokens that stay
 // in L2 while every panel of the task passes over them. Fewer, longer k blocks
