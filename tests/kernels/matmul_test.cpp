@@ -163,9 +163,10 @@ TEST(Matmul, OneTokenMatchesTheFormulaEitherSideOfTheRowLimit) {
 TEST(Matmul, LargerBlockedShapesMatchTheFormula) {
     std::mt19937 rng(4);
     ThreadPool pool(2);
-    // Several k blocks, output blocks and token chunks, with tails in each.
+    // Several k blocks, output blocks and token chunks, with tails in each; past
+    // the streamed products' token limit, so the GEMM runs.
     const Weights w = random_weights(rng, DType::f16, 301, 2111);
-    const int64_t n_tokens = 83;
+    const int64_t n_tokens = gemv_max_tokens + 19;
     const auto x = test::random_floats(rng, n_tokens * 2111);
     test::for_each_isa([&](const char* isa) {
         std::vector<float> y(static_cast<size_t>(n_tokens * 301), NAN);
