@@ -19,7 +19,7 @@ static constexpr int64_t gemv_row_max_inputs = 4096;
 // up, so the next block is fetched while this one is read; long rows are
 // fetched 512 bytes ahead, a distance that served every host measured while
 // 1 KiB fell behind no prefetch on some (bench/README.md, "Decode: prefetching
-// long rows" and "Long rows, a shorter prefetch").
+// long rows" and "Decode: long rows, a shorter prefetch").
 static constexpr int64_t gemv_prefetch_ahead(int rows, int64_t n_in, int64_t elem_bytes) {
     return rows * n_in * elem_bytes <= 16384 ? n_in : 512 / elem_bytes;
 }
