@@ -159,6 +159,11 @@ Footprint footprint(const PlanInput& in) {
                        (head_copy ? m.head_params * p.head_bits : 0)) /
                       8;
     f.kv_bytes = kv_bytes(in);
+    // ANEMLL's packages: the chunks hold the layers; the embeddings and the LM head are
+    // packages of their own, so a tied head is always a second copy there.
+    f.ane_functions = m.window > 0 && in.n_ctx > m.window ? 4 : 2;
+    f.ane_layer_bytes = m.layer_params * p.ffn_bits / 8;
+    f.ane_other_bytes = (m.embed_params * p.embed_bits + m.head_params * p.head_bits) / 8;
     // f32 logits, and the prefill batch's widest activations in f16.
     f.runtime_bytes =
         m.n_vocab * 4.0 + double(ane_prefill_batch) * (m.n_embd + m.big_n_out) * 4 * f16_bytes;
@@ -171,6 +176,7 @@ ChipPlan plan_chip(const Chip& chip, const PlanInput& in) {
     plan.ane = predict_ane(chip, in);
     plan.gpu = predict_gpu(chip, in);
     plan.memory = footprint(in);
+    plan.memory_budget_bytes = memory_budget_bytes(chip);
     for (auto [unit, speed] : {std::pair{Unit::ane, &plan.ane}, std::pair{Unit::gpu, &plan.gpu}})
         if (const double w = decode_watts(chip, unit); w > 0 && speed->available)
             speed->energy_j = w / speed->decode_tps;
@@ -188,6 +194,18 @@ ChipPlan plan_chip(const Chip& chip, const PlanInput& in) {
         plan.recommended = Unit::gpu;
         plan.reason =
             fmt::format("context {} is past the 512-4K classic Core ML ANE models run", in.n_ctx);
+    } else if (!plan.ane_fits()) {
+        // Loaded for the ANE the model needs more than the smallest device with the chip
+        // lets an app wire; the GPU needs one copy.
+        plan.recommended = Unit::gpu;
+        plan.reason = fmt::format(
+            "the ANE would wire {:.1f} GB ({} functions per chunk), over the {:.1f} GB budget of "
+            "a {:.0f} GB {}{}",
+            plan.memory.ane_loaded() / 1e9, plan.memory.ane_functions,
+            plan.memory_budget_bytes / 1e9, chip.ram_gib, chip.name,
+            plan.gpu_fits() ? fmt::format("; the GPU needs {:.1f} GB", plan.memory.total() / 1e9)
+                            : fmt::format("; the GPU's {:.1f} GB does not fit either",
+                                          plan.memory.total() / 1e9));
     } else if (plan.ane.decode_tps >= plan.gpu.decode_tps) {
         plan.recommended = Unit::ane;
         plan.reason = "ANE decodes as fast as the GPU at ~1/10 of its power";

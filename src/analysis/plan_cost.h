@@ -43,11 +43,32 @@ struct UnitSpeed {
     double overhead_ms = 0;  // ... dispatch and call round trips, dequantization
 };
 
+// Bytes of ANE memory wired per byte of weights, for each function of a package that is
+// loaded. Measured by Forge (research/ane-peers-2026.md section 3, its
+// FEEDBACK_ANE_MULTIFUNCTION_MEMORY.md): a 0.69 GB chunk of LUT weights with two functions
+// wired +1.05 GB with the first function loaded and +2.09 GB with both, one MLModelAsset, M6,
+// macOS 27. Each function wires its own copy: 2.09 / (2 x 0.69) = 1.51 (1.52 for the first,
+// 1.51 for the second).
+inline constexpr double ane_wired_per_function = 2.09 / (2 * 0.69);
+
 struct Footprint {
     double weights_bytes = 0;  // every weight at its stored precision
     double kv_bytes = 0;       // f16 KV cache at n_ctx, and recurrent states
     double runtime_bytes = 0;  // logits and the prefill batch's activations
+    // One copy of everything: what the GPU needs.
     double total() const { return weights_bytes + kv_bytes + runtime_bytes; }
+
+    // The ANE, loaded as ANEMLL's runners load it: each layer chunk once per function (infer
+    // and prefill; their rotate forms too past a sliding window), the embeddings and the LM
+    // head once each, every function wiring its own copy of its package's weights.
+    int ane_functions = 2;       // functions loaded per layer chunk
+    double ane_layer_bytes = 0;  // the layer chunks' weights, stored
+    double ane_other_bytes = 0;  // the embeddings' and the LM head's, stored
+    double ane_wired_weights() const {
+        return ane_wired_per_function * (ane_layer_bytes * ane_functions + ane_other_bytes);
+    }
+    // Compared with the chip's memory budget.
+    double ane_loaded() const { return ane_wired_weights() + kv_bytes + runtime_bytes; }
 };
 
 enum class Unit { ane, gpu };
@@ -57,6 +78,13 @@ struct ChipPlan {
     Chip chip;
     UnitSpeed ane, gpu;
     Footprint memory;
+    double memory_budget_bytes = 0;  // memory_budget_bytes(chip); 0: no RAM figure
+    bool ane_fits() const {
+        return memory_budget_bytes <= 0 || memory.ane_loaded() <= memory_budget_bytes;
+    }
+    bool gpu_fits() const {
+        return memory_budget_bytes <= 0 || memory.total() <= memory_budget_bytes;
+    }
     Unit recommended = Unit::gpu;
     std::string reason;  // one line, from the notes' "Decide" rules
 };

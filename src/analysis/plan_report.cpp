@@ -20,6 +20,12 @@ std::string energy(double j) {
     return j < 0 ? "—" : fmt::format("{:.2f}", j);
 }
 
+// The chip's memory budget in GB, "!" when the ANE's loaded footprint exceeds it.
+std::string budget(const ChipPlan& p) {
+    if (p.memory_budget_bytes <= 0) return "—";
+    return fmt::format("{:.1f}{}", p.memory_budget_bytes / 1e9, p.ane_fits() ? "" : "!");
+}
+
 nlohmann::ordered_json speed_json(const UnitSpeed& s) {
     nlohmann::ordered_json j;
     j["available"] = s.available;
@@ -33,26 +39,31 @@ nlohmann::ordered_json speed_json(const UnitSpeed& s) {
 }  // namespace
 
 std::string plan_table(const PlanInput& in, const std::vector<ChipPlan>& plans) {
+    const Footprint f = plans.empty() ? footprint(in) : plans[0].memory;
     std::string out = fmt::format(
         "model {} ({:.1f} M weights, {:.1f} M read per token), ctx {}, weights {}\n"
-        "memory: {:.0f} MB weights + {:.0f} MB KV + {:.0f} MB runtime = {:.0f} MB\n\n",
+        "memory: {:.0f} MB weights + {:.0f} MB KV + {:.0f} MB runtime = {:.0f} MB (one copy: "
+        "the GPU)\n"
+        "ANE loaded: {:.2f} x ({:.0f} MB layers x {} functions + {:.0f} MB embeddings and LM "
+        "head) + {:.0f} MB KV + {:.0f} MB runtime = {:.0f} MB (against each chip's budget)\n\n",
         in.shape.name, in.shape.params() / 1e6,
         (in.shape.layer_params + in.shape.head_params) / 1e6, in.n_ctx, in.precision.label,
-        plans.empty() ? 0 : plans[0].memory.weights_bytes / 1e6,
-        plans.empty() ? 0 : plans[0].memory.kv_bytes / 1e6,
-        plans.empty() ? 0 : plans[0].memory.runtime_bytes / 1e6,
-        plans.empty() ? 0 : plans[0].memory.total() / 1e6);
-    out += fmt::format("{:<9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}  {}\n", "chip", "ANE dec",
-                       "GPU dec", "ANE pre", "GPU pre", "ANE J", "GPU J", "use: reason");
+        f.weights_bytes / 1e6, f.kv_bytes / 1e6, f.runtime_bytes / 1e6, f.total() / 1e6,
+        ane_wired_per_function, f.ane_layer_bytes / 1e6, f.ane_functions, f.ane_other_bytes / 1e6,
+        f.kv_bytes / 1e6, f.runtime_bytes / 1e6, f.ane_loaded() / 1e6);
+    out += fmt::format("{:<9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7}  {}\n", "chip", "ANE dec",
+                       "GPU dec", "ANE pre", "GPU pre", "ANE J", "GPU J", "budget", "use: reason");
     for (const ChipPlan& p : plans)
-        out += fmt::format(
-            "{:<9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}  {}: {}\n", p.chip.name,
-            num(p.ane.decode_tps, p.ane.available), num(p.gpu.decode_tps, p.gpu.available),
-            num(p.ane.prefill_tps, p.ane.available), num(p.gpu.prefill_tps, p.gpu.available),
-            energy(p.ane.energy_j), energy(p.gpu.energy_j), unit_name(p.recommended), p.reason);
+        out += fmt::format("{:<9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7}  {}: {}\n", p.chip.name,
+                           num(p.ane.decode_tps, p.ane.available),
+                           num(p.gpu.decode_tps, p.gpu.available),
+                           num(p.ane.prefill_tps, p.ane.available),
+                           num(p.gpu.prefill_tps, p.gpu.available), energy(p.ane.energy_j),
+                           energy(p.gpu.energy_j), budget(p), unit_name(p.recommended), p.reason);
     out +=
-        "\ndecode and prefill in tokens/s; J = joules per decoded token; — = no published "
-        "number to predict from\n";
+        "\ndecode and prefill in tokens/s; J = joules per decoded token; budget = GB an app may "
+        "wire on the smallest device with the chip, ! = the ANE's loaded memory exceeds it; — = "
+        "no published number to predict from\n";
     return out;
 }
 
@@ -74,10 +85,21 @@ nlohmann::ordered_json plan_json(const PlanInput& in, const std::vector<ChipPlan
         c["chip"] = p.chip.name;
         c["ane"] = speed_json(p.ane);
         c["gpu"] = speed_json(p.gpu);
+        const bool known = p.memory_budget_bytes > 0;
+        auto or_null = [&](auto v) { return known ? nlohmann::ordered_json(v) : nullptr; };
         c["memory"] = {{"weights_bytes", p.memory.weights_bytes},
                        {"kv_bytes", p.memory.kv_bytes},
                        {"runtime_bytes", p.memory.runtime_bytes},
-                       {"total_bytes", p.memory.total()}};
+                       {"total_bytes", p.memory.total()},
+                       {"ane_functions", p.memory.ane_functions},
+                       {"ane_wired_per_function", ane_wired_per_function},
+                       {"ane_layer_weights_bytes", p.memory.ane_layer_bytes},
+                       {"ane_other_weights_bytes", p.memory.ane_other_bytes},
+                       {"ane_loaded_bytes", p.memory.ane_loaded()},
+                       {"ram_gib", or_null(p.chip.ram_gib)},
+                       {"budget_bytes", or_null(p.memory_budget_bytes)},
+                       {"ane_fits", or_null(p.ane_fits())},
+                       {"gpu_fits", or_null(p.gpu_fits())}};
         c["recommendation"] = {{"unit", unit_name(p.recommended)}, {"reason", p.reason}};
         c["source"] = p.chip.source;
         list.push_back(std::move(c));
@@ -136,17 +158,22 @@ std::string validation_table(const std::vector<ValidationRow>& rows) {
     std::string out =
         fmt::format("{:<50} {:<8} {:<4} {:>10} {:>10} {:>8} {:>6}  {}\n", "case", "chip", "unit",
                     "published", "predicted", "error", "bound", "role / source");
-    int outside = 0;
+    std::vector<std::string> misses;
     for (const ValidationRow& r : rows) {
         const PublishedPoint& p = r.point;
         const std::string published =
             fmt::format("{}{:g} {}", p.upper_bound ? "<=" : "", p.value, metric_name(p.metric));
-        out += fmt::format("{:<50} {:<8} {:<4} {:>10} {:>10.4g} {:>+7.1f}% {:>5.0f}%{} {}; {}\n",
+        out += fmt::format("{:<50} {:<8} {:<4} {:>10} {:>10.4g} {:>+7.1f}% {:>5.0f}%  {}{}; {}\n",
                            p.name, p.chip, unit_name(p.unit), published, r.predicted, r.error_pct,
-                           p.tolerance_pct, r.within ? " " : "!", p.role, p.source);
-        outside += !r.within;
+                           r.bound_pct, r.within ? "" : "MISS: ", p.role, p.source);
+        if (!r.within)
+            misses.push_back(fmt::format("{} on {}: predicted {:.4g} for {}{}", p.name, p.chip,
+                                         r.predicted, published,
+                                         p.known_miss.empty() ? "" : " (" + p.known_miss + ")"));
     }
-    out += fmt::format("\n{} points, {} outside their bound\n", rows.size(), outside);
+    out += fmt::format("\n{} points, {} outside their bound (at most {:.0f}%)\n", rows.size(),
+                       misses.size(), max_tolerance_pct);
+    for (const std::string& m : misses) out += "miss: " + m + "\n";
     return out;
 }
 
@@ -163,8 +190,10 @@ nlohmann::ordered_json validation_json(const std::vector<ValidationRow>& rows) {
                         {"upper_bound", p.upper_bound},
                         {"predicted", r.predicted},
                         {"error_pct", r.error_pct},
-                        {"tolerance_pct", p.tolerance_pct},
+                        {"tolerance_pct", r.bound_pct},
                         {"within", r.within},
+                        {"miss", !r.within},
+                        {"known_miss", p.known_miss},
                         {"role", p.role},
                         {"source", p.source}});
     }

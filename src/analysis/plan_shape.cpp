@@ -32,6 +32,13 @@ ModelShape shape_from_spec(const ModelSpec& s, std::string name) {
     m.head_params = double(s.n_vocab) * e;
     m.tied = s.tie_word_embeddings;
     m.kv_per_pos = 2.0 * s.n_layer * kv_dim;
+    if (s.sliding_window > 0 && !s.sliding_layers.empty()) {
+        // Sliding-window layers keep a cache of the window only (ANEMLL's kv_cache_local).
+        const auto n_sliding = std::count(s.sliding_layers.begin(), s.sliding_layers.end(), true);
+        m.kv_per_pos = 2.0 * double(s.n_layer - n_sliding) * kv_dim;
+        m.kv_window_per_pos = 2.0 * double(n_sliding) * kv_dim;
+        m.window = s.sliding_window;
+    }
     m.attn_q_dim_sum = s.n_layer * q_dim;
     m.big_n_out = std::max({s.n_ff, int64_t(q_dim), s.n_embd});
     m.big_n_in = m.big_n_out == s.n_ff ? s.n_embd : std::max<int64_t>(s.n_embd, int64_t(q_dim));

@@ -2,6 +2,8 @@
 // the memory arithmetic checked against numbers computed here from the shapes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "analysis/plan_cost.h"
 #include "base/error.h"
 #include "synth/synth.h"
@@ -104,6 +106,90 @@ TEST(PlanCost, Lut4FootprintCountsTheHeadCopy) {
                 in.shape.layer_params * in.precision.ffn_bits / 8 + embed * 2 +
                     embed * in.precision.head_bits / 8,
                 1);
+}
+
+// The per-function factor reproduces the measurement it comes from: a 0.69 GB chunk wiring
+// +1.05 GB with one function loaded and +2.09 GB with two.
+TEST(PlanCost, WiredPerFunctionComesFromTheMeasurement) {
+    EXPECT_NEAR(ane_wired_per_function, 1.51, 0.005);
+    EXPECT_NEAR(0.69 * ane_wired_per_function, 1.05, 0.01);
+    EXPECT_NEAR(2 * 0.69 * ane_wired_per_function, 2.09, 1e-9);
+}
+
+// Loaded for the ANE, every layer chunk is wired once per function (infer, prefill), the
+// embeddings and the LM head once each, the KV cache once.
+TEST(PlanCost, AneLoadedFootprintCountsEachFunction) {
+    const SynthPreset preset = synth_preset("qwen3-0.6b");
+    const ModelSpec& s = preset.spec;
+    const PlanInput in = input("qwen3-0.6b", "lut4", 512);
+    const Footprint f = footprint(in);
+    const double layers = in.shape.layer_params * in.precision.ffn_bits / 8;
+    const double embed = double(s.n_vocab) * s.n_embd;
+    const double other = embed * 2 + embed * in.precision.head_bits / 8;  // f16 table, LUT6 head
+    EXPECT_EQ(f.ane_functions, 2);
+    EXPECT_NEAR(f.ane_layer_bytes, layers, 1);
+    EXPECT_NEAR(f.ane_other_bytes, other, 1);
+    EXPECT_NEAR(f.ane_loaded(), 1.5145 * (2 * layers + other) + f.kv_bytes + f.runtime_bytes,
+                0.001 * f.ane_loaded());
+    // More than one copy: the ANE needs more than the GPU.
+    EXPECT_GT(f.ane_loaded(), f.total());
+    // The prediction fields are unchanged by it.
+    EXPECT_DOUBLE_EQ(f.total(), f.weights_bytes + f.kv_bytes + f.runtime_bytes);
+}
+
+// Gemma 3 past its sliding window loads infer_rotate and prefill_rotate too; its sliding
+// layers keep a window of cache.
+TEST(PlanCost, SlidingWindowPastTheWindowLoadsFourFunctions) {
+    const SynthPreset preset = synth_preset("gemma-3-1b");
+    const ModelSpec& s = preset.spec;
+    ASSERT_GT(s.sliding_window, 0);
+    EXPECT_EQ(footprint(input("gemma-3-1b", "lut4", s.sliding_window)).ane_functions, 2);
+    const Footprint past = footprint(input("gemma-3-1b", "lut4", 2 * s.sliding_window));
+    EXPECT_EQ(past.ane_functions, 4);
+    EXPECT_NEAR(past.ane_wired_weights(),
+                ane_wired_per_function * (4 * past.ane_layer_bytes + past.ane_other_bytes), 1);
+    const auto n_sliding = std::count(s.sliding_layers.begin(), s.sliding_layers.end(), true);
+    const double kv_dim = double(s.n_head_kv) * s.head_dim;
+    const int64_t n_ctx = 2 * s.sliding_window;
+    EXPECT_DOUBLE_EQ(past.kv_bytes, 2 * kv_dim * 2 *
+                                        (double(s.n_layer - n_sliding) * n_ctx +
+                                         double(n_sliding) * s.sliding_window));
+    // Models without a window load two whatever the context.
+    EXPECT_EQ(footprint(input("qwen3-0.6b", "lut4", 32768)).ane_functions, 2);
+}
+
+// Budgets: 2/3 of the smallest Mac's RAM up to 36 GB, 3/4 above; 3/4 on an iPhone.
+TEST(PlanCost, MemoryBudgetPerChip) {
+    constexpr double gib = 1024.0 * 1024 * 1024;
+    EXPECT_DOUBLE_EQ(memory_budget_bytes(find_chip("M1")), 8 * gib * 2 / 3);
+    EXPECT_DOUBLE_EQ(memory_budget_bytes(find_chip("M4")), 16 * gib * 2 / 3);
+    EXPECT_DOUBLE_EQ(memory_budget_bytes(find_chip("M4 Max")), 48 * gib * 3 / 4);
+    EXPECT_DOUBLE_EQ(memory_budget_bytes(find_chip("A17 Pro")), 8 * gib * 3 / 4);
+    EXPECT_EQ(memory_budget_bytes(find_chip("M6")), 0);  // no RAM figure at hand
+    EXPECT_EQ(smallest_budget_chip(Platform::mac).name, "M1");
+    EXPECT_EQ(smallest_budget_chip(Platform::iphone).name, "A17 Pro");
+    for (const Chip& c : chips())
+        if (c.ram_gib > 0)
+            EXPECT_GE(memory_budget_bytes(c), memory_budget_bytes(smallest_budget_chip(c.platform)))
+                << c.name;
+}
+
+// The ANE's loaded footprint, not one copy, is what meets the budget: Qwen3-4B lut4 at 1K
+// needs 3.1 GB on the GPU but 7.3 GB wired on the ANE, over an 8 GB M1's 5.7 GB.
+TEST(PlanCost, LoadedFootprintOverTheBudgetRecommendsGpu) {
+    const ChipPlan m1 = plan_chip(find_chip("M1"), input("qwen3-4b", "lut4", 1024));
+    EXPECT_LT(m1.memory.total(), m1.memory_budget_bytes);
+    EXPECT_GT(m1.memory.ane_loaded(), m1.memory_budget_bytes);
+    EXPECT_FALSE(m1.ane_fits());
+    EXPECT_TRUE(m1.gpu_fits());
+    EXPECT_EQ(m1.recommended, Unit::gpu);
+    EXPECT_NE(m1.reason.find("over the 5.7 GB budget"), std::string::npos) << m1.reason;
+    // The same model on a 16 GB M4 fits, and the speed rules decide.
+    const ChipPlan m4 = plan_chip(find_chip("M4"), input("qwen3-4b", "lut4", 1024));
+    EXPECT_TRUE(m4.ane_fits());
+    EXPECT_EQ(m4.reason.find("budget"), std::string::npos) << m4.reason;
+    // No RAM figure: nothing to compare with.
+    EXPECT_TRUE(plan_chip(find_chip("M6"), input("qwen3-8b", "lut4", 4096)).ane_fits());
 }
 
 TEST(PlanCost, ChipWithoutAneBandwidthRecommendsGpu) {

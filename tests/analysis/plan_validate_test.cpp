@@ -2,6 +2,7 @@
 // measurement it expresses, and the reports (JSON fields, SVG structure).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -11,19 +12,89 @@
 namespace anelm::plan {
 namespace {
 
-TEST(PlanValidate, EveryPublishedPointIsWithinItsBound) {
+PublishedPoint point_named(const std::string& name) {
+    for (const PublishedPoint& p : published_points())
+        if (p.name == name) return p;
+    ADD_FAILURE() << "no point " << name;
+    return published_points().front();
+}
+
+// Every point is within its bound except the misses docs/plan.md explains ("Misses"); a new
+// miss, or a known one the model comes to meet, fails here.
+TEST(PlanValidate, EveryPublishedPointIsWithinItsBoundOrAKnownMiss) {
     const std::vector<ValidationRow> rows = validate();
     ASSERT_EQ(rows.size(), published_points().size());
     ASSERT_GE(rows.size(), 10u);
+    int known = 0;
     for (const ValidationRow& r : rows) {
         SCOPED_TRACE(r.point.name + " on " + r.point.chip);
         EXPECT_GT(r.predicted, 0);
-        EXPECT_TRUE(r.within) << "predicted " << r.predicted << ", published " << r.point.value
-                              << ", error " << r.error_pct << "%";
+        EXPECT_EQ(r.within, r.point.known_miss.empty())
+            << "predicted " << r.predicted << ", published " << r.point.value << ", error "
+            << r.error_pct << "%";
         EXPECT_FALSE(r.point.source.empty());
-        // The issue's target is 35%; a wider bound is an exception docs/plan.md explains.
-        EXPECT_LE(r.point.tolerance_pct, 70);
+        known += !r.point.known_miss.empty();
     }
+    EXPECT_EQ(known, 1);  // Qwen3-4B on M1's ANE
+    EXPECT_EQ(validation_misses(rows), known);
+    EXPECT_EQ(validation_exit_code(rows), 3);
+}
+
+// No row's bound is wider than 35%, whatever a point asks for.
+TEST(PlanValidate, NoBoundIsWiderThan35Percent) {
+    EXPECT_EQ(max_tolerance_pct, 35);
+    for (const PublishedPoint& p : published_points()) EXPECT_LE(p.tolerance_pct, 35) << p.name;
+    for (const ValidationRow& r : validate()) {
+        EXPECT_LE(r.bound_pct, 35) << r.point.name;
+        EXPECT_EQ(r.within, std::abs(r.error_pct) <= r.bound_pct) << r.point.name;
+    }
+    // A point that asks for 70% and is 50% off is a miss.
+    PublishedPoint wide = point_named("Qwen3.5 2B, MLX-Swift");
+    wide.tolerance_pct = 70;
+    wide.value = validate_point(wide).predicted / 1.5;
+    const ValidationRow r = validate_point(wide);
+    EXPECT_NEAR(r.error_pct, 50, 1e-9);
+    EXPECT_EQ(r.bound_pct, 35);
+    EXPECT_FALSE(r.within);
+}
+
+// A prediction outside its bound is reported as a miss: in the row, the table's line and
+// summary, the JSON, and the exit status.
+TEST(PlanValidate, AMissIsReportedAsAMiss) {
+    std::vector<ValidationRow> rows;
+    for (const ValidationRow& r : validate())
+        if (r.within) rows.push_back(r);
+    ASSERT_FALSE(rows.empty());
+    EXPECT_EQ(validation_misses(rows), 0);
+    EXPECT_EQ(validation_exit_code(rows), 0);
+    EXPECT_NE(validation_table(rows).find(" 0 outside their bound"), std::string::npos);
+    EXPECT_EQ(validation_table(rows).find("MISS"), std::string::npos);
+
+    PublishedPoint off = point_named("Qwen3.5 2B, MLX-Swift");
+    off.value = validate_point(off).predicted / 2;  // predicted twice the published
+    const ValidationRow miss = validate_point(off);
+    EXPECT_NEAR(miss.error_pct, 100, 1e-9);
+    EXPECT_FALSE(miss.within);
+    rows.push_back(miss);
+    EXPECT_EQ(validation_misses(rows), 1);
+    EXPECT_EQ(validation_exit_code(rows), 3);
+    const std::string table = validation_table(rows);
+    EXPECT_NE(table.find("MISS: check"), std::string::npos) << table;
+    EXPECT_NE(table.find(" 1 outside their bound (at most 35%)"), std::string::npos) << table;
+    EXPECT_NE(table.find("miss: Qwen3.5 2B, MLX-Swift on M4 Max"), std::string::npos) << table;
+    const auto j = validation_json(rows);
+    EXPECT_EQ(j.back()["miss"], true);
+    EXPECT_EQ(j.back()["within"], false);
+    EXPECT_EQ(j.front()["miss"], false);
+}
+
+// The precision the Qwen3.5 rows assume is CoreML-LLM's shipped INT8, not 4-bit.
+TEST(PlanValidate, Qwen35OnTheAneIsInt8) {
+    for (const PublishedPoint& p : published_points())
+        if (p.model == "qwen3.5-2b" && p.unit == Unit::ane) {
+            EXPECT_EQ(p.precision.ffn_bits, 8) << p.name;
+            EXPECT_EQ(p.precision.head_bits, 8) << p.name;
+        }
 }
 
 TEST(PlanValidate, TheIssuesExamplesAreChecked) {
@@ -63,7 +134,10 @@ TEST(PlanReport, JsonHasEveryField) {
             for (const char* key :
                  {"available", "decode_tps", "prefill_tps", "energy_j_per_token", "decode_ms"})
                 EXPECT_TRUE(c[unit].contains(key)) << c["chip"] << " " << unit << " " << key;
-        for (const char* key : {"weights_bytes", "kv_bytes", "runtime_bytes", "total_bytes"})
+        for (const char* key :
+             {"weights_bytes", "kv_bytes", "runtime_bytes", "total_bytes", "ane_functions",
+              "ane_wired_per_function", "ane_layer_weights_bytes", "ane_other_weights_bytes",
+              "ane_loaded_bytes", "ram_gib", "budget_bytes", "ane_fits", "gpu_fits"})
             EXPECT_TRUE(c["memory"].contains(key)) << key;
         EXPECT_TRUE(c["recommendation"]["unit"] == "ANE" || c["recommendation"]["unit"] == "GPU");
         EXPECT_FALSE(c["recommendation"]["reason"].get<std::string>().empty());
@@ -71,7 +145,8 @@ TEST(PlanReport, JsonHasEveryField) {
     }
     const auto v = validation_json(validate());
     for (const auto& row : v)
-        for (const char* key : {"case", "chip", "unit", "published", "predicted", "error_pct"})
+        for (const char* key : {"case", "chip", "unit", "published", "predicted", "error_pct",
+                                "tolerance_pct", "within", "miss", "known_miss"})
             EXPECT_TRUE(row.contains(key)) << key;
 }
 
