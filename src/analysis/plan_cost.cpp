@@ -200,7 +200,7 @@ ChipPlan plan_chip(const Chip& chip, const PlanInput& in) {
         plan.recommended = Unit::gpu;
         plan.reason = fmt::format(
             "the ANE would wire {:.1f} GB ({} functions per chunk), over the {:.1f} GB budget of "
-            "a {:.0f} GB {}{}",
+            "the {:.0f} GB {}{}",
             plan.memory.ane_loaded() / 1e9, plan.memory.ane_functions,
             plan.memory_budget_bytes / 1e9, chip.ram_gib, chip.name,
             plan.gpu_fits() ? fmt::format("; the GPU needs {:.1f} GB", plan.memory.total() / 1e9)
