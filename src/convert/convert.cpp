@@ -18,12 +18,21 @@
 #include "passes/rope_halves.h"
 #include "quant/quantize_program.h"
 #include "quant/quantized_matrix.h"
+#include "tokenizer/llama2c_export.h"
 
 namespace anelm {
 
 namespace fs = std::filesystem;
 
 namespace {
+
+// The source's file or folder name: what packages and meta.yaml record of it,
+// never where it was on the converting machine.
+std::string source_name(const std::string& path) {
+    fs::path p = fs::absolute(path).lexically_normal();
+    if (!p.has_filename()) p = p.parent_path();
+    return p.filename().string();
+}
 
 int parse_int(const std::string& option, const std::string& text, std::string_view part) {
     int v = 0;
@@ -163,7 +172,8 @@ coreml::ConvertLayout lower_converted(const Model& model, const ConvertOptions& 
     lower::AneOptions ane;
     ane.batch = layout.batch_size;
     ane.argmax = options.argmax;
-    ane.description = fmt::format("{} converted by anelm for the Apple Neural Engine", model.path);
+    ane.description =
+        fmt::format("{} converted by anelm for the Apple Neural Engine", source_name(model.path));
     ane.metadata = {{"com.anemll.info", "Converted with anelm"},
                     {"com.anemll.context_length", std::to_string(layout.context_length)},
                     {"com.anemll.num_chunks", std::to_string(layout.n_chunks)},
@@ -225,9 +235,8 @@ ConvertResult convert_model(const Model& model, const ConvertOptions& options, T
                                         result.files.push_back(name);
                                     });
 
-    coreml::MetaYaml meta =
-        coreml::make_meta_yaml(result.layout, fs::path(model.path).filename().string());
-    meta.model_path = model.path;
+    coreml::MetaYaml meta = coreml::make_meta_yaml(result.layout, source_name(model.path));
+    meta.model_path = source_name(model.path);
     meta.command_line = options.command_line;
     coreml::write_meta_yaml((tmp.path() / "meta.yaml").string(), meta);
     result.files.push_back("meta.yaml");
@@ -236,11 +245,14 @@ ConvertResult convert_model(const Model& model, const ConvertOptions& options, T
         tokenizer_files = coreml::copy_tokenizer_files(model.path, tmp.path().string());
     } else if (!options.tokenizer_path.empty()) {
         // A llama2.c checkpoint: its tokenizer travels with the packages as
-        // tokenizer.bin, where anelm generate looks for it.
+        // tokenizer.bin, where anelm generate looks for it, and in Hugging
+        // Face's form for ANEMLL's runners.
         const fs::path tok(options.tokenizer_path);
         std::error_code ec;
         fs::copy_file(tok, tmp.path() / "tokenizer.bin", ec);
         if (ec) fail("{}: cannot copy: {}", tok.string(), ec.message());
+        tokenizer_files = write_llama2c_hf_files(tok.string(), tmp.path().string(),
+                                                 result.layout.context_length);
         tokenizer_files.push_back("tokenizer.bin");
     }
     result.files.insert(result.files.end(), tokenizer_files.begin(), tokenizer_files.end());

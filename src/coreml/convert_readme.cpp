@@ -34,6 +34,50 @@ std::string functions_words(const ConvertLayout& l) {
     return words;
 }
 
+std::string tokenizer_file_words(std::string_view name) {
+    if (name == "tokenizer.json")
+        return "the tokenizer in Hugging Face's form (Swift runner, app, fast tokenizers)";
+    if (name == "tokenizer.model") return "SentencePiece model, for transformers' slow tokenizer";
+    if (name == "tokenizer_config.json") return "tokenizer class, special tokens, chat template";
+    if (name == "vocab.json") return "BPE vocabulary, for transformers' slow tokenizer";
+    if (name == "merges.txt") return "BPE merges, for transformers' slow tokenizer";
+    if (name == "tokenizer.bin") return "llama2.c's tokenizer, which anelm generate reads";
+    if (name == "special_tokens_map.json" || name == "added_tokens.json")
+        return "special and added tokens";
+    if (name == "chat_template.jinja") return "the chat template";
+    if (name == "generation_config.json") return "end-of-text ids and sampling defaults";
+    if (name == "config.json") return "the source model's config (swift-transformers reads it)";
+    return "from the source model";
+}
+
+// What the runners load, and what is missing for one of them.
+std::string tokenizer_notes(std::span<const std::string> files) {
+    auto has = [&](std::string_view name) { return std::ranges::find(files, name) != files.end(); };
+    std::string t =
+        "\nTokenizer\n"
+        "chat.py and chat_full.py load it with transformers' AutoTokenizer and use_fast=False;\n"
+        "the Swift runner and the app with swift-transformers, from tokenizer.json and\n"
+        "tokenizer_config.json.\n";
+    if (has("tokenizer.bin"))
+        t +=
+            "tokenizer.json and tokenizer_config.json hold llama2.c's tokenizer.bin in Hugging\n"
+            "Face's form. Their class, LlamaTokenizerFast, makes transformers read tokenizer.json\n"
+            "even with use_fast=False, so no tokenizer.model is needed.\n";
+    if (!has("tokenizer.json"))
+        t += "There is no tokenizer.json: the Swift runner and the app need one. transformers\n"
+             "writes it: AutoTokenizer.from_pretrained(SOURCE).save_pretrained(THIS_FOLDER).\n";
+    const bool slow_bpe = has("vocab.json") && has("merges.txt");
+    if (!has("tokenizer.bin") && !has("tokenizer.model"))
+        t += slow_bpe
+                 ? "vocab.json and merges.txt serve a slow byte-level BPE class (Qwen2Tokenizer,\n"
+                   "GPT2Tokenizer) under use_fast=False.\n"
+                 : "There is no tokenizer.model. If tokenizer_config.json names a SentencePiece\n"
+                   "class (LlamaTokenizer, GemmaTokenizer), use_fast=False needs it: copy it from\n"
+                   "the original model, or add Fast to the class name so transformers reads\n"
+                   "tokenizer.json.\n";
+    return t;
+}
+
 // (name, what it is) for every file, packages first.
 std::vector<std::pair<std::string, std::string>> file_lines(
     const ConvertLayout& l, std::span<const std::string> tokenizer_files) {
@@ -55,7 +99,7 @@ std::vector<std::pair<std::string, std::string>> file_lines(
     }
     lines.emplace_back("meta.yaml", "what the runners read: file names, sizes and flags");
     for (const std::string& name : tokenizer_files)
-        lines.emplace_back(name, "from the source model (runners read the tokenizer here)");
+        lines.emplace_back(name, tokenizer_file_words(name));
     lines.emplace_back("README.txt", "this file");
     return lines;
 }
@@ -102,6 +146,7 @@ std::string convert_readme_text(const MetaYaml& meta, std::span<const std::strin
     size_t width = 0;
     for (const auto& [name, what] : lines) width = std::max(width, name.size());
     for (const auto& [name, what] : lines) t += fmt::format("  {:<{}}  {}\n", name, width, what);
+    t += tokenizer_notes(tokenizer_files);
 
     t += "\nCompile, on a Mac with Xcode's command line tools (the Swift runner and the app load\n"
          "compiled .mlmodelc folders; chat.py also loads the .mlpackage files as they are):\n";

@@ -11,8 +11,8 @@
 namespace anelm::coreml {
 
 // `out_dir` names the directory in the commands (absolute reads best: the run
-// commands start in ANEMLL's checkout); `tokenizer_files` are the names
-// copy_tokenizer_files copied.
+// commands start in ANEMLL's checkout); `tokenizer_files` are the tokenizer
+// files written beside meta.yaml (copy_tokenizer_files' names, or llama2.c's).
 std::string convert_readme_text(const MetaYaml& meta, std::span<const std::string> tokenizer_files,
                                 std::string_view out_dir);
 

@@ -60,5 +60,33 @@ TEST(ConvertReadme, MonolithicHasOneCompileLine) {
     EXPECT_TRUE(has(text, "--meta 'my models/gemma/meta.yaml'")) << text;
 }
 
+// Which tokenizer files are there, and what a runner needs that is not.
+TEST(ConvertReadme, SaysWhatTheTokenizerFilesServe) {
+    const MetaYaml meta = make_meta_yaml(default_layout("llama", 512), "model");
+    auto text_with = [&](std::vector<std::string> files) {
+        return convert_readme_text(meta, files, "out");
+    };
+    const std::string llama2c =
+        text_with({"tokenizer.json", "tokenizer_config.json", "tokenizer.bin"});
+    EXPECT_TRUE(has(llama2c, "\n  tokenizer.bin ")) << llama2c;
+    EXPECT_TRUE(has(llama2c, "LlamaTokenizerFast")) << llama2c;
+    EXPECT_FALSE(has(llama2c, "There is no")) << llama2c;
+
+    const std::string qwen = text_with(
+        {"tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "config.json"});
+    EXPECT_TRUE(has(qwen, "vocab.json and merges.txt serve a slow byte-level BPE class")) << qwen;
+    EXPECT_FALSE(has(qwen, "There is no")) << qwen;
+
+    const std::string gemma = text_with({"tokenizer.json", "tokenizer_config.json"});
+    EXPECT_TRUE(has(gemma, "There is no tokenizer.model.")) << gemma;
+    EXPECT_FALSE(has(gemma, "There is no tokenizer.json")) << gemma;
+
+    const std::string spm = text_with({"tokenizer.model", "tokenizer_config.json"});
+    EXPECT_TRUE(has(spm, "There is no tokenizer.json")) << spm;
+    EXPECT_FALSE(has(spm, "There is no tokenizer.model")) << spm;
+    for (const std::string& text : {llama2c, qwen, gemma, spm})
+        EXPECT_TRUE(has(text, "use_fast=False")) << text;
+}
+
 }  // namespace
 }  // namespace anelm::coreml
