@@ -64,6 +64,7 @@ std::vector<LintFinding> lint_package(const LintPackage& package, LintTarget tar
         package.n_chunks ? package.n_chunks : metadata_int(model, "com.anemll.num_chunks");
     const bool early_chunk = chunk_no > 0 && chunk_no < n_chunks;
 
+    lint::check_names(model, findings);
     std::vector<std::string> names;
     for (const auto& [name, fn] : model.mlprogram().functions()) names.push_back(name);
     std::sort(names.begin(), names.end());

@@ -33,6 +33,10 @@ void check_final_norm(const LintFunction& f, Findings& findings);
 // Op count and dispatch overhead (ANE015).
 void check_dispatch(const LintFunction& f, Findings& findings);
 
+// Names that are not MIL identifiers, anywhere in the model (ANE016).
+void check_names(const coreml::spec::Model& model, Findings& findings);
+bool is_mil_identifier(std::string_view name);
+
 // Ops that only move or rescale data: checks look through them to the op that
 // made a value.
 bool passes_through(const std::string& op_type);

@@ -11,7 +11,7 @@ namespace {
 
 using enum LintSeverity;
 
-constexpr std::array<LintRule, 15> rules{{
+constexpr std::array<LintRule, 16> rules{{
     {"ANE001", error, "state dimension neither a power of two nor a multiple of 32",
      "pad the dimension to a power of two or a multiple of 32 (head_dim 80 -> 128, a context "
      "of 80 -> 96)",
@@ -78,6 +78,12 @@ constexpr std::array<LintRule, 15> rules{{
      "layers)",
      "ane-llm-notes.txt, 'Bandwidth, SRAM, dispatch': dispatch ~0.095 ms per op (a 256x256 "
      "matmul takes 0.101 ms of which 0.006 compute)"},
+    {"ANE016", error, "name that is not a MIL identifier",
+     "rename it to match [A-Za-z_][A-Za-z0-9_@]* (model.model.kv_cache_0 -> "
+     "model_model_kv_cache_0, as coremltools' sanitize_input_output_names does)",
+     "research/coreml-format.md section 3.1: identifiers (function names, value names, "
+     "attribute keys) must match [A-Za-z_][A-Za-z0-9_@]* (MIL.proto); Core ML's loader rejects "
+     "the package otherwise"},
 }};
 
 }  // namespace

@@ -36,7 +36,7 @@ struct Weight {
 };
 
 struct StateDecl {
-    std::string name;             // model.model.kv_cache_0
+    std::string name;             // model_model_kv_cache_0
     DType dtype = DType::f16;
     std::vector<int64_t> shape;   // f16 [2 * n_layer, n_head_kv, n_ctx, head_dim]
 };

@@ -10,7 +10,7 @@ ir::Program build_program(const ModelSpec& spec, const WeightStore& weights,
 
     ir::Program program;
     program.states.push_back(
-        {"model.model.kv_cache_0", DType::f16, {2 * spec.n_layer, spec.n_head_kv, n_ctx, spec.head_dim}});
+        {"model_model_kv_cache_0", DType::f16, {2 * spec.n_layer, spec.n_head_kv, n_ctx, spec.head_dim}});
     program.ropes.push_back({rope_inv_freq(spec), spec.rope_style == RopeStyle::interleaved});
 
     for (const FunctionShape& shape : options.functions) {

@@ -2,6 +2,7 @@
 // op that breaks it, and stays quiet on the same package built correctly;
 // lint finds no errors or warnings in the ANE lowering of the tiny models.
 #include "analysis/lint.h"
+#include "analysis/lint_checks.h"
 
 #include <gtest/gtest.h>
 
@@ -113,7 +114,7 @@ TEST(Lint, CatalogHasIdsSeveritiesFixesAndFacts) {
                     r.fact.find("research/") != std::string_view::npos)
             << r.id;
     }
-    EXPECT_EQ(lint_rules().size(), 15u);
+    EXPECT_EQ(lint_rules().size(), 16u);
 }
 
 TEST(Lint, StateDimensionNeitherPowerOfTwoNorMultipleOf32) {
@@ -129,6 +130,31 @@ TEST(Lint, StateDimensionNeitherPowerOfTwoNorMultipleOf32) {
     TestPackage good;
     good.state("kv_cache", {56, 2, 96, 128});  // 96 is a multiple of 32
     EXPECT_EQ(count(good.lint(), "ANE001"), 0);
+}
+
+TEST(Lint, NamesThatAreNotMilIdentifiers) {
+    TestPackage bad;
+    bad.state("model.model.kv_cache_0", {4, 2, 64, 64});
+    bad.input({"2nd_input", mil::FLOAT16, {1, 64, 1, 1}});
+    const auto f = bad.lint();
+    EXPECT_EQ(count(f, "ANE016"), 2);
+    const auto s = std::find_if(f.begin(), f.end(), [](const LintFinding& x) {
+        return x.rule->id == "ANE016" && x.op == "model.model.kv_cache_0";
+    });
+    ASSERT_NE(s, f.end());
+    EXPECT_EQ(s->severity, LintSeverity::error);
+    EXPECT_EQ(s->function, "main");
+    EXPECT_NE(s->message.find("state"), std::string::npos);
+
+    TestPackage good;
+    good.state("model_model_kv_cache_0", {4, 2, 64, 64});
+    good.input({"x@1", mil::FLOAT16, {1, 64, 1, 1}});
+    EXPECT_EQ(count(good.lint(), "ANE016"), 0);
+
+    for (const char* name : {"a", "_", "A_b9@x", "kv_cache_0"})
+        EXPECT_TRUE(lint::is_mil_identifier(name)) << name;
+    for (const char* name : {"", "9a", "a.b", "a-b", "a b", "@a", "é"})
+        EXPECT_FALSE(lint::is_mil_identifier(name)) << name;
 }
 
 TEST(Lint, MoreThanTwoStates) {
