@@ -112,7 +112,8 @@ MilValue FunctionLowering::kv_write(const std::string& state, const MilValue& up
 
 MilValue FunctionLowering::window_mask(int64_t window) {
     if (const auto it = window_masks_.find(window); it != window_masks_.end()) return it->second;
-    // Keys older than the window: position - key >= window gets -inf.
+    // Keys older than the window (position - key >= window) get -inf; the
+    // others keep the causal mask's value.
     const std::string base = fmt::format("window{}_mask", window);
     const int64_t c = pkg_.n_ctx;
     std::vector<int32_t> keys(static_cast<size_t>(c));
@@ -124,13 +125,15 @@ MilValue FunctionLowering::window_mask(int64_t window) {
     const MilValue inside =
         b_.op("less", base + "_inside",
               {{"x", age}, {"y", MilParam::i32(static_cast<int32_t>(window))}}, mil::BOOL, {t_, c});
-    const MilValue extra = b_.op("select", base + "_extra",
-                                 {{"cond", inside},
-                                  {"a", MilParam::fp16(0.0f)},
-                                  {"b", MilParam::fp16(-std::numeric_limits<float>::infinity())}},
-                                 mil::FLOAT16, {t_, c});
-    const MilValue mask =
-        binary("add", causal_mask, reshape(extra, {1, 1, t_, c}, base + "_4d"), base);
+    // select's type is the broadcast of a and b only (not of cond), so a is
+    // the causal mask itself: a scalar a would make the declared [T, C] wrong.
+    const MilValue causal = reshape(causal_mask, {t_, c}, base + "_causal");
+    const MilValue rows = b_.op("select", base + "_rows",
+                                {{"cond", inside},
+                                 {"a", causal},
+                                 {"b", MilParam::fp16(-std::numeric_limits<float>::infinity())}},
+                                mil::FLOAT16, {t_, c});
+    const MilValue mask = reshape(rows, {1, 1, t_, c}, base);
     window_masks_[window] = mask;
     return mask;
 }
