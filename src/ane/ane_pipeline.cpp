@@ -43,6 +43,11 @@ std::vector<int32_t> positions(int64_t pos, int64_t t) {
     return p;
 }
 
+// Packages written before the rotate functions existed have only infer and prefill.
+bool has_rotate_functions(const coreml::spec::Model& model) {
+    return model.mlprogram().functions().contains("infer_rotate");
+}
+
 }  // namespace
 
 AnePipeline::AnePipeline(AnePart embeddings, const std::vector<AnePart>& chunks, AnePart head,
@@ -52,6 +57,10 @@ AnePipeline::AnePipeline(AnePart embeddings, const std::vector<AnePart>& chunks,
     for (const AnePart& c : chunks) {
         infer_.push_back(function_of(c, "infer", rounding, pool));
         prefill_.push_back(function_of(c, "prefill", rounding, pool));
+        if (shape_.rotate_from > 0) {
+            infer_rotate_.push_back(function_of(c, "infer_rotate", rounding, pool));
+            prefill_rotate_.push_back(function_of(c, "prefill_rotate", rounding, pool));
+        }
     }
     head_ = function_of(head, "main", rounding, pool);
     logits_.resize(static_cast<size_t>(
@@ -63,6 +72,10 @@ AnePipeline::AnePipeline(AnePart monolithic, AnePipelineShape shape, milexec::Ro
     : shape_(std::move(shape)) {
     infer_.push_back(function_of(monolithic, "infer", rounding, pool));
     prefill_.push_back(function_of(monolithic, "prefill", rounding, pool));
+    if (shape_.rotate_from > 0) {
+        infer_rotate_.push_back(function_of(monolithic, "infer_rotate", rounding, pool));
+        prefill_rotate_.push_back(function_of(monolithic, "prefill_rotate", rounding, pool));
+    }
     logits_.resize(static_cast<size_t>(
         std::accumulate(shape_.head_pieces.begin(), shape_.head_pieces.end(), int64_t{0})));
 }
@@ -98,13 +111,19 @@ Tensor AnePipeline::run_chunks(const std::vector<std::unique_ptr<milexec::Functi
     return {};
 }
 
+const std::vector<std::unique_ptr<milexec::Function>>& AnePipeline::functions(bool batch) const {
+    const bool rotate = shape_.rotate_from > 0 && pos_ >= shape_.rotate_from;
+    if (batch) return rotate ? prefill_rotate_ : prefill_;
+    return rotate ? infer_rotate_ : infer_;
+}
+
 void AnePipeline::run_batch(std::span<const int32_t> tokens) {
-    run_chunks(prefill_, tokens);
+    run_chunks(functions(true), tokens);
 }
 
 std::span<const float> AnePipeline::run_token(int32_t token) {
     if (pos_ >= shape_.n_ctx) fail("the context of {} tokens is full", shape_.n_ctx);
-    Tensor hidden = run_chunks(infer_, {&token, 1});
+    Tensor hidden = run_chunks(functions(false), {&token, 1});
     if (!head_) return read_head(last_outputs_);
     return read_head(head_->run({{"hidden_states", hidden}}, states_));
 }
@@ -114,21 +133,32 @@ std::span<const float> AnePipeline::read_head(const std::map<std::string, Tensor
         // Each piece's best: the largest value wins; its index is local to the piece.
         const Tensor& idx = out.at("argmax_idx");
         const Tensor& val = out.at("argmax_val");
+        if (val.f.size() != shape_.head_pieces.size() || idx.i.size() != val.f.size())
+            fail("argmax_idx/argmax_val: {}/{} values for {} pieces", idx.i.size(), val.f.size(),
+                 shape_.head_pieces.size());
         size_t best = 0;
         for (size_t p = 1; p < val.f.size(); ++p)
             if (val.f[p] > val.f[best]) best = p;
         const int64_t offset =
             std::accumulate(shape_.head_pieces.begin(),
                             shape_.head_pieces.begin() + static_cast<long>(best), int64_t{0});
+        const int32_t local = idx.i[best];
+        if (local < 0 || local >= shape_.head_pieces[best])
+            fail("argmax_idx: {} in piece {} of {} ids", local, best + 1,
+                 shape_.head_pieces[best]);
         std::fill(logits_.begin(), logits_.end(), -std::numeric_limits<float>::infinity());
-        logits_.at(static_cast<size_t>(offset + idx.i.at(best))) = val.f[best];
+        logits_[static_cast<size_t>(offset + local)] = val.f[best];
         return logits_;
     }
+    // A piece may be padded past the ids it holds: only those are read.
     size_t at = 0;
     for (size_t p = 0; p < shape_.head_pieces.size(); ++p) {
         const Tensor& piece = out.at(fmt::format("logits{}", p + 1));
-        std::copy(piece.f.begin(), piece.f.end(), logits_.begin() + static_cast<long>(at));
-        at += piece.f.size();
+        const auto ids = static_cast<size_t>(shape_.head_pieces[p]);
+        if (piece.f.size() < ids)
+            fail("logits{}: {} values, the piece holds {} ids", p + 1, piece.f.size(), ids);
+        std::copy_n(piece.f.begin(), ids, logits_.begin() + static_cast<long>(at));
+        at += ids;
     }
     return logits_;
 }
@@ -171,11 +201,14 @@ ConvertedModel::ConvertedModel(const std::string& dir, const std::string& tokeni
     shape.head_pieces = layout.lm_head_chunk_sizes;
     shape.argmax = layout.argmax_in_model;
     if (layout.monolithic) {
-        pipeline_ = std::make_unique<AnePipeline>(open(files.monolithic), shape, rounding, pool);
+        const AnePart part = open(files.monolithic);
+        if (has_rotate_functions(*part.model)) shape.rotate_from = layout.sliding_window;
+        pipeline_ = std::make_unique<AnePipeline>(part, shape, rounding, pool);
     } else {
         const AnePart embeddings = open(files.embeddings);
         std::vector<AnePart> chunks;
         for (const std::string& c : files.chunks) chunks.push_back(open(c));
+        if (has_rotate_functions(*chunks.at(0).model)) shape.rotate_from = layout.sliding_window;
         pipeline_ = std::make_unique<AnePipeline>(embeddings, chunks, open(files.lm_head), shape,
                                                   rounding, pool);
     }

@@ -31,6 +31,9 @@ struct AnePipelineShape {
     int64_t batch = 0;                 // tokens of one prefill call
     std::vector<int64_t> head_pieces;  // LM head piece sizes, in output order
     bool argmax = false;               // the head returns argmax_idx / argmax_val
+    // From this position on, the chunks' infer_rotate and prefill_rotate run
+    // instead of infer and prefill, as the runners switch (0: never).
+    int64_t rotate_from = 0;
 };
 
 class AnePipeline : public TokenModel {
@@ -59,6 +62,9 @@ private:
     AnePipelineShape shape_;
     std::unique_ptr<milexec::Function> embeddings_, head_;  // null when monolithic
     std::vector<std::unique_ptr<milexec::Function>> infer_, prefill_;
+    std::vector<std::unique_ptr<milexec::Function>> infer_rotate_, prefill_rotate_;
+    // The functions for a call at the current position.
+    const std::vector<std::unique_ptr<milexec::Function>>& functions(bool batch) const;
     milexec::States states_;
     std::map<std::string, milexec::Tensor> last_outputs_;  // monolithic infer's head outputs
     std::vector<float> logits_;

@@ -106,18 +106,25 @@ int lm_head_split(std::string_view model_type) {
 
 std::vector<int64_t> lm_head_chunk_sizes(int64_t vocab, int n) {
     if (n < 1 || vocab < n) fail("LM head split: {} pieces of a vocabulary of {}", n, vocab);
-    std::vector<int64_t> sizes(n, vocab / n);
-    for (int64_t i = 0; i < vocab % n; ++i) ++sizes[i];
+    const int64_t rows = lm_head_piece_rows(vocab, n);
+    const int64_t count = (vocab + rows - 1) / rows;
+    std::vector<int64_t> sizes(static_cast<size_t>(count), rows);
+    sizes.back() = vocab - (count - 1) * rows;
     return sizes;
+}
+
+int64_t lm_head_piece_rows(int64_t vocab, int n) {
+    if (n < 1 || vocab < 1) fail("LM head split: {} pieces of a vocabulary of {}", n, vocab);
+    return (vocab + n - 1) / n;
 }
 
 ConvertLayout default_layout(std::string_view model_type, int64_t vocab) {
     ConvertLayout layout;
     layout.architecture = std::string(model_type);
     layout.prefix = default_prefix(model_type);
-    layout.split_lm_head = lm_head_split(model_type);
     layout.vocab_size = vocab;
-    layout.lm_head_chunk_sizes = lm_head_chunk_sizes(vocab, layout.split_lm_head);
+    layout.lm_head_chunk_sizes = lm_head_chunk_sizes(vocab, lm_head_split(model_type));
+    layout.split_lm_head = static_cast<int>(layout.lm_head_chunk_sizes.size());
     return layout;
 }
 

@@ -28,13 +28,13 @@ struct ConvertLayout {
     // for integer quantization, so only these two methods are accepted.
     quant::QuantChoice lut_embed, lut_ffn, lut_head;
     bool argmax_in_model = false;  // the LM head returns argmax_idx/argmax_val
-    int split_lm_head = 8;         // LM head pieces
+    int split_lm_head = 8;         // LM head pieces, each of lm_head_chunk_sizes[0] rows
     int64_t vocab_size = 0;
-    std::vector<int64_t> lm_head_chunk_sizes;  // split_lm_head pieces summing to vocab_size
+    std::vector<int64_t> lm_head_chunk_sizes;  // ids per piece, summing to vocab_size
     bool monolithic = false;     // one {prefix}_monolithic_full package instead of the split
     float fp16_scale = 1;        // residual stream scale folded into the weights; 1: none
     int64_t sliding_window = 0;  // keys a sliding-window layer sees; 0: no such layers
-    bool single_cache = false;   // sliding-window model with one KV cache (no rotation)
+    bool single_cache = false;   // sliding-window model with one KV cache
 
     bool operator==(const ConvertLayout&) const = default;
 
@@ -47,11 +47,10 @@ struct ConvertLayout {
     // head; or the monolithic one).
     std::vector<std::string> package_stems() const;
     // The chunks' (or monolithic model's) functions: infer and prefill, with
-    // their rotate variants when sliding-window caches must rotate.
+    // their rotate variants when the context is longer than the sliding window
+    // (the runners call them from the window's length on).
     std::vector<std::string> function_names() const;
-    bool rotates() const {
-        return sliding_window > 0 && !single_cache && context_length > sliding_window;
-    }
+    bool rotates() const { return sliding_window > 0 && context_length > sliding_window; }
 
     // Throws Error "{what}: field: ..." for values the runners cannot use.
     void check(std::string_view what) const;
@@ -72,10 +71,15 @@ std::string lut_suffix(const quant::QuantChoice& lut);
 std::string default_prefix(std::string_view model_type);
 // LM head pieces: 16 for qwen* and gemma*, 8 otherwise.
 int lm_head_split(std::string_view model_type);
-// Piece sizes: vocab / n, plus one for each of the first vocab % n pieces.
-// ANEMLL's LLaMA path uses vocab / 8 for every piece and so drops a
-// non-divisible tail; we never drop one.
+// The vocabulary ids each piece holds: ceil(vocab / n) for every piece but the
+// last, which holds the rest. Every piece's output has ceil(vocab / n) rows (the
+// last one padded with logits that never win), because AnemllCore maps a
+// piece's index i to piece * rows + i. Fewer than n pieces when n does not fit
+// (a vocabulary of 17 in 16 pieces of 2 is 9 pieces). ANEMLL's LLaMA path uses
+// vocab / 8 for every piece and so drops a non-divisible tail; we never drop one.
 std::vector<int64_t> lm_head_chunk_sizes(int64_t vocab, int n);
+// Rows of every piece's output: ceil(vocab / n).
+int64_t lm_head_piece_rows(int64_t vocab, int n);
 
 // A layout with ANEMLL's defaults for this model: prefix, split and pieces.
 ConvertLayout default_layout(std::string_view model_type, int64_t vocab);

@@ -21,6 +21,7 @@ struct PackageContext;
 struct AneOptions {
     int64_t batch = 64;                           // tokens of one prefill call
     bool argmax = false;                          // the LM head returns each piece's argmax
+    bool rotate = false;  // chunks also get infer_rotate and prefill_rotate (sliding window)
     std::map<std::string, std::string> metadata;  // Metadata.userDefined of every package
     std::string author = "anelm";
     std::string description;  // Metadata.shortDescription

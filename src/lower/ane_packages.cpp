@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <numeric>
 
 #include "base/error.h"
@@ -183,14 +184,33 @@ MilValue first_row(FunctionLowering& f, const MilValue& x) {
     return f.slice(x, {0, 0, 0, 0}, {1, static_cast<int32_t>(x.shape.at(1)), 1, 1}, "first_row");
 }
 
+// Pads a piece's logits [1, 1, n] to [1, 1, rows] with fp16's lowest value,
+// which no real logit loses to in an argmax and which softmax turns into 0.
+MilValue pad_logits(MilBuilder& b, const MilValue& logits, int64_t rows, const std::string& name) {
+    const int64_t n = logits.shape.at(2);
+    if (n == rows) return logits;
+    const std::vector<float> lowest(static_cast<size_t>(rows - n), -65504.0f);
+    const MilValue pad = b.const_f16(name + "_pad", {1, 1, rows - n}, lowest);
+    return b.op("concat", name,
+                {{"values", std::vector<MilValue>{logits, pad}},
+                 {"axis", MilParam::i32(2)},
+                 {"interleave", MilParam::boolean(false)}},
+                mil::FLOAT16, {1, 1, rows});
+}
+
 // The LM head on x (channels, one token) split into pieces: logits1..N, or
-// argmax_idx and argmax_val over the pieces.
+// argmax_idx and argmax_val over the pieces. Every piece's output has the
+// first piece's rows (a shorter last piece is padded), as AnemllCore maps a
+// piece's index i to piece * rows + i.
 std::vector<MilValue> lower_head(FunctionLowering& f, const ir::Function& fn,
                                  const ProgramParts& parts, const MilValue& x,
                                  const std::vector<int64_t>& pieces, bool argmax) {
     const int64_t vocab = hidden_width(fn, fn.outputs.at(0));
     const int64_t total = std::accumulate(pieces.begin(), pieces.end(), int64_t{0});
     if (total != vocab) fail("LM head pieces add up to {}, the vocabulary has {}", total, vocab);
+    const int64_t rows = pieces.at(0);
+    if (std::ranges::any_of(pieces, [&](int64_t p) { return p > rows; }))
+        fail("LM head pieces: a piece is larger than the first ({} rows)", rows);
     MilBuilder& b = f.builder();
     std::vector<MilValue> outputs, idx, val;
     int64_t row0 = 0;
@@ -202,7 +222,11 @@ std::vector<MilValue> lower_head(FunctionLowering& f, const ir::Function& fn,
         f.bind(parts.final_norm.back(), x);
         for (ir::ValueId id : parts.head) f.lower(id);
         const MilValue& piece = f.value(fn.outputs.at(0));  // [1, piece, 1, 1]
-        const MilValue logits = f.reshape(piece, {1, 1, pieces[i]}, "logits" + n);
+        const MilValue logits =
+            pieces[i] == rows
+                ? f.reshape(piece, {1, 1, rows}, "logits" + n)
+                : pad_logits(b, f.reshape(piece, {1, 1, pieces[i]}, "logits" + n + "_real"), rows,
+                             "logits" + n);
         if (argmax) {
             idx.push_back(b.op("reduce_argmax", "argmax_idx_" + n,
                                {{"x", logits},
@@ -239,7 +263,17 @@ std::vector<MilValue> lower_head(FunctionLowering& f, const ir::Function& fn,
     return outputs;
 }
 
-constexpr std::pair<const char*, bool> chunk_functions[] = {{"infer", false}, {"prefill", true}};
+// A chunk's functions and whether each takes a batch. The rotate forms, which
+// the runners call from the sliding window's length on, compute the same as
+// the others on our one full-length cache and share their weights.
+std::vector<std::pair<std::string, bool>> chunk_functions(bool rotate) {
+    std::vector<std::pair<std::string, bool>> fns{{"infer", false}, {"prefill", true}};
+    if (rotate) {
+        fns.emplace_back("infer_rotate", false);
+        fns.emplace_back("prefill_rotate", true);
+    }
+    return fns;
+}
 
 }  // namespace
 
@@ -261,7 +295,7 @@ AnePackage lower_chunk(const ir::Program& program, int64_t first, int64_t end,
     const ir::ValueId out_id = part_output(fn, nodes);
     const int64_t h = hidden_width(fn, in_id);
 
-    for (const auto& [name, batched] : chunk_functions) {
+    for (const auto& [name, batched] : chunk_functions(options.rotate)) {
         const int64_t t = batched ? options.batch : 1;
         mil::Block& block = new_function(pkg.model, name);
         FunctionLowering f(*pkg.context, fn, block, t);
@@ -318,7 +352,7 @@ AnePackage lower_monolithic(const ir::Program& program, const std::vector<int64_
     for (const auto& l : parts.layers) layers.insert(layers.end(), l.begin(), l.end());
     const ir::ValueId stream = part_output(fn, layers);
 
-    for (const auto& [name, batched] : chunk_functions) {
+    for (const auto& [name, batched] : chunk_functions(options.rotate)) {
         const int64_t t = batched ? options.batch : 1;
         mil::Block& block = new_function(pkg.model, name);
         FunctionLowering f(*pkg.context, fn, block, t);

@@ -80,22 +80,33 @@ TEST(AnemllLayout, FunctionsRotateOnlyBeyondTheWindow) {
     layout.context_length = 1024;
     EXPECT_EQ(layout.function_names(),
               (std::vector<std::string>{"infer", "infer_rotate", "prefill", "prefill_rotate"}));
+    // One cache as long as the context still needs the rotate functions: the
+    // Swift runner calls them past the window whatever the cache layout.
     layout.single_cache = true;
+    EXPECT_TRUE(layout.rotates());
+    layout.context_length = 512;
     EXPECT_FALSE(layout.rotates());
 }
 
 TEST(AnemllLayout, LmHeadPiecesSumToTheVocabulary) {
     // Qwen3's 151936 = 16 * 9496: even pieces.
     EXPECT_EQ(lm_head_chunk_sizes(151936, 16), std::vector<int64_t>(16, 9496));
-    // 32003 = 8 * 4000 + 3: the first three pieces get one more.
+    // 32003 = 8 * 4000 + 3: every piece but the last holds ceil(32003 / 8) ids,
+    // the last the rest (its output is padded to 4001 rows).
     EXPECT_EQ(lm_head_chunk_sizes(32003, 8),
-              (std::vector<int64_t>{4001, 4001, 4001, 4000, 4000, 4000, 4000, 4000}));
-    for (int64_t vocab : {512, 128256, 128257, 151669}) {
+              (std::vector<int64_t>{4001, 4001, 4001, 4001, 4001, 4001, 4001, 3996}));
+    EXPECT_EQ(lm_head_piece_rows(32003, 8), 4001);
+    // 17 ids in pieces of ceil(17 / 16) = 2 rows fill only 9 pieces.
+    EXPECT_EQ(lm_head_chunk_sizes(17, 16), (std::vector<int64_t>{2, 2, 2, 2, 2, 2, 2, 2, 1}));
+    for (int64_t vocab : {512, 650, 128256, 128257, 151669}) {
         for (int n : {8, 16}) {
             const std::vector<int64_t> sizes = lm_head_chunk_sizes(vocab, n);
+            const int64_t rows = lm_head_piece_rows(vocab, n);
             ASSERT_EQ(sizes.size(), static_cast<size_t>(n));
             EXPECT_EQ(std::accumulate(sizes.begin(), sizes.end(), int64_t{0}), vocab);
-            EXPECT_LE(sizes.front() - sizes.back(), 1);
+            for (size_t i = 0; i + 1 < sizes.size(); ++i) EXPECT_EQ(sizes[i], rows);
+            EXPECT_GE(sizes.back(), 1);
+            EXPECT_LE(sizes.back(), rows);
         }
     }
     expect_error([] { lm_head_chunk_sizes(7, 8); }, {"8 pieces", "7"});
