@@ -172,6 +172,7 @@ coreml::ConvertLayout lower_converted(const Model& model, const ConvertOptions& 
     lower::AneOptions ane;
     ane.batch = layout.batch_size;
     ane.argmax = options.argmax;
+    ane.rotate = layout.rotates();
     ane.description =
         fmt::format("{} converted by anelm for the Apple Neural Engine", source_name(model.path));
     ane.metadata = {{"com.anemll.info", "Converted with anelm"},
@@ -196,7 +197,9 @@ coreml::ConvertLayout lower_converted(const Model& model, const ConvertOptions& 
         return o;
     };
     auto lut_bits = [](const quant::QuantChoice& c) { return std::to_string(c.nbits); };
-    const std::string functions = "infer,prefill";
+    std::string functions;
+    for (const std::string& name : layout.function_names())
+        functions += (functions.empty() ? "" : ",") + name;
     if (options.monolithic) {
         emit(lower::lower_monolithic(program, layout.lm_head_chunk_sizes,
                                      with({{"com.anemll.lut_bits", lut_bits(layout.lut_ffn)},
@@ -236,6 +239,8 @@ ConvertResult convert_model(const Model& model, const ConvertOptions& options, T
                                     });
 
     coreml::MetaYaml meta = coreml::make_meta_yaml(result.layout, source_name(model.path));
+    if (const fs::path gen = fs::path(model.path) / "generation_config.json"; fs::exists(gen))
+        meta.sampling = coreml::read_recommended_sampling(gen.string());
     meta.model_path = source_name(model.path);
     meta.command_line = options.command_line;
     coreml::write_meta_yaml((tmp.path() / "meta.yaml").string(), meta);

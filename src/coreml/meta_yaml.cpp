@@ -57,6 +57,18 @@ void emit_head_and_flags(YAML::Emitter& out, const ConvertLayout& l) {
     // Without it (or update_mask_prefill) chat.py falls back to token-by-token prefill.
     out << YAML::Key << "prefill_dynamic_slice" << YAML::Value << true;
     if (l.single_cache) out << YAML::Key << "single_cache" << YAML::Value << true;
+    // chat.py's causal-mask width and KV length: the context, as the functions take them.
+    out << YAML::Key << "attention_size" << YAML::Value << l.context_length;
+    out << YAML::Key << "state_length" << YAML::Value << l.context_length;
+}
+
+void emit_sampling(YAML::Emitter& out, const RecommendedSampling& s) {
+    out << YAML::Key << "recommended_sampling" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "do_sample" << YAML::Value << s.do_sample;
+    out << YAML::Key << "temperature" << YAML::Value << s.temperature;
+    out << YAML::Key << "top_p" << YAML::Value << s.top_p;
+    out << YAML::Key << "top_k" << YAML::Value << s.top_k;
+    out << YAML::EndMap;
 }
 
 std::string description(const MetaYaml& meta) {
@@ -144,6 +156,15 @@ public:
         bool v = false;
         if (!n.IsScalar() || !YAML::convert<bool>::decode(n, v))
             bad(key, fmt::format("'{}' is not true or false", text_of(n)));
+        return v;
+    }
+
+    std::optional<double> number(std::string_view key) const {
+        const YAML::Node n = get(key);
+        if (!n) return std::nullopt;
+        double v = 0;
+        if (!n.IsScalar() || !YAML::convert<double>::decode(n, v))
+            bad(key, fmt::format("'{}' is not a number", text_of(n)));
         return v;
     }
 
@@ -266,6 +287,29 @@ void read_monolithic(const Fields& p, MetaYaml& meta) {
 
 }  // namespace
 
+std::optional<RecommendedSampling> read_recommended_sampling(const std::string& path) {
+    const nlohmann::json j = read_json_file(path);
+    if (!j.is_object()) fail("{}: expected a JSON object", path);
+    RecommendedSampling r;
+    bool any = false;
+    auto take = [&](const char* key, auto& field, auto is_type, const char* expected) {
+        const auto it = j.find(key);
+        if (it == j.end() || it->is_null()) return;
+        if (!is_type(*it)) fail("{}: {}: expected {}, got {}", path, key, expected, json_type_words(*it));
+        field = it->template get<std::remove_reference_t<decltype(field)>>();
+        any = true;
+    };
+    take("do_sample", r.do_sample, [](const nlohmann::json& v) { return v.is_boolean(); },
+         "true or false");
+    take("temperature", r.temperature, [](const nlohmann::json& v) { return v.is_number(); },
+         "a number");
+    take("top_p", r.top_p, [](const nlohmann::json& v) { return v.is_number(); }, "a number");
+    take("top_k", r.top_k, [](const nlohmann::json& v) { return v.is_number_integer(); },
+         "an integer");
+    if (!any) return std::nullopt;
+    return r;
+}
+
 MetaYaml make_meta_yaml(const ConvertLayout& layout, std::string model_name) {
     MetaYaml meta;
     meta.layout = layout;
@@ -320,6 +364,7 @@ std::string meta_yaml_text(const MetaYaml& meta) {
         out << YAML::Key << "ffn" << YAML::Value << meta.ffn;
     }
     emit_head_and_flags(out, l);
+    if (meta.sampling) emit_sampling(out, *meta.sampling);
     if (l.monolithic) {
         out << YAML::Key << "functions" << YAML::Value << YAML::BeginSeq;
         for (const std::string& f : l.function_names()) out << f;
@@ -384,8 +429,9 @@ MetaYaml read_meta_yaml(const std::string& path) {
         l.vocab_size = sum;
         l.lm_head_chunk_sizes = std::move(*sizes);
     } else if (l.vocab_size >= l.split_lm_head) {
-        // The runners' fallback: the converters' split of vocab_size.
-        l.lm_head_chunk_sizes = lm_head_chunk_sizes(l.vocab_size, l.split_lm_head);
+        // The runners' fallback: an even split of vocab_size.
+        auto sizes = lm_head_chunk_sizes(l.vocab_size, l.split_lm_head);
+        if (std::ssize(sizes) == l.split_lm_head) l.lm_head_chunk_sizes = std::move(sizes);
     }
     // Both runners assume Gemma 3's 512 when a gemma3-prefixed model states none.
     l.sliding_window =
@@ -393,6 +439,15 @@ MetaYaml read_meta_yaml(const std::string& path) {
     if (l.sliding_window < 0)
         p.bad("sliding_window", fmt::format("{} is negative", l.sliding_window));
     l.single_cache = p.flag("single_cache", false);
+    if (p.has("recommended_sampling")) {
+        const Fields s = p.map("recommended_sampling");
+        RecommendedSampling r;
+        r.do_sample = s.flag("do_sample", false);
+        r.temperature = s.number("temperature").value_or(r.temperature);
+        r.top_p = s.number("top_p").value_or(r.top_p);
+        r.top_k = s.optional_integer("top_k").value_or(r.top_k);
+        meta.sampling = r;
+    }
 
     for (const auto& [key, value] : read_conversion_comments(text)) {
         if (key == "model_path") meta.model_path = value;

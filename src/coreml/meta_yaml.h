@@ -4,14 +4,26 @@
 // lm_head_chunk_sizes as a list of integers), and read back here the same way.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "coreml/anemll_layout.h"
 
 namespace anelm::coreml {
 
+// generation_config.json's sampling, which the Swift runner prefers to its
+// own defaults (meta.yaml's recommended_sampling).
+struct RecommendedSampling {
+    bool do_sample = false;
+    double temperature = 1.0, top_p = 1.0;
+    int64_t top_k = 0;
+
+    bool operator==(const RecommendedSampling&) const = default;
+};
+
 struct MetaYaml {
     ConvertLayout layout;
+    std::optional<RecommendedSampling> sampling;
     std::string model_name;  // the source model's folder name: model_info.name anemll-NAME-ctxC
     // The .mlmodelc names recorded for the runners (ffn: chunk 1, the others
     // are found by its `_chunk_01of` part); empty where the layout has none.
@@ -21,6 +33,11 @@ struct MetaYaml {
 
     bool operator==(const MetaYaml&) const = default;
 };
+
+// The sampling a generation_config.json recommends: nothing when it names
+// none of do_sample, temperature, top_p, top_k. Throws Error naming the file
+// and field for a value of the wrong type.
+std::optional<RecommendedSampling> read_recommended_sampling(const std::string& path);
 
 // The meta.yaml of a layout, file names taken from it.
 MetaYaml make_meta_yaml(const ConvertLayout& layout, std::string model_name);
