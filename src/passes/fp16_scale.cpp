@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "passes/fold_scales.h"
 
 namespace anelm::passes {
 
@@ -69,8 +70,9 @@ void scale_function(ir::Function& fn, float alpha) {
 
 void scale_residual(ir::Program& program, float alpha) {
     if (!is_power_of_two(alpha)) fail("fp16 scale: {} is not a power of two", alpha);
-    if (alpha == 1.0f) return;
-    for (ir::Function& fn : program.functions) scale_function(fn, alpha);
+    if (alpha != 1.0f)
+        for (ir::Function& fn : program.functions) scale_function(fn, alpha);
+    fold_scales_into_weights(program);
 }
 
 }  // namespace anelm::passes

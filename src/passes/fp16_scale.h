@@ -26,7 +26,9 @@ float residual_scale_for_peak(double peak, double target = 32768.0);
 // The stream is the embedding's output and everything an add, last_row or
 // scale computes from it. Throws Error naming the node when the program reads
 // the stream through any other op, or when a branch is shared with other
-// readers, since neither could be scaled exactly.
+// readers, since neither could be scaled exactly. Then the scales (and
+// Gemma's gain offsets) are folded into the weights (fold_scales.h), so the
+// CPU and the Core ML writer round the same values; alpha 1 folds only those.
 void scale_residual(ir::Program& program, float alpha);
 
 }  // namespace anelm::passes

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "base/half.h"
 #include "run_anelm.h"
 #include "synth/synth.h"
 #include "test_support.h"
@@ -152,6 +153,49 @@ TEST(CliConvert, BadInputIsOneLineAndWritesNothing) {
     const auto r = test::run_anelm("convert " + shell_word(model) + " -o " + shell_word(out));
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("already exists"), std::string::npos) << r.err;
+}
+
+// Sets element 0 of a bf16 tensor of a safetensors file to `value`, in place.
+void set_first_bf16(const fs::path& file, const std::string& tensor, float value) {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    ASSERT_TRUE(f) << file;
+    uint64_t header_bytes = 0;
+    f.read(reinterpret_cast<char*>(&header_bytes), 8);
+    std::string header(header_bytes, '\0');
+    f.read(header.data(), static_cast<std::streamsize>(header_bytes));
+    const auto j = nlohmann::json::parse(header);
+    ASSERT_TRUE(j.contains(tensor)) << tensor;
+    ASSERT_EQ(j[tensor]["dtype"], "BF16");
+    const uint64_t at = 8 + header_bytes + j[tensor]["data_offsets"][0].get<uint64_t>();
+    const uint16_t bits = f32_to_bf16(value);
+    f.seekp(static_cast<std::streamoff>(at));
+    f.write(reinterpret_cast<const char*>(&bits), 2);
+    ASSERT_TRUE(f);
+}
+
+// A Gemma norm gain above half precision's range (legal in bf16) on a branch
+// that feeds the residual stream: scaled by 1/16 it is in range. The CPU's ane
+// precision folds the scale before rounding, as convert does, so both give the
+// same greedy text (rounding the gain first made it inf on the CPU only).
+TEST(CliConvert, ScaledGainAboveHalfRangeGivesTheSameTokens) {
+    const fs::path dir = test::temp_dir("cli-convert-gain");
+    const fs::path model = dir / "model";
+    synth_write("tiny-gemma3", model.string(), DType::bf16, 11);
+    set_first_bf16(model / "model.safetensors", "model.layers.0.post_feedforward_layernorm.weight",
+                   100000.0f);
+    const fs::path out = dir / "out";
+    const auto r = test::run_anelm("convert " + shell_word(model) + " -o " + shell_word(out) +
+                                   " --lut-ffn none --lut-head none --chunks 2 --ctx 96 "
+                                   "--batch 16 --fp16-scale 0.0625 -t 2");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto original =
+        test::run_anelm("generate " + shell_word(model) + " -p " + prompt +
+                        " -n 48 --temp 0 --precision ane --fp16-scale 0.0625");
+    ASSERT_EQ(original.exit_code, 0) << original.err;
+    const auto converted = test::run_anelm("generate " + shell_word(out) + " -p " + prompt +
+                                           " -n 48 --temp 0 --precision ane");
+    ASSERT_EQ(converted.exit_code, 0) << converted.err;
+    EXPECT_EQ(converted.out, original.out);
 }
 
 }  // namespace

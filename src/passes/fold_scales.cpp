@@ -1,0 +1,88 @@
+#include "passes/fold_scales.h"
+
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "base/half.h"
+
+namespace anelm::passes {
+
+namespace {
+
+float element(const TensorView& w, int64_t i) {
+    switch (w.dtype) {
+        case DType::f32:
+            return reinterpret_cast<const float*>(w.data)[i];
+        case DType::f16:
+            return f16_to_f32(reinterpret_cast<const uint16_t*>(w.data)[i]);
+        case DType::bf16:
+            return bf16_to_f32(reinterpret_cast<const uint16_t*>(w.data)[i]);
+        default:
+            break;
+    }
+    return std::nanf("");
+}
+
+bool power_of_two(float s) {
+    int exponent = 0;
+    return s > 0 && std::frexp(s, &exponent) == 0.5f;
+}
+
+// (offset + w) * scale as a new weight.
+ir::Weight folded(const ir::Weight& w, float offset, float scale) {
+    ir::Weight out;
+    out.name = w.name;
+    out.view = w.view;
+    const int64_t n = w.view.numel();
+    if (w.view.dtype == DType::bf16 && offset == 0 && power_of_two(scale)) {
+        auto data = std::make_shared<std::vector<uint16_t>>(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i)
+            (*data)[static_cast<size_t>(i)] = f32_to_bf16(element(w.view, i) * scale);
+        out.view.data = reinterpret_cast<const std::byte*>(data->data());
+        out.storage = std::move(data);
+        return out;
+    }
+    auto data = std::make_shared<std::vector<float>>(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) (*data)[static_cast<size_t>(i)] = (offset + element(w.view, i)) * scale;
+    out.view.dtype = DType::f32;
+    out.view.data = reinterpret_cast<const std::byte*>(data->data());
+    out.storage = std::move(data);
+    return out;
+}
+
+bool folds(ir::Op op) {
+    return op == ir::Op::embed || op == ir::Op::linear || op == ir::Op::rms_norm;
+}
+
+}  // namespace
+
+void fold_scales_into_weights(ir::Program& program) {
+    std::map<std::tuple<ir::WeightId, float, float>, ir::WeightId> made;
+    auto fold = [&](ir::WeightId id, float offset, float scale) {
+        const auto key = std::make_tuple(id, offset, scale);
+        if (const auto it = made.find(key); it != made.end()) return it->second;
+        const ir::Weight& w = program.weights.at(static_cast<size_t>(id));
+        program.weights.push_back(folded(w, offset, scale));
+        const auto new_id = static_cast<ir::WeightId>(program.weights.size() - 1);
+        made.emplace(key, new_id);
+        return new_id;
+    };
+    for (ir::Function& fn : program.functions)
+        for (ir::Node& node : fn.nodes) {
+            if (!folds(node.op) || node.weight == ir::no_weight) continue;
+            const float scale = node.attrs.out_scale;
+            const float offset = node.op == ir::Op::rms_norm ? node.attrs.gain_offset : 0.0f;
+            if (scale == 1.0f && offset == 0.0f) continue;
+            if (program.weights.at(static_cast<size_t>(node.weight)).quantized) continue;
+            if (node.bias != ir::no_weight &&
+                program.weights.at(static_cast<size_t>(node.bias)).quantized)
+                continue;
+            node.weight = fold(node.weight, offset, scale);
+            if (node.bias != ir::no_weight) node.bias = fold(node.bias, 0.0f, scale);
+            node.attrs.out_scale = 1.0f;
+            node.attrs.gain_offset = 0.0f;
+        }
+}
+
+}  // namespace anelm::passes
