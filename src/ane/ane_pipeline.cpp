@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "coreml/converted_files.h"
 #include "io/hf_config.h"
+#include "io/llama2c.h"
 
 namespace anelm {
 
@@ -214,8 +215,9 @@ ConvertedModel::ConvertedModel(const std::string& dir, const std::string& tokeni
     }
     vocab_size_ = layout.vocab_size;
 
+    // A llama2.c conversion holds both: tokenizer.bin prints as run.c does.
     std::string tok = tokenizer_path;
-    for (const char* name : {"tokenizer.json", "tokenizer.bin"})
+    for (const char* name : {"tokenizer.bin", "tokenizer.json"})
         if (tok.empty() && fs::exists(fs::path(dir) / name)) tok = (fs::path(dir) / name).string();
     if (tok.empty())
         fail("{}: no tokenizer.json or tokenizer.bin (give one with --tokenizer)", dir);
@@ -224,7 +226,10 @@ ConvertedModel::ConvertedModel(const std::string& dir, const std::string& tokeni
     spec.n_vocab = layout.vocab_size;
     if (const fs::path gen = fs::path(dir) / "generation_config.json"; fs::exists(gen))
         load_generation_config(gen.string(), spec);
-    stop_ids_ = spec.eos_token_ids.empty() ? tokenizer_->eos_ids() : spec.eos_token_ids;
+    if (fs::path(tok).extension() == ".bin")
+        stop_ids_ = {llama2c_stop_id};
+    else
+        stop_ids_ = spec.eos_token_ids.empty() ? tokenizer_->eos_ids() : spec.eos_token_ids;
 }
 
 }  // namespace anelm

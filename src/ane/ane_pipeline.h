@@ -76,12 +76,14 @@ private:
 // tokenizer and stop ids from the files convert copied beside them.
 class ConvertedModel {
 public:
-    // tokenizer_path overrides the folder's tokenizer.json (or tokenizer.bin).
+    // tokenizer_path overrides the folder's tokenizer.bin (a llama2.c
+    // conversion's, which run.c's rules go with) or tokenizer.json.
     ConvertedModel(const std::string& dir, const std::string& tokenizer_path,
                    milexec::Rounding rounding, ThreadPool* pool = nullptr);
     AnePipeline& pipeline() { return *pipeline_; }
     const Tokenizer& tokenizer() const { return *tokenizer_; }
-    // generation_config.json's eos ids, else the tokenizer's.
+    // generation_config.json's eos ids, else the tokenizer's; BOS with a
+    // llama2.c tokenizer, as run.c stops.
     const std::vector<int32_t>& stop_ids() const { return stop_ids_; }
     int64_t vocab_size() const { return vocab_size_; }
 

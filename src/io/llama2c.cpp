@@ -68,11 +68,8 @@ ModelSpec spec_from_header(const std::string& path, const Header& h) {
     spec.rms_norm_eps = 1e-5;
     spec.tie_word_embeddings = h.vocab_size > 0;
     spec.torch_dtype = "float32";
-    // run.c starts from BOS (1) and stops generating when it samples BOS again:
-    // in these checkpoints, trained on documents separated by BOS, 1 ends a text
-    // and EOS (2) is never the signal.
     spec.bos_token_id = 1;
-    spec.eos_token_ids = {1};
+    spec.eos_token_ids = {llama2c_stop_id};
     return spec;
 }
 

@@ -4,12 +4,18 @@
 // views into the mapped file; per-layer tensors are slices of the stacks.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "io/model_spec.h"
 #include "io/weight_store.h"
 
 namespace anelm {
+
+// run.c starts from BOS (1) and stops generating when it samples BOS again: in
+// these checkpoints, trained on documents separated by BOS, 1 ends a text and
+// EOS (2) is never the signal.
+inline constexpr int32_t llama2c_stop_id = 1;
 
 ModelSpec load_llama2c(const std::string& path, WeightStore& store);
 
