@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analysis/lint.h"
+#include "analysis/lint_memory.h"
 
 namespace anelm {
 
@@ -16,6 +17,7 @@ struct LintReport {
     LintTarget target = LintTarget::macos15;
     std::vector<std::string> packages;  // what was checked, in order
     std::vector<LintFinding> findings;
+    std::vector<LintMemory> memory;  // per package, for ANE017 over them all
 };
 
 // "error ANE004 pkg:main:gelu_0  message (fix: ...) [fact: ...]" lines, then a summary line.

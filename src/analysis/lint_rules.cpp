@@ -11,7 +11,7 @@ namespace {
 
 using enum LintSeverity;
 
-constexpr std::array<LintRule, 16> rules{{
+constexpr std::array<LintRule, 17> rules{{
     {"ANE001", error, "state dimension neither a power of two nor a multiple of 32",
      "pad the dimension to a power of two or a multiple of 32 (head_dim 80 -> 128, a context "
      "of 80 -> 96)",
@@ -84,6 +84,13 @@ constexpr std::array<LintRule, 16> rules{{
      "research/coreml-format.md section 3.1: identifiers (function names, value names, "
      "attribute keys) must match [A-Za-z_][A-Za-z0-9_@]* (MIL.proto); Core ML's loader rejects "
      "the package otherwise"},
+    {"ANE017", warning, "loaded ANE memory over the smallest device's budget",
+     "load fewer functions at once, a smaller model, or a device with more memory; more chunks "
+     "only help one chunk over the budget, not the total",
+     "research/ane-peers-2026.md section 3 (Forge, FEEDBACK_ANE_MULTIFUNCTION_MEMORY.md): each "
+     "loaded function of a multifunction package wires its own copy of the weights, a 0.69 GB "
+     "chunk +1.05 GB with one function loaded and +2.09 GB with two (1.51x the weights per "
+     "function); budget: anelm plan's for the target's smallest device (docs/plan.md)"},
 }};
 
 }  // namespace

@@ -114,7 +114,7 @@ TEST(Lint, CatalogHasIdsSeveritiesFixesAndFacts) {
                     r.fact.find("research/") != std::string_view::npos)
             << r.id;
     }
-    EXPECT_EQ(lint_rules().size(), 16u);
+    EXPECT_EQ(lint_rules().size(), 17u);
 }
 
 TEST(Lint, StateDimensionNeitherPowerOfTwoNorMultipleOf32) {

@@ -39,8 +39,11 @@ uint64_t weight_file_bytes(const coreml::Package& pkg) {
 
 void add_package(const LintPackage& p, LintReport& report) {
     const auto findings = lint_package(p, report.target);
+    report.memory.push_back(lint_package_memory(p));
+    const auto memory = lint_package_memory_check(report.memory.back(), report.target);
     report.packages.push_back(p.name);
     report.findings.insert(report.findings.end(), findings.begin(), findings.end());
+    report.findings.insert(report.findings.end(), memory.begin(), memory.end());
 }
 
 void lint_file(const std::string& path, int chunk_no, int n_chunks, LintReport& report) {
@@ -89,6 +92,9 @@ int run_lint(const LintArgs& args) {
         lint_converted_dir(args.path, report);
     else
         lint_model(args, report);
+    // The packages together, as a runner loads them all (ANE017).
+    const auto total = lint_total_memory_check(report.memory, report.target, args.path);
+    report.findings.insert(report.findings.end(), total.begin(), total.end());
     if (args.json)
         fmt::print("{}\n", lint_json(report).dump(2));
     else
