@@ -180,8 +180,8 @@ TEST_F(SynthTest, TensorsHaveHuggingFaceNamesAndShapes) {
         return h.at(name).at("shape").get<std::vector<int64_t>>();
     };
     using S = std::vector<int64_t>;
-    // n_embd 64, 4 heads and 2 kv heads of 16, n_ff 128, n_vocab 640, 2 layers.
-    EXPECT_EQ(shape(q2, "model.embed_tokens.weight"), (S{640, 64}));
+    // n_embd 64, 4 heads and 2 kv heads of 16, n_ff 128, n_vocab 640 (tiny-qwen2: 648), 2 layers.
+    EXPECT_EQ(shape(q2, "model.embed_tokens.weight"), (S{648, 64}));
     EXPECT_EQ(shape(q2, "model.layers.1.self_attn.q_proj.weight"), (S{64, 64}));
     EXPECT_EQ(shape(q2, "model.layers.1.self_attn.k_proj.weight"), (S{32, 64}));
     EXPECT_EQ(shape(q2, "model.layers.1.self_attn.v_proj.bias"), (S{32}));
