@@ -67,6 +67,34 @@ TEST_F(MetaYamlTest, ChunkedRoundTrips) {
     EXPECT_EQ(read_meta_yaml(path("meta.yaml")), meta);
 }
 
+// The keys chat.py and the Swift runner read beyond the file names:
+// attention_size and state_length (the context), and generation_config.json's
+// sampling as recommended_sampling, which reads back the same.
+TEST_F(MetaYamlTest, RunnerKeysAndRecommendedSampling) {
+    write_file(path("generation_config.json"),
+               R"({"bos_token_id": 1, "do_sample": true, "temperature": 0.6, "top_p": 0.95,
+                   "top_k": 20})");
+    MetaYaml meta = qwen_meta();
+    meta.sampling = read_recommended_sampling(path("generation_config.json"));
+    ASSERT_TRUE(meta.sampling.has_value());
+    EXPECT_EQ(*meta.sampling, (RecommendedSampling{true, 0.6, 0.95, 20}));
+    write_meta_yaml(path("meta.yaml"), meta);
+    const YAML::Node p = YAML::LoadFile(path("meta.yaml"))["model_info"]["parameters"];
+    EXPECT_TRUE(is_integer(p["attention_size"]));
+    EXPECT_EQ(p["attention_size"].as<int64_t>(), meta.layout.context_length);
+    EXPECT_EQ(p["state_length"].as<int64_t>(), meta.layout.context_length);
+    EXPECT_TRUE(is_bool(p["prefill_dynamic_slice"]));
+    EXPECT_TRUE(is_bool(p["recommended_sampling"]["do_sample"]));
+    EXPECT_DOUBLE_EQ(p["recommended_sampling"]["temperature"].as<double>(), 0.6);
+    EXPECT_TRUE(is_integer(p["recommended_sampling"]["top_k"]));
+    EXPECT_EQ(read_meta_yaml(path("meta.yaml")), meta);
+
+    write_file(path("plain.json"), R"({"bos_token_id": 1, "eos_token_id": 2})");
+    EXPECT_FALSE(read_recommended_sampling(path("plain.json")).has_value());
+    write_file(path("bad.json"), R"({"top_k": "forty"})");
+    expect_error([&] { read_recommended_sampling(path("bad.json")); }, {"bad.json", "top_k"});
+}
+
 TEST_F(MetaYamlTest, MonolithicRoundTrips) {
     const MetaYaml meta = gemma_monolithic_meta();
     EXPECT_EQ(meta.monolithic_model, "gemma3_monolithic_full_lut4.mlmodelc");
