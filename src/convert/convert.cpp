@@ -126,6 +126,13 @@ coreml::ConvertLayout lower_converted(const Model& model, const ConvertOptions& 
     layout.lut_embed = parse_lut_option("--lut-embed", options.lut_embed);
     layout.lut_ffn = parse_lut_option("--lut-ffn", options.lut_ffn);
     layout.lut_head = parse_lut_option("--lut-head", options.lut_head);
+    // Each LM head piece must start a LUT group of the head's rows.
+    const bool grouped_head =
+        layout.lut_head.method == quant::QuantMethod::lut && layout.lut_head.group_size > 0;
+    layout.lm_head_chunk_sizes =
+        coreml::lm_head_chunk_sizes(spec.n_vocab, coreml::lm_head_split(arch_name(spec.arch)),
+                                    grouped_head ? layout.lut_head.group_size : 1);
+    layout.split_lm_head = static_cast<int>(layout.lm_head_chunk_sizes.size());
     layout.argmax_in_model = options.argmax;
     layout.monolithic = options.monolithic;
     layout.fp16_scale = options.fp16_scale;

@@ -104,18 +104,20 @@ int lm_head_split(std::string_view model_type) {
     return model_type.starts_with("qwen") || model_type.starts_with("gemma") ? 16 : 8;
 }
 
-std::vector<int64_t> lm_head_chunk_sizes(int64_t vocab, int n) {
+std::vector<int64_t> lm_head_chunk_sizes(int64_t vocab, int n, int64_t align) {
     if (n < 1 || vocab < n) fail("LM head split: {} pieces of a vocabulary of {}", n, vocab);
-    const int64_t rows = lm_head_piece_rows(vocab, n);
+    const int64_t rows = lm_head_piece_rows(vocab, n, align);
     const int64_t count = (vocab + rows - 1) / rows;
     std::vector<int64_t> sizes(static_cast<size_t>(count), rows);
     sizes.back() = vocab - (count - 1) * rows;
     return sizes;
 }
 
-int64_t lm_head_piece_rows(int64_t vocab, int n) {
+int64_t lm_head_piece_rows(int64_t vocab, int n, int64_t align) {
     if (n < 1 || vocab < 1) fail("LM head split: {} pieces of a vocabulary of {}", n, vocab);
-    return (vocab + n - 1) / n;
+    if (align < 1) fail("LM head split: rows aligned to {}", align);
+    const int64_t rows = (vocab + n - 1) / n;
+    return (rows + align - 1) / align * align;
 }
 
 ConvertLayout default_layout(std::string_view model_type, int64_t vocab) {

@@ -74,12 +74,14 @@ int lm_head_split(std::string_view model_type);
 // The vocabulary ids each piece holds: ceil(vocab / n) for every piece but the
 // last, which holds the rest. Every piece's output has ceil(vocab / n) rows (the
 // last one padded with logits that never win), because AnemllCore maps a
-// piece's index i to piece * rows + i. Fewer than n pieces when n does not fit
-// (a vocabulary of 17 in 16 pieces of 2 is 9 pieces). ANEMLL's LLaMA path uses
-// vocab / 8 for every piece and so drops a non-divisible tail; we never drop one.
-std::vector<int64_t> lm_head_chunk_sizes(int64_t vocab, int n);
-// Rows of every piece's output: ceil(vocab / n).
-int64_t lm_head_piece_rows(int64_t vocab, int n);
+// piece's index i to piece * rows + i. Rows are rounded up to a multiple of
+// `align` (the head's LUT group, so that every piece starts a group). Fewer
+// than n pieces when n does not fit (a vocabulary of 17 in 16 pieces of 2 is 9
+// pieces). ANEMLL's LLaMA path uses vocab / 8 for every piece and so drops a
+// non-divisible tail; we never drop one.
+std::vector<int64_t> lm_head_chunk_sizes(int64_t vocab, int n, int64_t align = 1);
+// Rows of every piece's output: ceil(vocab / n), rounded up to a multiple of align.
+int64_t lm_head_piece_rows(int64_t vocab, int n, int64_t align = 1);
 
 // A layout with ANEMLL's defaults for this model: prefix, split and pieces.
 ConvertLayout default_layout(std::string_view model_type, int64_t vocab);

@@ -105,6 +105,23 @@ TEST(CliConvert, LutPackagesAreNamedAndRun) {
     EXPECT_GT(g.out.size(), 40u);
 }
 
+// tiny-qwen2's 648 ids in 16 pieces of ceil(648 / 16) = 41 rows would split
+// its LUT groups of 8: the pieces get 48 rows instead, 14 of them.
+TEST(CliConvert, LutHeadPiecesStartWholeGroups) {
+    const std::string model = tiny_model("tiny-qwen2");
+    const fs::path out = test::temp_dir("cli-convert-lut-groups") / "out";
+    const auto r = test::run_anelm("convert " + shell_word(model) + " -o " + shell_word(out) +
+                                   " --lut-ffn 4,8 --lut-head 4,8 --ctx 64 --batch 16 -t 2");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto info = test::run_anelm("info " + shell_word(out) + " --json");
+    ASSERT_EQ(info.exit_code, 0) << info.err;
+    const auto j = nlohmann::json::parse(info.out);
+    EXPECT_EQ(j["lm_head_chunk_sizes"].size(), 14u) << info.out;
+    const auto g =
+        test::run_anelm("generate " + shell_word(out) + " -p " + prompt + " -n 40 --temp 0");
+    ASSERT_EQ(g.exit_code, 0) << g.err;
+}
+
 // --chunks auto: the fewest chunks whose weights fit --max-chunk-mb; one
 // layer that does not fit is an error.
 TEST(CliConvert, AutoChunksFitTheLimit) {

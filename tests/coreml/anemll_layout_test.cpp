@@ -98,6 +98,15 @@ TEST(AnemllLayout, LmHeadPiecesSumToTheVocabulary) {
     EXPECT_EQ(lm_head_piece_rows(32003, 8), 4001);
     // 17 ids in pieces of ceil(17 / 16) = 2 rows fill only 9 pieces.
     EXPECT_EQ(lm_head_chunk_sizes(17, 16), (std::vector<int64_t>{2, 2, 2, 2, 2, 2, 2, 2, 1}));
+    // Rows rounded up to the head's LUT group: 648 in pieces of ceil(648 / 16) = 41
+    // rows becomes 14 pieces of 48 (the last 24), each starting a group of 8.
+    EXPECT_EQ(lm_head_piece_rows(648, 16, 8), 48);
+    const std::vector<int64_t> grouped = lm_head_chunk_sizes(648, 16, 8);
+    EXPECT_EQ(grouped.size(), 14u);
+    EXPECT_EQ(grouped.back(), 24);
+    // Gemma 3 4B's 262208 ids keep 16 pieces of 16392 rows (16388 rounded up to 8).
+    EXPECT_EQ(lm_head_piece_rows(262208, 16, 8), 16392);
+    EXPECT_EQ(lm_head_chunk_sizes(262208, 16, 8).size(), 16u);
     for (int64_t vocab : {512, 650, 128256, 128257, 151669}) {
         for (int n : {8, 16}) {
             const std::vector<int64_t> sizes = lm_head_chunk_sizes(vocab, n);
