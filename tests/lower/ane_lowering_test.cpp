@@ -168,6 +168,42 @@ TEST_P(AneLoweringTest, MonolithicMatchesSplit) {
     EXPECT_LT(test::relative_error(split.decode(next), whole.decode(next)), 1e-3);
 }
 
+// Gemma 3 past its window: the rotate functions the runners call from the
+// window's length on compute what infer and prefill compute on the one cache,
+// so the pipeline that switches to them gives the same logits, bit for bit.
+TEST(AneLowering, RotateFunctionsPastTheWindowComputeTheSame) {
+    const LoadedModel& m = test::tiny_model("tiny-gemma3");
+    ASSERT_GT(m.spec.sliding_window, 0);
+    ASSERT_LT(m.spec.sliding_window + 2 * batch, n_ctx);
+    const ir::Program program = decode_program(m);
+    lower::AneOptions options;
+    options.batch = batch;
+    options.rotate = true;
+    const lower::AnePackage chunk = lower::lower_chunk(program, 0, lower::layer_count(program),
+                                                        options);
+    for (const char* fn : {"infer", "prefill", "infer_rotate", "prefill_rotate"})
+        EXPECT_TRUE(chunk.model.mlprogram().functions().contains(fn)) << fn;
+    EXPECT_EQ(chunk.model.description().functions_size(), 4);
+    const Lowered l = lower_all(program, m.spec.n_vocab, false);
+    auto part = [](const lower::AnePackage& p) { return AnePart{&p.model, &p.blobs()}; };
+    AnePipelineShape shape{n_ctx, batch, l.pieces, false};
+    shape.rotate_from = m.spec.sliding_window;
+    AnePipeline rotating(part(l.embeddings), {part(chunk)}, part(l.head), shape,
+                         milexec::Rounding::f16);
+    AnePipeline plain = pipeline(l, false, milexec::Rounding::f16);
+    // Batches at and past the window go through prefill_rotate, then infer_rotate.
+    const auto prompt = test::random_tokens(m.spec.n_vocab,
+                                            static_cast<size_t>(m.spec.sliding_window + 2 * batch), 5);
+    auto a = rotating.prefill(prompt);
+    auto b = plain.prefill(prompt);
+    for (int step = 0; step < 4; ++step) {
+        ASSERT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end())) << "step " << step;
+        const int32_t next = argmax(b);
+        a = rotating.decode(next);
+        b = plain.decode(next);
+    }
+}
+
 // Written and read back, the packages are the models that were built, and
 // run from disk they give the logits the in-memory ones give.
 TEST(AneLowering, WrittenPackagesReadBackEqualAndRunTheSame) {
