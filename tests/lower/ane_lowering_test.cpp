@@ -204,6 +204,41 @@ TEST(AneLowering, RotateFunctionsPastTheWindowComputeTheSame) {
     }
 }
 
+// Renames a function input everywhere a model mentions it.
+void rename_input(coreml::spec::Model& model, const std::string& from, const std::string& to) {
+    for (auto& [name, fn] : *model.mutable_mlprogram()->mutable_functions()) {
+        for (auto& in : *fn.mutable_inputs())
+            if (in.name() == from) in.set_name(to);
+        for (auto& [opset, block] : *fn.mutable_block_specializations())
+            for (auto& op : *block.mutable_operations())
+                for (auto& [key, arg] : *op.mutable_inputs())
+                    for (auto& binding : *arg.mutable_arguments())
+                        if (binding.has_name() && binding.name() == from) binding.set_name(to);
+    }
+    for (auto& fd : *model.mutable_description()->mutable_functions())
+        for (auto& state : *fd.mutable_state())
+            if (state.name() == from) state.set_name(to);
+}
+
+// Packages written before states were MIL identifiers (model.model.kv_cache_0)
+// still run here, and give the same logits.
+TEST(AneLowering, PackagesWithTheOldStateNameStillRun) {
+    const LoadedModel& m = test::tiny_model("tiny-llama");
+    const ir::Program program = decode_program(m);
+    const Lowered l = lower_all(program, m.spec.n_vocab, false);
+    Lowered old = lower_all(program, m.spec.n_vocab, false);
+    for (auto& chunk : old.chunks)
+        rename_input(chunk.model, "model_model_kv_cache_0", "model.model.kv_cache_0");
+    ASSERT_TRUE(old.chunks[0].model.mlprogram().functions().at("infer").inputs().rbegin()->name() ==
+                "model.model.kv_cache_0");
+    AnePipeline renamed = pipeline(old, false, milexec::Rounding::f16);
+    AnePipeline current = pipeline(l, false, milexec::Rounding::f16);
+    const auto prompt = test::random_tokens(m.spec.n_vocab, 9, 2);
+    const auto a = renamed.prefill(prompt);
+    const auto b = current.prefill(prompt);
+    EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end()));
+}
+
 // Written and read back, the packages are the models that were built, and
 // run from disk they give the logits the in-memory ones give.
 TEST(AneLowering, WrittenPackagesReadBackEqualAndRunTheSame) {
