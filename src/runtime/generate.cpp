@@ -8,6 +8,46 @@
 namespace anelm {
 
 namespace {
+
+// The loop after the first token, with drafts: `next` was emitted and is not
+// yet fed. Each verify pass feeds next and the drafts; row i is what the plain
+// loop would have sampled from after feeding next and the first i drafts, so
+// rows are taken while the drafts agree with them, and the model moves back to
+// just after the last token it kept.
+void speculate(TokenModel& model, int64_t limit, const GenerateOptions& options,
+               GenerateStats& stats, const std::vector<int32_t>& history, const int32_t& next,
+               const std::function<bool(std::span<const float>)>& take) {
+    while (model.pos() < limit) {
+        const int64_t pos = model.pos();
+        const int64_t room =
+            std::min({options.draft_n, model.verify_tokens() - 1, limit - pos - 1});
+        std::vector<int32_t> tokens{next};
+        if (room > 0) {
+            const std::vector<int32_t> drafts = options.drafter->draft(history, room);
+            tokens.insert(tokens.end(), drafts.begin(), drafts.end());
+        }
+        if (tokens.size() == 1) {
+            if (!take(model.decode(next))) return;
+            continue;
+        }
+        const std::span<const float> rows = model.verify(tokens);
+        const size_t n_vocab = rows.size() / tokens.size();
+        ++stats.n_verify;
+        stats.n_drafted += static_cast<int64_t>(tokens.size()) - 1;
+        size_t i = 0;
+        for (;; ++i) {
+            const bool stopped = !take(rows.subspan(i * n_vocab, n_vocab));
+            const int64_t fed = pos + 1 + static_cast<int64_t>(i);
+            if (stopped) return model.rewind(fed);
+            if (i + 1 == tokens.size() || next != tokens[i + 1] || fed >= limit) {
+                model.rewind(fed);
+                break;
+            }
+            ++stats.n_accepted;
+        }
+    }
+}
+
 double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -22,6 +62,12 @@ GenerateStats generate(TokenModel& model, std::span<const int32_t> prompt,
         fail("the prompt has {} tokens but the context holds {} (raise --ctx)", prompt.size(),
              model.n_ctx());
 
+    if (options.drafter != nullptr) {
+        if (options.sampler.temp > 0)
+            fail("speculative decoding samples greedily only: give --temp 0");
+        if (model.verify_tokens() < 2) fail("this model cannot verify drafted tokens");
+        if (options.draft_n < 1) fail("--draft-n: {}, expected at least 1", options.draft_n);
+    }
     GenerateStats stats;
     stats.n_prompt = static_cast<int64_t>(prompt.size());
     Sampler sampler(options.sampler);
@@ -32,18 +78,27 @@ GenerateStats generate(TokenModel& model, std::span<const int32_t> prompt,
     stats.prompt_seconds = seconds_since(start);
 
     start = std::chrono::steady_clock::now();
-    // Like run.c: the token sampled after the forward pass at the last allowed
-    // position is still emitted, but not fed back.
-    while (true) {
-        const int32_t next = sampler.sample(logits, history);
+    // Samples the next token from one row of logits: false at a stop token.
+    int32_t next = 0;
+    const auto take = [&](std::span<const float> row) {
+        next = sampler.sample(row, history);
         if (std::find(options.stop_ids.begin(), options.stop_ids.end(), next) !=
             options.stop_ids.end())
-            break;
+            return false;
         history.push_back(next);
         ++stats.n_generated;
         on_token(next);
-        if (model.pos() >= limit) break;
-        logits = model.decode(next);
+        return true;
+    };
+    // Like run.c: the token sampled after the forward pass at the last allowed
+    // position is still emitted, but not fed back.
+    if (take(logits)) {
+        if (options.drafter == nullptr) {
+            while (model.pos() < limit && take(model.decode(next))) {
+            }
+        } else {
+            speculate(model, limit, options, stats, history, next, take);
+        }
     }
     stats.generate_seconds = seconds_since(start);
     return stats;

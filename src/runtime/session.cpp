@@ -15,6 +15,7 @@ namespace anelm {
 namespace {
 constexpr size_t prefill_fn = 0;
 constexpr size_t decode_fn = 1;
+constexpr size_t verify_fn = 2;
 }  // namespace
 
 Session::Session(const ModelSpec& spec, const WeightStore& weights, const SessionOptions& options) {
@@ -25,6 +26,10 @@ Session::Session(const ModelSpec& spec, const WeightStore& weights, const Sessio
     ProgramOptions po;
     po.n_ctx = n_ctx;
     po.functions = {{"prefill", prefill_batch_, options.all_logits}, {"decode", 1, false}};
+    if (options.verify_tokens < 0 || options.verify_tokens > n_ctx)
+        fail("verify: {} tokens at once, expected 0 to {}", options.verify_tokens, n_ctx);
+    verify_tokens_ = options.verify_tokens;
+    if (verify_tokens_ > 0) po.functions.push_back({"verify", verify_tokens_, true});
     program_ = build_program(spec, weights, po);
     passes::scale_residual(program_, options.fp16_scale);
     n_vocab_ = spec.n_vocab;
@@ -55,6 +60,17 @@ std::span<const float> Session::prefill(std::span<const int32_t> tokens) {
 std::span<const float> Session::decode(int32_t token) {
     auto logits = executor_->run(decode_fn, {&token, 1}, pos_, state_);
     ++pos_;
+    return logits;
+}
+
+std::span<const float> Session::verify(std::span<const int32_t> tokens) {
+    if (tokens.empty() || static_cast<int64_t>(tokens.size()) > verify_tokens_)
+        fail("verify takes 1 to {} tokens, got {}", verify_tokens_, tokens.size());
+    if (pos_ + static_cast<int64_t>(tokens.size()) > n_ctx())
+        fail("verify: {} tokens at position {} pass the context of {}", tokens.size(), pos_,
+             n_ctx());
+    auto logits = executor_->run(verify_fn, tokens, pos_, state_);
+    pos_ += static_cast<int64_t>(tokens.size());
     return logits;
 }
 

@@ -28,6 +28,8 @@ struct SessionOptions {
                                 // (passes/fp16_scale.h), to keep half precision in range
     bool mmap = false;          // dense weights read in place from the file mapping
                                 // instead of copied to private memory (private_weights.h)
+    int64_t verify_tokens = 0;  // a function scoring this many tokens in one pass with
+                                // every row's logits (speculative decoding); 0: none
 };
 
 class Session : public TokenModel {
@@ -40,7 +42,9 @@ public:
     std::span<const float> decode(int32_t token) override;
     void reset() { pos_ = 0; }
     // Moves back to an earlier position (keeps the cache before it).
-    void rewind(int64_t pos);
+    void rewind(int64_t pos) override;
+    int64_t verify_tokens() const override { return verify_tokens_; }
+    std::span<const float> verify(std::span<const int32_t> tokens) override;
 
     int64_t pos() const override { return pos_; }
     int64_t n_ctx() const override { return executor_->n_ctx(); }
@@ -60,6 +64,7 @@ private:
     int64_t pos_ = 0;
     int64_t n_vocab_ = 0;
     int64_t prefill_batch_ = 0;
+    int64_t verify_tokens_ = 0;
     std::vector<float> all_logits_;
 };
 

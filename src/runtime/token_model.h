@@ -17,6 +17,15 @@ public:
     virtual std::span<const float> decode(int32_t token) = 0;
     virtual int64_t pos() const = 0;
     virtual int64_t n_ctx() const = 0;
+
+    // Speculative decoding. The most tokens verify takes in one pass (0: the
+    // model cannot verify); verify feeds them at the current position and
+    // returns every row's logits, f32 [tokens, n_vocab] (row i scores the token
+    // after tokens[0..i]); rewind moves back to an earlier position, after
+    // which the cache past it is never read again.
+    virtual int64_t verify_tokens() const { return 0; }
+    virtual std::span<const float> verify(std::span<const int32_t> tokens);
+    virtual void rewind(int64_t pos);
 };
 
 }  // namespace anelm

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "ane/ane_pipeline.h"
+#include "base/error.h"
 #include "chat/chat_template.h"
 #include "command.h"
 #include "run_options.h"
@@ -19,6 +20,8 @@ struct GenerateArgs {
     bool chat = false;
     RunOptions run;
     SamplerParams sampler;
+    int lookup = 0;       // prompt-lookup drafts from n-grams of up to this many tokens; 0: off
+    int64_t draft_n = 7;  // tokens drafted per verify pass
 };
 
 // Streams the prompt and its continuation to stdout; statistics to stderr.
@@ -37,6 +40,10 @@ int stream(TokenModel& model, const Tokenizer& tokenizer, std::vector<int32_t> s
     options.max_tokens = args.n;
     options.sampler = args.sampler;
     options.stop_ids = std::move(stop_ids);
+    std::unique_ptr<Drafter> drafter;
+    if (args.lookup > 0) drafter = std::make_unique<LookupDrafter>(args.lookup);
+    options.drafter = drafter.get();
+    options.draft_n = args.draft_n;
 
     StreamDecoder decoder(tokenizer);
     for (int32_t id : prompt) decoder.push(id);  // context for the first pieces
@@ -53,11 +60,24 @@ int stream(TokenModel& model, const Tokenizer& tokenizer, std::vector<int32_t> s
                "prompt: {} tokens, {:.2f} tok/s; generation: {} tokens, {:.2f} tok/s ({})\n",
                stats.n_prompt, stats.n_prompt / std::max(stats.prompt_seconds, 1e-9),
                stats.n_generated, stats.n_generated / std::max(stats.generate_seconds, 1e-9), how);
+    if (stats.n_verify > 0)
+        fmt::print(stderr,
+                   "speculative: {} verify passes, {} of {} drafted tokens accepted ({:.0f}%), "
+                   "{:.2f} tokens per pass\n",
+                   stats.n_verify, stats.n_accepted, stats.n_drafted,
+                   100.0 * stats.n_accepted / std::max<int64_t>(stats.n_drafted, 1),
+                   1.0 + double(stats.n_accepted) / double(stats.n_verify));
     return 0;
 }
 
 int run_generate(const GenerateArgs& args) {
+    if (args.lookup > 0 && args.draft_n < 1)
+        fail("--draft-n: {}, expected at least 1", args.draft_n);
     if (is_converted_dir(args.model)) {
+        if (args.lookup > 0)
+            fail("{}: --lookup runs on a Hugging Face folder or llama2.c checkpoint; converted "
+                 "folders have no verify function yet",
+                 args.model);
         // Run as ANEMLL's runners do; f32 keeps activations in f32, f16 and ane
         // round them to half as the Neural Engine stores them.
         const auto rounding =
@@ -69,7 +89,9 @@ int run_generate(const GenerateArgs& args) {
                                   pool.size(), args.run.precision_name));
     }
     Model model = open_model(args.model, args.tokenizer, true);
-    const std::unique_ptr<Session> session = open_session(model, args.run.session(model));
+    SessionOptions so = args.run.session(model);
+    if (args.lookup > 0) so.verify_tokens = args.draft_n + 1;
+    const std::unique_ptr<Session> session = open_session(model, so);
     return stream(*session, *model.tokenizer, model.stop_ids(), args,
                   fmt::format("{} threads, {}, {}", session->threads(), args.run.precision_name,
                               kernels_isa()));
@@ -85,6 +107,11 @@ std::function<int()> setup(CLI::App& app) {
     app.add_option("-n", args->n, "stop when prompt + generated tokens reach N (as run.c counts)")
         ->capture_default_str();
     app.add_flag("--chat", args->chat, "render the prompt through the model's chat template");
+    app.add_option("--lookup", args->lookup,
+                   "speculative decoding with prompt lookup: draft what followed the latest "
+                   "earlier n-gram (n up to N) of the prompt or output; greedy (--temp 0)");
+    app.add_option("--draft-n", args->draft_n, "tokens drafted per verify pass (verify: N + 1)")
+        ->capture_default_str();
     add_sampler_options(app, args->sampler);
     add_run_options(app, args->run);
     return [args] { return run_generate(*args); };

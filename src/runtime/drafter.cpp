@@ -1,0 +1,29 @@
+#include "runtime/drafter.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+
+namespace anelm {
+
+LookupDrafter::LookupDrafter(int max_ngram) : max_ngram_(max_ngram) {
+    if (max_ngram < 1) fail("--lookup: n-grams of {} tokens, expected at least 1", max_ngram);
+}
+
+std::vector<int32_t> LookupDrafter::draft(std::span<const int32_t> history, int64_t max_tokens) {
+    const auto n = static_cast<int64_t>(history.size());
+    if (max_tokens <= 0) return {};
+    for (int64_t m = std::min<int64_t>(max_ngram_, n - 1); m >= 1; --m) {
+        const auto key = history.subspan(static_cast<size_t>(n - m));
+        // The latest earlier start whose m tokens equal the key and that has a continuation.
+        for (int64_t s = n - m - 1; s >= 0; --s) {
+            if (!std::equal(key.begin(), key.end(), history.begin() + s)) continue;
+            const int64_t from = s + m;
+            const int64_t to = std::min(n, from + max_tokens);
+            return {history.begin() + from, history.begin() + to};
+        }
+    }
+    return {};
+}
+
+}  // namespace anelm

@@ -1,0 +1,30 @@
+// Drafters for speculative decoding: each proposes the tokens that may follow
+// a sequence, which the target model then verifies in one pass.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace anelm {
+
+class Drafter {
+public:
+    virtual ~Drafter() = default;
+    // Up to max_tokens tokens that may follow `history` (none: no guess).
+    virtual std::vector<int32_t> draft(std::span<const int32_t> history, int64_t max_tokens) = 0;
+};
+
+// Prompt lookup: the tokens that followed the latest earlier occurrence of
+// the sequence's last n tokens (n from `max_ngram` down to 1, the longest
+// match first), in the prompt or in what was generated.
+class LookupDrafter : public Drafter {
+public:
+    explicit LookupDrafter(int max_ngram);
+    std::vector<int32_t> draft(std::span<const int32_t> history, int64_t max_tokens) override;
+
+private:
+    int max_ngram_;
+};
+
+}  // namespace anelm
