@@ -24,18 +24,45 @@ struct Golden {
 
 class Stories260K : public ::testing::TestWithParam<Golden> {};
 
-TEST_P(Stories260K, GreedyOutputEqualsRunC) {
-    ANELM_REQUIRE_SHARED("models/stories260K/stories260K.bin");
+// Generates greedily from stories260K with `extra` options and compares the
+// text with what run.c printed; returns the standard error.
+std::string expect_run_c_text(const Golden& g, const std::string& extra) {
     const auto dir = test::shared_path("models/stories260K");
-    const Golden g = GetParam();
     const auto r = test::run_anelm("generate '" + (dir / "stories260K.bin").string() +
                                    "' --tokenizer '" + (dir / "tok512.bin").string() + "' -p '" +
-                                   g.prompt + "' -n 256 --temp 0");
-    ASSERT_EQ(r.exit_code, 0) << r.err;
+                                   g.prompt + "' -n 256 --temp 0" + extra);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
     const std::string expected =
         read_file(std::string(ANELM_SOURCE_DIR) + "/tests/data/stories260K/" + g.file);
-    ASSERT_FALSE(expected.empty());
+    EXPECT_FALSE(expected.empty());
     EXPECT_EQ(r.out, expected);
+    return r.err;
+}
+
+TEST_P(Stories260K, GreedyOutputEqualsRunC) {
+    ANELM_REQUIRE_SHARED("models/stories260K/stories260K.bin");
+    expect_run_c_text(GetParam(), "");
+}
+
+// Speculative decoding with prompt lookup prints run.c's text too.
+TEST_P(Stories260K, GreedyWithPromptLookupEqualsRunC) {
+    ANELM_REQUIRE_SHARED("models/stories260K/stories260K.bin");
+    for (const char* extra : {" --lookup 3", " --lookup 2 --draft-n 4"}) {
+        SCOPED_TRACE(extra);
+        const std::string err = expect_run_c_text(GetParam(), extra);
+        EXPECT_NE(err.find("speculative: "), std::string::npos) << err;
+    }
+}
+
+TEST(Cli, PromptLookupNeedsGreedySampling) {
+    ANELM_REQUIRE_SHARED("models/stories260K/stories260K.bin");
+    const auto dir = test::shared_path("models/stories260K");
+    const auto r = test::run_anelm("generate '" + (dir / "stories260K.bin").string() +
+                                   "' --tokenizer '" + (dir / "tok512.bin").string() +
+                                   "' -p hi --lookup 3 --temp 0.8");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("--temp 0"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
 INSTANTIATE_TEST_SUITE_P(Cli, Stories260K,
