@@ -18,9 +18,14 @@ std::vector<int32_t> LookupDrafter::draft(std::span<const int32_t> history, int6
         // The latest earlier start whose m tokens equal the key and that has a continuation.
         for (int64_t s = n - m - 1; s >= 0; --s) {
             if (!std::equal(key.begin(), key.end(), history.begin() + s)) continue;
+            // What followed the match; where that runs into the sequence's end,
+            // the same stretch again (the sequence repeats with that period).
             const int64_t from = s + m;
-            const int64_t to = std::min(n, from + max_tokens);
-            return {history.begin() + from, history.begin() + to};
+            const int64_t period = n - from;
+            std::vector<int32_t> tokens(static_cast<size_t>(max_tokens));
+            for (int64_t j = 0; j < max_tokens; ++j)
+                tokens[static_cast<size_t>(j)] = history[static_cast<size_t>(from + j % period)];
+            return tokens;
         }
     }
     return {};

@@ -17,7 +17,9 @@ public:
 
 // Prompt lookup: the tokens that followed the latest earlier occurrence of
 // the sequence's last n tokens (n from `max_ngram` down to 1, the longest
-// match first), in the prompt or in what was generated.
+// match first), in the prompt or in what was generated. Where that
+// continuation reaches the sequence's end, it repeats: a sequence that
+// matched itself d tokens back is taken to go on with period d.
 class LookupDrafter : public Drafter {
 public:
     explicit LookupDrafter(int max_ngram);

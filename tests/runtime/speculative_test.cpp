@@ -15,7 +15,9 @@ TEST(LookupDrafter, ContinuesTheLatestEarlierMatchLongestFirst) {
     LookupDrafter three(3);
     const std::vector<int32_t> h{1, 2, 3, 4, 1, 2};
     EXPECT_EQ(three.draft(h, 2), (std::vector<int32_t>{3, 4}));
-    EXPECT_EQ(three.draft(h, 9), (std::vector<int32_t>{3, 4, 1, 2}));
+    // Past the end the continuation repeats with its period (4 here).
+    EXPECT_EQ(three.draft(h, 6), (std::vector<int32_t>{3, 4, 1, 2, 3, 4}));
+    EXPECT_EQ(three.draft(std::vector<int32_t>{7, 7}, 3), (std::vector<int32_t>{7, 7, 7}));
     // [5, 1] last occurred at 3 (followed by 7), before that at 0 (followed by 9).
     const std::vector<int32_t> latest{5, 1, 9, 5, 1, 7, 5, 1};
     EXPECT_EQ(three.draft(latest, 1), (std::vector<int32_t>{7}));
