@@ -14,28 +14,6 @@ using coreml::MilValue;
 
 namespace {
 
-float element(const TensorView& w, int64_t i) {
-    switch (w.dtype) {
-        case DType::f32: {
-            float f;
-            std::memcpy(&f, w.data + i * 4, 4);
-            return f;
-        }
-        case DType::f16: {
-            uint16_t h;
-            std::memcpy(&h, w.data + i * 2, 2);
-            return f16_to_f32(h);
-        }
-        case DType::bf16: {
-            uint16_t h;
-            std::memcpy(&h, w.data + i * 2, 2);
-            return bf16_to_f32(h);
-        }
-        default:
-            fail("weight of dtype {} cannot be converted to fp16", dtype_name(w.dtype));
-    }
-}
-
 std::span<const uint8_t> bytes_of(const std::vector<uint16_t>& v) {
     return {reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(uint16_t)};
 }
@@ -69,7 +47,7 @@ AneWeights::Stored AneWeights::store_dense(ir::WeightId id, float offset, float 
     }
     auto half = std::make_shared<std::vector<uint16_t>>(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i)
-        (*half)[i] = f32_to_f16((offset + element(w, begin + i)) * scale);
+        (*half)[i] = f32_to_f16((offset + element_f32(w, begin + i)) * scale);
     if (half->size() * 2 <= coreml::immediate_limit_bytes) {
         s.value.mutable_immediatevalue()->mutable_tensor()->mutable_bytes()->set_values(
             half->data(), half->size() * 2);

@@ -1,33 +1,14 @@
 #include "passes/fold_scales.h"
 
-#include <cmath>
 #include <map>
 #include <tuple>
 
 #include "base/half.h"
+#include "passes/fp16_scale.h"
 
 namespace anelm::passes {
 
 namespace {
-
-float element(const TensorView& w, int64_t i) {
-    switch (w.dtype) {
-        case DType::f32:
-            return reinterpret_cast<const float*>(w.data)[i];
-        case DType::f16:
-            return f16_to_f32(reinterpret_cast<const uint16_t*>(w.data)[i]);
-        case DType::bf16:
-            return bf16_to_f32(reinterpret_cast<const uint16_t*>(w.data)[i]);
-        default:
-            break;
-    }
-    return std::nanf("");
-}
-
-bool power_of_two(float s) {
-    int exponent = 0;
-    return s > 0 && std::frexp(s, &exponent) == 0.5f;
-}
 
 // (offset + w) * scale as a new weight.
 ir::Weight folded(const ir::Weight& w, float offset, float scale) {
@@ -35,16 +16,17 @@ ir::Weight folded(const ir::Weight& w, float offset, float scale) {
     out.name = w.name;
     out.view = w.view;
     const int64_t n = w.view.numel();
-    if (w.view.dtype == DType::bf16 && offset == 0 && power_of_two(scale)) {
+    if (w.view.dtype == DType::bf16 && offset == 0 && is_power_of_two(scale)) {
         auto data = std::make_shared<std::vector<uint16_t>>(static_cast<size_t>(n));
         for (int64_t i = 0; i < n; ++i)
-            (*data)[static_cast<size_t>(i)] = f32_to_bf16(element(w.view, i) * scale);
+            (*data)[static_cast<size_t>(i)] = f32_to_bf16(element_f32(w.view, i) * scale);
         out.view.data = reinterpret_cast<const std::byte*>(data->data());
         out.storage = std::move(data);
         return out;
     }
     auto data = std::make_shared<std::vector<float>>(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) (*data)[static_cast<size_t>(i)] = (offset + element(w.view, i)) * scale;
+    for (int64_t i = 0; i < n; ++i)
+        (*data)[static_cast<size_t>(i)] = (offset + element_f32(w.view, i)) * scale;
     out.view.dtype = DType::f32;
     out.view.data = reinterpret_cast<const std::byte*>(data->data());
     out.storage = std::move(data);

@@ -8,6 +8,11 @@
 
 namespace anelm::passes {
 
+bool is_power_of_two(float x) {
+    int exponent = 0;
+    return x > 0 && std::frexp(x, &exponent) == 0.5f;
+}
+
 float residual_scale_for_peak(double peak, double target) {
     if (!(peak > f16_max / 4)) return 1.0f;
     if (!std::isfinite(peak)) fail("fp16 scale: the residual peak is not finite");
@@ -16,11 +21,6 @@ float residual_scale_for_peak(double peak, double target) {
 }
 
 namespace {
-
-bool is_power_of_two(float alpha) {
-    int exponent = 0;
-    return alpha > 0 && std::frexp(alpha, &exponent) == 0.5f;
-}
 
 // Ops whose output is a residual value when their (single) input is one:
 // they move the stream along without mixing it with anything else.

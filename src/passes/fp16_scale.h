@@ -13,6 +13,9 @@ namespace anelm::passes {
 // The largest finite IEEE half value.
 constexpr double f16_max = 65504.0;
 
+// True for 2^k (the scales folding keeps exact).
+bool is_power_of_two(float x);
+
 // The scale for a residual stream whose measured peak |value| is `peak`:
 // 1 when the peak is not within 4x of f16_max (nothing at risk), otherwise
 // the largest power of two not above target / peak. A power of two, so that
