@@ -85,7 +85,7 @@ void lint_model(const LintArgs& args, LintReport& report) {
 }
 
 int run_lint(const LintArgs& args) {
-    LintReport report{args.path, parse_lint_target(args.target), {}, {}};
+    LintReport report{args.path, parse_lint_target(args.target), {}, {}, {}};
     if (is_coreml_package(args.path))
         lint_file(args.path, 0, 0, report);
     else if (is_converted_dir(args.path))
