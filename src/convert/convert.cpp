@@ -119,20 +119,13 @@ coreml::ConvertLayout lower_converted(const Model& model, const ConvertOptions& 
     const ModelSpec& spec = model.spec();
     auto report = [&](const std::string& name) { return stage ? stage(name) : ProgressFn{}; };
 
-    coreml::ConvertLayout layout = coreml::default_layout(arch_name(spec.arch), spec.n_vocab);
+    coreml::ConvertLayout layout = coreml::default_layout(
+        arch_name(spec.arch), spec.n_vocab, parse_lut_option("--lut-head", options.lut_head));
     if (!options.prefix.empty()) layout.prefix = options.prefix;
     layout.context_length = options.ctx;
     layout.batch_size = std::min(options.batch, options.ctx);
     layout.lut_embed = parse_lut_option("--lut-embed", options.lut_embed);
     layout.lut_ffn = parse_lut_option("--lut-ffn", options.lut_ffn);
-    layout.lut_head = parse_lut_option("--lut-head", options.lut_head);
-    // Each LM head piece must start a LUT group of the head's rows.
-    const bool grouped_head =
-        layout.lut_head.method == quant::QuantMethod::lut && layout.lut_head.group_size > 0;
-    layout.lm_head_chunk_sizes =
-        coreml::lm_head_chunk_sizes(spec.n_vocab, coreml::lm_head_split(arch_name(spec.arch)),
-                                    grouped_head ? layout.lut_head.group_size : 1);
-    layout.split_lm_head = static_cast<int>(layout.lm_head_chunk_sizes.size());
     layout.argmax_in_model = options.argmax;
     layout.monolithic = options.monolithic;
     layout.fp16_scale = options.fp16_scale;
@@ -263,8 +256,8 @@ ConvertResult convert_model(const Model& model, const ConvertOptions& options, T
         std::error_code ec;
         fs::copy_file(tok, tmp.path() / "tokenizer.bin", ec);
         if (ec) fail("{}: cannot copy: {}", tok.string(), ec.message());
-        tokenizer_files = write_llama2c_hf_files(tok.string(), tmp.path().string(),
-                                                 result.layout.context_length);
+        tokenizer_files =
+            write_llama2c_hf_files(tok.string(), tmp.path().string(), result.layout.context_length);
         tokenizer_files.push_back("tokenizer.bin");
     }
     result.files.insert(result.files.end(), tokenizer_files.begin(), tokenizer_files.end());

@@ -120,12 +120,17 @@ int64_t lm_head_piece_rows(int64_t vocab, int n, int64_t align) {
     return (rows + align - 1) / align * align;
 }
 
-ConvertLayout default_layout(std::string_view model_type, int64_t vocab) {
+ConvertLayout default_layout(std::string_view model_type, int64_t vocab,
+                             const quant::QuantChoice& lut_head) {
     ConvertLayout layout;
     layout.architecture = std::string(model_type);
     layout.prefix = default_prefix(model_type);
     layout.vocab_size = vocab;
-    layout.lm_head_chunk_sizes = lm_head_chunk_sizes(vocab, lm_head_split(model_type));
+    layout.lut_head = lut_head;
+    // Each piece starts a whole LUT group of the head's rows.
+    const bool grouped = lut_head.method == quant::QuantMethod::lut && lut_head.group_size > 0;
+    layout.lm_head_chunk_sizes =
+        lm_head_chunk_sizes(vocab, lm_head_split(model_type), grouped ? lut_head.group_size : 1);
     layout.split_lm_head = static_cast<int>(layout.lm_head_chunk_sizes.size());
     return layout;
 }

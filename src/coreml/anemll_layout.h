@@ -83,8 +83,10 @@ std::vector<int64_t> lm_head_chunk_sizes(int64_t vocab, int n, int64_t align = 1
 // Rows of every piece's output: ceil(vocab / n), rounded up to a multiple of align.
 int64_t lm_head_piece_rows(int64_t vocab, int n, int64_t align = 1);
 
-// A layout with ANEMLL's defaults for this model: prefix, split and pieces.
-ConvertLayout default_layout(std::string_view model_type, int64_t vocab);
+// A layout with ANEMLL's defaults for this model: prefix, split and pieces, the
+// pieces' rows a multiple of the head's LUT group (lut_head is kept in the layout).
+ConvertLayout default_layout(std::string_view model_type, int64_t vocab,
+                             const quant::QuantChoice& lut_head = {});
 
 struct LayerRange {
     int64_t begin = 0, end = 0;  // layers [begin, end)
