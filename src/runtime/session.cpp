@@ -30,6 +30,13 @@ Session::Session(const ModelSpec& spec, const WeightStore& weights, const Sessio
         fail("verify: {} tokens at once, expected 0 to {}", options.verify_tokens, n_ctx);
     verify_tokens_ = options.verify_tokens;
     if (verify_tokens_ > 0) po.functions.push_back({"verify", verify_tokens_, true});
+    if (options.batch_rows < 0 || options.batch_rows > 4096)
+        fail("batch: {} sequences at once, expected 0 to 4096", options.batch_rows);
+    batch_rows_ = options.batch_rows;
+    if (batch_rows_ > 1) {
+        batch_fn_ = po.functions.size();
+        po.functions.push_back({"batch", batch_rows_, true});
+    }
     program_ = build_program(spec, weights, po);
     passes::scale_residual(program_, options.fp16_scale);
     n_vocab_ = spec.n_vocab;
@@ -40,43 +47,66 @@ Session::Session(const ModelSpec& spec, const WeightStore& weights, const Sessio
     if (!options.mmap && options.precision != Precision::ane)
         copy_streamed_weights(program_, weights, *pool_);
     executor_ = std::make_unique<Executor>(program_, *pool_, options.precision);
-    state_ = executor_->make_state();
+    own_ = new_sequence();
 }
 
 std::span<const float> Session::prefill(std::span<const int32_t> tokens) {
+    return prefill(own_, tokens);
+}
+
+std::span<const float> Session::prefill(Sequence& seq, std::span<const int32_t> tokens) {
     if (tokens.empty()) fail("prefill needs at least one token");
     const bool all = program_.functions[prefill_fn].nodes.back().per_token;
     if (all) all_logits_.clear();
     std::span<const float> logits;
     for (size_t at = 0; at < tokens.size(); at += static_cast<size_t>(prefill_batch_)) {
         const auto chunk = tokens.subspan(at, std::min<size_t>(prefill_batch_, tokens.size() - at));
-        logits = executor_->run(prefill_fn, chunk, pos_, state_);
-        pos_ += static_cast<int64_t>(chunk.size());
+        logits = executor_->run(prefill_fn, chunk, seq.pos, seq.state);
+        seq.pos += static_cast<int64_t>(chunk.size());
         if (all) all_logits_.insert(all_logits_.end(), logits.begin(), logits.end());
     }
     return all ? std::span<const float>(all_logits_) : logits;
 }
 
 std::span<const float> Session::decode(int32_t token) {
-    auto logits = executor_->run(decode_fn, {&token, 1}, pos_, state_);
-    ++pos_;
+    auto logits = executor_->run(decode_fn, {&token, 1}, own_.pos, own_.state);
+    ++own_.pos;
+    return logits;
+}
+
+std::span<const float> Session::decode_batch(std::span<Sequence* const> seqs,
+                                             std::span<const int32_t> tokens) {
+    if (seqs.size() != tokens.size())
+        fail("decode_batch: {} sequences but {} tokens", seqs.size(), tokens.size());
+    if (seqs.size() == 1) {
+        auto logits = executor_->run(decode_fn, tokens, seqs[0]->pos, seqs[0]->state);
+        ++seqs[0]->pos;
+        return logits;
+    }
+    if (static_cast<int64_t>(seqs.size()) > batch_rows_)
+        fail("decode_batch: {} sequences, the session batches up to {}", seqs.size(),
+             std::max<int64_t>(batch_rows_, 1));
+    std::vector<ExecSegment> segments;
+    for (Sequence* seq : seqs) segments.push_back({1, seq->pos, &seq->state});
+    auto logits = executor_->run(batch_fn_, tokens, segments);
+    for (Sequence* seq : seqs) ++seq->pos;
     return logits;
 }
 
 std::span<const float> Session::verify(std::span<const int32_t> tokens) {
     if (tokens.empty() || static_cast<int64_t>(tokens.size()) > verify_tokens_)
         fail("verify takes 1 to {} tokens, got {}", verify_tokens_, tokens.size());
-    if (pos_ + static_cast<int64_t>(tokens.size()) > n_ctx())
-        fail("verify: {} tokens at position {} pass the context of {}", tokens.size(), pos_,
+    if (own_.pos + static_cast<int64_t>(tokens.size()) > n_ctx())
+        fail("verify: {} tokens at position {} pass the context of {}", tokens.size(), own_.pos,
              n_ctx());
-    auto logits = executor_->run(verify_fn, tokens, pos_, state_);
-    pos_ += static_cast<int64_t>(tokens.size());
+    auto logits = executor_->run(verify_fn, tokens, own_.pos, own_.state);
+    own_.pos += static_cast<int64_t>(tokens.size());
     return logits;
 }
 
 void Session::rewind(int64_t pos) {
-    if (pos < 0 || pos > pos_) fail("cannot rewind to position {} from {}", pos, pos_);
-    pos_ = pos;
+    if (pos < 0 || pos > own_.pos) fail("cannot rewind to position {} from {}", pos, own_.pos);
+    own_.pos = pos;
 }
 
 size_t Session::decode_weight_bytes() const {

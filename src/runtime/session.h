@@ -30,6 +30,15 @@ struct SessionOptions {
                                 // instead of copied to private memory (private_weights.h)
     int64_t verify_tokens = 0;  // a function scoring this many tokens in one pass with
                                 // every row's logits (speculative decoding); 0: none
+    int64_t batch_rows = 0;     // a function decoding one token of up to this many
+                                // sequences in one pass (a server's slots); 0: none
+};
+
+// One sequence's KV cache and position. A session runs its own, and any number
+// of others that share its weights (decode_batch runs several in one pass).
+struct Sequence {
+    ExecState state;
+    int64_t pos = 0;
 };
 
 class Session : public TokenModel {
@@ -40,13 +49,24 @@ public:
     // one (or of every one with all_logits), f32 [rows, n_vocab].
     std::span<const float> prefill(std::span<const int32_t> tokens) override;
     std::span<const float> decode(int32_t token) override;
-    void reset() { pos_ = 0; }
+    void reset() { own_.pos = 0; }
     // Moves back to an earlier position (keeps the cache before it).
     void rewind(int64_t pos) override;
     int64_t verify_tokens() const override { return verify_tokens_; }
     std::span<const float> verify(std::span<const int32_t> tokens) override;
 
-    int64_t pos() const override { return pos_; }
+    // Other sequences on the same weights: an empty cache at position 0.
+    Sequence new_sequence() const { return {executor_->make_state(), 0}; }
+    // Feeds tokens to seq at its position; the logits of the last one.
+    std::span<const float> prefill(Sequence& seq, std::span<const int32_t> tokens);
+    // tokens[i] fed to *seqs[i], all in one pass that reads every weight once;
+    // returns each one's next-token logits, f32 [seqs, n_vocab]. Up to
+    // batch_rows sequences (any number when there is only one).
+    std::span<const float> decode_batch(std::span<Sequence* const> seqs,
+                                        std::span<const int32_t> tokens);
+    int64_t batch_rows() const { return batch_rows_; }
+
+    int64_t pos() const override { return own_.pos; }
     int64_t n_ctx() const override { return executor_->n_ctx(); }
     int64_t n_vocab() const { return n_vocab_; }
     const ir::Program& program() const { return program_; }
@@ -60,11 +80,12 @@ private:
     ir::Program program_;
     std::unique_ptr<ThreadPool> pool_;
     std::unique_ptr<Executor> executor_;
-    ExecState state_;
-    int64_t pos_ = 0;
+    Sequence own_;
     int64_t n_vocab_ = 0;
     int64_t prefill_batch_ = 0;
     int64_t verify_tokens_ = 0;
+    int64_t batch_rows_ = 0;
+    size_t batch_fn_ = 0;  // index of the "batch" function when batch_rows_ > 0
     std::vector<float> all_logits_;
 };
 

@@ -182,19 +182,35 @@ const TensorView& Executor::weight_view(ir::WeightId id) {
 
 std::span<const float> Executor::run(size_t fn_index, std::span<const int32_t> tokens, int64_t pos0,
                                      ExecState& state) {
+    const ExecSegment one{static_cast<int64_t>(tokens.size()), pos0, &state};
+    return run(fn_index, tokens, {&one, 1});
+}
+
+std::span<const float> Executor::run(size_t fn_index, std::span<const int32_t> tokens,
+                                     std::span<const ExecSegment> segments) {
     const ir::Function& fn = program_.functions.at(fn_index);
     const auto rows = static_cast<int64_t>(tokens.size());
     if (rows < 1 || rows > fn.n_tokens)
         fail("function {} takes 1 to {} tokens, got {}", fn.name, fn.n_tokens, rows);
-    if (pos0 < 0 || pos0 + rows > n_ctx())
-        fail("the context of {} tokens is full (position {} + {} tokens)", n_ctx(), pos0, rows);
+    if (segments.size() > 1 && !fn.nodes[static_cast<size_t>(fn.outputs.at(0))].per_token)
+        fail("function {} returns one row, so it cannot run {} sequences at once", fn.name,
+             segments.size());
+    int64_t segment_rows = 0;
+    positions_.clear();
+    for (const ExecSegment& seg : segments) {
+        if (seg.rows < 1 || seg.pos0 < 0 || seg.pos0 + seg.rows > n_ctx())
+            fail("the context of {} tokens is full (position {} + {} tokens)", n_ctx(), seg.pos0,
+                 seg.rows);
+        for (int64_t t = 0; t < seg.rows; ++t)
+            positions_.push_back(static_cast<int32_t>(seg.pos0 + t));
+        segment_rows += seg.rows;
+    }
+    if (segment_rows != rows)
+        fail("function {}: the segments hold {} tokens, the call {}", fn.name, segment_rows, rows);
+    segments_.assign(segments.begin(), segments.end());
     const Plan& plan = plan_for(fn_index);
     if (arena_.size() < plan.arena_floats) arena_.resize(plan.arena_floats);
-
     ids_.assign(tokens.begin(), tokens.end());
-    positions_.resize(static_cast<size_t>(rows));
-    for (int64_t t = 0; t < rows; ++t) positions_[t] = static_cast<int32_t>(pos0 + t);
-    pos0_ = pos0;
 
     // cos/sin of every rope table at this call's positions, shared by all layers.
     size_t rope_floats = 0;
@@ -206,7 +222,7 @@ std::span<const float> Executor::run(size_t fn_index, std::span<const int32_t> t
     for (const auto& r : program_.ropes)
         for (int64_t t = 0; t < rows; ++t)
             for (float f : r.inv_freq) {
-                const float angle = static_cast<float>(pos0 + t) * f;
+                const float angle = static_cast<float>(positions_[t]) * f;
                 rope_cos_[at] = std::cos(angle);
                 rope_sin_[at++] = std::sin(angle);
             }
@@ -224,7 +240,7 @@ std::span<const float> Executor::run(size_t fn_index, std::span<const int32_t> t
             stacked_begin_ = i;
             stacked_end_ = stack_linears(fn, plan, i, rows);
         }
-        run_node(fn, plan, i, rows, state);
+        run_node(fn, plan, i, rows);
         float* out = arena_.data() + plan.offset[i];
         const int64_t n = node_rows * node.width;
         if (const float s = node.attrs.out_scale; s != 1.0f)
@@ -270,8 +286,7 @@ size_t Executor::stack_linears(const ir::Function& fn, const Plan& plan, size_t 
     return end;
 }
 
-void Executor::run_node(const ir::Function& fn, const Plan& plan, size_t index, int64_t rows,
-                        ExecState& state) {
+void Executor::run_node(const ir::Function& fn, const Plan& plan, size_t index, int64_t rows) {
     const ir::Node& node = fn.nodes[index];
     float* out = arena_.data() + plan.offset[index];
     auto in = [&](size_t k) -> float* { return arena_.data() + plan.offset[node.inputs[k]]; };
@@ -368,47 +383,53 @@ void Executor::run_node(const ir::Function& fn, const Plan& plan, size_t index, 
                               &rope_sin_[base + t * half], freqs.interleaved);
             break;
         }
-        case ir::Op::attention: {
-            const auto& a = node.attrs;
-            const auto& decl = program_.states[a.state];
-            const int64_t n_layer = decl.shape[0] / 2;
-            const int64_t n_ctx = decl.shape[2];
-            const size_t slot = static_cast<size_t>(a.n_head_kv * n_ctx * a.head_dim);
-            uint16_t* k_cache = state.buffers[a.state].data() + slot * a.layer;
-            uint16_t* v_cache = state.buffers[a.state].data() + slot * (n_layer + a.layer);
-            const float* k = in(1);
-            const float* v = in(2);
-            const int64_t kv_width = in_node(1).width;
-            for (int64_t t = 0; t < n_rows; ++t)
-                for (int64_t h = 0; h < a.n_head_kv; ++h) {
-                    const size_t dst = static_cast<size_t>((h * n_ctx + pos0_ + t) * a.head_dim);
-                    kernels::f32_to_f16_row(k + t * kv_width + h * a.head_dim, a.head_dim,
-                                            k_cache + dst);
-                    kernels::f32_to_f16_row(v + t * kv_width + h * a.head_dim, a.head_dim,
-                                            v_cache + dst);
-                }
-            kernels::AttentionArgs args;
-            args.q = in(0);
-            args.k = k_cache;
-            args.v = v_cache;
-            args.out = out;
-            args.n_tokens = n_rows;
-            args.n_head = a.n_head;
-            args.n_head_kv = a.n_head_kv;
-            args.head_dim = a.head_dim;
-            args.n_ctx = n_ctx;
-            args.pos0 = pos0_;
-            args.scale = a.scale;
-            args.window = a.window;
-            args.softcap = a.softcap;
-            args.f16_scores = precision_ == Precision::ane;
-            kernels::attention(args, pool_);
+        case ir::Op::attention:
+            run_attention(node, in(0), in(1), in(2), in_node(1).width, out);
             break;
-        }
         case ir::Op::last_row:
             std::memcpy(out, in(0) + (rows - 1) * width,
                         static_cast<size_t>(width) * sizeof(float));
             break;
+    }
+}
+
+// Each segment writes its K/V rows into its own cache and attends over it.
+void Executor::run_attention(const ir::Node& node, const float* q, const float* k, const float* v,
+                             int64_t kv_width, float* out) {
+    const auto& a = node.attrs;
+    const auto& decl = program_.states[a.state];
+    const int64_t n_layer = decl.shape[0] / 2;
+    const int64_t n_ctx = decl.shape[2];
+    const int64_t q_width = a.n_head * a.head_dim;
+    const size_t slot = static_cast<size_t>(a.n_head_kv * n_ctx * a.head_dim);
+    int64_t row0 = 0;
+    for (const ExecSegment& seg : segments_) {
+        uint16_t* k_cache = seg.state->buffers[a.state].data() + slot * a.layer;
+        uint16_t* v_cache = seg.state->buffers[a.state].data() + slot * (n_layer + a.layer);
+        for (int64_t t = 0; t < seg.rows; ++t)
+            for (int64_t h = 0; h < a.n_head_kv; ++h) {
+                const size_t dst = static_cast<size_t>((h * n_ctx + seg.pos0 + t) * a.head_dim);
+                const int64_t src = (row0 + t) * kv_width + h * a.head_dim;
+                kernels::f32_to_f16_row(k + src, a.head_dim, k_cache + dst);
+                kernels::f32_to_f16_row(v + src, a.head_dim, v_cache + dst);
+            }
+        kernels::AttentionArgs args;
+        args.q = q + row0 * q_width;
+        args.k = k_cache;
+        args.v = v_cache;
+        args.out = out + row0 * node.width;
+        args.n_tokens = seg.rows;
+        args.n_head = a.n_head;
+        args.n_head_kv = a.n_head_kv;
+        args.head_dim = a.head_dim;
+        args.n_ctx = n_ctx;
+        args.pos0 = seg.pos0;
+        args.scale = a.scale;
+        args.window = a.window;
+        args.softcap = a.softcap;
+        args.f16_scores = precision_ == Precision::ane;
+        kernels::attention(args, pool_);
+        row0 += seg.rows;
     }
 }
 

@@ -26,6 +26,14 @@ struct ExecState {
     std::vector<std::vector<uint16_t>> buffers;  // one per StateDecl, f16
 };
 
+// One sequence's share of a batched call: `rows` consecutive tokens placed at
+// positions pos0, pos0 + 1, ... of its own state.
+struct ExecSegment {
+    int64_t rows = 0;
+    int64_t pos0 = 0;
+    ExecState* state = nullptr;
+};
+
 class Executor {
 public:
     Executor(const ir::Program& program, ThreadPool& pool, Precision precision);
@@ -37,6 +45,11 @@ public:
     // positions pos0, pos0 + 1, ...; returns its first output, f32 [rows, width].
     std::span<const float> run(size_t fn, std::span<const int32_t> tokens, int64_t pos0,
                                ExecState& state);
+    // Several sequences in one call, so every weight is read once for all of
+    // them: tokens holds the segments' tokens one after another. Only functions
+    // whose output has a row per token can take more than one segment.
+    std::span<const float> run(size_t fn, std::span<const int32_t> tokens,
+                               std::span<const ExecSegment> segments);
 
     // Called after every node with its output (f32 [rows, width]); for analysis.
     using Observer = std::function<void(const ir::Node& node, std::span<const float> value)>;
@@ -49,8 +62,9 @@ public:
 private:
     struct Plan;
     const Plan& plan_for(size_t fn);
-    void run_node(const ir::Function& fn, const Plan& plan, size_t index, int64_t rows,
-                  ExecState& state);
+    void run_node(const ir::Function& fn, const Plan& plan, size_t index, int64_t rows);
+    void run_attention(const ir::Node& node, const float* q, const float* k, const float* v,
+                       int64_t kv_width, float* out);
     // For one token: the dense linear nodes from `index` on that read the same
     // input with weights of one dtype (q, k, v; gate, up) get their products in
     // one dispatch, and run_node then only adds their biases. Returns the end
@@ -72,8 +86,8 @@ private:
     std::vector<TensorView> weight_views_;            // `ane`: views of weights_f16_
     std::vector<float> arena_;
     std::vector<int32_t> ids_, positions_;
+    std::vector<ExecSegment> segments_;  // of this call
     std::vector<float> rope_cos_, rope_sin_;  // [rope][token][head_dim / 2] for this call
-    int64_t pos0_ = 0;
     size_t stacked_begin_ = 0, stacked_end_ = 0;  // nodes whose products stack_linears made
 };
 
