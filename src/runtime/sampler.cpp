@@ -28,19 +28,28 @@ Sampler::Sampler(SamplerParams params) : params_(params), rng_(params.seed) {}
 std::span<const float> Sampler::apply_penalty(std::span<const float> logits,
                                               std::span<const int32_t> recent_tokens) {
     const float penalty = params_.repeat_penalty;
-    if (penalty == 1.0f || params_.repeat_last_n == 0 || recent_tokens.empty()) return logits;
+    const float presence = params_.presence_penalty, frequency = params_.frequency_penalty;
+    if ((penalty == 1.0f && presence == 0.0f && frequency == 0.0f) ||
+        params_.repeat_last_n == 0 || recent_tokens.empty())
+        return logits;
     size_t n = recent_tokens.size();
     if (params_.repeat_last_n > 0) n = std::min(n, static_cast<size_t>(params_.repeat_last_n));
-    // A token seen several times is penalised once, as llama.cpp does.
     recent_ids_.assign(recent_tokens.end() - static_cast<ptrdiff_t>(n), recent_tokens.end());
     std::sort(recent_ids_.begin(), recent_ids_.end());
-    recent_ids_.erase(std::unique(recent_ids_.begin(), recent_ids_.end()), recent_ids_.end());
 
     penalised_.assign(logits.begin(), logits.end());
-    for (int32_t id : recent_ids_) {
+    for (size_t i = 0; i < recent_ids_.size();) {
+        const int32_t id = recent_ids_[i];
+        size_t end = i;
+        while (end < recent_ids_.size() && recent_ids_[end] == id) ++end;
+        const auto count = static_cast<float>(end - i);
+        i = end;
         if (id < 0 || static_cast<size_t>(id) >= penalised_.size()) continue;
+        // The repetition penalty counts a token once, as llama.cpp does; the
+        // OpenAI penalties subtract presence once and frequency per occurrence.
         float& x = penalised_[static_cast<size_t>(id)];
         x = x > 0.0f ? x / penalty : x * penalty;
+        x -= presence + frequency * count;
     }
     return penalised_;
 }

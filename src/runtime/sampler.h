@@ -1,5 +1,5 @@
 // Picks the next token from a row of logits, with llama.cpp's default chain:
-// repetition penalty, top-k, top-p, min-p, temperature, then a seeded draw.
+// repetition (and presence, frequency) penalties, top-k, top-p, min-p, temperature, then a seeded draw.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +16,9 @@ struct SamplerParams {
     float top_p = 0.95f;          // >= 1: off
     float min_p = 0.05f;          // <= 0: off; relative to the most likely token
     float repeat_penalty = 1.0f;  // 1: off
-    int repeat_last_n = 64;       // tokens the penalty looks back over; < 0: all of them
+    float presence_penalty = 0;   // subtracted from tokens seen (OpenAI's); 0: off
+    float frequency_penalty = 0;  // subtracted once per occurrence (OpenAI's); 0: off
+    int repeat_last_n = 64;       // tokens the penalties look back over; < 0: all of them
     uint64_t seed = 0;
 };
 

@@ -178,6 +178,22 @@ TEST(Sampler, RepetitionPenaltyChangesTheArgmax) {
     EXPECT_EQ(sampler.sample(positive, old), 0);
 }
 
+TEST(Sampler, PresenceAndFrequencyPenaltiesSubtract) {
+    SamplerParams p = no_filters(0.0f);
+    p.repeat_last_n = -1;
+    const std::vector<float> logits = {3.0f, 2.5f, 1.2f};
+    const std::vector<int32_t> recent = {0, 1, 0, 0};  // 0 three times, 1 once
+    p.presence_penalty = 0.4f;  // 3.0 - 0.4 = 2.6 > 2.5 - 0.4
+    EXPECT_EQ(Sampler(p).sample(logits, recent), 0);
+    p.presence_penalty = 0;
+    p.frequency_penalty = 0.3f;  // 3.0 - 0.9 = 2.1 < 2.5 - 0.3
+    EXPECT_EQ(Sampler(p).sample(logits, recent), 1);
+    p.presence_penalty = 1.0f;  // 3.0 - 1.9 = 1.1, 2.5 - 1.3 = 1.2 = 1.2: the lower id
+    EXPECT_EQ(Sampler(p).sample(logits, recent), 1);
+    p.presence_penalty = 1.1f;  // 2.5 - 1.4 = 1.1 < 1.2, which was never seen
+    EXPECT_EQ(Sampler(p).sample(logits, recent), 2);
+}
+
 TEST(Sampler, SameSeedSameSequence) {
     const auto logits = random_logits(32000, 21);
     std::vector<int32_t> tokens;
