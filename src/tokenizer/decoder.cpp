@@ -21,7 +21,7 @@ void fuse(DecodeState& state) {
 
 // Token strings of byte-level characters back to bytes; a token holding any
 // other character (an added token such as "<|im_end|>" with a space) is taken
-// as it is. Invalid UTF-8 in the result becomes U+FFFD.
+// as it is. Invalid UTF-8 in the result becomes U+FFFD unless keep_invalid.
 class ByteLevel : public Decoder {
 public:
     void apply(DecodeState& state) const override {
@@ -43,13 +43,14 @@ public:
             }
             bytes += all_mapped ? token_bytes : t;
         }
-        state.tokens.assign(1, utf8::repair(bytes, state.keep_truncated_tail));
+        if (!state.keep_invalid) bytes = utf8::repair(bytes, state.keep_truncated_tail);
+        state.tokens.assign(1, std::move(bytes));
         state.fused = true;
     }
 };
 
 // Runs of <0xXX> tokens become the bytes they stand for; a run that is not
-// valid UTF-8 becomes one U+FFFD per byte (Hugging Face's rule).
+// valid UTF-8 becomes one U+FFFD per byte (Hugging Face's rule) unless keep_invalid.
 class ByteFallback : public Decoder {
 public:
     void apply(DecodeState& state) const override {
@@ -62,7 +63,7 @@ public:
             const bool tail_only = bad != std::string::npos && at_end &&
                                    state.keep_truncated_tail &&
                                    utf8::truncated_tail(run) == run.size() - bad;
-            if (bad == std::string::npos || tail_only) {
+            if (bad == std::string::npos || tail_only || state.keep_invalid) {
                 out.push_back(run);
             } else {
                 for (size_t k = 0; k < run_tokens; ++k) out.emplace_back(utf8::replacement);

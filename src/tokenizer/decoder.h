@@ -17,6 +17,9 @@ struct DecodeState {
     // A character cut off at the very end is kept as raw bytes instead of being
     // replaced by U+FFFD (streaming waits for the rest of it).
     bool keep_truncated_tail = false;
+    // Invalid UTF-8 anywhere stays raw bytes instead of becoming U+FFFD (the bytes of
+    // a single token, which may hold part of a character).
+    bool keep_invalid = false;
     bool fused = false;  // the tokens were joined: tokens[0] begins the decoded text
 };
 

@@ -90,6 +90,17 @@ std::string HfTokenizer::decode_window(std::span<const int32_t> ids, bool at_sta
     DecodeState state;
     state.at_start = at_start;
     state.keep_truncated_tail = keep_truncated_tail;
+    return decode_state(ids, state);
+}
+
+std::string HfTokenizer::token_bytes(int32_t id) const {
+    DecodeState state;
+    state.at_start = false;
+    state.keep_invalid = true;
+    return decode_state(std::span<const int32_t>(&id, 1), state);
+}
+
+std::string HfTokenizer::decode_state(std::span<const int32_t> ids, DecodeState& state) const {
     state.tokens.reserve(ids.size());
     for (int32_t id : ids) {
         if (const AddedToken* added = added_by_id(id)) {

@@ -31,6 +31,7 @@ public:
     int32_t n_vocab() const override { return n_vocab_; }
     int32_t bos_id() const override { return bos_id_; }
     std::vector<int32_t> eos_ids() const override { return eos_ids_; }
+    std::string token_bytes(int32_t id) const override;
     std::string token_to_piece(int32_t id) const override;
     int32_t token_to_id(std::string_view piece) const override;
     bool is_special(int32_t id) const override;
@@ -45,6 +46,7 @@ private:
     void encode_pieces(std::string_view text, bool at_start, Work& work,
                        std::vector<int32_t>& ids) const;
     const AddedToken* added_by_id(int32_t id) const;
+    std::string decode_state(std::span<const int32_t> ids, DecodeState& state) const;
 
     std::string path_;
     BpeModel model_;

@@ -147,29 +147,38 @@ std::string Llama2cTokenizer::decode(std::span<const int32_t> ids) const {
     int32_t prev = -1;
     for (int32_t id : ids) {
         if (id < 0 || static_cast<size_t>(id) >= pieces_.size()) continue;
-        const int32_t before = prev;
-        prev = id;
-        if (id == bos) continue;
-        std::string_view piece = pieces_[id];
-        piece = piece.substr(0, piece.find('\0'));
-        if (before == bos && piece.starts_with(' ')) piece.remove_prefix(1);
         char byte;
-        if (piece.starts_with("<0x") && piece.size() > 3 && hex_digit(piece[3]) >= 0) {
-            int v = hex_digit(piece[3]);
-            if (piece.size() > 4 && hex_digit(piece[4]) >= 0) v = v * 16 + hex_digit(piece[4]);
-            byte = static_cast<char>(v);
-            piece = std::string_view(&byte, 1);
-        }
-        if (piece.empty() || piece[0] == '\0') continue;
-        if (piece.size() == 1) {
-            const auto b = static_cast<uint8_t>(piece[0]);
-            const bool printable = b >= 0x20 && b <= 0x7E;
-            const bool space = b == ' ' || (b >= '\t' && b <= '\r');
-            if (!printable && !space) continue;
-        }
-        out.append(piece);
+        out.append(printed(id, prev, byte));
+        prev = id;
     }
     return out;
+}
+
+std::string Llama2cTokenizer::token_bytes(int32_t id) const {
+    if (id < 0 || static_cast<size_t>(id) >= pieces_.size()) return {};
+    char byte;
+    return std::string(printed(id, -1, byte));
+}
+
+std::string_view Llama2cTokenizer::printed(int32_t id, int32_t prev, char& byte) const {
+    if (id == bos) return {};
+    std::string_view piece = pieces_[id];
+    piece = piece.substr(0, piece.find('\0'));
+    if (prev == bos && piece.starts_with(' ')) piece.remove_prefix(1);
+    if (piece.starts_with("<0x") && piece.size() > 3 && hex_digit(piece[3]) >= 0) {
+        int v = hex_digit(piece[3]);
+        if (piece.size() > 4 && hex_digit(piece[4]) >= 0) v = v * 16 + hex_digit(piece[4]);
+        byte = static_cast<char>(v);
+        piece = std::string_view(&byte, 1);
+    }
+    if (piece.empty() || piece[0] == '\0') return {};
+    if (piece.size() == 1) {
+        const auto b = static_cast<uint8_t>(piece[0]);
+        const bool printable = b >= 0x20 && b <= 0x7E;
+        const bool space = b == ' ' || (b >= '\t' && b <= '\r');
+        if (!printable && !space) return {};
+    }
+    return piece;
 }
 
 std::string Llama2cTokenizer::token_to_piece(int32_t id) const {

@@ -34,6 +34,9 @@ public:
     int32_t n_vocab() const override { return static_cast<int32_t>(pieces_.size()); }
     int32_t bos_id() const override { return 1; }
     std::vector<int32_t> eos_ids() const override { return {2}; }
+    // What decode prints for id in the middle of a sequence: the piece, <0xXX> as
+    // its byte, lone bytes safe_printf drops as nothing.
+    std::string token_bytes(int32_t id) const override;
     std::string token_to_piece(int32_t id) const override;
     int32_t token_to_id(std::string_view piece) const override { return lookup_.find(piece); }
     bool is_special(int32_t id) const override { return id == 1 || id == 2; }
@@ -44,6 +47,8 @@ private:
         int32_t pos, left, right, merged;
     };
     void merge_all(std::vector<int32_t>& tokens) const;
+    // The bytes run.c prints for id after prev; byte holds a <0xXX> piece's byte.
+    std::string_view printed(int32_t id, int32_t prev, char& byte) const;
     // The merged piece of left and right, or -1.
     int32_t merged_id(int32_t left, int32_t right, std::string& buffer) const;
 

@@ -40,6 +40,13 @@ public:
     // The vocabulary string of id as stored (byte-level or "▁" form; an added token's
     // content), empty when id is unknown.
     virtual std::string token_to_piece(int32_t id) const { return {}; }
+    // The bytes id adds to decoded text in the middle of a sequence (no leading space
+    // dropped, invalid UTF-8 kept as it is): what grammar-constrained decoding
+    // matches. Joined over ids they equal decode_window(ids, false, false) wherever
+    // that is valid UTF-8. Empty for unknown ids.
+    virtual std::string token_bytes(int32_t id) const {
+        return decode_window(std::span<const int32_t>(&id, 1), false, true);
+    }
     // The id of a vocabulary string or added token, -1 when there is none.
     virtual int32_t token_to_id(std::string_view piece) const { return -1; }
     // Whether id is a special token (what Hugging Face's skip_special_tokens drops).
