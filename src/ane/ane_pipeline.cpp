@@ -183,6 +183,16 @@ std::span<const float> AnePipeline::decode(int32_t token) {
     return run_token(token);
 }
 
+bool AnePipeline::can_rewind(int64_t pos) const {
+    const bool rotated = shape_.rotate_from > 0 && pos_ > shape_.rotate_from;
+    return pos == 0 || (pos > 0 && pos <= pos_ && !rotated);
+}
+
+void AnePipeline::rewind(int64_t pos) {
+    if (!can_rewind(pos)) fail("cannot rewind the packages to position {} from {}", pos, pos_);
+    pos_ = pos;
+}
+
 bool is_converted_dir(const std::string& path) {
     return fs::is_directory(path) && fs::exists(fs::path(path) / "meta.yaml");
 }

@@ -49,6 +49,10 @@ public:
     std::span<const float> decode(int32_t token) override;
     int64_t pos() const override { return pos_; }
     int64_t n_ctx() const override { return shape_.n_ctx; }
+    // The caches are indexed by position, so any earlier position will do until
+    // the rotate functions have shifted them; then only a restart.
+    void rewind(int64_t pos) override;
+    bool can_rewind(int64_t pos) const override;
     void reset();
 
 private:

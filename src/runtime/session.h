@@ -52,6 +52,7 @@ public:
     void reset() { own_.pos = 0; }
     // Moves back to an earlier position (keeps the cache before it).
     void rewind(int64_t pos) override;
+    bool can_rewind(int64_t pos) const override { return pos >= 0 && pos <= own_.pos; }
     int64_t verify_tokens() const override { return verify_tokens_; }
     std::span<const float> verify(std::span<const int32_t> tokens) override;
 

@@ -26,6 +26,7 @@ public:
     virtual int64_t verify_tokens() const { return 0; }
     virtual std::span<const float> verify(std::span<const int32_t> tokens);
     virtual void rewind(int64_t pos);
+    virtual bool can_rewind(int64_t pos) const { return false; }
 };
 
 }  // namespace anelm

@@ -1,0 +1,342 @@
+#include "server/api_server.h"
+
+#include <httplib.h>
+
+#include <chrono>
+
+#include "base/error.h"
+#include "server/api_error.h"
+#include "server/chat_page.h"
+#include "server/openai_json.h"
+
+namespace anelm::server {
+
+namespace {
+
+using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
+using httplib::Request;
+using httplib::Response;
+
+void send_json(Response& res, int status, const json& body) {
+    res.status = status;
+    res.set_content(json_text(body), "application/json");
+}
+
+void send_error(Response& res, const ApiError& e) {
+    send_json(res, e.status, error_body(e));
+}
+
+// Compares without stopping at the first difference, so the time taken does
+// not tell how much of a guessed key was right.
+bool same_secret(const std::string& a, const std::string& b) {
+    if (a.size() != b.size()) return false;
+    unsigned diff = 0;
+    for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+    return diff == 0;
+}
+
+const ojson& body_field(const ojson& body, const char* name) {
+    static const ojson null;
+    const auto it = body.find(name);
+    return it == body.end() ? null : *it;
+}
+
+// What one request's generation has produced so far.
+struct Progress {
+    std::string text;
+    std::vector<TokenLogprob> logprobs;
+    std::string finish_reason;
+};
+
+// Adds events to progress; true once the last has come. A failed generation throws.
+bool absorb(std::vector<Event>& events, Progress& p) {
+    bool done = false;
+    for (Event& ev : events) {
+        if (!ev.error.empty())
+            throw ApiError(500, "server_error", "", "", "generation failed: " + ev.error);
+        p.text += ev.text;
+        p.logprobs.insert(p.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
+        if (ev.done) {
+            p.finish_reason = ev.finish_reason;
+            done = true;
+        }
+    }
+    events.clear();
+    return done;
+}
+
+// The stream of one request, as its chunks are written.
+struct Stream {
+    std::shared_ptr<Job> job;
+    std::shared_ptr<const ServedModel> model;
+    ResponseHead head;
+    bool include_usage = false;
+    bool started = false;
+    size_t text_offset = 0;
+};
+
+// Writes what the job has produced; false ends the response (the client left).
+bool write_stream(Stream& s, httplib::DataSink& sink) {
+    auto write = [&](const std::string& text) {
+        if (sink.write(text.data(), text.size())) return true;
+        s.job->cancel();
+        return false;
+    };
+    if (!s.started) {
+        s.started = true;
+        if (s.head.chat && !write(sse_event(chunk_json(s.head, nullptr, true, "", nullptr))))
+            return false;
+    }
+    std::vector<Event> events;
+    while (!s.job->wait(events, std::chrono::milliseconds(250)))
+        if (!sink.is_writable()) {
+            s.job->cancel();
+            return false;
+        }
+    for (const Event& ev : events) {
+        if (!ev.error.empty()) {
+            const ApiError error(500, "server_error", "", "", "generation failed: " + ev.error);
+            write(sse_event(error_body(error)));
+            sink.done();
+            return true;
+        }
+        if (!ev.text.empty() || !ev.logprobs.empty()) {
+            json lp = ev.logprobs.empty() ? json()
+                                          : logprobs_json(s.head, *s.model->tokenizer, ev.logprobs,
+                                                          s.text_offset);
+            s.text_offset += ev.text.size();
+            if (!write(sse_event(chunk_json(s.head, &ev.text, false, "", lp)))) return false;
+        }
+        if (ev.done) {
+            const std::string empty;
+            if (!write(sse_event(chunk_json(s.head, s.head.chat ? nullptr : &empty, false,
+                                            ev.finish_reason, nullptr))))
+                return false;
+            if (s.include_usage && !write(sse_event(usage_chunk_json(s.head, s.job->usage()))))
+                return false;
+            if (!write("data: [DONE]\n\n")) return false;
+            sink.done();
+            return true;
+        }
+    }
+    return true;
+}
+
+}  // namespace
+
+ApiServer::ApiServer(ServerOptions options)
+    : options_(std::move(options)), http_(std::make_unique<httplib::Server>()) {
+    const int connections = std::max(options_.connections, 1);
+    http_->new_task_queue = [connections] { return new httplib::ThreadPool(connections); };
+    http_->set_payload_max_length(options_.max_body);
+    http_->set_read_timeout(options_.timeout_seconds, 0);
+    http_->set_write_timeout(options_.timeout_seconds, 0);
+    routes();
+}
+
+ApiServer::~ApiServer() = default;
+
+int ApiServer::bind() {
+    if (options_.port == 0) {
+        const int port = http_->bind_to_any_port(options_.host);
+        if (port < 0) fail("serve: cannot listen on {}", options_.host);
+        return port;
+    }
+    if (!http_->bind_to_port(options_.host, options_.port))
+        fail("serve: cannot listen on {}:{} (in use, or not an address of this machine)",
+             options_.host, options_.port);
+    return options_.port;
+}
+
+void ApiServer::run() {
+    http_->listen_after_bind();
+}
+
+void ApiServer::serve(std::shared_ptr<const ServedModel> model) {
+    std::lock_guard lock(mutex_);
+    model_ = std::move(model);
+}
+
+void ApiServer::stop() {
+    http_->stop();
+}
+
+std::shared_ptr<const ServedModel> ApiServer::model() const {
+    std::lock_guard lock(mutex_);
+    if (!model_) throw ApiError(503, "server_error", "model_loading", "", "the model is loading");
+    return model_;
+}
+
+void ApiServer::routes() {
+    // Every handler answers errors the way OpenAI does.
+    auto handle = [](std::function<void(const Request&, Response&)> fn) {
+        return [fn = std::move(fn)](const Request& req, Response& res) {
+            try {
+                fn(req, res);
+            } catch (const ApiError& e) {
+                send_error(res, e);
+            } catch (const Error& e) {
+                send_error(res, ApiError(400, "invalid_request_error", "", "", e.what()));
+            } catch (const std::exception& e) {
+                send_error(res, ApiError(500, "server_error", "", "", e.what()));
+            }
+        };
+    };
+
+    http_->set_default_headers({{"Access-Control-Allow-Origin", "*"}});
+    http_->Options(".*", [](const Request&, Response& res) {
+        res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+        res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+        res.status = 204;
+    });
+    // The key guards everything but /health and the page itself (which asks for
+    // the key and sends it with its own requests).
+    http_->set_pre_routing_handler([this](const Request& req, Response& res) {
+        if (options_.api_key.empty() || req.path == "/health" || req.path == "/" ||
+            req.method == "OPTIONS")
+            return httplib::Server::HandlerResponse::Unhandled;
+        const std::string auth = req.get_header_value("Authorization");
+        const std::string bearer = "Bearer ";
+        if (auth.rfind(bearer, 0) == 0 && same_secret(auth.substr(bearer.size()), options_.api_key))
+            return httplib::Server::HandlerResponse::Unhandled;
+        send_error(res, ApiError(401, "invalid_request_error", "invalid_api_key", "",
+                                 "a valid API key is required (Authorization: Bearer KEY)"));
+        return httplib::Server::HandlerResponse::Handled;
+    });
+    http_->set_error_handler([](const Request& req, Response& res) {
+        if (!res.body.empty()) return;
+        if (res.status == 404)
+            send_error(res, ApiError(404, "invalid_request_error", "not_found", "",
+                                     fmt::format("no route {} {}", req.method, req.path)));
+        else if (res.status == 413)
+            send_error(res, ApiError(413, "invalid_request_error", "request_too_large", "",
+                                     "the request body is larger than --max-body"));
+        else
+            send_error(res, ApiError(res.status, "invalid_request_error", "", "",
+                                     fmt::format("HTTP {}", res.status)));
+    });
+
+    http_->Get("/health", [this](const Request&, Response& res) {
+        std::lock_guard lock(mutex_);
+        if (model_)
+            send_json(res, 200, {{"status", "ok"}});
+        else
+            send_json(res, 503, {{"status", "loading"}});
+    });
+    http_->Get("/", [](const Request&, Response& res) {
+        res.set_content(std::string(chat_page_html()), "text/html; charset=utf-8");
+    });
+    http_->Get("/v1/models", handle([this](const Request&, Response& res) {
+                   const auto m = model();
+                   const json entry = {{"id", m->name},
+                                       {"object", "model"},
+                                       {"created", 0},
+                                       {"owned_by", "anelm"},
+                                       {"meta",
+                                        {{"n_ctx", m->engine->n_ctx()},
+                                         {"slots", m->engine->slots()},
+                                         {"n_vocab", m->tokenizer->n_vocab()}}}};
+                   send_json(res, 200, {{"object", "list"}, {"data", json::array({entry})}});
+               }));
+    http_->Post("/v1/chat/completions", handle([this](const Request& req, Response& res) {
+                    completions(req, res, true);
+                }));
+    http_->Post("/v1/completions", handle([this](const Request& req, Response& res) {
+                    completions(req, res, false);
+                }));
+    http_->Post("/tokenize", handle([this](const Request& req, Response& res) {
+                    const auto m = model();
+                    const ojson body = parse_body(req.body);
+                    const ojson& content = body_field(body, "content");
+                    if (!content.is_string()) bad_field("content", "content: expected a string");
+                    const ojson& special = body_field(body, "add_special");
+                    if (!special.is_null() && !special.is_boolean())
+                        bad_field("add_special", "add_special: expected true or false");
+                    const auto ids = m->tokenizer->encode(content.get<std::string>(),
+                                                          special.is_boolean() && special.get<bool>());
+                    send_json(res, 200, {{"tokens", ids}});
+                }));
+    http_->Post("/detokenize", handle([this](const Request& req, Response& res) {
+                    const auto m = model();
+                    const ojson body = parse_body(req.body);
+                    const ojson& tokens = body_field(body, "tokens");
+                    if (!tokens.is_array()) bad_field("tokens", "tokens: expected an array of ids");
+                    std::vector<int32_t> ids;
+                    for (const ojson& t : tokens) {
+                        if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
+                            t.get<int64_t>() >= m->tokenizer->n_vocab())
+                            bad_field("tokens", "tokens: {} is not an id of this vocabulary",
+                                      t.dump());
+                        ids.push_back(t.get<int32_t>());
+                    }
+                    send_json(res, 200, {{"content", m->tokenizer->decode(ids)}});
+                }));
+    http_->Post("/apply-template", handle([this](const Request& req, Response& res) {
+                    const auto m = model();
+                    if (!m->chat_template)
+                        bad_field("messages", "this model has no chat template");
+                    const CompletionRequest r =
+                        parse_completion_request(parse_body(req.body), true, m->defaults);
+                    send_json(res, 200,
+                              {{"prompt", m->chat_template->render(r.messages, true,
+                                                                   r.template_kwargs)}});
+                }));
+}
+
+void ApiServer::completions(const Request& req, Response& res, bool chat) {
+    const auto m = model();
+    const CompletionRequest r = parse_completion_request(parse_body(req.body), chat, m->defaults);
+    if (!r.model.empty() && r.model != m->name)
+        throw ApiError(404, "invalid_request_error", "model_not_found", "model",
+                       fmt::format("model '{}' is not served here (/v1/models lists '{}')",
+                                   r.model, m->name));
+    JobSpec spec;
+    if (chat) {
+        if (!m->chat_template)
+            bad_field("messages", "this model has no chat template; use /v1/completions");
+        const std::string prompt = m->chat_template->render(r.messages, true, r.template_kwargs);
+        spec.prompt = m->tokenizer->encode(prompt, false);
+    } else if (r.prompt_is_ids) {
+        for (int32_t id : r.prompt_ids)
+            if (id >= m->tokenizer->n_vocab())
+                bad_field("prompt", "prompt: {} is not an id of this vocabulary", id);
+        spec.prompt = r.prompt_ids;
+    } else {
+        spec.prompt = m->tokenizer->encode(r.prompt, true);
+    }
+    spec.max_tokens = r.max_tokens;
+    spec.sampler = r.sampler;
+    spec.stop = r.stop;
+    spec.logprobs = r.logprobs;
+    spec.top_logprobs = r.top_logprobs;
+    if (r.format != OutputFormat::text) {
+        if (!m->constraint)
+            bad_field("response_format", "response_format: structured output is not available");
+        spec.constraint = m->constraint(r);
+    }
+    const ResponseHead head = new_response_head(chat, m->name);
+    std::shared_ptr<Job> job = m->engine->submit(std::move(spec));
+
+    if (r.stream) {
+        auto stream = std::make_shared<Stream>();
+        stream->job = job;
+        stream->model = m;
+        stream->head = head;
+        stream->include_usage = r.include_usage;
+        res.set_header("Cache-Control", "no-cache");
+        res.set_chunked_content_provider(
+            "text/event-stream",
+            [stream](size_t, httplib::DataSink& sink) { return write_stream(*stream, sink); },
+            [job](bool) { job->cancel(); });
+        return;
+    }
+    Progress p;
+    std::vector<Event> events;
+    while (!job->wait(events, std::chrono::seconds(1)) || !absorb(events, p)) {
+    }
+    const json lp = r.logprobs ? logprobs_json(head, *m->tokenizer, p.logprobs, 0) : json();
+    send_json(res, 200, completion_json(head, p.text, p.finish_reason, job->usage(), lp));
+}
+
+}  // namespace anelm::server

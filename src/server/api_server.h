@@ -1,0 +1,67 @@
+// The HTTP side of `anelm serve`: OpenAI's routes (chat and text completions,
+// models), llama-server's helpers (health, tokenize, detokenize,
+// apply-template) and the chat page, over cpp-httplib.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "chat/chat_template.h"
+#include "server/completion_request.h"
+#include "server/engine.h"
+#include "tokenizer/tokenizer.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace anelm::server {
+
+// A loaded model, ready to serve.
+struct ServedModel {
+    std::string name;  // the id /v1/models lists and requests may name
+    const Tokenizer* tokenizer = nullptr;
+    const ChatTemplate* chat_template = nullptr;  // null: chat completions refused
+    Engine* engine = nullptr;
+    SamplerParams defaults;  // fields a request leaves out
+    // The constraint a response_format asks for (throws ApiError for a bad schema).
+    std::function<std::unique_ptr<Constraint>(const CompletionRequest&)> constraint;
+};
+
+struct ServerOptions {
+    std::string host = "127.0.0.1";
+    int port = 8080;
+    std::string api_key;  // "": none required
+    size_t max_body = size_t{1} << 20;
+    int timeout_seconds = 600;  // a socket read or write that stalls this long ends
+    int connections = 64;       // requests handled at once (beyond them, they queue)
+};
+
+class ApiServer {
+public:
+    explicit ApiServer(ServerOptions options);
+    ~ApiServer();
+
+    // Binds the socket; returns the port (the one chosen when options.port is 0).
+    int bind();
+    // Answers requests until stop(); /health says 503 until serve() is called.
+    void run();
+    void serve(std::shared_ptr<const ServedModel> model);
+    void stop();
+
+private:
+    void routes();
+    std::shared_ptr<const ServedModel> model() const;
+    void completions(const httplib::Request& req, httplib::Response& res, bool chat);
+
+    ServerOptions options_;
+    std::unique_ptr<httplib::Server> http_;
+    mutable std::mutex mutex_;
+    std::shared_ptr<const ServedModel> model_;
+};
+
+}  // namespace anelm::server

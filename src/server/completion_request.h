@@ -1,0 +1,48 @@
+// The body of POST /v1/chat/completions and /v1/completions, read and checked
+// field by field: a wrong type or range is a 400 naming the field.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/sampler.h"
+
+namespace anelm::server {
+
+enum class OutputFormat { text, json_object, json_schema };
+
+struct CompletionRequest {
+    bool chat = false;
+    std::string model;  // "" when not given
+    // Chat: the messages with every content as a string (text parts joined),
+    // and chat_template_kwargs as template variables.
+    nlohmann::ordered_json messages;
+    nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
+    // Completions: the prompt as text, or as token ids when given so.
+    std::string prompt;
+    std::vector<int32_t> prompt_ids;
+    bool prompt_is_ids = false;
+
+    int64_t max_tokens = -1;  // -1: until the context is full
+    SamplerParams sampler;
+    std::vector<std::string> stop;
+    bool stream = false;
+    bool include_usage = false;  // stream_options.include_usage
+    bool logprobs = false;
+    int top_logprobs = 0;
+    OutputFormat format = OutputFormat::text;
+    nlohmann::ordered_json schema;  // json_schema's schema
+};
+
+// Fields the body leaves out keep `defaults` (the server's sampler settings).
+// Throws ApiError (400) naming the field.
+CompletionRequest parse_completion_request(const nlohmann::ordered_json& body, bool chat,
+                                           const SamplerParams& defaults);
+
+// Parses a request body as JSON; a 400 with the parser's position otherwise.
+nlohmann::ordered_json parse_body(const std::string& body);
+
+}  // namespace anelm::server

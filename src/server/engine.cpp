@@ -1,0 +1,301 @@
+#include "server/engine.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/error.h"
+#include "server/api_error.h"
+#include "server/stop_text.h"
+
+namespace anelm::server {
+
+// One sequence of the model and the request it is serving, if any.
+struct Engine::Slot {
+    int index = 0;
+    std::vector<int32_t> cached;  // the tokens whose keys and values the cache holds
+    uint64_t last_used = 0;
+
+    std::shared_ptr<Job> job;  // null when free
+    size_t prefilled = 0;      // prompt tokens in the cache
+    bool decoding = false;     // the next step feeds `next`
+    int32_t next = 0;
+    std::vector<int32_t> history;  // prompt and generated tokens, for the penalties
+    int64_t generated = 0;
+    int64_t max_tokens = 0;
+    std::unique_ptr<Sampler> sampler;
+    std::unique_ptr<StreamDecoder> decoder;
+    std::unique_ptr<StopText> stop_text;
+};
+
+namespace {
+
+// Log-probabilities of the chosen id and the top ones, from raw logits.
+TokenLogprob logprobs_of(std::span<const float> logits, int32_t id, int top) {
+    float max = -INFINITY;
+    for (float x : logits) max = std::max(max, x);
+    double sum = 0;
+    for (float x : logits) sum += std::exp(static_cast<double>(x - max));
+    const float log_z = max + static_cast<float>(std::log(sum));
+    TokenLogprob lp;
+    lp.id = id;
+    lp.logprob = logits[static_cast<size_t>(id)] - log_z;
+    if (top > 0) {
+        std::vector<std::pair<float, int32_t>> best;
+        for (size_t i = 0; i < logits.size(); ++i) {
+            best.emplace_back(logits[i], static_cast<int32_t>(i));
+            std::push_heap(best.begin(), best.end(), std::greater<>());
+            if (best.size() > static_cast<size_t>(top)) {
+                std::pop_heap(best.begin(), best.end(), std::greater<>());
+                best.pop_back();
+            }
+        }
+        std::sort(best.begin(), best.end(), std::greater<>());
+        for (const auto& [x, i] : best) lp.top.emplace_back(i, x - log_z);
+    }
+    return lp;
+}
+
+}  // namespace
+
+bool Job::wait(std::vector<Event>& out, std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    if (!ready_.wait_for(lock, timeout, [&] { return !events_.empty(); })) return false;
+    for (Event& e : events_) out.push_back(std::move(e));
+    events_.clear();
+    return true;
+}
+
+JobUsage Job::usage() const {
+    std::lock_guard lock(mutex_);
+    return usage_;
+}
+
+void Job::push(Event event) {
+    {
+        std::lock_guard lock(mutex_);
+        events_.push_back(std::move(event));
+    }
+    ready_.notify_all();
+}
+
+Engine::Engine(SlotModel& model, const Tokenizer& tokenizer, std::vector<int32_t> stop_ids,
+               int64_t prefill_chunk)
+    : model_(model),
+      tokenizer_(tokenizer),
+      stop_ids_(std::move(stop_ids)),
+      prefill_chunk_(std::max<int64_t>(prefill_chunk, 1)) {
+    for (int i = 0; i < model.slots(); ++i) {
+        slots_.push_back(std::make_unique<Slot>());
+        slots_.back()->index = i;
+    }
+    thread_ = std::thread([this] { loop(); });
+}
+
+Engine::~Engine() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+}
+
+std::shared_ptr<Job> Engine::submit(JobSpec spec) {
+    const auto n = static_cast<int64_t>(spec.prompt.size());
+    if (n == 0) bad_field("prompt", "the prompt has no tokens");
+    if (n >= model_.n_ctx())
+        throw ApiError(400, "invalid_request_error", "context_length_exceeded", "messages",
+                       fmt::format("the prompt has {} tokens; the context holds {} (--ctx), "
+                                   "leaving no room to generate",
+                                   n, model_.n_ctx()));
+    auto job = std::make_shared<Job>();
+    job->usage_.prompt_tokens = n;
+    job->spec_ = std::move(spec);
+    {
+        std::lock_guard lock(mutex_);
+        pending_.push_back(job);
+    }
+    wake_.notify_all();
+    return job;
+}
+
+void Engine::loop() {
+    while (true) {
+        {
+            std::unique_lock lock(mutex_);
+            const auto busy = [&] {
+                return std::any_of(slots_.begin(), slots_.end(), [](auto& s) { return s->job; });
+            };
+            wake_.wait(lock, [&] { return stopping_ || !pending_.empty() || busy(); });
+            if (stopping_) break;
+            admit(lock);
+        }
+        try {
+            // One prompt chunk, then one step for every generating slot, so a
+            // long prompt delays the others by one chunk at a time.
+            prefill_one();
+            decode_all();
+        } catch (const std::exception& e) {
+            // A failure ends every running request; the slots start afresh.
+            for (auto& slot : slots_) {
+                if (slot->job) {
+                    Event ev;
+                    ev.done = true;
+                    ev.error = e.what();
+                    slot->job->push(std::move(ev));
+                    slot->job.reset();
+                }
+                slot->cached.clear();
+            }
+        }
+    }
+    std::lock_guard lock(mutex_);
+    for (auto& slot : slots_)
+        if (slot->job) pending_.push_back(slot->job);
+    for (auto& job : pending_) {
+        Event ev;
+        ev.done = true;
+        ev.error = "the server is shutting down";
+        job->push(std::move(ev));
+    }
+}
+
+// Moves waiting requests into free slots, each into the one whose cache
+// shares the longest prefix with its prompt (else the least recently used).
+void Engine::admit(std::unique_lock<std::mutex>&) {
+    while (!pending_.empty()) {
+        std::shared_ptr<Job> job = pending_.front();
+        if (job->cancelled()) {
+            pending_.pop_front();
+            continue;
+        }
+        const std::vector<int32_t>& prompt = job->spec_.prompt;
+        Slot* best = nullptr;
+        size_t best_shared = 0;
+        for (auto& s : slots_) {
+            if (s->job) continue;
+            const size_t shared = static_cast<size_t>(
+                std::mismatch(s->cached.begin(), s->cached.end(), prompt.begin(), prompt.end())
+                    .first -
+                s->cached.begin());
+            if (!best || shared > best_shared ||
+                (shared == best_shared && s->last_used < best->last_used)) {
+                best = s.get();
+                best_shared = shared;
+            }
+        }
+        if (!best) return;
+        pending_.pop_front();
+
+        Slot& slot = *best;
+        // At least the prompt's last token is fed again, for its logits.
+        const int64_t keep = model_.keepable(
+            slot.index, static_cast<int64_t>(std::min(best_shared, prompt.size() - 1)));
+        model_.rewind(slot.index, keep);
+        slot.cached.resize(static_cast<size_t>(keep));
+        slot.prefilled = static_cast<size_t>(keep);
+        job->usage_.cached_tokens = keep;
+
+        JobSpec& spec = job->spec_;
+        const int64_t room = model_.n_ctx() - static_cast<int64_t>(prompt.size());
+        slot.max_tokens = spec.max_tokens < 0 ? room : std::min(spec.max_tokens, room);
+        slot.job = std::move(job);
+        slot.decoding = false;
+        slot.generated = 0;
+        slot.history = prompt;
+        slot.sampler = std::make_unique<Sampler>(spec.sampler);
+        slot.decoder = std::make_unique<StreamDecoder>(tokenizer_);
+        // The prompt's tail is the context of the first pieces (a leading space).
+        for (size_t i = prompt.size() - std::min<size_t>(prompt.size(), 8); i < prompt.size(); ++i)
+            slot.decoder->push(prompt[i]);
+        slot.stop_text = std::make_unique<StopText>(spec.stop);
+        slot.last_used = ++step_;
+    }
+}
+
+bool Engine::prefill_one() {
+    Slot* chosen = nullptr;
+    for (auto& s : slots_)
+        if (s->job && !s->decoding && (!chosen || s->last_used < chosen->last_used))
+            chosen = s.get();
+    if (!chosen) return false;
+    Slot& slot = *chosen;
+    if (slot.job->cancelled()) {
+        finish(slot, "stop");
+        return true;
+    }
+    const std::vector<int32_t>& prompt = slot.job->spec_.prompt;
+    const size_t n = std::min(prompt.size() - slot.prefilled, static_cast<size_t>(prefill_chunk_));
+    const std::span<const int32_t> chunk(prompt.data() + slot.prefilled, n);
+    const std::span<const float> logits = model_.prefill(slot.index, chunk);
+    slot.cached.insert(slot.cached.end(), chunk.begin(), chunk.end());
+    slot.prefilled += n;
+    if (slot.prefilled == prompt.size()) next_token(slot, logits);
+    return true;
+}
+
+bool Engine::decode_all() {
+    batch_slots_.clear();
+    batch_tokens_.clear();
+    for (auto& s : slots_) {
+        if (!s->job || !s->decoding) continue;
+        if (s->job->cancelled()) {
+            finish(*s, "stop");
+            continue;
+        }
+        batch_slots_.push_back(s->index);
+        batch_tokens_.push_back(s->next);
+    }
+    if (batch_slots_.empty()) return false;
+    const std::span<const float> logits = model_.decode(batch_slots_, batch_tokens_);
+    const size_t n_vocab = logits.size() / batch_slots_.size();
+    for (size_t i = 0; i < batch_slots_.size(); ++i) {
+        Slot& slot = *slots_[static_cast<size_t>(batch_slots_[i])];
+        slot.cached.push_back(batch_tokens_[i]);
+        next_token(slot, logits.subspan(i * n_vocab, n_vocab));
+    }
+    return true;
+}
+
+void Engine::next_token(Slot& slot, std::span<const float> logits) {
+    JobSpec& spec = slot.job->spec_;
+    std::span<const float> choose_from = logits;
+    if (spec.constraint) {
+        masked_.assign(logits.begin(), logits.end());
+        spec.constraint->mask(masked_);
+        choose_from = masked_;
+    }
+    const int32_t id = slot.sampler->sample(choose_from, slot.history);
+    if (std::find(stop_ids_.begin(), stop_ids_.end(), id) != stop_ids_.end())
+        return finish(slot, "stop");
+
+    Event ev;
+    if (spec.logprobs) ev.logprobs.push_back(logprobs_of(logits, id, spec.top_logprobs));
+    slot.history.push_back(id);
+    ++slot.generated;
+    {
+        std::lock_guard lock(slot.job->mutex_);
+        slot.job->usage_.completion_tokens = slot.generated;
+    }
+    if (spec.constraint) spec.constraint->accept(id);
+    ev.text = slot.stop_text->push(slot.decoder->push(id));
+    if (slot.stop_text->stopped() || (spec.constraint && spec.constraint->finished()))
+        return finish(slot, "stop", std::move(ev));
+    if (slot.generated >= slot.max_tokens) return finish(slot, "length", std::move(ev));
+    slot.job->push(std::move(ev));
+    slot.next = id;
+    slot.decoding = true;
+}
+
+void Engine::finish(Slot& slot, const std::string& reason, Event ev) {
+    if (!slot.stop_text->stopped()) ev.text += slot.stop_text->push(slot.decoder->flush());
+    if (!slot.stop_text->stopped()) ev.text += slot.stop_text->flush();
+    ev.done = true;
+    ev.finish_reason = reason;
+    slot.job->push(std::move(ev));
+    slot.job.reset();
+    slot.decoding = false;
+    slot.last_used = ++step_;
+}
+
+}  // namespace anelm::server

@@ -1,0 +1,129 @@
+// The scheduler behind the server: requests wait for a free slot, prompts are
+// fed in chunks, and the decode steps of every active request run as one
+// batched pass, so the weights are read once per step for all of them. A slot
+// keeps its cache after a request; the next request sharing a prefix with it
+// (a chat's next turn) feeds only what differs.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/sampler.h"
+#include "server/slot_model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace anelm::server {
+
+// Restricts what may be generated (structured output): masks the logits of
+// tokens that may not come next, and learns each token chosen.
+class Constraint {
+public:
+    virtual ~Constraint() = default;
+    virtual void mask(std::span<float> logits) = 0;
+    virtual void accept(int32_t token) = 0;
+    virtual bool finished() const = 0;  // nothing more may follow
+};
+
+struct TokenLogprob {
+    int32_t id = 0;
+    float logprob = 0;
+    std::vector<std::pair<int32_t, float>> top;  // the most likely ids, best first
+};
+
+// What a request receives as it runs.
+struct Event {
+    std::string text;                    // new text to show (may be empty)
+    std::vector<TokenLogprob> logprobs;  // the tokens behind it, when asked
+    bool done = false;
+    std::string finish_reason;  // "stop" or "length" when done
+    std::string error;          // when done because the generation failed
+};
+
+struct JobSpec {
+    std::vector<int32_t> prompt;
+    int64_t max_tokens = -1;  // -1: until the context is full
+    SamplerParams sampler;
+    std::vector<std::string> stop;
+    bool logprobs = false;
+    int top_logprobs = 0;
+    std::unique_ptr<Constraint> constraint;  // null: free text
+};
+
+struct JobUsage {
+    int64_t prompt_tokens = 0;
+    int64_t cached_tokens = 0;  // of the prompt, found in a slot's cache
+    int64_t completion_tokens = 0;
+};
+
+class Job {
+public:
+    // Waits up to `timeout` for events and moves them into out; false when none came.
+    bool wait(std::vector<Event>& out, std::chrono::milliseconds timeout);
+    // Ends the generation at the next step (the client went away).
+    void cancel() { cancelled_ = true; }
+    bool cancelled() const { return cancelled_; }
+    JobUsage usage() const;
+
+private:
+    friend class Engine;
+    void push(Event event);
+
+    mutable std::mutex mutex_;
+    std::condition_variable ready_;
+    std::deque<Event> events_;
+    std::atomic<bool> cancelled_{false};
+    JobUsage usage_;
+    JobSpec spec_;
+};
+
+class Engine {
+public:
+    Engine(SlotModel& model, const Tokenizer& tokenizer, std::vector<int32_t> stop_ids,
+           int64_t prefill_chunk = 512);
+    ~Engine();
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    // Queues a request. Throws ApiError when its prompt does not fit the context.
+    std::shared_ptr<Job> submit(JobSpec spec);
+    int64_t n_ctx() const { return model_.n_ctx(); }
+    int slots() const { return model_.slots(); }
+
+private:
+    struct Slot;
+    void loop();
+    void admit(std::unique_lock<std::mutex>& lock);
+    bool prefill_one();
+    bool decode_all();
+    // Picks the next token from a slot's logits and tells its job.
+    void next_token(Slot& slot, std::span<const float> logits);
+    // Tells the job it is done, with what is left of its text, and frees the slot.
+    void finish(Slot& slot, const std::string& reason, Event last = {});
+
+    SlotModel& model_;
+    const Tokenizer& tokenizer_;
+    std::vector<int32_t> stop_ids_;
+    int64_t prefill_chunk_;
+    std::vector<std::unique_ptr<Slot>> slots_;
+    uint64_t step_ = 0;  // for least-recently-used slot choice
+
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::deque<std::shared_ptr<Job>> pending_;
+    bool stopping_ = false;
+    std::thread thread_;
+
+    std::vector<float> masked_;  // a slot's logits under its constraint
+    std::vector<int> batch_slots_;
+    std::vector<int32_t> batch_tokens_;
+};
+
+}  // namespace anelm::server

@@ -1,0 +1,43 @@
+#include "server/slot_model.h"
+
+#include "base/error.h"
+
+namespace anelm::server {
+
+SessionSlots::SessionSlots(Session& session, int slots) : session_(session) {
+    if (slots < 1) fail("--parallel: {}, expected at least 1", slots);
+    if (slots > 1 && session.batch_rows() < slots)
+        fail("the session decodes {} sequences at once, the server asks for {}",
+             session.batch_rows(), slots);
+    for (int i = 0; i < slots; ++i) seqs_.push_back(session.new_sequence());
+}
+
+void SessionSlots::rewind(int slot, int64_t pos) {
+    Sequence& seq = seqs_.at(slot);
+    if (pos < 0 || pos > seq.pos) fail("cannot rewind slot {} to {} from {}", slot, pos, seq.pos);
+    seq.pos = pos;
+}
+
+std::span<const float> SessionSlots::prefill(int slot, std::span<const int32_t> tokens) {
+    return session_.prefill(seqs_.at(slot), tokens);
+}
+
+std::span<const float> SessionSlots::decode(std::span<const int> slots,
+                                            std::span<const int32_t> tokens) {
+    batch_.clear();
+    for (int s : slots) batch_.push_back(&seqs_.at(s));
+    return session_.decode_batch(batch_, tokens);
+}
+
+int64_t SingleSlot::keepable(int, int64_t shared) const {
+    return model_.can_rewind(shared) ? shared : 0;
+}
+
+std::span<const float> SingleSlot::decode(std::span<const int> slots,
+                                          std::span<const int32_t> tokens) {
+    if (slots.size() != 1 || tokens.size() != 1)
+        fail("this model decodes one sequence at a time, got {}", slots.size());
+    return model_.decode(tokens[0]);
+}
+
+}  // namespace anelm::server

@@ -1,0 +1,165 @@
+// anelm serve: an OpenAI-compatible HTTP server on a Hugging Face folder (CPU
+// sessions, decoded together) or a converted folder (the MIL interpreter).
+#include <fmt/core.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "ane/ane_pipeline.h"
+#include "base/error.h"
+#include "command.h"
+#include "run_options.h"
+#include "server/api_server.h"
+
+namespace anelm::cli {
+namespace {
+
+struct ServeArgs {
+    std::string model, tokenizer, alias, api_key_file;
+    server::ServerOptions server;
+    int parallel = 4;
+    RunOptions run;
+    SamplerParams sampler;
+};
+
+std::string read_key_file(const std::string& path) {
+    std::ifstream in(path);
+    std::string key;
+    if (!in || !std::getline(in, key)) fail("{}: cannot read an API key from it", path);
+    while (!key.empty() && (key.back() == '\r' || key.back() == ' ')) key.pop_back();
+    if (key.empty()) fail("{}: the first line (the API key) is empty", path);
+    return key;
+}
+
+std::unique_ptr<ChatTemplate> load_template(const std::string& path) {
+    try {
+        return std::make_unique<ChatTemplate>(ChatTemplate::load(path));
+    } catch (const Error& e) {
+        fmt::print(stderr, "anelm serve: no chat template ({}); /v1/chat/completions is off\n",
+                   e.what());
+        return nullptr;
+    }
+}
+
+// What a loaded model keeps alive while it is served.
+struct Loaded {
+    std::unique_ptr<Model> model;
+    std::unique_ptr<Session> session;
+    std::unique_ptr<ThreadPool> pool;
+    std::unique_ptr<ConvertedModel> converted;
+    std::unique_ptr<server::SlotModel> slots;
+    std::unique_ptr<ChatTemplate> chat_template;
+    std::unique_ptr<server::Engine> engine;
+};
+
+std::shared_ptr<const server::ServedModel> load(const ServeArgs& args, Loaded& l) {
+    const Tokenizer* tokenizer = nullptr;
+    std::vector<int32_t> stop_ids;
+    std::string how;
+    if (is_converted_dir(args.model)) {
+        if (args.parallel > 1)
+            fmt::print(stderr, "anelm serve: a converted folder runs one request at a time\n");
+        const auto rounding =
+            args.run.precision_name == "f32" ? milexec::Rounding::none : milexec::Rounding::f16;
+        l.pool = std::make_unique<ThreadPool>(args.run.threads > 0 ? args.run.threads
+                                                                   : ThreadPool::physical_cores());
+        l.converted =
+            std::make_unique<ConvertedModel>(args.model, args.tokenizer, rounding, l.pool.get());
+        l.slots = std::make_unique<server::SingleSlot>(l.converted->pipeline());
+        tokenizer = &l.converted->tokenizer();
+        stop_ids = l.converted->stop_ids();
+        how = "Core ML packages on the MIL interpreter";
+    } else {
+        l.model = std::make_unique<Model>(open_model(args.model, args.tokenizer, true));
+        SessionOptions so = args.run.session(*l.model);
+        so.batch_rows = args.parallel;
+        l.session = open_session(*l.model, so);
+        l.slots = std::make_unique<server::SessionSlots>(*l.session, args.parallel);
+        tokenizer = l.model->tokenizer.get();
+        stop_ids = l.model->stop_ids();
+        how = fmt::format("{} threads, {}, {}", l.session->threads(), args.run.precision_name,
+                          kernels_isa());
+    }
+    l.chat_template = load_template(args.model);
+    l.engine = std::make_unique<server::Engine>(*l.slots, *tokenizer, stop_ids);
+
+    auto served = std::make_shared<server::ServedModel>();
+    served->name = args.alias.empty()
+                       ? std::filesystem::path(args.model).lexically_normal().filename().string()
+                       : args.alias;
+    if (served->name.empty()) served->name = args.model;
+    served->tokenizer = tokenizer;
+    served->chat_template = l.chat_template.get();
+    served->engine = l.engine.get();
+    served->defaults = args.sampler;
+    fmt::print(stderr, "anelm serve: {} ready: {} slots of {} tokens ({})\n", served->name,
+               l.slots->slots(), l.slots->n_ctx(), how);
+    return served;
+}
+
+int run_serve(ServeArgs args) {
+    if (!args.api_key_file.empty()) args.server.api_key = read_key_file(args.api_key_file);
+    if (args.parallel < 1 || args.parallel > 256) fail("--parallel: {}, expected 1 to 256", args.parallel);
+    // SIGINT and SIGTERM are taken by this thread alone (sigwait), so every
+    // other thread runs on undisturbed until the server stops.
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+    server::ApiServer api(args.server);
+    const int port = api.bind();
+    fmt::print(stderr, "anelm serve: listening on http://{}:{} (loading {})\n", args.server.host,
+               port, args.model);
+    std::thread http([&] { api.run(); });
+    Loaded loaded;
+    int code = 0;
+    try {
+        api.serve(load(args, loaded));
+        int signal = 0;
+        sigwait(&signals, &signal);
+        fmt::print(stderr, "anelm serve: stopping\n");
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "error: {}\n", e.what());
+        code = 1;
+    }
+    api.stop();
+    http.join();
+    return code;
+}
+
+std::function<int()> setup(CLI::App& app) {
+    auto args = std::make_shared<ServeArgs>();
+    args->sampler.temp = 0.8f;
+    app.add_option("model", args->model,
+                   "Hugging Face folder, llama2.c .bin, or a folder anelm convert wrote")
+        ->required();
+    app.add_option("--tokenizer", args->tokenizer, "tokenizer.json or llama2.c tokenizer.bin");
+    app.add_option("--host", args->server.host, "address to listen on")->capture_default_str();
+    app.add_option("--port", args->server.port, "port (0: any free one)")->capture_default_str();
+    auto* key = app.add_option("--api-key", args->server.api_key,
+                               "require Authorization: Bearer KEY on every route but /health");
+    app.add_option("--api-key-file", args->api_key_file, "read the API key from this file")
+        ->excludes(key);
+    app.add_option("--parallel", args->parallel,
+                   "requests generated at once (their decode steps run as one batch)")
+        ->capture_default_str();
+    app.add_option("--max-body", args->server.max_body, "largest request body in bytes")
+        ->capture_default_str();
+    app.add_option("--timeout", args->server.timeout_seconds,
+                   "seconds a stalled socket read or write may take")
+        ->capture_default_str();
+    app.add_option("--alias", args->alias, "the model's name in the API (default: folder name)");
+    add_sampler_options(app, args->sampler);
+    add_run_options(app, args->run);
+    return [args] { return run_serve(*args); };
+}
+
+const bool registered =
+    register_command({"serve", "Serve a model over an OpenAI-compatible HTTP API", setup});
+
+}  // namespace
+}  // namespace anelm::cli
