@@ -166,6 +166,10 @@ void Engine::admit(std::unique_lock<std::mutex>&) {
     while (!pending_.empty()) {
         std::shared_ptr<Job> job = pending_.front();
         if (job->cancelled()) {
+            Event ev;
+            ev.done = true;
+            ev.finish_reason = "stop";
+            job->push(std::move(ev));
             pending_.pop_front();
             continue;
         }

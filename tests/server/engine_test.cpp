@@ -1,0 +1,278 @@
+// The scheduler gives every request the tokens it would get alone, whatever
+// runs beside it; reuses a slot's cached prefix without changing the result;
+// ends requests at their stop strings, their length or when cancelled.
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <set>
+
+#include "runtime/generate.h"
+#include "runtime/model.h"
+#include "server/api_error.h"
+#include "server/engine.h"
+#include "synth/synth.h"
+#include "test_support.h"
+
+namespace anelm::server {
+namespace {
+
+constexpr int64_t n_ctx = 96;
+
+const Model& tiny() {
+    static const Model model = [] {
+        const auto dir = test::temp_dir("server-engine") / "tiny-qwen3";
+        SynthOptions options;
+        options.dtype = DType::f32;
+        options.seed = 3;
+        synth_write(synth_preset("tiny-qwen3"), dir.string(), options);
+        return open_model(dir.string(), "", true);
+    }();
+    return model;
+}
+
+SessionOptions session_options(int64_t batch_rows) {
+    SessionOptions so;
+    so.n_ctx = n_ctx;
+    so.threads = 2;
+    so.prefill_batch = 16;
+    so.batch_rows = batch_rows;
+    return so;
+}
+
+struct Result {
+    std::vector<int32_t> ids;
+    std::string text, finish_reason, error;
+    JobUsage usage;
+    size_t events = 0;
+};
+
+Result finish(Job& job) {
+    Result r;
+    std::vector<Event> events;
+    while (r.finish_reason.empty() && r.error.empty()) {
+        if (!job.wait(events, std::chrono::seconds(30))) {
+            r.error = "timed out";
+            break;
+        }
+        for (const Event& ev : events) {
+            ++r.events;
+            r.text += ev.text;
+            for (const TokenLogprob& lp : ev.logprobs) r.ids.push_back(lp.id);
+            if (ev.done) r.finish_reason = ev.finish_reason, r.error = ev.error;
+        }
+        events.clear();
+    }
+    r.usage = job.usage();
+    return r;
+}
+
+JobSpec greedy(std::vector<int32_t> prompt, int64_t max_tokens) {
+    JobSpec spec;
+    spec.prompt = std::move(prompt);
+    spec.max_tokens = max_tokens;
+    spec.sampler.temp = 0;
+    spec.sampler.presence_penalty = 2;  // the random model would repeat one token
+    spec.logprobs = true;               // the ids come with the log-probabilities
+    return spec;
+}
+
+// Greedy generation alone, by the plain loop.
+std::vector<int32_t> alone(const std::vector<int32_t>& prompt, int64_t max_tokens) {
+    Session session(tiny().spec(), tiny().weights(), session_options(0));
+    GenerateOptions options;
+    // The plain loop counts the prompt and, as run.c does, one more.
+    options.max_tokens = static_cast<int64_t>(prompt.size()) + max_tokens - 1;
+    options.sampler.temp = 0;
+    options.sampler.presence_penalty = 2;
+    options.stop_ids = tiny().stop_ids();
+    std::vector<int32_t> out;
+    generate(session, prompt, options, [&](int32_t id) { out.push_back(id); });
+    return out;
+}
+
+std::vector<int32_t> prompt_of(const std::string& text) {
+    return tiny().tokenizer->encode(text, true);
+}
+
+struct Server {
+    explicit Server(int slots)
+        : session(tiny().spec(), tiny().weights(), session_options(slots)),
+          slots(session, slots),
+          engine(slots_model(), *tiny().tokenizer, tiny().stop_ids(), 8) {}
+    SlotModel& slots_model() { return slots; }
+    Session session;
+    SessionSlots slots;
+    Engine engine;
+};
+
+TEST(Engine, BatchedRequestsGetTheTokensTheyGetAlone) {
+    Server server(3);
+    const std::vector<std::string> texts = {"Once upon a time", "The little dog ran to the park",
+                                            "Hi"};
+    std::vector<std::shared_ptr<Job>> jobs;
+    for (size_t i = 0; i < texts.size(); ++i)
+        jobs.push_back(server.engine.submit(greedy(prompt_of(texts[i]), 20 + 5 * int64_t(i))));
+    for (size_t i = 0; i < texts.size(); ++i) {
+        SCOPED_TRACE(texts[i]);
+        const Result r = finish(*jobs[i]);
+        ASSERT_EQ(r.error, "");
+        EXPECT_EQ(r.ids, alone(prompt_of(texts[i]), 20 + 5 * int64_t(i)));
+        EXPECT_EQ(r.usage.completion_tokens, static_cast<int64_t>(r.ids.size()));
+        EXPECT_EQ(r.usage.prompt_tokens, static_cast<int64_t>(prompt_of(texts[i]).size()));
+        if (r.finish_reason == "length") {
+            EXPECT_EQ(r.usage.completion_tokens, 20 + 5 * int64_t(i));
+        } else {
+            EXPECT_EQ(r.finish_reason, "stop");
+        }
+        EXPECT_GT(std::set<int32_t>(r.ids.begin(), r.ids.end()).size(), 3u);
+    }
+}
+
+TEST(Engine, AFollowingRequestReusesTheCachedPrefix) {
+    Server server(2);
+    const std::vector<int32_t> first = prompt_of("One two three four five six seven");
+    const Result a = finish(*server.engine.submit(greedy(first, 6)));
+    ASSERT_EQ(a.error, "");
+    EXPECT_EQ(a.usage.cached_tokens, 0);
+    // The next turn: the first prompt and its answer, then more.
+    std::vector<int32_t> second = first;
+    second.insert(second.end(), a.ids.begin(), a.ids.end());
+    const std::vector<int32_t> more = prompt_of("eight nine");
+    second.insert(second.end(), more.begin() + 1, more.end());
+    const Result b = finish(*server.engine.submit(greedy(second, 10)));
+    ASSERT_EQ(b.error, "");
+    // The cache holds the first prompt and every answer token but the last.
+    EXPECT_EQ(b.usage.cached_tokens, static_cast<int64_t>(first.size() + a.ids.size() - 1));
+    EXPECT_EQ(b.ids, alone(second, 10));
+    // A prompt that diverges early keeps only the shared start.
+    std::vector<int32_t> other = first;
+    other[3] = other[3] == 5 ? 6 : 5;
+    const Result c = finish(*server.engine.submit(greedy(other, 4)));
+    EXPECT_LE(c.usage.cached_tokens, 3);
+    EXPECT_EQ(c.ids, alone(other, 4));
+}
+
+TEST(Engine, ASeededDrawDoesNotDependOnItsNeighbours) {
+    JobSpec spec = greedy(prompt_of("Once upon a time"), 16);
+    spec.sampler.temp = 1.0f;
+    spec.sampler.seed = 11;
+    auto copy = [&] {
+        JobSpec s;
+        s.prompt = spec.prompt;
+        s.max_tokens = spec.max_tokens;
+        s.sampler = spec.sampler;
+        s.logprobs = true;
+        return s;
+    };
+    Server one(1);
+    const Result single = finish(*one.engine.submit(copy()));
+    Server three(3);
+    auto noise = three.engine.submit(greedy(prompt_of("Some other text"), 30));
+    auto job = three.engine.submit(copy());
+    auto noise2 = three.engine.submit(greedy(prompt_of("Yet another"), 30));
+    EXPECT_EQ(finish(*job).ids, single.ids);
+    finish(*noise);
+    finish(*noise2);
+    EXPECT_GT(single.ids.size(), 0u);
+}
+
+TEST(Engine, StopStringsEndTheTextWhereTheyBegin) {
+    Server server(1);
+    const std::vector<int32_t> prompt = prompt_of("The little dog");
+    const Result plain = finish(*server.engine.submit(greedy(prompt, 24)));
+    ASSERT_GE(plain.text.size(), 8u);
+    // A stop string that spans the boundary between two tokens' text.
+    const std::string stop = plain.text.substr(plain.text.size() / 2 - 1, 3);
+    JobSpec spec = greedy(prompt, 24);
+    spec.stop = {stop};
+    const Result stopped = finish(*server.engine.submit(std::move(spec)));
+    EXPECT_EQ(stopped.finish_reason, "stop");
+    EXPECT_EQ(stopped.text, plain.text.substr(0, plain.text.find(stop)));
+    EXPECT_LT(stopped.usage.completion_tokens, plain.usage.completion_tokens);
+}
+
+// Runs a decode step only when the test allows one, so a request can be
+// caught in the middle.
+class GatedSlots : public SlotModel {
+public:
+    explicit GatedSlots(SlotModel& inner) : inner_(inner) {}
+    void allow(int steps) {
+        std::lock_guard lock(mutex_);
+        permits_ += steps;
+        changed_.notify_all();
+    }
+    int slots() const override { return inner_.slots(); }
+    int64_t n_ctx() const override { return inner_.n_ctx(); }
+    int64_t pos(int slot) const override { return inner_.pos(slot); }
+    int64_t keepable(int slot, int64_t shared) const override {
+        return inner_.keepable(slot, shared);
+    }
+    void rewind(int slot, int64_t pos) override { inner_.rewind(slot, pos); }
+    std::span<const float> prefill(int slot, std::span<const int32_t> tokens) override {
+        return inner_.prefill(slot, tokens);
+    }
+    std::span<const float> decode(std::span<const int> slots,
+                                  std::span<const int32_t> tokens) override {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] { return permits_ > 0; });
+        --permits_;
+        return inner_.decode(slots, tokens);
+    }
+
+private:
+    SlotModel& inner_;
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    int permits_ = 0;
+};
+
+TEST(Engine, ACancelledRequestFreesItsSlot) {
+    Session session(tiny().spec(), tiny().weights(), session_options(1));
+    SessionSlots slots(session, 1);
+    GatedSlots gated(slots);
+    Engine engine(gated, *tiny().tokenizer, tiny().stop_ids(), 8);
+    auto busy = engine.submit(greedy(prompt_of("Once upon a time"), -1));
+    auto next = engine.submit(greedy(prompt_of("Hi"), 5));
+    gated.allow(2);
+    std::vector<Event> events;
+    while (events.size() < 3) ASSERT_TRUE(busy->wait(events, std::chrono::seconds(30)));
+    busy->cancel();
+    gated.allow(1000);
+    const Result r = finish(*next);
+    EXPECT_EQ(r.error, "");
+    EXPECT_EQ(r.ids, alone(prompt_of("Hi"), 5));
+    // The step under way when it was cancelled may still finish.
+    EXPECT_LE(busy->usage().completion_tokens, 4);
+    // The cancelled request was told it is over.
+    EXPECT_EQ(finish(*busy).finish_reason, "stop");
+    // A request cancelled while it waits never runs.
+    gated.allow(-1000);
+    auto first = engine.submit(greedy(prompt_of("Once upon a time"), -1));
+    auto waiting = engine.submit(greedy(prompt_of("Hi"), 5));
+    waiting->cancel();
+    first->cancel();
+    gated.allow(1000);
+    EXPECT_EQ(finish(*waiting).finish_reason, "stop");
+    EXPECT_EQ(waiting->usage().completion_tokens, 0);
+    finish(*first);
+}
+
+TEST(Engine, UntilTheContextIsFullAndNoFurther) {
+    Server server(1);
+    const std::vector<int32_t> prompt = prompt_of("Once upon a time");
+    const Result r = finish(*server.engine.submit(greedy(prompt, -1)));
+    if (r.finish_reason == "length") {
+        EXPECT_EQ(r.usage.completion_tokens, n_ctx - static_cast<int64_t>(prompt.size()));
+    }
+    std::vector<int32_t> too_long(n_ctx, prompt[1]);
+    try {
+        server.engine.submit(greedy(too_long, 1));
+        ADD_FAILURE() << "a prompt as long as the context was accepted";
+    } catch (const ApiError& e) {
+        EXPECT_EQ(e.code, "context_length_exceeded");
+    }
+}
+
+}  // namespace
+}  // namespace anelm::server
