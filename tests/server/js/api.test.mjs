@@ -1,0 +1,192 @@
+// The server driven by the official openai Node client: whole and streamed
+// chat and text completions, stop strings, usage, log-probabilities, the API
+// key, cancellation, concurrent streams and OpenAI-style errors.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+import { startServer } from './server.mjs';
+
+const user = (content) => [{ role: 'user', content }];
+// Greedy, with a penalty that keeps the random test model from repeating one token.
+const greedy = { temperature: 0, presence_penalty: 2 };
+
+async function collect(stream) {
+  const chunks = [];
+  for await (const chunk of stream) chunks.push(chunk);
+  return chunks;
+}
+
+const deltas = (chunks) =>
+  chunks.filter((c) => c.choices.length > 0).map((c) => c.choices[0].delta?.content ?? c.choices[0].text ?? '');
+
+describe('OpenAI API', () => {
+  let server, client;
+
+  before(async () => {
+    server = await startServer(['--parallel', '4', '--max-body', '20000']);
+    client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+  });
+
+  after(async () => {
+    assert.equal(await server.stop(), 0);
+  });
+
+  it('lists the model it serves', async () => {
+    const models = await client.models.list();
+    assert.equal(models.data.length, 1);
+    assert.equal(models.data[0].id, 'tiny-qwen3');
+    assert.equal(models.data[0].object, 'model');
+  });
+
+  it('streams exactly the text it returns whole, role first, then finish and usage', async () => {
+    const request = { model: 'tiny-qwen3', messages: user('Tell me a story'), max_tokens: 24, ...greedy };
+    const whole = await client.chat.completions.create(request);
+    const text = whole.choices[0].message.content;
+    assert.equal(whole.object, 'chat.completion');
+    assert.equal(whole.choices[0].message.role, 'assistant');
+    assert.ok(['stop', 'length'].includes(whole.choices[0].finish_reason));
+    assert.equal(whole.usage.total_tokens, whole.usage.prompt_tokens + whole.usage.completion_tokens);
+    if (whole.choices[0].finish_reason === 'length') assert.equal(whole.usage.completion_tokens, 24);
+
+    const chunks = await collect(await client.chat.completions.create({
+      ...request, stream: true, stream_options: { include_usage: true },
+    }));
+    assert.equal(chunks[0].choices[0].delta.role, 'assistant');
+    assert.ok(chunks.every((c) => c.object === 'chat.completion.chunk' && c.id === chunks[0].id));
+    assert.equal(deltas(chunks).join(''), text);
+    const withChoices = chunks.filter((c) => c.choices.length > 0);
+    const last = withChoices[withChoices.length - 1];
+    assert.equal(last.choices[0].finish_reason, whole.choices[0].finish_reason);
+    assert.ok(withChoices.slice(0, -1).every((c) => c.choices[0].finish_reason === null));
+    const usage = chunks[chunks.length - 1];
+    assert.deepEqual(usage.choices, []);
+    assert.equal(usage.usage.completion_tokens, whole.usage.completion_tokens);
+    assert.equal(usage.usage.prompt_tokens, whole.usage.prompt_tokens);
+    // Every delta is whole UTF-8: the client decoded none of it as a replacement.
+    for (const d of deltas(chunks)) assert.equal(Buffer.from(d, 'utf8').toString('utf8'), d);
+  });
+
+  it('prompts the model through its chat template', async () => {
+    const applied = await (await fetch(`${server.url}/apply-template`, {
+      method: 'POST', body: JSON.stringify({ messages: user('Hi') }),
+    })).json();
+    assert.match(applied.prompt, /<\|im_start\|>user\nHi<\|im_end\|>\n<\|im_start\|>assistant\n/);
+    const tokens = await (await fetch(`${server.url}/tokenize`, {
+      method: 'POST', body: JSON.stringify({ content: applied.prompt }),
+    })).json();
+    const reply = await client.chat.completions.create({ messages: user('Hi'), max_tokens: 1 });
+    assert.equal(reply.usage.prompt_tokens, tokens.tokens.length);
+    const back = await (await fetch(`${server.url}/detokenize`, {
+      method: 'POST', body: JSON.stringify({ tokens: tokens.tokens }),
+    })).json();
+    assert.equal(back.content, applied.prompt);
+  });
+
+  it('completes text, whole and streamed alike', async () => {
+    const request = { model: 'tiny-qwen3', prompt: 'Once upon a time', max_tokens: 16, ...greedy };
+    const whole = await client.completions.create(request);
+    assert.equal(whole.object, 'text_completion');
+    const chunks = await collect(await client.completions.create({ ...request, stream: true }));
+    assert.equal(deltas(chunks).join(''), whole.choices[0].text);
+    assert.equal(chunks[chunks.length - 1].choices[0].finish_reason, whole.choices[0].finish_reason);
+  });
+
+  it('ends at a stop string split across tokens and never shows it', async () => {
+    const request = { messages: user('Count for me'), max_tokens: 32, ...greedy };
+    const plain = (await client.chat.completions.create(request)).choices[0].message.content;
+    assert.ok(plain.length >= 8, `a reply long enough to cut: ${JSON.stringify(plain)}`);
+    const stop = plain.slice(Math.floor(plain.length / 2) - 1, Math.floor(plain.length / 2) + 2);
+    const want = plain.slice(0, plain.indexOf(stop));
+    const whole = await client.chat.completions.create({ ...request, stop: [stop, 'never-seen'] });
+    assert.equal(whole.choices[0].message.content, want);
+    assert.equal(whole.choices[0].finish_reason, 'stop');
+    const streamed = await collect(await client.chat.completions.create({ ...request, stop, stream: true }));
+    assert.equal(deltas(streamed).join(''), want);
+  });
+
+  it('gives log-probabilities of the chosen and the most likely tokens', async () => {
+    const r = await client.chat.completions.create({
+      messages: user('Hi'), max_tokens: 8, temperature: 0, logprobs: true, top_logprobs: 3,
+    });
+    const content = r.choices[0].logprobs.content;
+    assert.equal(content.length, r.usage.completion_tokens);
+    for (const t of content) {
+      assert.ok(t.logprob <= 0);
+      assert.equal(t.top_logprobs.length, 3);
+      // Greedy picks the most likely token.
+      assert.equal(t.top_logprobs[0].logprob, t.logprob);
+      assert.ok(t.top_logprobs[0].logprob >= t.top_logprobs[1].logprob);
+      assert.ok(t.top_logprobs[1].logprob >= t.top_logprobs[2].logprob);
+      assert.deepEqual(Buffer.from(t.bytes).toString('utf8'), Buffer.from(t.bytes).toString('utf8'));
+    }
+    const text = await client.completions.create({ prompt: 'Once', max_tokens: 4, temperature: 0, logprobs: 2 });
+    const lp = text.choices[0].logprobs;
+    assert.equal(lp.tokens.length, text.usage.completion_tokens);
+    assert.equal(lp.tokens.join(''), text.choices[0].text);
+    assert.equal(lp.text_offset[0], 0);
+  });
+
+  it('runs 8 concurrent streams, each as it runs alone', async () => {
+    const prompts = Array.from({ length: 8 }, (_, i) => `Story number ${i} begins`);
+    const alone = [];
+    for (const p of prompts) {
+      alone.push((await client.chat.completions.create({ messages: user(p), max_tokens: 20, ...greedy }))
+        .choices[0].message.content);
+    }
+    const together = await Promise.all(prompts.map(async (p) => deltas(await collect(
+      await client.chat.completions.create({ messages: user(p), max_tokens: 20, stream: true, ...greedy }),
+    )).join('')));
+    assert.deepEqual(together, alone);
+  });
+
+  it('cancels a stream the client abandons and goes on serving', async () => {
+    const stream = await client.chat.completions.create({
+      messages: user('Go on forever'), max_tokens: 900, temperature: 1, stream: true,
+    });
+    let seen = 0;
+    for await (const chunk of stream) {
+      if (chunk.choices[0]?.delta?.content !== undefined && ++seen === 3) break;  // closes the connection
+    }
+    const health = await fetch(`${server.url}/health`);
+    assert.equal(health.status, 200);
+    const after = await client.chat.completions.create({ messages: user('Hi'), max_tokens: 4 });
+    assert.ok(['stop', 'length'].includes(after.choices[0].finish_reason));
+  });
+
+  it('answers bad requests with OpenAI-style errors', async () => {
+    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o', messages: user('x') }),
+      (e) => e instanceof OpenAI.NotFoundError && e.code === 'model_not_found');
+    await assert.rejects(client.chat.completions.create({ messages: user('x'), temperature: 'hot' }),
+      (e) => e instanceof OpenAI.BadRequestError && e.param === 'temperature');
+    await assert.rejects(client.chat.completions.create({ messages: user('word '.repeat(1500)) }),
+      (e) => e instanceof OpenAI.BadRequestError && e.code === 'context_length_exceeded');
+    await assert.rejects(client.chat.completions.create({ messages: user('x'.repeat(30000)) }),
+      (e) => e.status === 413);
+    const malformed = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: '{"messages": [' });
+    assert.equal(malformed.status, 400);
+    assert.equal((await malformed.json()).error.type, 'invalid_request_error');
+    const missing = await fetch(`${server.url}/v1/nothing`);
+    assert.equal(missing.status, 404);
+    assert.ok((await missing.json()).error.message.includes('/v1/nothing'));
+    // Still serving.
+    assert.equal((await fetch(`${server.url}/health`)).status, 200);
+  });
+});
+
+describe('API key', () => {
+  let server;
+  before(async () => { server = await startServer(['--api-key', 'sesame']); });
+  after(async () => { await server.stop(); });
+
+  it('is required on every route but /health', async () => {
+    const wrong = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'guess', maxRetries: 0 });
+    await assert.rejects(wrong.models.list(), (e) => e instanceof OpenAI.AuthenticationError);
+    await assert.rejects(wrong.chat.completions.create({ messages: user('x') }),
+      (e) => e instanceof OpenAI.AuthenticationError && e.code === 'invalid_api_key');
+    assert.equal((await fetch(`${server.url}/tokenize`, { method: 'POST', body: '{"content":"a"}' })).status, 401);
+    assert.equal((await fetch(`${server.url}/health`)).status, 200);
+    const right = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'sesame', maxRetries: 0 });
+    const r = await right.chat.completions.create({ messages: user('x'), max_tokens: 2 });
+    assert.equal(r.choices.length, 1);
+  });
+});
