@@ -10,16 +10,16 @@ bool is_hex(uint8_t b) {
     return (b >= '0' && b <= '9') || (b >= 'a' && b <= 'f') || (b >= 'A' && b <= 'F');
 }
 
-Step compute(State s, uint8_t b) {
-    auto to = [](State next, bool completes = false) { return Step{int8_t(next), completes}; };
-    constexpr Step no{reject, false};
+int8_t compute(State s, uint8_t b) {
+    auto to = [](State next) { return int8_t(next); };
+    constexpr int8_t no = reject;
     const bool cont = b >= 0x80 && b <= 0xBF;
     switch (s) {
         case normal:
-            if (b == '"') return {close, false};
+            if (b == '"') return close;
             if (b == '\\') return to(escape);
             if (b < 0x20) return no;
-            if (b < 0x80) return to(normal, true);
+            if (b < 0x80) return to(normal);
             if (b >= 0xC2 && b <= 0xDF) return to(cont1);
             if (b == 0xE0) return to(cont2_e0);
             if (b == 0xED) return to(cont2_ed);
@@ -31,7 +31,7 @@ Step compute(State s, uint8_t b) {
         case escape:
             if (b == 'u') return to(hex1);
             for (char e : {'"', '\\', '/', 'b', 'f', 'n', 'r', 't'})
-                if (b == e) return to(normal, true);
+                if (b == e) return to(normal);
             return no;
         case hex1:
             if (b == 'd' || b == 'D') return to(hex2_d);
@@ -46,7 +46,7 @@ Step compute(State s, uint8_t b) {
         case hex3:
             return is_hex(b) ? to(hex4) : no;
         case hex4:
-            return is_hex(b) ? to(normal, true) : no;
+            return is_hex(b) ? to(normal) : no;
         case high3:
             return is_hex(b) ? to(high4) : no;
         case high4:
@@ -62,9 +62,9 @@ Step compute(State s, uint8_t b) {
         case low3:
             return is_hex(b) ? to(low4) : no;
         case low4:
-            return is_hex(b) ? to(normal, true) : no;
+            return is_hex(b) ? to(normal) : no;
         case cont1:
-            return cont ? to(normal, true) : no;
+            return cont ? to(normal) : no;
         case cont2:
             return cont ? to(cont1) : no;
         case cont2_e0:
@@ -83,7 +83,7 @@ Step compute(State s, uint8_t b) {
     return no;
 }
 
-using Table = std::array<std::array<Step, 256>, n_states>;
+using Table = std::array<std::array<int8_t, 256>, n_states>;
 
 const Table& table() {
     static const Table t = [] {
@@ -97,7 +97,7 @@ const Table& table() {
 
 }  // namespace
 
-Step step(State state, uint8_t byte) {
+int8_t step(State state, uint8_t byte) {
     return table()[state][byte];
 }
 

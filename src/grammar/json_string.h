@@ -34,13 +34,12 @@ enum State : uint8_t {
     n_states
 };
 
-struct Step {
-    int8_t next;     // the state after the byte, or one of the two below
-    bool completes;  // the byte ends a character (a surrogate pair is one)
-};
 inline constexpr int8_t reject = -1;
 inline constexpr int8_t close = -2;  // an unescaped '"' in state normal
 
-Step step(State state, uint8_t byte);
+// The state after byte, or reject or close. Any other byte in state normal starts
+// a character: counting those counts characters (a surrogate pair is one), and a
+// length limit is checked before a character starts, never in the middle of one.
+int8_t step(State state, uint8_t byte);
 
 }  // namespace anelm::grammar::json_string

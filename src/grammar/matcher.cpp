@@ -37,6 +37,7 @@ enum NumberPhase : uint8_t {
 };
 
 constexpr uint32_t max_digits = 20;
+constexpr uint32_t max_integer_digits = 18;  // always fits an int64
 constexpr uint32_t max_exp_digits = 2;
 
 bool is_digit(uint8_t c) {
@@ -262,14 +263,14 @@ int Matcher::consume(Frame& t, const Frame* parent, uint8_t c, Push& p) const {
             t.sub = json_string::normal;
             return stay;
         }
-        const json_string::Step s = json_string::step(json_string::State(t.sub), c);
-        if (s.next == json_string::reject) return reject;
-        if (s.next == json_string::close) return t.a >= n.min_length ? pop : reject;
-        if (s.completes) {
+        const int8_t next = json_string::step(json_string::State(t.sub), c);
+        if (next == json_string::reject) return reject;
+        if (next == json_string::close) return t.a >= n.min_length ? pop : reject;
+        if (t.sub == json_string::normal) {
             if (t.a >= n.max_length) return reject;
             ++t.a;
         }
-        t.sub = static_cast<uint8_t>(s.next);
+        t.sub = static_cast<uint8_t>(next);
         return stay;
     }
     if (t.kind == uint8_t(Kind::number) || t.kind == uint8_t(Kind::integer)) {
@@ -288,7 +289,9 @@ int Matcher::consume(Frame& t, const Frame* parent, uint8_t c, Push& p) const {
                 return c >= '1' && c <= '9' ? to(n_int, 1) : reject;
             case n_zero:
             case n_int:
-                if (is_digit(c) && t.phase == n_int && t.a < max_digits) return to(n_int, t.a + 1);
+                if (is_digit(c) && t.phase == n_int &&
+                    t.a < (integer ? max_integer_digits : max_digits))
+                    return to(n_int, t.a + 1);
                 if (integer) return reject;
                 if (c == '.') return to(n_dot, 0);
                 return c == 'e' || c == 'E' ? to(n_exp, 0) : reject;

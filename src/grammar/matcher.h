@@ -5,7 +5,8 @@
 // cannot take a byte drop out. Whitespace: none, except at most one space after
 // ':' and ',' (where models like to put one); bounding it keeps generation from
 // looping on blanks. Numbers: at most 20 integer and 20 fraction digits and a
-// two-digit exponent, so that every number parses as a finite double.
+// two-digit exponent, so that every number parses as a finite double; integers
+// at most 18 digits, so that they fit an int64.
 #pragma once
 
 #include <cstdint>

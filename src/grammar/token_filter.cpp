@@ -84,14 +84,14 @@ void TokenFilter::build_string_cache() {
         uint32_t chars = 0;
         size_t i = 0;
         for (; i < s.size(); ++i) {
-            const json_string::Step st = json_string::step(state, static_cast<uint8_t>(s[i]));
-            if (st.next == json_string::reject) break;
-            if (st.next == json_string::close) {
+            const int8_t next = json_string::step(state, static_cast<uint8_t>(s[i]));
+            if (next == json_string::reject) break;
+            if (next == json_string::close) {
                 by_rest[s.substr(i + 1)].emplace_back(id, chars);
                 break;
             }
-            chars += st.completes;
-            state = json_string::State(st.next);
+            chars += state == json_string::normal;
+            state = json_string::State(next);
         }
         if (i == s.size()) {
             set_bit(in_string_, id);

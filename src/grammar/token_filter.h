@@ -61,7 +61,7 @@ private:
     size_t max_depth_ = 0;
     // From a string's inside, between characters:
     std::vector<uint32_t> in_string_;     // bits: the token stays inside
-    std::vector<uint32_t> string_chars_;  // the characters it completes there
+    std::vector<uint32_t> string_chars_;  // the characters it starts there
     std::vector<Closing> closing_;        // sorted by rest
     std::vector<std::string> rests_;
 };

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <memory>
 #include <random>
 #include <string>
@@ -227,7 +228,7 @@ inline std::string validate(const ojson& value, const ojson& schema, const ojson
                  (n == "string" && value.is_string()) || (n == "number" && value.is_number()) ||
                  (n == "integer" && (value.is_number_integer() ||
                                      (value.is_number_float() &&
-                                      value.get<double>() == static_cast<int64_t>(value)))) ||
+                                      std::floor(value.get<double>()) == value.get<double>()))) ||
                  (n == "boolean" && value.is_boolean()) || (n == "null" && value.is_null());
         }
         if (!ok) return at + ": wrong type " + value.dump();

@@ -51,7 +51,7 @@ TEST(GrammarMatcher, TakesValidPeople) {
     expect_document(
         g, "{\"name\": \"Zo\xC3\xAB\", \"age\": -1, \"tags\": [\"a\", \"b\\\"c\\u00e9\"]}");
     expect_document(g, R"({"name":"x","age":0,"email":"a@b","tags":[]})");
-    expect_document(g, R"({"name":"\ud83d\ude00 \/\b\f\n\r\t","age":12345678901234567890})");
+    expect_document(g, R"({"name":"\ud83d\ude00 \/\b\f\n\r\t","age":123456789012345678})");
     expect_document(g, "{\"name\":\"\xF0\x9F\x99\x82\xE6\x97\xA5\",\"age\":7,\"email\":\"\"}");
 }
 
