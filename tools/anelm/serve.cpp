@@ -12,6 +12,7 @@
 #include "command.h"
 #include "run_options.h"
 #include "server/api_server.h"
+#include "server/json_constraint.h"
 
 namespace anelm::cli {
 namespace {
@@ -52,6 +53,7 @@ struct Loaded {
     std::unique_ptr<server::SlotModel> slots;
     std::unique_ptr<ChatTemplate> chat_template;
     std::unique_ptr<server::Engine> engine;
+    std::unique_ptr<server::JsonConstraints> json;
 };
 
 std::shared_ptr<const server::ServedModel> load(const ServeArgs& args, Loaded& l) {
@@ -84,6 +86,7 @@ std::shared_ptr<const server::ServedModel> load(const ServeArgs& args, Loaded& l
     }
     l.chat_template = load_template(args.model);
     l.engine = std::make_unique<server::Engine>(*l.slots, *tokenizer, stop_ids);
+    l.json = std::make_unique<server::JsonConstraints>(*tokenizer, stop_ids);
 
     auto served = std::make_shared<server::ServedModel>();
     served->name = args.alias.empty()
@@ -94,6 +97,9 @@ std::shared_ptr<const server::ServedModel> load(const ServeArgs& args, Loaded& l
     served->chat_template = l.chat_template.get();
     served->engine = l.engine.get();
     served->defaults = args.sampler;
+    served->constraint = [json = l.json.get()](const server::CompletionRequest& r) {
+        return json->make(r);
+    };
     fmt::print(stderr, "anelm serve: {} ready: {} slots of {} tokens ({})\n", served->name,
                l.slots->slots(), l.slots->n_ctx(), how);
     return served;
