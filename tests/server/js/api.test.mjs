@@ -153,6 +153,58 @@ describe('OpenAI API', () => {
     assert.ok(['stop', 'length'].includes(after.choices[0].finish_reason));
   });
 
+  it('keeps to a JSON schema, so every reply parses and validates', async () => {
+    const schema = {
+      type: 'object',
+      properties: {
+        name: { type: 'string', maxLength: 20 },
+        age: { type: 'integer' },
+        score: { type: 'number' },
+        ok: { type: 'boolean' },
+        tags: { type: 'array', items: { enum: ['red', 'green', 'blue'] }, minItems: 1, maxItems: 3 },
+        pet: { $ref: '#/$defs/pet' },
+        note: { type: ['string', 'null'], maxLength: 30 },
+      },
+      required: ['name', 'age', 'score', 'ok', 'tags', 'pet', 'note'],
+      $defs: { pet: { type: 'object', properties: { kind: { const: 'cat' }, lives: { type: 'integer' } }, required: ['kind', 'lives'] } },
+    };
+    for (let seed = 1; seed <= 6; seed++) {
+      const r = await client.chat.completions.create({
+        messages: user('Describe a person'), max_tokens: 400, temperature: 1, seed,
+        response_format: { type: 'json_schema', json_schema: { name: 'person', schema, strict: true } },
+      });
+      const text = r.choices[0].message.content;
+      assert.equal(r.choices[0].finish_reason, 'stop', text);
+      const v = JSON.parse(text);
+      assert.deepEqual(Object.keys(v), schema.required);
+      assert.equal(typeof v.name, 'string');
+      assert.ok([...v.name].length <= 20);
+      assert.ok(Number.isInteger(v.age));
+      assert.equal(typeof v.score, 'number');
+      assert.equal(typeof v.ok, 'boolean');
+      assert.ok(v.tags.length >= 1 && v.tags.length <= 3 && v.tags.every((t) => ['red', 'green', 'blue'].includes(t)));
+      assert.equal(v.pet.kind, 'cat');
+      assert.ok(Number.isInteger(v.pet.lives));
+      assert.ok(v.note === null || typeof v.note === 'string');
+    }
+    // Any object: free strings may run to max_tokens; every one that ends parses.
+    let ended = 0;
+    for (let seed = 1; seed <= 4; seed++) {
+      const object = await client.chat.completions.create({
+        messages: user('Anything'), max_tokens: 300, temperature: 1, seed, response_format: { type: 'json_object' },
+      });
+      const text = object.choices[0].message.content;
+      assert.ok(text.startsWith('{'), text);
+      if (object.choices[0].finish_reason !== 'stop') continue;
+      assert.equal(typeof JSON.parse(text), 'object');
+      ended++;
+    }
+    assert.ok(ended > 0);
+    await assert.rejects(client.chat.completions.create({
+      messages: user('x'), response_format: { type: 'json_schema', json_schema: { name: 'n', schema: { type: 'string', pattern: 'a+' } } },
+    }), (e) => e instanceof OpenAI.BadRequestError && e.param === 'response_format.json_schema.schema');
+  });
+
   it('answers bad requests with OpenAI-style errors', async () => {
     await assert.rejects(client.chat.completions.create({ model: 'gpt-4o', messages: user('x') }),
       (e) => e instanceof OpenAI.NotFoundError && e.code === 'model_not_found');
