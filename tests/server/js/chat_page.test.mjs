@@ -55,6 +55,10 @@ describe('chat page', { skip }, () => {
   });
 
   it('streams a reply into an assistant bubble and reports tokens per second', async () => {
+    // Short answers: without max_tokens the random model may fill the context,
+    // and the next request would not fit.
+    await page.click('#settings summary');
+    await page.type('#max-tokens', '48');
     await page.type('#input', 'Hello there');
     await page.keyboard.press('Enter');
     await page.waitForFunction(() => document.querySelector('.msg.assistant')?.textContent.length > 0);
@@ -70,6 +74,7 @@ describe('chat page', { skip }, () => {
     assert.equal(sent.model, await page.$eval('#model-name', (el) => el.textContent));
     assert.equal(sent.stream, true);
     assert.deepEqual(sent.stream_options, { include_usage: true });
+    assert.equal(sent.max_tokens, 48);
     assert.deepEqual(sent.messages, [{ role: 'user', content: 'Hello there' }]);
   });
 
@@ -81,6 +86,7 @@ describe('chat page', { skip }, () => {
   });
 
   it('sends the system prompt and the history', async () => {
+    // The reload closed the settings again.
     await page.click('#settings summary');
     await page.type('#system', 'Be brief.');
     await page.type('#input', 'And again');
