@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <limits>
 #include <map>
-#include <numeric>
 
 #include "grammar/json_string.h"
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <thread>
 
 #include "grammar_fixtures.h"
 
@@ -77,6 +78,27 @@ TEST(GrammarTokenFilter, ApplyAndAdvance) {
     EXPECT_EQ(std::count(logits.begin(), logits.end(), 1.0f), 1);
     EXPECT_EQ(logits[eos], 1.0f);
     EXPECT_TRUE(filter.advance(m, eos));
+}
+
+// One filter and one grammar per schema shared by threads, a matcher each: the
+// same seeds give the same documents as one after another.
+TEST(GrammarTokenFilter, SharedAcrossThreads) {
+    const PieceTokenizer& tok = small_tokenizer();
+    const TokenFilter filter(tok, tok.eos_ids());
+    std::vector<grammar::Grammar> grammars;
+    for (const NamedSchema& s : test_schemas()) grammars.push_back(compile(s));
+    auto run = [&](uint32_t seed) {
+        std::string all;
+        for (const auto& g : grammars) all += generate(filter, g, tok.eos_ids(), seed) + "\n";
+        return all;
+    };
+    std::vector<std::string> alone, together(4);
+    for (uint32_t seed = 0; seed < 4; ++seed) alone.push_back(run(seed));
+    std::vector<std::thread> threads;
+    for (uint32_t seed = 0; seed < 4; ++seed)
+        threads.emplace_back([&, seed] { together[seed] = run(seed); });
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(together, alone);
 }
 
 }  // namespace
