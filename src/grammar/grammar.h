@@ -45,7 +45,8 @@ struct Node {
 
 class Grammar {
 public:
-    // From a JSON Schema (keys in the order the request gave them). where names the
+    // From a JSON Schema, parsed as ordered_json so that properties keep the order
+    // the request gave them (they are generated in that order). where names the
     // schema in errors, e.g. "response_format.json_schema.schema". Throws Error naming
     // the path of an unsupported or invalid keyword.
     static Grammar from_json_schema(const nlohmann::ordered_json& schema, const std::string& where);

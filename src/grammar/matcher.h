@@ -36,10 +36,10 @@ private:
 
     struct Frame {
         int32_t node = -1;
-        uint8_t kind = 0;   // FrameKind in matcher.cpp
-        uint8_t phase = 0;  // where in the value
-        uint8_t sub = 0;    // json_string::State inside a string
-        uint8_t unused = 0;
+        uint8_t kind = 0;              // FrameKind in matcher.cpp
+        uint8_t phase = 0;             // where in the value
+        uint8_t sub = 0;               // json_string::State inside a string
+        uint8_t unused = 0;            // zero, so that == compares every byte
         uint32_t a = 0, b = 0, c = 0;  // per kind: counts, property or literal range
         bool operator==(const Frame&) const = default;
     };
