@@ -70,7 +70,9 @@ void expect_inferred_types(const lower::AnePackage& package, const std::string& 
                 const Declared b = table.of(op, it->second.second);
                 EXPECT_EQ(coreml::tensor_shape(out), broadcast(a.shape, b.shape))
                     << what << ":" << name << ": " << op.type() << " " << op.outputs(0).name();
-                if (op.type() != "less") EXPECT_EQ(out.datatype(), a.dtype) << op.outputs(0).name();
+                if (op.type() != "less") {
+                    EXPECT_EQ(out.datatype(), a.dtype) << op.outputs(0).name();
+                }
                 ++checked;
             }
             for (const mil::NamedValueType& o : op.outputs())
