@@ -35,6 +35,11 @@ std::string read_key_file(const std::string& path) {
 }
 
 std::unique_ptr<ChatTemplate> load_template(const std::string& path) {
+    if (!std::filesystem::is_directory(path)) {
+        fmt::print(stderr, "anelm serve: a checkpoint file has no chat template; "
+                           "/v1/chat/completions is off\n");
+        return nullptr;
+    }
     try {
         return std::make_unique<ChatTemplate>(ChatTemplate::load(path));
     } catch (const Error& e) {
