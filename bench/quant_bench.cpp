@@ -1,12 +1,14 @@
 // Quantized weights: matrix-vector speed straight from LUT and integer codes
 // (one and two threads, each leaf table this processor runs) against the f16
-// matrix-vector of the same shape (weights streamed from memory), and the time
-// to palettize every linear weight of a model at LUT4 group 8.
+// matrix-vector of the same shape (weights streamed from memory), products of
+// a few to many tokens, and the time to palettize every linear weight of a
+// model at LUT4 group 8.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <ctime>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -49,7 +51,8 @@ const Format formats[] = {{"f16", QuantKind::lut, 16},
                           {"int4", QuantKind::int4, 4},
                           {"lut4:8 int8-dot", QuantKind::lut, 4, true},
                           {"lut6:8 int8-dot", QuantKind::lut, 6, true},
-                          {"int8 int8-dot", QuantKind::int8, 8, true}};
+                          {"int8 int8-dot", QuantKind::int8, 8, true},
+                          {"int4 int8-dot", QuantKind::int4, 4, true}};
 
 QuantizedMatrix random_quantized(const Format& f, int64_t n_out, int64_t n_in, uint32_t seed) {
     std::mt19937 rng(seed);
@@ -75,48 +78,81 @@ double rate(benchmark::State& state, double per_iteration) {
     return static_cast<double>(state.iterations()) * per_iteration;
 }
 
+// The weights of one format and shape: copies adding up to 512 MiB, cycled so
+// that they come from memory, as in a model too large for the caches.
+class CycledWeights {
+public:
+    CycledWeights(const Format& f, int64_t n_out, int64_t n_in)
+        : f_(&f), n_out_(n_out), n_in_(n_in) {
+        bytes_ = f.nbits == 16 ? n_out * n_in * 2 : n_out * ((n_in * f.nbits + 7) / 8);
+        const int64_t n_copies = std::max<int64_t>(1, (int64_t{512} << 20) / bytes_);
+        for (int64_t c = 0; c < n_copies; ++c) {
+            if (f.nbits != 16) {
+                quantized_.push_back(c == 0 ? random_quantized(f, n_out, n_in, 1) : quantized_[0]);
+            } else if (c == 0) {
+                const auto v = random_floats(n_out * n_in, 0.02f, 1);
+                halves_.emplace_back(v.size());
+                for (size_t i = 0; i < v.size(); ++i) halves_[0][i] = f32_to_f16(v[i]);
+            } else {
+                halves_.push_back(halves_[0]);
+            }
+        }
+    }
+
+    int64_t bytes() const { return bytes_; }
+
+    // y = x W^T with the next copy, by isa's leaves (f16: the active dense ones;
+    // null: the active quantized ones).
+    void multiply(const kernels::QuantIsa* isa, const float* x, int64_t n_tokens, float* y,
+                  ThreadPool& threads) {
+        if (f_->nbits == 16) {
+            kernels::matmul({DType::f16, halves_[next_].data(), n_out_, n_in_}, x, n_tokens, y,
+                            threads);
+            next_ = (next_ + 1) % halves_.size();
+        } else {
+            const kernels::QuantMatrix w = quantized_[next_].view();
+            isa ? kernels::quant_matmul(*isa, w, x, n_tokens, y, threads)
+                : kernels::quant_matmul(w, x, n_tokens, y, threads);
+            next_ = (next_ + 1) % quantized_.size();
+        }
+    }
+
+    // The weights for the last format and shape asked for, kept for the next
+    // call: a benchmark runs several times to settle its iteration count.
+    static CycledWeights& last(const Format& f, int64_t n_out, int64_t n_in) {
+        static std::unique_ptr<CycledWeights> weights;
+        if (!weights || weights->f_ != &f || weights->n_out_ != n_out || weights->n_in_ != n_in) {
+            weights.reset();  // one set of copies at a time
+            weights = std::make_unique<CycledWeights>(f, n_out, n_in);
+        }
+        return *weights;
+    }
+
+private:
+    const Format* f_;
+    int64_t n_out_, n_in_, bytes_ = 0;
+    std::vector<std::vector<uint16_t>> halves_;
+    std::vector<QuantizedMatrix> quantized_;
+    size_t next_ = 0;
+};
+
 // Args: format index, n_out, n_in, leaf table (index in kernels::quant_available()),
-// threads (1 or 2).
-// One token; copies adding up to 512 MiB are cycled so the weights come from
-// memory, as in a model too large for the caches.
+// threads (1 or 2). One token, the weights from memory.
 void BM_decode(benchmark::State& state) {
     const Format& f = formats[state.range(0)];
     const int64_t n_out = state.range(1), n_in = state.range(2);
     const kernels::QuantIsa* isa =
         f.nbits == 16 ? nullptr : kernels::quant_available().at(state.range(3));
     ThreadPool& threads = pool(static_cast<int>(state.range(4)));
-    const int64_t bytes = f.nbits == 16 ? n_out * n_in * 2 : n_out * ((n_in * f.nbits + 7) / 8);
-    const int64_t n_copies = std::max<int64_t>(1, (int64_t{512} << 20) / bytes);
-    std::vector<std::vector<uint16_t>> halves;
-    std::vector<QuantizedMatrix> quantized;
-    for (int64_t c = 0; c < n_copies; ++c) {
-        if (f.nbits == 16) {
-            if (c == 0) {
-                const auto v = random_floats(n_out * n_in, 0.02f, 1);
-                halves.emplace_back(v.size());
-                for (size_t i = 0; i < v.size(); ++i) halves[0][i] = f32_to_f16(v[i]);
-            } else {
-                halves.push_back(halves[0]);
-            }
-        } else {
-            quantized.push_back(c == 0 ? random_quantized(f, n_out, n_in, 1) : quantized[0]);
-        }
-    }
+    CycledWeights& weights = CycledWeights::last(f, n_out, n_in);
     const auto x = random_floats(n_in, 1.0f, 2);
     std::vector<float> y(static_cast<size_t>(n_out));
-    size_t next = 0;
     for (auto _ : state) {
-        if (f.nbits == 16) {
-            kernels::matmul({DType::f16, halves[next].data(), n_out, n_in}, x.data(), 1, y.data(),
-                            threads);
-        } else {
-            kernels::quant_matmul(*isa, quantized[next].view(), x.data(), 1, y.data(), threads);
-        }
-        next = (next + 1) % static_cast<size_t>(n_copies);
+        weights.multiply(isa, x.data(), 1, y.data(), threads);
         benchmark::DoNotOptimize(y.data());
     }
-    state.counters["GB/s"] = benchmark::Counter(rate(state, static_cast<double>(bytes) / 1e9),
-                                                benchmark::Counter::kIsRate);
+    state.counters["GB/s"] = benchmark::Counter(
+        rate(state, static_cast<double>(weights.bytes()) / 1e9), benchmark::Counter::kIsRate);
     state.counters["Gweights/s"] = benchmark::Counter(
         rate(state, static_cast<double>(n_out * n_in) / 1e9), benchmark::Counter::kIsRate);
     state.SetLabel(std::string(f.name) + " " + (isa ? isa->name : kernels::active_isa()) + " " +
@@ -144,32 +180,40 @@ BENCHMARK(BM_decode)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
-// Args: format index, n_tokens; 2048 x 2048 (in cache: the cost of decoding).
-void BM_prefill(benchmark::State& state) {
+// Args: format index, n_tokens, n_out, n_in; the active leaves, 2 threads,
+// the weights from memory. A few tokens are the steps of several sequences
+// decoded at once, where the weights should be read once for all of them;
+// many tokens (2048 x 2048) a prompt, where the cost is the arithmetic.
+void BM_tokens(benchmark::State& state) {
     const Format& f = formats[state.range(0)];
-    const int64_t n_out = 2048, n_in = 2048, n_tokens = state.range(1);
-    std::vector<uint16_t> halves(static_cast<size_t>(n_out * n_in), f32_to_f16(0.01f));
-    const QuantizedMatrix q =
-        f.nbits == 16 ? QuantizedMatrix{} : random_quantized(f, n_out, n_in, 1);
+    const int64_t n_tokens = state.range(1), n_out = state.range(2), n_in = state.range(3);
+    CycledWeights& weights = CycledWeights::last(f, n_out, n_in);
     const auto x = random_floats(n_tokens * n_in, 1.0f, 2);
     std::vector<float> y(static_cast<size_t>(n_tokens * n_out));
     for (auto _ : state) {
-        if (f.nbits == 16) {
-            kernels::matmul({DType::f16, halves.data(), n_out, n_in}, x.data(), n_tokens, y.data(),
-                            pool());
-        } else {
-            quant_matmul(q, x.data(), n_tokens, y.data(), pool());
-        }
+        weights.multiply(nullptr, x.data(), n_tokens, y.data(), pool());
         benchmark::DoNotOptimize(y.data());
     }
     state.counters["GFLOP/s"] =
         benchmark::Counter(rate(state, 2.0 * static_cast<double>(n_out * n_in * n_tokens) / 1e9),
                            benchmark::Counter::kIsRate);
-    state.SetLabel(f.name);
+    state.SetLabel(std::string(f.name) + " " + kernels::active_isa());
 }
-BENCHMARK(BM_prefill)
+
+void token_shapes(benchmark::internal::Benchmark* b) {
+    for (int64_t f : {0, 1, 3, 5, 6, 7, 8}) {
+        for (int64_t n_tokens : {2, 4, 8, 12, 16, 24, 64, 512}) b->Args({f, n_tokens, 2048, 2048});
+        for (auto [n_out, n_in] : {std::pair<int64_t, int64_t>{3072, 1024},
+                                   {1024, 3072},
+                                   {2048, 1024},
+                                   {151936, 1024}}) {
+            for (int64_t n_tokens : {1, 2, 3, 4, 6, 8}) b->Args({f, n_tokens, n_out, n_in});
+        }
+    }
+}
+BENCHMARK(BM_tokens)
     ->Name("quant_tokens")
-    ->ArgsProduct({{0, 1, 3, 5, 7}, {2, 4, 8, 12, 16, 24, 64, 512}})
+    ->Apply(token_shapes)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
