@@ -1,5 +1,6 @@
 // What the integer matrix-vector leaves of every instruction set share: the
-// layout of the codes, how far ahead they prefetch, and the loop over rows.
+// layout of the codes, how far ahead they prefetch, and the loops over rows
+// and tokens.
 // Internal linkage throughout, as the files including this are compiled for
 // different instruction sets.
 #pragma once
@@ -30,14 +31,15 @@ static inline int64_t int8_prefetch_ahead(int rows, int64_t row_bytes) {
     return rows * row_bytes <= 8192 ? row_bytes : 2048;
 }
 
-// y[o] for o0 <= o < o1, L::rows rows at a time and then one by one, each
-// row's table loaded only when it differs from the last that row slot had.
-// L (an instruction set's leaf for one Int8Codes) provides Table, rows,
-// load_table(entries, table) and rows_dot<R>(rows, row_bytes, tables, x, sums)
-// giving sums[r] = sum_b d_b * (block b of row r . q).
-template <class L>
+// y[t * ldy + o] for the T tokens of x and o0 <= o < o1, L::rows rows at a
+// time and then one by one, each row's table loaded only when it differs from
+// the last that row slot had. L (an instruction set's leaf for one Int8Codes)
+// provides Table, rows, load_table(entries, table) and rows_dot<R, T>(rows,
+// row_bytes, tables, x, sums) giving sums[r * T + t] = sum_b d_b * (block b
+// of row r . q) for token t of x, each block of a row decoded once for all T.
+template <class L, int T>
 static void int8_gemv_rows(const QuantMatrix& w, const Int8Rows& x, int64_t o0, int64_t o1,
-                           float* y) {
+                           float* y, int64_t ldy) {
     typename L::Table tables[L::rows] = {};
     const int8_t* loaded[L::rows] = {};
     const auto run = [&]<int R>(int64_t o) {
@@ -45,26 +47,54 @@ static void int8_gemv_rows(const QuantMatrix& w, const Int8Rows& x, int64_t o0, 
             const int8_t* entries = int8_row_entries(w, o + r);
             if (entries && entries != loaded[r]) L::load_table(loaded[r] = entries, tables[r]);
         }
-        float sums[R];
-        L::template rows_dot<R>(w.codes + o * w.row_bytes(), w.row_bytes(), tables, x, sums);
-        for (int r = 0; r < R; ++r) y[o + r] = sums[r] * int8_row_scale(w, o + r);
+        float sums[R * T];
+        L::template rows_dot<R, T>(w.codes + o * w.row_bytes(), w.row_bytes(), tables, x, sums);
+        for (int r = 0; r < R; ++r) {
+            const float scale = int8_row_scale(w, o + r);
+            for (int t = 0; t < T; ++t) y[t * ldy + o + r] = sums[r * T + t] * scale;
+        }
     };
     int64_t o = o0;
     for (; o + L::rows <= o1; o += L::rows) run.template operator()<L::rows>(o);
     for (; o < o1; ++o) run.template operator()<1>(o);
 }
 
-// int8_gemv_rows with the leaf for w's codes.
-template <template <Int8Codes> class L>
-static void int8_gemv(const QuantMatrix& w, const Int8Rows& x, int64_t o0, int64_t o1, float* y) {
+// int8_gemv_rows for 1 <= n_tokens <= T tokens.
+template <class L, int T>
+static void int8_gemv_tokens_rows(const QuantMatrix& w, const Int8Rows& x, int64_t n_tokens,
+                                  int64_t o0, int64_t o1, float* y, int64_t ldy) {
+    if constexpr (T > 1) {
+        if (n_tokens < T) return int8_gemv_tokens_rows<L, T - 1>(w, x, n_tokens, o0, o1, y, ldy);
+    }
+    int8_gemv_rows<L, T>(w, x, o0, o1, y, ldy);
+}
+
+// f.template operator()<L<C>>() with C the codes of w.
+template <template <Int8Codes> class L, class F>
+static void int8_with_leaf(const QuantMatrix& w, F&& f) {
     switch (int8_codes(w)) {
         case Int8Codes::bytes:
-            return int8_gemv_rows<L<Int8Codes::bytes>>(w, x, o0, o1, y);
+            return f.template operator()<L<Int8Codes::bytes>>();
         case Int8Codes::six_bits:
-            return int8_gemv_rows<L<Int8Codes::six_bits>>(w, x, o0, o1, y);
+            return f.template operator()<L<Int8Codes::six_bits>>();
         case Int8Codes::nibbles:
-            return int8_gemv_rows<L<Int8Codes::nibbles>>(w, x, o0, o1, y);
+            return f.template operator()<L<Int8Codes::nibbles>>();
     }
+}
+
+// QuantIsa::gemv_int8 from an instruction set's leaves.
+template <template <Int8Codes> class L>
+static void int8_gemv(const QuantMatrix& w, const Int8Rows& x, int64_t o0, int64_t o1, float* y) {
+    int8_with_leaf<L>(w, [&]<class Leaf>() { int8_gemv_rows<Leaf, 1>(w, x, o0, o1, y, 0); });
+}
+
+// QuantIsa::gemv_int8_tokens from leaves taking up to L<C>::tokens tokens.
+template <template <Int8Codes> class L>
+static void int8_gemv_tokens(const QuantMatrix& w, const Int8Rows& x, int64_t n_tokens, int64_t o0,
+                             int64_t o1, float* y, int64_t ldy) {
+    int8_with_leaf<L>(w, [&]<class Leaf>() {
+        int8_gemv_tokens_rows<Leaf, Leaf::tokens>(w, x, n_tokens, o0, o1, y, ldy);
+    });
 }
 
 }  // namespace anelm::kernels

@@ -20,7 +20,7 @@ struct Int8Rows {
     const int32_t* sum = nullptr;  // the sum of each block's q
     int64_t n_in = 0;
 
-    // Token t alone.
+    // The tokens from t on.
     Int8Rows token(int64_t t) const {
         const int64_t n_blocks = n_in / int8_block;
         return {q + t * n_in, scale + t * n_blocks, sum + t * n_blocks, n_in};
@@ -61,10 +61,15 @@ struct QuantIsa {
     void (*decode_row)(const QuantMatrix& w, int64_t o, int64_t k0, int64_t n, float* out);
     // Integer dot products (null where this table has none), int8_dot_applies(w)
     // holding; input e of a block of x is at int8_slot(nbits, e). gemv_int8:
-    // y[o] for one token and o0 <= o < o1. gemm_int8: y[t * ldy + o] for the
-    // n_tokens rows of x, each row of w decoded once for all of them.
+    // y[o] for one token and o0 <= o < o1. gemv_int8_tokens: y[t * ldy + o]
+    // for the n_tokens <= int8_pass_tokens rows of x, each block of w decoded
+    // once for all of them (null: gemv_int8 token after token). gemm_int8:
+    // y[t * ldy + o] for the n_tokens rows of x, each row of w decoded once.
     int64_t (*int8_slot)(int nbits, int64_t e);
     void (*gemv_int8)(const QuantMatrix& w, const Int8Rows& x, int64_t o0, int64_t o1, float* y);
+    int int8_pass_tokens;
+    void (*gemv_int8_tokens)(const QuantMatrix& w, const Int8Rows& x, int64_t n_tokens, int64_t o0,
+                             int64_t o1, float* y, int64_t ldy);
     void (*gemm_int8)(const QuantMatrix& w, const Int8Rows& x, int64_t n_tokens, int64_t o0,
                       int64_t o1, float* y, int64_t ldy);
 };

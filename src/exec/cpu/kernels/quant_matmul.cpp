@@ -92,14 +92,22 @@ Int8Rows round_rows_to_int8(const QuantIsa& isa, const QuantMatrix& w, const flo
     return {q, scale, sum, w.n_in};
 }
 
-// Up to quant_gemv_max_tokens: one token after another through the rows.
+// Up to quant_gemv_max_tokens: passes through the rows, each for as many
+// tokens as the leaves decode a block for at once, or one token after another
+// where they decode for one.
 void matmul_gemv_int8(const QuantIsa& isa, const QuantMatrix& w, const Int8Rows& x,
                       int64_t n_tokens, float* y, ThreadPool& pool) {
-    const GemvSplit split = gemv_split(w.n_out, w.row_bytes(), 1, 1, pool.size());
+    const bool passes = n_tokens > 1 && isa.gemv_int8_tokens;
+    const int64_t per_pass = passes ? isa.int8_pass_tokens : 1;
+    const GemvSplit split =
+        gemv_split(w.n_out, w.row_bytes(), passes ? n_tokens : 1, per_pass, pool.size());
     pool.run(split.n_tasks(), [&](int64_t task, int) {
         const int64_t o0 = split.begin(task), o1 = split.begin(task + 1);
-        for (int64_t t = 0; t < n_tokens; ++t)
-            isa.gemv_int8(w, x.token(t), o0, o1, y + t * w.n_out);
+        for (int64_t t = 0; t < n_tokens; t += per_pass) {
+            const int64_t n = std::min(per_pass, n_tokens - t);
+            passes ? isa.gemv_int8_tokens(w, x.token(t), n, o0, o1, y + t * w.n_out, w.n_out)
+                   : isa.gemv_int8(w, x.token(t), o0, o1, y + t * w.n_out);
+        }
     });
 }
 

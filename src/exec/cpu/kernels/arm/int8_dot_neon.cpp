@@ -102,9 +102,10 @@ struct GemvLeaf {
     static void load_table(const int8_t* entries, Table& t) {
         neon_int8::load_table<C>(entries, t);
     }
-    template <int R>
+    template <int R, int T>
     static void rows_dot(const uint8_t* rows, int64_t row_bytes, const Table* tables,
                          const Int8Rows& x, float* sums) {
+        static_assert(T == 1);
         neon_int8::rows_dot<C, R>(rows, row_bytes, tables, x, sums);
     }
 };

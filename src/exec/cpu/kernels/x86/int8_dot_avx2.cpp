@@ -86,33 +86,42 @@ inline void block_weights(const uint8_t* p, const Table& t, __m256i w[4]) {
     }
 }
 
-// Eight sums of four products w x.
-inline __m256i dot32(__m256i w, __m256i x) {
-    const __m256i pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
+// Eight sums of four products w x, magnitude = |w|.
+inline __m256i dot32(__m256i w, __m256i magnitude, __m256i x) {
+    const __m256i pairs = _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(x, w));
     return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
 }
 
-// sum_b d_b * (block b of the row . q), the blocks read in order with no
+// sums[t] = sum_b d_b * (block b of the row . q) for the T tokens of x, each
+// block decoded once for all of them; the blocks read in order with no
 // software prefetch, as the AVX-512 leaf does (bench/README.md, "Decode: one
 // row at a time").
-template <Codes C>
-float row_dot(const uint8_t* row, const Table& table, const Int8Rows& x) {
+template <Codes C, int T>
+void row_dot(const uint8_t* row, const Table& table, const Int8Rows& x, float* sums) {
     constexpr int64_t bb = int8_block_bytes<C>;
-    __m256 acc = _mm256_setzero_ps();
-    const int64_t n_blocks = x.n_in / int8_block;
+    __m256 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    const int64_t n_in = x.n_in, n_blocks = n_in / int8_block;
     for (int64_t b = 0; b < n_blocks; ++b) {
-        __m256i xq[4], w[4];
-        for (int k = 0; k < 4; ++k) {
-            xq[k] =
-                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + b * int8_block + 32 * k));
-        }
+        __m256i w[4], magnitude[4];
         block_weights<C>(row + b * bb, table, w);
-        const __m256i dot =
-            _mm256_add_epi32(_mm256_add_epi32(dot32(w[0], xq[0]), dot32(w[1], xq[1])),
-                             _mm256_add_epi32(dot32(w[2], xq[2]), dot32(w[3], xq[3])));
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(x.scale[b]), acc);
+        for (int k = 0; k < 4; ++k) magnitude[k] = _mm256_abs_epi8(w[k]);
+        for (int t = 0; t < T; ++t) {
+            __m256i xq[4];
+            for (int k = 0; k < 4; ++k) {
+                xq[k] = _mm256_loadu_si256(
+                    reinterpret_cast<const __m256i*>(x.q + t * n_in + b * int8_block + 32 * k));
+            }
+            const __m256i dot =
+                _mm256_add_epi32(_mm256_add_epi32(dot32(w[0], magnitude[0], xq[0]),
+                                                  dot32(w[1], magnitude[1], xq[1])),
+                                 _mm256_add_epi32(dot32(w[2], magnitude[2], xq[2]),
+                                                  dot32(w[3], magnitude[3], xq[3])));
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
+                                     _mm256_set1_ps(x.scale[t * n_blocks + b]), acc[t]);
+        }
     }
-    return avx2::hsum(acc);
+    for (int t = 0; t < T; ++t) sums[t] = avx2::hsum(acc[t]);
 }
 
 // The matrix-vector leaf int8_gemv_rows drives.
@@ -120,14 +129,15 @@ template <Codes C>
 struct GemvLeaf {
     using Table = avx2_int8::Table;
     static constexpr int rows = 1;
+    static constexpr int tokens = tokens_per_pass;
     static void load_table(const int8_t* entries, Table& t) {
         avx2_int8::load_table<C>(entries, t);
     }
-    template <int R>
+    template <int R, int T>
     static void rows_dot(const uint8_t* row, int64_t, const Table* tables, const Int8Rows& x,
                          float* sums) {
         static_assert(R == 1);
-        sums[0] = row_dot<C>(row, tables[0], x);
+        row_dot<C, T>(row, tables[0], x, sums);
     }
 };
 
@@ -143,6 +153,11 @@ int64_t slot(int nbits, int64_t e) {
 
 void gemv(const QuantMatrix& w, const Int8Rows& x, int64_t o0, int64_t o1, float* y) {
     int8_gemv<GemvLeaf>(w, x, o0, o1, y);
+}
+
+void gemv_tokens(const QuantMatrix& w, const Int8Rows& x, int64_t n_tokens, int64_t o0, int64_t o1,
+                 float* y, int64_t ldy) {
+    int8_gemv_tokens<GemvLeaf>(w, x, n_tokens, o0, o1, y, ldy);
 }
 
 }  // namespace anelm::kernels::avx2_int8

@@ -412,6 +412,8 @@ const QuantIsa avx2_quant_isa = {
     .decode_row = avx2::quant_decode_row,
     .int8_slot = avx2_int8::slot,
     .gemv_int8 = avx2_int8::gemv,
+    .int8_pass_tokens = avx2_int8::tokens_per_pass,
+    .gemv_int8_tokens = avx2_int8::gemv_tokens,
     .gemm_int8 = nullptr,
 };
 

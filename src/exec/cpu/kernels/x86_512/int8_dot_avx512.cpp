@@ -79,24 +79,30 @@ inline void block_weights(const uint8_t* p, __m512i table, __m512i& first, __m51
     }
 }
 
-// sum_b d_b * (block b of the row . q), the blocks read in order with no
+// sums[t] = sum_b d_b * (block b of the row . q) for the T tokens of x, each
+// block decoded once for all of them; the blocks read in order with no
 // software prefetch: one sequential stream per thread, which x86 memory serves
 // fastest (bench/README.md, "Decode: one row at a time").
-template <Codes C>
-float row_dot(const uint8_t* row, __m512i table, const Int8Rows& x) {
+template <Codes C, int T>
+void row_dot(const uint8_t* row, __m512i table, const Int8Rows& x, float* sums) {
     constexpr int64_t bb = int8_block_bytes<C>;
-    __m512 acc = _mm512_setzero_ps();
-    const int64_t n_blocks = x.n_in / int8_block;
+    __m512 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    const int64_t n_in = x.n_in, n_blocks = n_in / int8_block;
     for (int64_t b = 0; b < n_blocks; ++b) {
-        const __m512i x0 = _mm512_loadu_si512(x.q + b * int8_block);
-        const __m512i x1 = _mm512_loadu_si512(x.q + b * int8_block + 64);
-        const __m512i start = _mm512_maskz_set1_epi32(1, -128 * x.sum[b]);
         __m512i w0, w1;
         block_weights<C>(row + b * bb, table, w0, w1);
-        const __m512i dot = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(start, w0, x0), w1, x1);
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(x.scale[b]), acc);
+        for (int t = 0; t < T; ++t) {
+            const int8_t* q = x.q + t * n_in + b * int8_block;
+            const int64_t k = t * n_blocks + b;
+            const __m512i start = _mm512_maskz_set1_epi32(1, -128 * x.sum[k]);
+            const __m512i dot =
+                _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(start, w0, _mm512_loadu_si512(q)), w1,
+                                    _mm512_loadu_si512(q + 64));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(x.scale[k]), acc[t]);
+        }
     }
-    return _mm512_reduce_add_ps(acc);
+    for (int t = 0; t < T; ++t) sums[t] = _mm512_reduce_add_ps(acc[t]);
 }
 
 // Many tokens: a tile of 16 rows is packed once as unsigned weights, for each
@@ -197,14 +203,15 @@ template <Codes C>
 struct GemvLeaf {
     using Table = __m512i;
     static constexpr int rows = 1;
+    static constexpr int tokens = tokens_per_pass;
     static void load_table(const int8_t* entries, Table& t) {
         t = avx512_int8::load_table<C>(entries);
     }
-    template <int R>
+    template <int R, int T>
     static void rows_dot(const uint8_t* row, int64_t, const Table* tables, const Int8Rows& x,
                          float* sums) {
         static_assert(R == 1);
-        sums[0] = row_dot<C>(row, tables[0], x);
+        row_dot<C, T>(row, tables[0], x, sums);
     }
 };
 
@@ -217,6 +224,11 @@ int64_t slot(int nbits, int64_t e) {
 
 void gemv(const QuantMatrix& w, const Int8Rows& x, int64_t o0, int64_t o1, float* y) {
     int8_gemv<GemvLeaf>(w, x, o0, o1, y);
+}
+
+void gemv_tokens(const QuantMatrix& w, const Int8Rows& x, int64_t n_tokens, int64_t o0, int64_t o1,
+                 float* y, int64_t ldy) {
+    int8_gemv_tokens<GemvLeaf>(w, x, n_tokens, o0, o1, y, ldy);
 }
 
 void gemm(const QuantMatrix& w, const Int8Rows& x, int64_t n_tokens, int64_t o0, int64_t o1,

@@ -474,6 +474,8 @@ const QuantIsa avx512_quant_isa = {
     .decode_row = avx512_quant::quant_decode_row,
     .int8_slot = avx512_int8::slot,
     .gemv_int8 = avx512_int8::gemv,
+    .int8_pass_tokens = avx512_int8::tokens_per_pass,
+    .gemv_int8_tokens = avx512_int8::gemv_tokens,
     .gemm_int8 = avx512_int8::gemm,
 };
 
