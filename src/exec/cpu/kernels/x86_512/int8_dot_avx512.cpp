@@ -45,21 +45,25 @@ inline __m512i load_table(const int8_t* entries) {
     }
 }
 
-// vpermb pattern giving qword q the six bytes of codes 8q..8q+7.
+// vpermb pattern giving qword q the six bytes of codes 8q..8q+7 of 48 bytes
+// that start `skip` bytes into a 64-byte load.
 struct SixBitQwords {
     alignas(64) uint8_t bytes[64]{};
-    constexpr SixBitQwords() {
+    constexpr explicit SixBitQwords(int skip) {
         for (int b = 0; b < 64; ++b)
-            bytes[b] = static_cast<uint8_t>(6 * (b / 8) + (b % 8 < 6 ? b % 8 : 5));
+            bytes[b] = static_cast<uint8_t>(skip + 6 * (b / 8) + (b % 8 < 6 ? b % 8 : 5));
     }
 };
-constexpr SixBitQwords six_bit_qwords{};
+constexpr SixBitQwords six_bit_qwords[2] = {SixBitQwords(0), SixBitQwords(16)};
 
-// 64 consecutive 6-bit codes (48 bytes at p), one per byte in the low 6 bits:
-// vpmultishiftqb cuts each qword's 48 bits of codes at bits 0, 6, .., 42.
-inline __m512i six_bit_codes(const uint8_t* p) {
-    const __m512i bytes = _mm512_maskz_loadu_epi8(0xffffffffffffull, p);
-    const __m512i qwords = _mm512_permutexvar_epi8(_mm512_load_si512(six_bit_qwords.bytes), bytes);
+// 64 consecutive 6-bit codes, one per byte in the low 6 bits, from the 64
+// bytes at p (pattern picks the 48 that hold them): vpmultishiftqb cuts each
+// qword's 48 bits of codes at bits 0, 6, .., 42. A 48-byte masked load would
+// read less, but masked loads that miss the cache stall: lut6 codes from
+// memory went at a fifth of the speed of lut4 codes with them.
+inline __m512i six_bit_codes(const uint8_t* p, const SixBitQwords& pattern) {
+    const __m512i qwords =
+        _mm512_permutexvar_epi8(_mm512_load_si512(pattern.bytes), _mm512_loadu_si512(p));
     return _mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x2a241e18120c0600ll), qwords);
 }
 
@@ -71,8 +75,9 @@ inline void block_weights(const uint8_t* p, __m512i table, __m512i& first, __m51
         first = _mm512_shuffle_epi8(table, _mm512_and_si512(v, low4));
         second = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), low4));
     } else if constexpr (C == Codes::six_bits) {
-        first = _mm512_permutexvar_epi8(six_bit_codes(p), table);
-        second = _mm512_permutexvar_epi8(six_bit_codes(p + 48), table);
+        // Both loads stay inside the block's 96 bytes.
+        first = _mm512_permutexvar_epi8(six_bit_codes(p, six_bit_qwords[0]), table);
+        second = _mm512_permutexvar_epi8(six_bit_codes(p + 32, six_bit_qwords[1]), table);
     } else {
         first = flip_sign_bits(_mm512_loadu_si512(p));
         second = flip_sign_bits(_mm512_loadu_si512(p + 64));
