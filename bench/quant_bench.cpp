@@ -180,34 +180,41 @@ BENCHMARK(BM_decode)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
-// Args: format index, n_tokens, n_out, n_in; the active leaves, 2 threads,
-// the weights from memory. A few tokens are the steps of several sequences
-// decoded at once, where the weights should be read once for all of them;
-// many tokens (2048 x 2048) a prompt, where the cost is the arithmetic.
+// Args: format index, n_tokens, n_out, n_in, leaf table (as for quant_decode;
+// f16 takes the active dense leaves); 2 threads, the weights from memory. A
+// few tokens are the steps of several sequences decoded at once, where the
+// weights should be read once for all of them; many tokens (2048 x 2048) a
+// prompt, where the cost is the arithmetic.
 void BM_tokens(benchmark::State& state) {
     const Format& f = formats[state.range(0)];
     const int64_t n_tokens = state.range(1), n_out = state.range(2), n_in = state.range(3);
+    const kernels::QuantIsa* isa =
+        f.nbits == 16 ? nullptr : kernels::quant_available().at(state.range(4));
     CycledWeights& weights = CycledWeights::last(f, n_out, n_in);
     const auto x = random_floats(n_tokens * n_in, 1.0f, 2);
     std::vector<float> y(static_cast<size_t>(n_tokens * n_out));
     for (auto _ : state) {
-        weights.multiply(nullptr, x.data(), n_tokens, y.data(), pool());
+        weights.multiply(isa, x.data(), n_tokens, y.data(), pool());
         benchmark::DoNotOptimize(y.data());
     }
     state.counters["GFLOP/s"] =
         benchmark::Counter(rate(state, 2.0 * static_cast<double>(n_out * n_in * n_tokens) / 1e9),
                            benchmark::Counter::kIsRate);
-    state.SetLabel(std::string(f.name) + " " + kernels::active_isa());
+    state.SetLabel(std::string(f.name) + " " + (isa ? isa->name : kernels::active_isa()));
 }
 
 void token_shapes(benchmark::internal::Benchmark* b) {
+    const auto n_tables = static_cast<int64_t>(kernels::quant_available().size());
     for (int64_t f : {0, 1, 3, 5, 6, 7, 8}) {
-        for (int64_t n_tokens : {2, 4, 8, 12, 16, 24, 64, 512}) b->Args({f, n_tokens, 2048, 2048});
-        for (auto [n_out, n_in] : {std::pair<int64_t, int64_t>{3072, 1024},
-                                   {1024, 3072},
-                                   {2048, 1024},
-                                   {151936, 1024}}) {
-            for (int64_t n_tokens : {1, 2, 3, 4, 6, 8}) b->Args({f, n_tokens, n_out, n_in});
+        for (int64_t t = 0; t < (formats[f].nbits == 16 ? 1 : n_tables); ++t) {
+            for (int64_t n_tokens : {2, 4, 8, 12, 16, 24, 64, 512})
+                b->Args({f, n_tokens, 2048, 2048, t});
+            for (auto [n_out, n_in] : {std::pair<int64_t, int64_t>{3072, 1024},
+                                       {1024, 3072},
+                                       {2048, 1024},
+                                       {151936, 1024}}) {
+                for (int64_t n_tokens : {1, 2, 3, 4, 6, 8}) b->Args({f, n_tokens, n_out, n_in, t});
+            }
         }
     }
 }
