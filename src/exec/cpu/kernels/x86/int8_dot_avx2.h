@@ -8,7 +8,7 @@
 
 namespace anelm::kernels::avx2_int8 {
 
-constexpr int tokens_per_pass = 4;
+constexpr int tokens_per_pass = 8;
 
 int64_t slot(int nbits, int64_t e);
 void gemv(const QuantMatrix& w, const Int8Rows& x, int64_t o0, int64_t o1, float* y);
