@@ -393,7 +393,8 @@ void Executor::run_node(const ir::Function& fn, const Plan& plan, size_t index, 
     }
 }
 
-// Each segment writes its K/V rows into its own cache and attends over it.
+// Each segment writes its K/V rows into its own cache and attends over it;
+// the segments' attention runs as one dispatch.
 void Executor::run_attention(const ir::Node& node, const float* q, const float* k, const float* v,
                              int64_t kv_width, float* out) {
     const auto& a = node.attrs;
@@ -402,6 +403,7 @@ void Executor::run_attention(const ir::Node& node, const float* q, const float* 
     const int64_t n_ctx = decl.shape[2];
     const int64_t q_width = a.n_head * a.head_dim;
     const size_t slot = static_cast<size_t>(a.n_head_kv * n_ctx * a.head_dim);
+    attention_calls_.clear();
     int64_t row0 = 0;
     for (const ExecSegment& seg : segments_) {
         uint16_t* k_cache = seg.state->buffers[a.state].data() + slot * a.layer;
@@ -428,9 +430,10 @@ void Executor::run_attention(const ir::Node& node, const float* q, const float* 
         args.window = a.window;
         args.softcap = a.softcap;
         args.f16_scores = precision_ == Precision::ane;
-        kernels::attention(args, pool_);
+        attention_calls_.push_back(args);
         row0 += seg.rows;
     }
+    kernels::attention_batch(attention_calls_, pool_);
 }
 
 }  // namespace anelm

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/thread_pool.h"
+#include "exec/cpu/kernels/kernels.h"
 #include "ir/program.h"
 
 namespace anelm {
@@ -87,6 +88,7 @@ private:
     std::vector<float> arena_;
     std::vector<int32_t> ids_, positions_;
     std::vector<ExecSegment> segments_;  // of this call
+    std::vector<kernels::AttentionArgs> attention_calls_;  // one per segment
     std::vector<float> rope_cos_, rope_sin_;  // [rope][token][head_dim / 2] for this call
     size_t stacked_begin_ = 0, stacked_end_ = 0;  // nodes whose products stack_linears made
 };

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -82,6 +83,8 @@ struct AttentionArgs {
     bool f16_scores = false;  // store scaled scores and probabilities as IEEE half
 };
 void attention(const AttentionArgs& args, ThreadPool& pool);
+// Several independent calls (one per sequence of a batch) in one dispatch.
+void attention_batch(std::span<const AttentionArgs> calls, ThreadPool& pool);
 
 // The scalar references: plain loops, the definition the SIMD paths are tested against.
 namespace ref {
