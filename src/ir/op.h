@@ -21,7 +21,7 @@ enum class Op : uint8_t {
     rope,           // (x, positions) rotary embedding of n_head heads
     attention,      // (q, k, v, positions) writes k, v into the KV state; causal attention,
                     // limited to the last attrs.window positions when set
-    last_row,       // (x) the last token's row -> [1, C]
+    last_row,       // (x) the last token's row -> [1, C] (one per sequence of a batch)
     count
 };
 

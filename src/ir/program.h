@@ -66,7 +66,7 @@ struct Attrs {
 };
 
 // Every value is [rows, width]: rows is the function's token count T for
-// per-token values, or 1 after last_row. Inputs are i32, the rest f32.
+// per-token values, or one per sequence after last_row. Inputs are i32, the rest f32.
 struct Node {
     Op op = Op::input;
     std::string name;             // stable and user-facing: blk.3.attn_norm

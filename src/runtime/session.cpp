@@ -30,13 +30,10 @@ Session::Session(const ModelSpec& spec, const WeightStore& weights, const Sessio
         fail("verify: {} tokens at once, expected 0 to {}", options.verify_tokens, n_ctx);
     verify_tokens_ = options.verify_tokens;
     if (verify_tokens_ > 0) po.functions.push_back({"verify", verify_tokens_, true});
-    if (options.batch_rows < 0 || options.batch_rows > 4096)
-        fail("batch: {} sequences at once, expected 0 to 4096", options.batch_rows);
+    if (options.batch_rows < 0 || options.batch_rows > prefill_batch_)
+        fail("batch: {} sequences at once, expected 0 to {} (the prefill batch)",
+             options.batch_rows, prefill_batch_);
     batch_rows_ = options.batch_rows;
-    if (batch_rows_ > 1) {
-        batch_fn_ = po.functions.size();
-        po.functions.push_back({"batch", batch_rows_, true});
-    }
     program_ = build_program(spec, weights, po);
     passes::scale_residual(program_, options.fp16_scale);
     n_vocab_ = spec.n_vocab;
@@ -46,7 +43,8 @@ Session::Session(const ModelSpec& spec, const WeightStore& weights, const Sessio
     // The ane precision converts its weights to half on first use anyway.
     if (!options.mmap && options.precision != Precision::ane)
         copy_streamed_weights(program_, weights, *pool_);
-    executor_ = std::make_unique<Executor>(program_, *pool_, options.precision);
+    executor_ =
+        std::make_unique<Executor>(program_, *pool_, options.precision, std::max<int64_t>(batch_rows_, 1));
     own_ = new_sequence();
 }
 
@@ -83,13 +81,34 @@ std::span<const float> Session::decode_batch(std::span<Sequence* const> seqs,
         ++seqs[0]->pos;
         return logits;
     }
-    if (static_cast<int64_t>(seqs.size()) > batch_rows_)
-        fail("decode_batch: {} sequences, the session batches up to {}", seqs.size(),
+    const std::vector<int64_t> ones(seqs.size(), 1);
+    return step(seqs, tokens, ones);
+}
+
+std::span<const float> Session::step(std::span<Sequence* const> seqs,
+                                     std::span<const int32_t> tokens,
+                                     std::span<const int64_t> counts) {
+    if (seqs.size() != counts.size())
+        fail("step: {} sequences but {} token counts", seqs.size(), counts.size());
+    if (static_cast<int64_t>(seqs.size()) > std::max<int64_t>(batch_rows_, 1))
+        fail("step: {} sequences, the session batches up to {}", seqs.size(),
              std::max<int64_t>(batch_rows_, 1));
     std::vector<ExecSegment> segments;
-    for (Sequence* seq : seqs) segments.push_back({1, seq->pos, &seq->state});
-    auto logits = executor_->run(batch_fn_, tokens, segments);
-    for (Sequence* seq : seqs) ++seq->pos;
+    for (size_t i = 0; i < seqs.size(); ++i) segments.push_back({counts[i], seqs[i]->pos, &seqs[i]->state});
+    auto logits = executor_->run(prefill_fn, tokens, segments);
+    for (size_t i = 0; i < seqs.size(); ++i) seqs[i]->pos += counts[i];
+    // With every prompt row's logits (all_logits), keep each sequence's last.
+    if (program_.functions[prefill_fn].nodes.back().per_token) {
+        all_logits_.clear();
+        int64_t end = 0;
+        for (int64_t c : counts) {
+            end += c;
+            const auto row = logits.subspan(static_cast<size_t>((end - 1) * n_vocab_),
+                                            static_cast<size_t>(n_vocab_));
+            all_logits_.insert(all_logits_.end(), row.begin(), row.end());
+        }
+        return all_logits_;
+    }
     return logits;
 }
 

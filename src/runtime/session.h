@@ -30,8 +30,8 @@ struct SessionOptions {
                                 // instead of copied to private memory (private_weights.h)
     int64_t verify_tokens = 0;  // a function scoring this many tokens in one pass with
                                 // every row's logits (speculative decoding); 0: none
-    int64_t batch_rows = 0;     // a function decoding one token of up to this many
-                                // sequences in one pass (a server's slots); 0: none
+    int64_t batch_rows = 0;     // up to this many sequences in one pass (a server's
+                                // slots; decode_batch, step); 0 or 1: one
 };
 
 // One sequence's KV cache and position. A session runs its own, and any number
@@ -65,6 +65,13 @@ public:
     // batch_rows sequences (any number when there is only one).
     std::span<const float> decode_batch(std::span<Sequence* const> seqs,
                                         std::span<const int32_t> tokens);
+    // counts[i] tokens fed to *seqs[i] (tokens holds them one sequence after
+    // another, prefill_batch at most in all), in one pass: prompts and decode
+    // steps together. Returns the logits after each sequence's last token,
+    // f32 [seqs, n_vocab].
+    std::span<const float> step(std::span<Sequence* const> seqs, std::span<const int32_t> tokens,
+                                std::span<const int64_t> counts);
+    int64_t prefill_batch() const { return prefill_batch_; }
     int64_t batch_rows() const { return batch_rows_; }
 
     int64_t pos() const override { return own_.pos; }
@@ -86,7 +93,6 @@ private:
     int64_t prefill_batch_ = 0;
     int64_t verify_tokens_ = 0;
     int64_t batch_rows_ = 0;
-    size_t batch_fn_ = 0;  // index of the "batch" function when batch_rows_ > 0
     std::vector<float> all_logits_;
 };
 

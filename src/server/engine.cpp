@@ -131,10 +131,7 @@ void Engine::loop() {
             admit(lock);
         }
         try {
-            // One prompt chunk, then one step for every generating slot, so a
-            // long prompt delays the others by one chunk at a time.
-            prefill_one();
-            decode_all();
+            step();
         } catch (const std::exception& e) {
             // A failure ends every running request; the slots start afresh.
             for (auto& slot : slots_) {
@@ -217,30 +214,13 @@ void Engine::admit(std::unique_lock<std::mutex>&) {
     }
 }
 
-bool Engine::prefill_one() {
-    Slot* chosen = nullptr;
-    for (auto& s : slots_)
-        if (s->job && !s->decoding && (!chosen || s->last_used < chosen->last_used))
-            chosen = s.get();
-    if (!chosen) return false;
-    Slot& slot = *chosen;
-    if (slot.job->cancelled()) {
-        finish(slot, "stop");
-        return true;
-    }
-    const std::vector<int32_t>& prompt = slot.job->spec_.prompt;
-    const size_t n = std::min(prompt.size() - slot.prefilled, static_cast<size_t>(prefill_chunk_));
-    const std::span<const int32_t> chunk(prompt.data() + slot.prefilled, n);
-    const std::span<const float> logits = model_.prefill(slot.index, chunk);
-    slot.cached.insert(slot.cached.end(), chunk.begin(), chunk.end());
-    slot.prefilled += n;
-    if (slot.prefilled == prompt.size()) next_token(slot, logits);
-    return true;
-}
-
-bool Engine::decode_all() {
+// One pass: the next token of every generating slot and, in the room left,
+// a chunk of one waiting prompt, so a long prompt delays the others by one
+// chunk at a time and a new request starts without waiting for a free step.
+void Engine::step() {
     batch_slots_.clear();
     batch_tokens_.clear();
+    batch_counts_.clear();
     for (auto& s : slots_) {
         if (!s->job || !s->decoding) continue;
         if (s->job->cancelled()) {
@@ -249,16 +229,42 @@ bool Engine::decode_all() {
         }
         batch_slots_.push_back(s->index);
         batch_tokens_.push_back(s->next);
+        batch_counts_.push_back(1);
     }
-    if (batch_slots_.empty()) return false;
-    const std::span<const float> logits = model_.decode(batch_slots_, batch_tokens_);
+    Slot* prompt_slot = nullptr;
+    for (auto& s : slots_)
+        if (s->job && !s->decoding && (!prompt_slot || s->last_used < prompt_slot->last_used))
+            prompt_slot = s.get();
+    if (prompt_slot && prompt_slot->job->cancelled()) {
+        finish(*prompt_slot, "stop");
+        prompt_slot = nullptr;
+    }
+    const auto room = model_.max_tokens() - static_cast<int64_t>(batch_tokens_.size());
+    if (prompt_slot && static_cast<int>(batch_slots_.size()) < model_.max_segments() && room > 0) {
+        const std::vector<int32_t>& prompt = prompt_slot->job->spec_.prompt;
+        const auto n = std::min({prompt.size() - prompt_slot->prefilled,
+                                 static_cast<size_t>(prefill_chunk_), static_cast<size_t>(room)});
+        batch_slots_.push_back(prompt_slot->index);
+        batch_tokens_.insert(batch_tokens_.end(), prompt.begin() + prompt_slot->prefilled,
+                             prompt.begin() + prompt_slot->prefilled + n);
+        batch_counts_.push_back(static_cast<int64_t>(n));
+    }
+    if (batch_slots_.empty()) return;
+    const std::span<const float> logits = model_.step(batch_slots_, batch_tokens_, batch_counts_);
     const size_t n_vocab = logits.size() / batch_slots_.size();
+    size_t at = 0;
     for (size_t i = 0; i < batch_slots_.size(); ++i) {
         Slot& slot = *slots_[static_cast<size_t>(batch_slots_[i])];
-        slot.cached.push_back(batch_tokens_[i]);
+        const auto n = static_cast<size_t>(batch_counts_[i]);
+        slot.cached.insert(slot.cached.end(), batch_tokens_.begin() + at,
+                           batch_tokens_.begin() + at + n);
+        at += n;
+        if (!slot.decoding) {
+            slot.prefilled += n;
+            if (slot.prefilled < slot.job->spec_.prompt.size()) continue;
+        }
         next_token(slot, logits.subspan(i * n_vocab, n_vocab));
     }
-    return true;
 }
 
 void Engine::next_token(Slot& slot, std::span<const float> logits) {

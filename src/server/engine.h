@@ -1,6 +1,6 @@
-// The scheduler behind the server: requests wait for a free slot, prompts are
-// fed in chunks, and the decode steps of every active request run as one
-// batched pass, so the weights are read once per step for all of them. A slot
+// The scheduler behind the server: requests wait for a free slot; each step
+// runs the next token of every active request and a chunk of a waiting prompt
+// as one batched pass, so the weights are read once per step for all of them. A slot
 // keeps its cache after a request; the next request sharing a prefix with it
 // (a chat's next turn) feeds only what differs.
 #pragma once
@@ -101,8 +101,7 @@ private:
     struct Slot;
     void loop();
     void admit(std::unique_lock<std::mutex>& lock);
-    bool prefill_one();
-    bool decode_all();
+    void step();
     // Picks the next token from a slot's logits and tells its job.
     void next_token(Slot& slot, std::span<const float> logits);
     // Tells the job it is done, with what is left of its text, and frees the slot.
@@ -124,6 +123,7 @@ private:
     std::vector<float> masked_;  // a slot's logits under its constraint
     std::vector<int> batch_slots_;
     std::vector<int32_t> batch_tokens_;
+    std::vector<int64_t> batch_counts_;
 };
 
 }  // namespace anelm::server

@@ -1,5 +1,7 @@
 #include "server/slot_model.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 
 namespace anelm::server {
@@ -18,26 +20,27 @@ void SessionSlots::rewind(int slot, int64_t pos) {
     seq.pos = pos;
 }
 
-std::span<const float> SessionSlots::prefill(int slot, std::span<const int32_t> tokens) {
-    return session_.prefill(seqs_.at(slot), tokens);
-}
-
-std::span<const float> SessionSlots::decode(std::span<const int> slots,
-                                            std::span<const int32_t> tokens) {
+std::span<const float> SessionSlots::step(std::span<const int> slots,
+                                          std::span<const int32_t> tokens,
+                                          std::span<const int64_t> counts) {
     batch_.clear();
     for (int s : slots) batch_.push_back(&seqs_.at(s));
-    return session_.decode_batch(batch_, tokens);
+    if (slots.size() == 1 && counts[0] > 1) return session_.prefill(*batch_[0], tokens);
+    if (std::all_of(counts.begin(), counts.end(), [](int64_t c) { return c == 1; }))
+        return session_.decode_batch(batch_, tokens);
+    return session_.step(batch_, tokens, counts);
 }
 
 int64_t SingleSlot::keepable(int, int64_t shared) const {
     return model_.can_rewind(shared) ? shared : 0;
 }
 
-std::span<const float> SingleSlot::decode(std::span<const int> slots,
-                                          std::span<const int32_t> tokens) {
-    if (slots.size() != 1 || tokens.size() != 1)
-        fail("this model decodes one sequence at a time, got {}", slots.size());
-    return model_.decode(tokens[0]);
+std::span<const float> SingleSlot::step(std::span<const int> slots,
+                                        std::span<const int32_t> tokens,
+                                        std::span<const int64_t> counts) {
+    if (slots.size() != 1)
+        fail("this model runs one sequence at a time, got {}", slots.size());
+    return counts[0] == 1 ? model_.decode(tokens[0]) : model_.prefill(tokens);
 }
 
 }  // namespace anelm::server

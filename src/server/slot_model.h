@@ -20,15 +20,19 @@ public:
     // The longest prefix of a slot's cache that can be kept (at most `shared`).
     virtual int64_t keepable(int slot, int64_t shared) const = 0;
     virtual void rewind(int slot, int64_t pos) = 0;
-    // Feeds tokens to one slot; the next token's logits f32 [n_vocab].
-    virtual std::span<const float> prefill(int slot, std::span<const int32_t> tokens) = 0;
-    // tokens[i] fed to slots[i], in one pass; logits f32 [slots, n_vocab].
-    virtual std::span<const float> decode(std::span<const int> slots,
-                                          std::span<const int32_t> tokens) = 0;
+    // The most slots, and tokens in all, that one step takes.
+    virtual int max_segments() const = 0;
+    virtual int64_t max_tokens() const = 0;
+    // counts[i] tokens fed to slots[i] (tokens holds them one slot after
+    // another), in one pass; the logits after each slot's last token,
+    // f32 [slots, n_vocab].
+    virtual std::span<const float> step(std::span<const int> slots,
+                                        std::span<const int32_t> tokens,
+                                        std::span<const int64_t> counts) = 0;
 };
 
-// CPU sessions: every slot a Sequence on one session's weights, decoded in one
-// batched pass.
+// CPU sessions: every slot a Sequence on one session's weights; a step runs
+// the decode tokens of some and a prompt chunk of another in one pass.
 class SessionSlots : public SlotModel {
 public:
     SessionSlots(Session& session, int slots);
@@ -37,9 +41,10 @@ public:
     int64_t pos(int slot) const override { return seqs_.at(slot).pos; }
     int64_t keepable(int, int64_t shared) const override { return shared; }
     void rewind(int slot, int64_t pos) override;
-    std::span<const float> prefill(int slot, std::span<const int32_t> tokens) override;
-    std::span<const float> decode(std::span<const int> slots,
-                                  std::span<const int32_t> tokens) override;
+    int max_segments() const override { return slots(); }
+    int64_t max_tokens() const override { return session_.prefill_batch(); }
+    std::span<const float> step(std::span<const int> slots, std::span<const int32_t> tokens,
+                                std::span<const int64_t> counts) override;
 
 private:
     Session& session_;
@@ -57,11 +62,10 @@ public:
     int64_t pos(int) const override { return model_.pos(); }
     int64_t keepable(int, int64_t shared) const override;
     void rewind(int, int64_t pos) override { model_.rewind(pos); }
-    std::span<const float> prefill(int, std::span<const int32_t> tokens) override {
-        return model_.prefill(tokens);
-    }
-    std::span<const float> decode(std::span<const int> slots,
-                                  std::span<const int32_t> tokens) override;
+    int max_segments() const override { return 1; }
+    int64_t max_tokens() const override { return model_.n_ctx(); }
+    std::span<const float> step(std::span<const int> slots, std::span<const int32_t> tokens,
+                                std::span<const int64_t> counts) override;
 
 private:
     TokenModel& model_;

@@ -89,6 +89,40 @@ INSTANTIATE_TEST_SUITE_P(Tiny, DecodeBatch,
                                                           "tiny-gemma3"),
                                           testing::Values("none", "lut4", "int8")));
 
+// A prompt fed in the same pass as other sequences' decode steps: every
+// sequence's logits are those it gets alone.
+TEST_P(DecodeBatch, PromptsAndDecodeStepsShareAPass) {
+    const auto [preset, quant] = GetParam();
+    const LoadedModel& m = test::tiny_model(preset);
+    const std::vector<int32_t> a = test::random_tokens(m.spec.n_vocab, 6, 4);
+    const std::vector<int32_t> b = test::random_tokens(m.spec.n_vocab, 11, 5);
+    Session session(m.spec, m.weights, options(3, quant));
+    Sequence sa = session.new_sequence(), sb = session.new_sequence();
+    const int32_t next_a = argmax(session.prefill(sa, a));
+    // One pass: a's next token, and b's whole prompt in two pieces of 7 and 4.
+    std::vector<Sequence*> seqs{&sa, &sb};
+    std::vector<int32_t> tokens{next_a};
+    tokens.insert(tokens.end(), b.begin(), b.begin() + 7);
+    const auto first = session.step(seqs, tokens, std::vector<int64_t>{1, 7});
+    const auto n_vocab = static_cast<size_t>(m.spec.n_vocab);
+    ASSERT_EQ(first.size(), 2 * n_vocab);
+    const std::vector<float> a_row(first.begin(), first.begin() + n_vocab);
+    const int32_t next_a2 = argmax(a_row);
+    std::vector<int32_t> rest{next_a2};
+    rest.insert(rest.end(), b.begin() + 7, b.end());
+    const auto second = session.step(seqs, rest, std::vector<int64_t>{1, 4});
+    const std::vector<float> b_row(second.begin() + n_vocab, second.end());
+
+    // Rows in a larger product may be summed in another order: f32 rounding only.
+    const auto want_a = alone(m, quant, a);
+    EXPECT_LT(test::relative_error(a_row, want_a[1]), 1e-4);
+    EXPECT_LT(test::relative_error(std::span(second).first(n_vocab), want_a[2]), 1e-4);
+    EXPECT_LT(test::relative_error(b_row, alone(m, quant, b)[0]), 1e-4);
+    EXPECT_EQ(next_a2, argmax(want_a[1]));
+    EXPECT_EQ(sa.pos, 8);
+    EXPECT_EQ(sb.pos, 11);
+}
+
 TEST(DecodeBatchLimits, RefusesMoreSequencesThanItsFunctionTakes) {
     const LoadedModel& m = test::tiny_model("tiny-llama");
     Session session(m.spec, m.weights, options(2, "none"));

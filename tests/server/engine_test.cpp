@@ -3,6 +3,7 @@
 // ends requests at their stop strings, their length or when cancelled.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 #include <set>
@@ -209,15 +210,17 @@ public:
         return inner_.keepable(slot, shared);
     }
     void rewind(int slot, int64_t pos) override { inner_.rewind(slot, pos); }
-    std::span<const float> prefill(int slot, std::span<const int32_t> tokens) override {
-        return inner_.prefill(slot, tokens);
-    }
-    std::span<const float> decode(std::span<const int> slots,
-                                  std::span<const int32_t> tokens) override {
-        std::unique_lock lock(mutex_);
-        changed_.wait(lock, [&] { return permits_ > 0; });
-        --permits_;
-        return inner_.decode(slots, tokens);
+    int max_segments() const override { return inner_.max_segments(); }
+    int64_t max_tokens() const override { return inner_.max_tokens(); }
+    // Steps that feed prompts pass; a step with only decode tokens waits.
+    std::span<const float> step(std::span<const int> slots, std::span<const int32_t> tokens,
+                                std::span<const int64_t> counts) override {
+        if (std::all_of(counts.begin(), counts.end(), [](int64_t c) { return c == 1; })) {
+            std::unique_lock lock(mutex_);
+            changed_.wait(lock, [&] { return permits_ > 0; });
+            --permits_;
+        }
+        return inner_.step(slots, tokens, counts);
     }
 
 private:

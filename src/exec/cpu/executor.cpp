@@ -39,11 +39,12 @@ struct Executor::Plan {
 
 namespace {
 
-int64_t max_rows(const ir::Function& fn, const ir::Node& n) {
-    return n.per_token ? fn.n_tokens : 1;
+int64_t max_rows(const ir::Function& fn, const ir::Node& n, int64_t max_segments) {
+    return n.per_token ? fn.n_tokens : max_segments;
 }
 
-std::vector<size_t> plan_offsets(const ir::Function& fn, size_t& arena_floats) {
+std::vector<size_t> plan_offsets(const ir::Function& fn, int64_t max_segments,
+                                 size_t& arena_floats) {
     const size_t n = fn.nodes.size();
     std::vector<size_t> last_use(n, 0);
     for (size_t i = 0; i < n; ++i)
@@ -59,7 +60,7 @@ std::vector<size_t> plan_offsets(const ir::Function& fn, size_t& arena_floats) {
     for (size_t i = 0; i < n; ++i) {
         const ir::Node& node = fn.nodes[i];
         if (node.op == ir::Op::input) continue;  // inputs live outside the arena
-        const size_t need = static_cast<size_t>(max_rows(fn, node) * node.width);
+        const size_t need = static_cast<size_t>(max_rows(fn, node, max_segments) * node.width);
         // Smallest free slot that fits, else a new one at the end.
         auto best = free_slots.end();
         for (auto it = free_slots.begin(); it != free_slots.end(); ++it)
@@ -110,8 +111,10 @@ void row_to_f32(const TensorView& w, int64_t row, float* out) {
 
 }  // namespace
 
-Executor::Executor(const ir::Program& program, ThreadPool& pool, Precision precision)
-    : program_(program), pool_(pool), precision_(precision) {
+Executor::Executor(const ir::Program& program, ThreadPool& pool, Precision precision,
+                   int64_t max_segments)
+    : program_(program), pool_(pool), precision_(precision),
+      max_segments_(std::max<int64_t>(max_segments, 1)) {
     plans_.assign(program.functions.size(), nullptr);
     weights_f32_.resize(program.weights.size());
     weights_f16_.resize(program.weights.size());
@@ -139,7 +142,7 @@ ExecState Executor::make_state() const {
 const Executor::Plan& Executor::plan_for(size_t fn) {
     if (!plans_[fn]) {
         auto* plan = new Plan;
-        plan->offset = plan_offsets(program_.functions[fn], plan->arena_floats);
+        plan->offset = plan_offsets(program_.functions[fn], max_segments_, plan->arena_floats);
         plans_[fn] = plan;
     }
     return *plans_[fn];
@@ -192,9 +195,9 @@ std::span<const float> Executor::run(size_t fn_index, std::span<const int32_t> t
     const auto rows = static_cast<int64_t>(tokens.size());
     if (rows < 1 || rows > fn.n_tokens)
         fail("function {} takes 1 to {} tokens, got {}", fn.name, fn.n_tokens, rows);
-    if (segments.size() > 1 && !fn.nodes[static_cast<size_t>(fn.outputs.at(0))].per_token)
-        fail("function {} returns one row, so it cannot run {} sequences at once", fn.name,
-             segments.size());
+    if (segments.empty() || static_cast<int64_t>(segments.size()) > max_segments_)
+        fail("function {}: {} sequences at once, the executor takes 1 to {}", fn.name,
+             segments.size(), max_segments_);
     int64_t segment_rows = 0;
     positions_.clear();
     for (const ExecSegment& seg : segments) {
@@ -235,7 +238,7 @@ std::span<const float> Executor::run(size_t fn_index, std::span<const int32_t> t
     for (size_t i = 0; i < fn.nodes.size(); ++i) {
         const ir::Node& node = fn.nodes[i];
         if (node.op == ir::Op::input) continue;
-        const int64_t node_rows = node.per_token ? rows : 1;
+        const int64_t node_rows = node.per_token ? rows : n_segments();
         if (i >= stacked_end_) {
             stacked_begin_ = i;
             stacked_end_ = stack_linears(fn, plan, i, rows);
@@ -249,7 +252,7 @@ std::span<const float> Executor::run(size_t fn_index, std::span<const int32_t> t
         if (observer_) observer_(node, {out, static_cast<size_t>(n)});
     }
     const ir::Node& out_node = fn.nodes[static_cast<size_t>(fn.outputs.at(0))];
-    const int64_t out_rows = out_node.per_token ? rows : 1;
+    const int64_t out_rows = out_node.per_token ? rows : n_segments();
     return {arena_.data() + plan.offset[fn.outputs[0]],
             static_cast<size_t>(out_rows * out_node.width)};
 }
@@ -291,7 +294,7 @@ void Executor::run_node(const ir::Function& fn, const Plan& plan, size_t index, 
     float* out = arena_.data() + plan.offset[index];
     auto in = [&](size_t k) -> float* { return arena_.data() + plan.offset[node.inputs[k]]; };
     auto in_node = [&](size_t k) -> const ir::Node& { return fn.nodes[node.inputs[k]]; };
-    const int64_t n_rows = node.per_token ? rows : 1;
+    const int64_t n_rows = node.per_token ? rows : n_segments();
     const int64_t width = node.width;
 
     switch (node.op) {
@@ -386,10 +389,15 @@ void Executor::run_node(const ir::Function& fn, const Plan& plan, size_t index, 
         case ir::Op::attention:
             run_attention(node, in(0), in(1), in(2), in_node(1).width, out);
             break;
-        case ir::Op::last_row:
-            std::memcpy(out, in(0) + (rows - 1) * width,
-                        static_cast<size_t>(width) * sizeof(float));
+        case ir::Op::last_row: {
+            int64_t end = 0;
+            for (size_t k = 0; k < segments_.size(); ++k) {
+                end += segments_[k].rows;
+                std::memcpy(out + static_cast<int64_t>(k) * width, in(0) + (end - 1) * width,
+                            static_cast<size_t>(width) * sizeof(float));
+            }
             break;
+        }
     }
 }
 

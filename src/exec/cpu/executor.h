@@ -37,7 +37,10 @@ struct ExecSegment {
 
 class Executor {
 public:
-    Executor(const ir::Program& program, ThreadPool& pool, Precision precision);
+    // max_segments: the most sequences one call may run (values after last_row
+    // hold a row for each).
+    Executor(const ir::Program& program, ThreadPool& pool, Precision precision,
+             int64_t max_segments = 1);
     ~Executor();
 
     ExecState make_state() const;
@@ -47,8 +50,9 @@ public:
     std::span<const float> run(size_t fn, std::span<const int32_t> tokens, int64_t pos0,
                                ExecState& state);
     // Several sequences in one call, so every weight is read once for all of
-    // them: tokens holds the segments' tokens one after another. Only functions
-    // whose output has a row per token can take more than one segment.
+    // them: tokens holds the segments' tokens one after another. A function
+    // whose output comes after last_row returns one row per segment: the one
+    // after its last token.
     std::span<const float> run(size_t fn, std::span<const int32_t> tokens,
                                std::span<const ExecSegment> segments);
 
@@ -64,6 +68,7 @@ private:
     struct Plan;
     const Plan& plan_for(size_t fn);
     void run_node(const ir::Function& fn, const Plan& plan, size_t index, int64_t rows);
+    int64_t n_segments() const { return static_cast<int64_t>(segments_.size()); }
     void run_attention(const ir::Node& node, const float* q, const float* k, const float* v,
                        int64_t kv_width, float* out);
     // For one token: the dense linear nodes from `index` on that read the same
@@ -80,6 +85,7 @@ private:
     const ir::Program& program_;
     ThreadPool& pool_;
     Precision precision_;
+    int64_t max_segments_;
     Observer observer_;
     std::vector<Plan*> plans_;
     std::vector<std::vector<float>> weights_f32_;     // small weights (gains, biases) as f32
