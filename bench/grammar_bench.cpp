@@ -9,6 +9,7 @@
 #include <memory>
 #include <random>
 
+#include "grammar/piece_tokenizer.h"
 #include "grammar/token_filter.h"
 #include "tokenizer/tokenizer.h"
 
@@ -20,34 +21,23 @@ using anelm::grammar::TokenFilter;
 
 constexpr int32_t qwen_rows = 151936;  // Qwen3's embedding rows
 
-// Random pieces of words, punctuation, digits and UTF-8, every byte among them.
-class SyntheticTokenizer : public anelm::Tokenizer {
-public:
-    SyntheticTokenizer() {
-        std::mt19937 rng(1);
-        const std::string alphabet =
-            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,:;\"{}[]_-";
-        std::uniform_int_distribution<size_t> length(1, 10), pick(0, alphabet.size() - 1);
-        for (int b = 0; b < 256; ++b) pieces_.emplace_back(1, static_cast<char>(b));
-        while (pieces_.size() < qwen_rows - 1) {
-            std::string p = rng() % 3 == 0 ? " " : "";
-            for (size_t n = length(rng); n > 0; --n) p += alphabet[pick(rng)];
-            if (rng() % 10 == 0) p += "\xC3\xA9\xE6\x97\xA5";
-            pieces_.push_back(std::move(p));
-        }
-        pieces_.push_back("<eos>");
+// Random pieces of words, punctuation, digits and UTF-8, every byte among them,
+// and an end-of-text token: qwen_rows in all.
+std::vector<std::string> synthetic_pieces() {
+    std::mt19937 rng(1);
+    const std::string alphabet =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,:;\"{}[]_-";
+    std::uniform_int_distribution<size_t> length(1, 10), pick(0, alphabet.size() - 1);
+    std::vector<std::string> pieces;
+    for (int b = 0; b < 256; ++b) pieces.emplace_back(1, static_cast<char>(b));
+    while (pieces.size() < qwen_rows - 1) {
+        std::string p = rng() % 3 == 0 ? " " : "";
+        for (size_t n = length(rng); n > 0; --n) p += alphabet[pick(rng)];
+        if (rng() % 10 == 0) p += "\xC3\xA9\xE6\x97\xA5";
+        pieces.push_back(std::move(p));
     }
-    std::vector<int32_t> encode(std::string_view, bool) const override { return {}; }
-    std::string decode(std::span<const int32_t>) const override { return {}; }
-    int32_t n_vocab() const override { return static_cast<int32_t>(pieces_.size()); }
-    int32_t bos_id() const override { return -1; }
-    std::vector<int32_t> eos_ids() const override { return {n_vocab() - 1}; }
-    std::string token_bytes(int32_t id) const override { return pieces_[id]; }
-    bool is_special(int32_t id) const override { return id == n_vocab() - 1; }
-
-private:
-    std::vector<std::string> pieces_;
-};
+    return pieces;
+}
 
 const anelm::Tokenizer& tokenizer() {
     static const std::unique_ptr<anelm::Tokenizer> tok = [] {
@@ -57,7 +47,7 @@ const anelm::Tokenizer& tokenizer() {
                 : std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "shared";
         const auto qwen = shared / "tokenizers" / "qwen3" / "tokenizer.json";
         if (std::filesystem::exists(qwen)) return anelm::load_tokenizer(qwen.string());
-        return std::unique_ptr<anelm::Tokenizer>(new SyntheticTokenizer());
+        return std::unique_ptr<anelm::Tokenizer>(new anelm::PieceTokenizer(synthetic_pieces()));
     }();
     return *tok;
 }

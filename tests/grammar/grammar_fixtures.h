@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "grammar/piece_tokenizer.h"
 #include "grammar/token_filter.h"
 #include "test_support.h"
 
@@ -75,28 +76,6 @@ inline grammar::Grammar compile(const NamedSchema& s) {
     if (std::string(s.text).empty()) return grammar::Grammar::any_object();
     return grammar::Grammar::from_json_schema(ojson::parse(s.text), "schema");
 }
-
-// A vocabulary of pieces as they are, the last id an end-of-text special token.
-class PieceTokenizer : public Tokenizer {
-public:
-    explicit PieceTokenizer(std::vector<std::string> pieces) : pieces_(std::move(pieces)) {
-        pieces_.push_back("<eos>");
-    }
-    std::vector<int32_t> encode(std::string_view, bool) const override { return {}; }
-    std::string decode(std::span<const int32_t> ids) const override {
-        std::string out;
-        for (int32_t id : ids) out += pieces_[id];
-        return out;
-    }
-    int32_t n_vocab() const override { return static_cast<int32_t>(pieces_.size()); }
-    int32_t bos_id() const override { return -1; }
-    std::vector<int32_t> eos_ids() const override { return {n_vocab() - 1}; }
-    std::string token_bytes(int32_t id) const override { return pieces_[id]; }
-    bool is_special(int32_t id) const override { return id == n_vocab() - 1; }
-
-private:
-    std::vector<std::string> pieces_;
-};
 
 // Every byte, and pieces of JSON, words, escapes and characters whole and in parts.
 inline const PieceTokenizer& small_tokenizer() {
