@@ -10,12 +10,10 @@ namespace {
 constexpr int64_t steps = 12;
 
 SessionOptions options(int64_t batch_rows, const std::string& quant) {
-    SessionOptions so;
-    so.n_ctx = 64;
-    so.threads = 2;
+    SessionOptions so = test::tiny_session_options(quant);
+    so.all_logits = false;
     so.prefill_batch = 8;
     so.batch_rows = batch_rows;
-    so.quant = quant::parse_quant_spec(quant);
     return so;
 }
 
