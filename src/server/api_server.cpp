@@ -36,12 +36,6 @@ bool same_secret(const std::string& a, const std::string& b) {
     return diff == 0;
 }
 
-const ojson& body_field(const ojson& body, const char* name) {
-    static const ojson null;
-    const auto it = body.find(name);
-    return it == body.end() ? null : *it;
-}
-
 // What one request's generation has produced so far.
 struct Progress {
     std::string text;

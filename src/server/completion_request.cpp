@@ -10,13 +10,6 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-// The field `name` of body, or null when absent.
-const ojson& field(const ojson& body, const char* name) {
-    static const ojson null;
-    const auto it = body.find(name);
-    return it == body.end() ? null : *it;
-}
-
 double number(const ojson& v, const std::string& name, double lo, double hi) {
     if (!v.is_number()) bad_field(name, "{}: expected a number, got {}", name, v.type_name());
     const double x = v.get<double>();
@@ -56,11 +49,11 @@ std::string message_content(const ojson& content, const std::string& name) {
         const std::string part = fmt::format("{}[{}]", name, i);
         const ojson& p = content[i];
         if (!p.is_object()) bad_field(part, "{}: expected an object", part);
-        const std::string type = string(field(p, "type"), part + ".type");
+        const std::string type = string(body_field(p, "type"), part + ".type");
         if (type != "text")
             bad_field(part + ".type", "{}.type: '{}' parts are not supported (text only)", part,
                       type);
-        text += string(field(p, "text"), part + ".text");
+        text += string(body_field(p, "text"), part + ".text");
     }
     return text;
 }
@@ -73,9 +66,9 @@ ojson read_messages(const ojson& v) {
         const std::string name = fmt::format("messages[{}]", i);
         if (!v[i].is_object()) bad_field(name, "{}: expected an object", name);
         ojson m = v[i];
-        const std::string role = string(field(m, "role"), name + ".role");
+        const std::string role = string(body_field(m, "role"), name + ".role");
         if (role.empty()) bad_field(name + ".role", "{}.role: empty", name);
-        m["content"] = message_content(field(m, "content"), name + ".content");
+        m["content"] = message_content(body_field(m, "content"), name + ".content");
         out.push_back(std::move(m));
     }
     return out;
@@ -122,7 +115,7 @@ void read_stop(const ojson& v, CompletionRequest& r) {
 void read_response_format(const ojson& v, CompletionRequest& r) {
     if (v.is_null()) return;
     if (!v.is_object()) bad_field("response_format", "response_format: expected an object");
-    const std::string type = string(field(v, "type"), "response_format.type");
+    const std::string type = string(body_field(v, "type"), "response_format.type");
     if (type == "text") return;
     if (type == "json_object") {
         r.format = OutputFormat::json_object;
@@ -132,35 +125,41 @@ void read_response_format(const ojson& v, CompletionRequest& r) {
         bad_field("response_format.type",
                   "response_format.type: '{}', expected text, json_object or json_schema", type);
     r.format = OutputFormat::json_schema;
-    const ojson& spec = field(v, "json_schema");
+    const ojson& spec = body_field(v, "json_schema");
     if (!spec.is_object())
         bad_field("response_format.json_schema", "response_format.json_schema: expected an object");
-    r.schema = field(spec, "schema");
+    r.schema = body_field(spec, "schema");
     if (!r.schema.is_object())
         bad_field("response_format.json_schema.schema",
                   "response_format.json_schema.schema: expected a JSON schema object");
 }
 
 void read_sampler(const ojson& body, SamplerParams& s) {
-    if (const ojson& v = field(body, "temperature"); !v.is_null())
+    if (const ojson& v = body_field(body, "temperature"); !v.is_null())
         s.temp = static_cast<float>(number(v, "temperature", 0, 2));
-    if (const ojson& v = field(body, "top_p"); !v.is_null())
+    if (const ojson& v = body_field(body, "top_p"); !v.is_null())
         s.top_p = static_cast<float>(number(v, "top_p", 0, 1));
-    if (const ojson& v = field(body, "top_k"); !v.is_null())
+    if (const ojson& v = body_field(body, "top_k"); !v.is_null())
         s.top_k = static_cast<int>(integer(v, "top_k", 0, 1 << 30));
-    if (const ojson& v = field(body, "min_p"); !v.is_null())
+    if (const ojson& v = body_field(body, "min_p"); !v.is_null())
         s.min_p = static_cast<float>(number(v, "min_p", 0, 1));
-    if (const ojson& v = field(body, "repeat_penalty"); !v.is_null())
+    if (const ojson& v = body_field(body, "repeat_penalty"); !v.is_null())
         s.repeat_penalty = static_cast<float>(number(v, "repeat_penalty", 1e-3, 100));
-    if (const ojson& v = field(body, "presence_penalty"); !v.is_null())
+    if (const ojson& v = body_field(body, "presence_penalty"); !v.is_null())
         s.presence_penalty = static_cast<float>(number(v, "presence_penalty", -2, 2));
-    if (const ojson& v = field(body, "frequency_penalty"); !v.is_null())
+    if (const ojson& v = body_field(body, "frequency_penalty"); !v.is_null())
         s.frequency_penalty = static_cast<float>(number(v, "frequency_penalty", -2, 2));
-    if (const ojson& v = field(body, "seed"); !v.is_null())
+    if (const ojson& v = body_field(body, "seed"); !v.is_null())
         s.seed = static_cast<uint64_t>(integer(v, "seed", INT64_MIN, INT64_MAX));
 }
 
 }  // namespace
+
+const ojson& body_field(const ojson& body, const char* name) {
+    static const ojson null;
+    const auto it = body.find(name);
+    return it == body.end() ? null : *it;
+}
 
 nlohmann::ordered_json parse_body(const std::string& body) {
     try {
@@ -179,32 +178,32 @@ CompletionRequest parse_completion_request(const nlohmann::ordered_json& body, b
     CompletionRequest r;
     r.chat = chat;
     r.sampler = defaults;
-    if (const ojson& v = field(body, "model"); !v.is_null()) r.model = string(v, "model");
+    if (const ojson& v = body_field(body, "model"); !v.is_null()) r.model = string(v, "model");
     if (chat) {
-        r.messages = read_messages(field(body, "messages"));
-        if (const ojson& v = field(body, "chat_template_kwargs"); !v.is_null()) {
+        r.messages = read_messages(body_field(body, "messages"));
+        if (const ojson& v = body_field(body, "chat_template_kwargs"); !v.is_null()) {
             if (!v.is_object())
                 bad_field("chat_template_kwargs", "chat_template_kwargs: expected an object");
             r.template_kwargs = v;
         }
     } else {
-        read_prompt(field(body, "prompt"), r);
+        read_prompt(body_field(body, "prompt"), r);
     }
-    if (const ojson& v = field(body, "n"); !v.is_null() && integer(v, "n", 1, 1 << 20) != 1)
+    if (const ojson& v = body_field(body, "n"); !v.is_null() && integer(v, "n", 1, 1 << 20) != 1)
         bad_field("n", "n: only one choice per request is supported");
     for (const char* name : {"max_completion_tokens", "max_tokens"})
-        if (const ojson& v = field(body, name); !v.is_null())
+        if (const ojson& v = body_field(body, name); !v.is_null())
             r.max_tokens = integer(v, name, 1, INT32_MAX);
     read_sampler(body, r.sampler);
-    read_stop(field(body, "stop"), r);
-    if (const ojson& v = field(body, "stream"); !v.is_null()) r.stream = boolean(v, "stream");
-    if (const ojson& v = field(body, "stream_options"); !v.is_null()) {
+    read_stop(body_field(body, "stop"), r);
+    if (const ojson& v = body_field(body, "stream"); !v.is_null()) r.stream = boolean(v, "stream");
+    if (const ojson& v = body_field(body, "stream_options"); !v.is_null()) {
         if (!v.is_object()) bad_field("stream_options", "stream_options: expected an object");
-        if (const ojson& u = field(v, "include_usage"); !u.is_null())
+        if (const ojson& u = body_field(v, "include_usage"); !u.is_null())
             r.include_usage = boolean(u, "stream_options.include_usage");
     }
     // Chat asks with logprobs: true and top_logprobs: N; completions with logprobs: N.
-    if (const ojson& v = field(body, "logprobs"); !v.is_null()) {
+    if (const ojson& v = body_field(body, "logprobs"); !v.is_null()) {
         if (chat) {
             r.logprobs = boolean(v, "logprobs");
         } else {
@@ -212,12 +211,12 @@ CompletionRequest parse_completion_request(const nlohmann::ordered_json& body, b
             r.logprobs = true;
         }
     }
-    if (const ojson& v = field(body, "top_logprobs"); chat && !v.is_null()) {
+    if (const ojson& v = body_field(body, "top_logprobs"); chat && !v.is_null()) {
         r.top_logprobs = static_cast<int>(integer(v, "top_logprobs", 0, 20));
         if (!r.logprobs && r.top_logprobs > 0)
             bad_field("top_logprobs", "top_logprobs: needs logprobs: true");
     }
-    read_response_format(field(body, "response_format"), r);
+    read_response_format(body_field(body, "response_format"), r);
     return r;
 }
 

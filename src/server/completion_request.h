@@ -42,6 +42,9 @@ struct CompletionRequest {
 CompletionRequest parse_completion_request(const nlohmann::ordered_json& body, bool chat,
                                            const SamplerParams& defaults);
 
+// The field `name` of a request body, or null when it is absent.
+const nlohmann::ordered_json& body_field(const nlohmann::ordered_json& body, const char* name);
+
 // Parses a request body as JSON; a 400 with the parser's position otherwise.
 nlohmann::ordered_json parse_body(const std::string& body);
 
