@@ -21,16 +21,12 @@ std::string random_id() {
 // A token's text (json_text replaces the invalid UTF-8 of part of a character)
 // and its exact bytes.
 json token_entry(const Tokenizer& tokenizer, int32_t id, float logprob) {
-    const std::string text = tokenizer.decode(std::span<const int32_t>(&id, 1));
+    const std::string text = tokenizer.token_bytes(id);
     json bytes = json::array();
     for (unsigned char c : text) bytes.push_back(c);
     return {{"token", text},
             {"logprob", logprob},
             {"bytes", bytes}};
-}
-
-std::string token_text(const Tokenizer& tokenizer, int32_t id) {
-    return tokenizer.decode(std::span<const int32_t>(&id, 1));
 }
 
 }  // namespace
@@ -70,11 +66,11 @@ json logprobs_json(const ResponseHead& head, const Tokenizer& tokenizer,
          offsets = json::array();
     size_t offset = text_offset0;
     for (const TokenLogprob& lp : logprobs) {
-        const std::string text = token_text(tokenizer, lp.id);
+        const std::string text = tokenizer.token_bytes(lp.id);
         tokens.push_back(text);
         token_logprobs.push_back(lp.logprob);
         json top = json::object();
-        for (const auto& [id, x] : lp.top) top[token_text(tokenizer, id)] = x;
+        for (const auto& [id, x] : lp.top) top[tokenizer.token_bytes(id)] = x;
         tops.push_back(std::move(top));
         offsets.push_back(offset);
         offset += text.size();

@@ -25,7 +25,7 @@ std::span<const float> SessionSlots::step(std::span<const int> slots,
                                           std::span<const int64_t> counts) {
     batch_.clear();
     for (int s : slots) batch_.push_back(&seqs_.at(s));
-    if (slots.size() == 1 && counts[0] > 1) return session_.prefill(*batch_[0], tokens);
+    // Decode steps alone take the one-token function when there is one slot.
     if (std::all_of(counts.begin(), counts.end(), [](int64_t c) { return c == 1; }))
         return session_.decode_batch(batch_, tokens);
     return session_.step(batch_, tokens, counts);
