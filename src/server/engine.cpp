@@ -195,7 +195,10 @@ void Engine::admit(std::unique_lock<std::mutex>&) {
         model_.rewind(slot.index, keep);
         slot.cached.resize(static_cast<size_t>(keep));
         slot.prefilled = static_cast<size_t>(keep);
-        job->usage_.cached_tokens = keep;
+        {
+            std::lock_guard usage_lock(job->mutex_);  // the HTTP thread may read the usage
+            job->usage_.cached_tokens = keep;
+        }
 
         JobSpec& spec = job->spec_;
         const int64_t room = model_.n_ctx() - static_cast<int64_t>(prompt.size());
