@@ -31,4 +31,29 @@ std::vector<int32_t> LookupDrafter::draft(std::span<const int32_t> history, int6
     return {};
 }
 
+ModelDrafter::ModelDrafter(TokenModel& model) : model_(model) {
+    if (!model.can_rewind(0)) fail("a draft model must be able to move back in its cache");
+}
+
+std::vector<int32_t> ModelDrafter::draft(std::span<const int32_t> history, int64_t max_tokens) {
+    const auto n = static_cast<int64_t>(history.size());
+    max_tokens = std::min(max_tokens, model_.n_ctx() - n + 1);
+    if (max_tokens <= 0 || history.empty()) return {};
+    // Keep what the cache shares with the history, less at least one token to
+    // feed (its logits are the first draft's).
+    const auto shared = std::mismatch(fed_.begin(), fed_.end(), history.begin(), history.end());
+    const auto keep = std::min<int64_t>(shared.first - fed_.begin(), n - 1);
+    model_.rewind(keep);
+    fed_.assign(history.begin(), history.end());
+    std::span<const float> logits = model_.prefill(history.subspan(static_cast<size_t>(keep)));
+    std::vector<int32_t> tokens;
+    while (true) {
+        const auto best = std::max_element(logits.begin(), logits.end()) - logits.begin();
+        tokens.push_back(static_cast<int32_t>(best));
+        if (static_cast<int64_t>(tokens.size()) == max_tokens) return tokens;
+        logits = model_.decode(tokens.back());
+        fed_.push_back(tokens.back());
+    }
+}
+
 }  // namespace anelm

@@ -6,6 +6,8 @@
 #include <span>
 #include <vector>
 
+#include "runtime/token_model.h"
+
 namespace anelm {
 
 class Drafter {
@@ -27,6 +29,21 @@ public:
 
 private:
     int max_ngram_;
+};
+
+// A smaller model's most likely continuation, greedily: its own cache follows
+// the history (kept where they agree, rewound where they part), so each call
+// feeds only the tokens it has not seen, then decodes max_tokens - 1 more.
+// Drafting greedily (a one-hot draft distribution) keeps the accept rule of
+// sampling simple: a draft stands where the target's own sample equals it.
+class ModelDrafter : public Drafter {
+public:
+    explicit ModelDrafter(TokenModel& model);
+    std::vector<int32_t> draft(std::span<const int32_t> history, int64_t max_tokens) override;
+
+private:
+    TokenModel& model_;
+    std::vector<int32_t> fed_;  // the tokens in the model's cache, in order
 };
 
 }  // namespace anelm

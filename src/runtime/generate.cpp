@@ -17,10 +17,10 @@ namespace {
 void speculate(TokenModel& model, int64_t limit, const GenerateOptions& options,
                GenerateStats& stats, const std::vector<int32_t>& history, const int32_t& next,
                const std::function<bool(std::span<const float>)>& take) {
+    int64_t draft_n = options.draft_n;
     while (model.pos() < limit) {
         const int64_t pos = model.pos();
-        const int64_t room =
-            std::min({options.draft_n, model.verify_tokens() - 1, limit - pos - 1});
+        const int64_t room = std::min({draft_n, model.verify_tokens() - 1, limit - pos - 1});
         std::vector<int32_t> tokens{next};
         if (room > 0) {
             const std::vector<int32_t> drafts = options.drafter->draft(history, room);
@@ -34,13 +34,15 @@ void speculate(TokenModel& model, int64_t limit, const GenerateOptions& options,
         const size_t n_vocab = rows.size() / tokens.size();
         ++stats.n_verify;
         stats.n_drafted += static_cast<int64_t>(tokens.size()) - 1;
-        size_t i = 0;
-        for (;; ++i) {
+        for (size_t i = 0;; ++i) {
             const bool stopped = !take(rows.subspan(i * n_vocab, n_vocab));
             const int64_t fed = pos + 1 + static_cast<int64_t>(i);
             if (stopped) return model.rewind(fed);
             if (i + 1 == tokens.size() || next != tokens[i + 1] || fed >= limit) {
                 model.rewind(fed);
+                if (options.adaptive_draft)
+                    draft_n = i + 1 == tokens.size() ? std::min(draft_n + 2, options.draft_n)
+                                                     : std::max<int64_t>(draft_n - 1, 1);
                 break;
             }
             ++stats.n_accepted;
@@ -63,15 +65,14 @@ GenerateStats generate(TokenModel& model, std::span<const int32_t> prompt,
              model.n_ctx());
 
     if (options.drafter != nullptr) {
-        if (options.sampler.temp > 0)
-            fail("speculative decoding samples greedily only: give --temp 0");
         if (model.verify_tokens() < 2) fail("this model cannot verify drafted tokens");
         if (options.draft_n < 1) fail("--draft-n: {}, expected at least 1", options.draft_n);
     }
     GenerateStats stats;
     stats.n_prompt = static_cast<int64_t>(prompt.size());
     Sampler sampler(options.sampler);
-    std::vector<int32_t> history(prompt.begin(), prompt.end());
+    std::vector<int32_t> history(options.context.begin(), options.context.end());
+    history.insert(history.end(), prompt.begin(), prompt.end());
 
     auto start = std::chrono::steady_clock::now();
     std::span<const float> logits = model.prefill(prompt);

@@ -20,12 +20,20 @@ struct GenerateOptions {
     int64_t max_tokens = 256;
     SamplerParams sampler;
     std::vector<int32_t> stop_ids;  // generation ends when one of these is sampled
+    // The tokens already in the model's cache before the prompt (a chat's
+    // earlier turns): the penalties and the drafter see them as history.
+    std::span<const int32_t> context;
     // Speculative decoding: the drafter proposes up to draft_n tokens, the model
-    // verifies them with the last sampled token in one pass, and the tokens it
-    // would have sampled itself are kept. Greedy only (temp 0), so the text is
-    // the plain loop's, token for token.
+    // verifies them with the last sampled token in one pass, and each row is
+    // sampled as the plain loop would sample it; a draft stands while it equals
+    // the sample. Every emitted token is thus drawn from the target's own
+    // distribution, with the same random draws: greedy or seeded, the text is
+    // the plain loop's.
     Drafter* drafter = nullptr;
     int64_t draft_n = 7;
+    // Adaptive draft length: two more after a pass that kept every draft, one
+    // fewer after a pass that rejected one (between 1 and draft_n).
+    bool adaptive_draft = false;
 };
 
 struct GenerateStats {
