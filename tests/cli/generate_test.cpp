@@ -44,25 +44,35 @@ TEST_P(Stories260K, GreedyOutputEqualsRunC) {
     expect_run_c_text(GetParam(), "");
 }
 
-// Speculative decoding with prompt lookup prints run.c's text too.
-TEST_P(Stories260K, GreedyWithPromptLookupEqualsRunC) {
+// Speculative decoding with every drafter prints run.c's text too.
+TEST_P(Stories260K, GreedySpeculativeEqualsRunC) {
     ANELM_REQUIRE_SHARED("models/stories260K/stories260K.bin");
-    for (const char* extra : {" --lookup 3", " --lookup 2 --draft-n 4"}) {
+    for (const char* extra : {" --lookup 3", " --lookup 2 --draft-n 4",
+                              " --draft-quant lut4 --draft-adaptive", " --draft-quant int8"}) {
         SCOPED_TRACE(extra);
         const std::string err = expect_run_c_text(GetParam(), extra);
-        EXPECT_NE(err.find("speculative: "), std::string::npos) << err;
+        EXPECT_NE(err.find("speculative ("), std::string::npos) << err;
     }
 }
 
-TEST(Cli, PromptLookupNeedsGreedySampling) {
-    ANELM_REQUIRE_SHARED("models/stories260K/stories260K.bin");
+void expect_one_line_error(const std::string& options, const std::string& names) {
     const auto dir = test::shared_path("models/stories260K");
     const auto r = test::run_anelm("generate '" + (dir / "stories260K.bin").string() +
                                    "' --tokenizer '" + (dir / "tok512.bin").string() +
-                                   "' -p hi --lookup 3 --temp 0.8");
+                                   "' -p hi " + options);
     EXPECT_EQ(r.exit_code, 1);
-    EXPECT_NE(r.err.find("--temp 0"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(names), std::string::npos) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_TRUE(r.out.empty());
+}
+
+TEST(Cli, DraftModelNeedsTheSameVocabulary) {
+    ANELM_REQUIRE_SHARED("models/stories260K/stories260K.bin");
+    const auto other = test::temp_dir("draft") / "tiny-qwen3";
+    const auto synth = test::run_anelm("synth tiny-qwen3 -o '" + other.string() + "'");
+    ASSERT_EQ(synth.exit_code, 0) << synth.err;
+    expect_one_line_error("--draft '" + other.string() + "'", "same vocabulary");
+    expect_one_line_error("--lookup 2 --draft-quant lut4", "not both");
 }
 
 INSTANTIATE_TEST_SUITE_P(Cli, Stories260K,

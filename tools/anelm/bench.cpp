@@ -4,9 +4,12 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "base/error.h"
+#include "bench_speculative.h"
 #include "command.h"
 #include "run_options.h"
 #include "runtime/model.h"
@@ -23,13 +26,20 @@ std::string model_label(const std::string& path) {
 }
 
 struct BenchArgs {
-    std::string model;
+    std::string model, tokenizer, spec_prompt_file;
     int64_t n_prompt = 512;
     int64_t n_gen = 128;
     int repetitions = 3;
     bool json = false;
     RunOptions run;
+    SpeculativeOptions speculative;
 };
+
+std::string read_text(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) fail("{}: cannot read the prompt file", path);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
 
 struct MeanSd {
     double mean = 0, sd = 0;
@@ -51,10 +61,24 @@ double seconds(const std::function<void()>& fn) {
 }
 
 int run_bench(const BenchArgs& args) {
-    Model model = open_model(args.model, "", false);
+    const bool speculative = args.speculative.active();
+    Model model = open_model(args.model, args.tokenizer, speculative);
     SessionOptions so = args.run.session(model);
     so.n_ctx = std::max<int64_t>(args.n_prompt, args.n_gen) + 1;
     so.prefill_batch = std::max<int64_t>(args.n_prompt, 1);
+    SpeculativeBench spec_bench;
+    std::unique_ptr<DraftSource> draft;
+    if (speculative) {
+        spec_bench.prompt = args.spec_prompt_file.empty() ? default_speculative_prompt()
+                                                          : read_text(args.spec_prompt_file);
+        spec_bench.n_gen = args.n_gen;
+        spec_bench.repetitions = args.repetitions;
+        const auto prompt_tokens =
+            static_cast<int64_t>(model.tokenizer->encode(spec_bench.prompt, true).size());
+        so.verify_tokens = args.speculative.max_draft_n() + 1;
+        so.n_ctx = std::max(so.n_ctx, prompt_tokens + args.n_gen + so.verify_tokens);
+        draft = std::make_unique<DraftSource>(args.speculative, model, so);
+    }
     const std::unique_ptr<Session> owned = open_session(model, so);
     Session& session = *owned;
 
@@ -126,6 +150,7 @@ int run_bench(const BenchArgs& args) {
         fmt::print("generation reads {:.1f} MB of weights per token: {:.2f} GB/s ({}, quant {})\n",
                    bytes_per_token / 1e6, g.mean * bytes_per_token / 1e9, kernels_isa(),
                    so.quant.to_string());
+    if (draft != nullptr) bench_speculative(session, model, *draft, args.speculative, spec_bench);
     return 0;
 }
 
@@ -142,6 +167,11 @@ std::function<int()> setup(CLI::App& app) {
     app.add_option("--precision", args->run.precision_name, "f32, f16 or ane (see generate)")
         ->check(CLI::IsMember({"f32", "f16", "ane"}));
     add_weight_options(app, args->run);
+    app.add_option("--tokenizer", args->tokenizer,
+                   "tokenizer.json or llama2.c tokenizer.bin (speculative bench)");
+    add_speculative_options(app, args->speculative, true);
+    app.add_option("--spec-prompt-file", args->spec_prompt_file,
+                   "the text the speculative bench continues (default: code to be edited)");
     return [args] { return run_bench(*args); };
 }
 

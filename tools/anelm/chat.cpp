@@ -12,6 +12,7 @@
 #include "runtime/generate.h"
 #include "runtime/model.h"
 #include "run_options.h"
+#include "speculative_options.h"
 
 namespace anelm::cli {
 namespace {
@@ -21,12 +22,19 @@ struct ChatArgs {
     int64_t n = 1024;
     RunOptions run;
     SamplerParams sampler;
+    SpeculativeOptions speculative;
 };
 
 int run_chat(const ChatArgs& args) {
     Model model = open_model(args.model, args.tokenizer, true);
     const ChatTemplate chat_template = ChatTemplate::load(args.model);
-    const std::unique_ptr<Session> owned = open_session(model, args.run.session(model));
+    SessionOptions so = args.run.session(model);
+    std::unique_ptr<DraftSource> draft;
+    if (args.speculative.active()) {
+        so.verify_tokens = args.speculative.max_draft_n() + 1;
+        draft = std::make_unique<DraftSource>(args.speculative, model, so);
+    }
+    const std::unique_ptr<Session> owned = open_session(model, so);
     Session& session = *owned;
 
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();
@@ -64,6 +72,10 @@ int run_chat(const ChatArgs& args) {
         options.max_tokens = static_cast<int64_t>(tokens.size()) + args.n;
         options.sampler = args.sampler;
         options.stop_ids = model.stop_ids();
+        options.context = std::span<const int32_t>(tokens.data(), keep);
+        if (draft != nullptr) options.drafter = &draft->drafter();
+        options.draft_n = args.speculative.draft_n.front();
+        options.adaptive_draft = args.speculative.adaptive;
         StreamDecoder decoder(*model.tokenizer);
         std::vector<int32_t> reply;
         const std::span<const int32_t> fresh(tokens.data() + keep, tokens.size() - keep);
@@ -90,6 +102,7 @@ std::function<int()> setup(CLI::App& app) {
     app.add_option("-n", args->n, "most tokens per reply")->capture_default_str();
     add_sampler_options(app, args->sampler);
     add_run_options(app, args->run);
+    add_speculative_options(app, args->speculative, false);
     return [args] { return run_chat(*args); };
 }
 

@@ -8,6 +8,7 @@
 #include "chat/chat_template.h"
 #include "command.h"
 #include "run_options.h"
+#include "speculative_options.h"
 #include "runtime/generate.h"
 #include "runtime/model.h"
 
@@ -20,13 +21,12 @@ struct GenerateArgs {
     bool chat = false;
     RunOptions run;
     SamplerParams sampler;
-    int lookup = 0;       // prompt-lookup drafts from n-grams of up to this many tokens; 0: off
-    int64_t draft_n = 7;  // tokens drafted per verify pass
+    SpeculativeOptions speculative;
 };
 
 // Streams the prompt and its continuation to stdout; statistics to stderr.
 int stream(TokenModel& model, const Tokenizer& tokenizer, std::vector<int32_t> stop_ids,
-           const GenerateArgs& args, const std::string& how) {
+           const GenerateArgs& args, const std::string& how, DraftSource* draft) {
     // With --chat the prompt is one user message rendered through the model's
     // template, which writes any BOS itself.
     std::string text = args.prompt;
@@ -40,10 +40,9 @@ int stream(TokenModel& model, const Tokenizer& tokenizer, std::vector<int32_t> s
     options.max_tokens = args.n;
     options.sampler = args.sampler;
     options.stop_ids = std::move(stop_ids);
-    std::unique_ptr<Drafter> drafter;
-    if (args.lookup > 0) drafter = std::make_unique<LookupDrafter>(args.lookup);
-    options.drafter = drafter.get();
-    options.draft_n = args.draft_n;
+    if (draft != nullptr) options.drafter = &draft->drafter();
+    options.draft_n = args.speculative.draft_n.front();
+    options.adaptive_draft = args.speculative.adaptive;
 
     StreamDecoder decoder(tokenizer);
     for (int32_t id : prompt) decoder.push(id);  // context for the first pieces
@@ -62,21 +61,19 @@ int stream(TokenModel& model, const Tokenizer& tokenizer, std::vector<int32_t> s
                stats.n_generated, stats.n_generated / std::max(stats.generate_seconds, 1e-9), how);
     if (stats.n_verify > 0)
         fmt::print(stderr,
-                   "speculative: {} verify passes, {} of {} drafted tokens accepted ({:.0f}%), "
-                   "{:.2f} tokens per pass\n",
-                   stats.n_verify, stats.n_accepted, stats.n_drafted,
+                   "speculative ({}): {} verify passes, {} of {} drafted tokens accepted "
+                   "({:.0f}%), {:.2f} tokens per pass\n",
+                   draft->label(), stats.n_verify, stats.n_accepted, stats.n_drafted,
                    100.0 * stats.n_accepted / std::max<int64_t>(stats.n_drafted, 1),
                    1.0 + double(stats.n_accepted) / double(stats.n_verify));
     return 0;
 }
 
 int run_generate(const GenerateArgs& args) {
-    if (args.lookup > 0 && args.draft_n < 1)
-        fail("--draft-n: {}, expected at least 1", args.draft_n);
     if (is_converted_dir(args.model)) {
-        if (args.lookup > 0)
-            fail("{}: --lookup runs on a Hugging Face folder or llama2.c checkpoint; converted "
-                 "folders have no verify function yet",
+        if (args.speculative.active())
+            fail("{}: speculative decoding runs on a Hugging Face folder or llama2.c checkpoint; "
+                 "converted folders have no verify function yet",
                  args.model);
         // Run as ANEMLL's runners do; f32 keeps activations in f32, f16 and ane
         // round them to half as the Neural Engine stores them.
@@ -86,15 +83,21 @@ int run_generate(const GenerateArgs& args) {
         ConvertedModel converted(args.model, args.tokenizer, rounding, &pool);
         return stream(converted.pipeline(), converted.tokenizer(), converted.stop_ids(), args,
                       fmt::format("Core ML packages on the MIL interpreter, {} threads, {}",
-                                  pool.size(), args.run.precision_name));
+                                  pool.size(), args.run.precision_name),
+                      nullptr);
     }
     Model model = open_model(args.model, args.tokenizer, true);
     SessionOptions so = args.run.session(model);
-    if (args.lookup > 0) so.verify_tokens = args.draft_n + 1;
+    std::unique_ptr<DraftSource> draft;
+    if (args.speculative.active()) {
+        so.verify_tokens = args.speculative.max_draft_n() + 1;
+        draft = std::make_unique<DraftSource>(args.speculative, model, so);
+    }
     const std::unique_ptr<Session> session = open_session(model, so);
     return stream(*session, *model.tokenizer, model.stop_ids(), args,
                   fmt::format("{} threads, {}, {}", session->threads(), args.run.precision_name,
-                              kernels_isa()));
+                              kernels_isa()),
+                  draft.get());
 }
 
 std::function<int()> setup(CLI::App& app) {
@@ -107,11 +110,7 @@ std::function<int()> setup(CLI::App& app) {
     app.add_option("-n", args->n, "stop when prompt + generated tokens reach N (as run.c counts)")
         ->capture_default_str();
     app.add_flag("--chat", args->chat, "render the prompt through the model's chat template");
-    app.add_option("--lookup", args->lookup,
-                   "speculative decoding with prompt lookup: draft what followed the latest "
-                   "earlier n-gram (n up to N) of the prompt or output; greedy (--temp 0)");
-    app.add_option("--draft-n", args->draft_n, "tokens drafted per verify pass (verify: N + 1)")
-        ->capture_default_str();
+    add_speculative_options(app, args->speculative, false);
     add_sampler_options(app, args->sampler);
     add_run_options(app, args->run);
     return [args] { return run_generate(*args); };
