@@ -160,6 +160,25 @@ TEST(Matmul, OneTokenMatchesTheFormulaEitherSideOfTheRowLimit) {
     }
 }
 
+TEST(Matmul, FewTokensOnLongRowsMatchTheFormula) {
+    std::mt19937 rng(9);
+    ThreadPool pool(2);
+    // x of several tokens too long to stay in L1 goes in input slices over
+    // groups of rows: 37 rows leave a group and a block tail, 3001 inputs a
+    // slice and a vector tail.
+    for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+        const Weights w = random_weights(rng, dtype, 37, 3001);
+        for (int64_t n_tokens : {2, 3, 4, 5, 8}) {
+            const auto x = test::random_floats(rng, n_tokens * 3001);
+            test::for_each_isa([&](const char* isa) {
+                std::vector<float> y(static_cast<size_t>(n_tokens * 37), NAN);
+                matmul(w.matrix, x.data(), n_tokens, y.data(), pool);
+                expect_matmul_exact(w, x, n_tokens, y, 1e-5f, isa);
+            });
+        }
+    }
+}
+
 TEST(Matmul, LargerBlockedShapesMatchTheFormula) {
     std::mt19937 rng(4);
     ThreadPool pool(2);
