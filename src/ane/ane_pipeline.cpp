@@ -62,8 +62,10 @@ AnePipeline::AnePipeline(AnePart embeddings, const std::vector<AnePart>& chunks,
             infer_rotate_.push_back(function_of(c, "infer_rotate", rounding, pool));
             prefill_rotate_.push_back(function_of(c, "prefill_rotate", rounding, pool));
         }
+        if (shape_.verify > 0) verify_.push_back(function_of(c, "verify", rounding, pool));
     }
     head_ = function_of(head, "main", rounding, pool);
+    if (shape_.verify > 0) head_verify_ = function_of(head, "verify", rounding, pool);
     logits_.resize(static_cast<size_t>(
         std::accumulate(shape_.head_pieces.begin(), shape_.head_pieces.end(), int64_t{0})));
 }
@@ -77,6 +79,7 @@ AnePipeline::AnePipeline(AnePart monolithic, AnePipelineShape shape, milexec::Ro
         infer_rotate_.push_back(function_of(monolithic, "infer_rotate", rounding, pool));
         prefill_rotate_.push_back(function_of(monolithic, "prefill_rotate", rounding, pool));
     }
+    if (shape_.verify > 0) verify_.push_back(function_of(monolithic, "verify", rounding, pool));
     logits_.resize(static_cast<size_t>(
         std::accumulate(shape_.head_pieces.begin(), shape_.head_pieces.end(), int64_t{0})));
 }
@@ -130,38 +133,69 @@ std::span<const float> AnePipeline::run_token(int32_t token) {
 }
 
 std::span<const float> AnePipeline::read_head(const std::map<std::string, Tensor>& out) {
+    read_head_row(out, 0, 1, logits_);
+    return logits_;
+}
+
+void AnePipeline::read_head_row(const std::map<std::string, Tensor>& out, int64_t row,
+                                int64_t rows, std::span<float> logits) const {
+    const auto n_pieces = static_cast<int64_t>(shape_.head_pieces.size());
     if (shape_.argmax) {
         // Each piece's best: the largest value wins; its index is local to the piece.
         const Tensor& idx = out.at("argmax_idx");
         const Tensor& val = out.at("argmax_val");
-        if (val.f.size() != shape_.head_pieces.size() || idx.i.size() != val.f.size())
-            fail("argmax_idx/argmax_val: {}/{} values for {} pieces", idx.i.size(), val.f.size(),
-                 shape_.head_pieces.size());
-        size_t best = 0;
-        for (size_t p = 1; p < val.f.size(); ++p)
-            if (val.f[p] > val.f[best]) best = p;
+        if (std::ssize(val.f) != rows * n_pieces || idx.i.size() != val.f.size())
+            fail("argmax_idx/argmax_val: {}/{} values for {} pieces of {} tokens", idx.i.size(),
+                 val.f.size(), n_pieces, rows);
+        const auto at = [&](int64_t p) { return static_cast<size_t>(row * n_pieces + p); };
+        int64_t best = 0;
+        for (int64_t p = 1; p < n_pieces; ++p)
+            if (val.f[at(p)] > val.f[at(best)]) best = p;
         const int64_t offset =
             std::accumulate(shape_.head_pieces.begin(),
                             shape_.head_pieces.begin() + static_cast<long>(best), int64_t{0});
-        const int32_t local = idx.i[best];
-        if (local < 0 || local >= shape_.head_pieces[best])
+        const int32_t local = idx.i[at(best)];
+        if (local < 0 || local >= shape_.head_pieces[static_cast<size_t>(best)])
             fail("argmax_idx: {} in piece {} of {} ids", local, best + 1,
-                 shape_.head_pieces[best]);
-        std::fill(logits_.begin(), logits_.end(), -std::numeric_limits<float>::infinity());
-        logits_[static_cast<size_t>(offset + local)] = val.f[best];
-        return logits_;
+                 shape_.head_pieces[static_cast<size_t>(best)]);
+        std::fill(logits.begin(), logits.end(), -std::numeric_limits<float>::infinity());
+        logits[static_cast<size_t>(offset + local)] = val.f[at(best)];
+        return;
     }
     // A piece may be padded past the ids it holds: only those are read.
-    size_t at = 0;
-    for (size_t p = 0; p < shape_.head_pieces.size(); ++p) {
+    size_t to = 0;
+    for (int64_t p = 0; p < n_pieces; ++p) {
         const Tensor& piece = out.at(fmt::format("logits{}", p + 1));
-        const auto ids = static_cast<size_t>(shape_.head_pieces[p]);
-        if (piece.f.size() < ids)
-            fail("logits{}: {} values, the piece holds {} ids", p + 1, piece.f.size(), ids);
-        std::copy_n(piece.f.begin(), ids, logits_.begin() + static_cast<long>(at));
-        at += ids;
+        const auto ids = static_cast<size_t>(shape_.head_pieces[static_cast<size_t>(p)]);
+        const size_t per_row = piece.f.size() / static_cast<size_t>(rows);
+        if (per_row < ids)
+            fail("logits{}: {} values per token, the piece holds {} ids", p + 1, per_row, ids);
+        const auto from = piece.f.begin() + static_cast<long>(static_cast<size_t>(row) * per_row);
+        std::copy_n(from, ids, logits.begin() + static_cast<long>(to));
+        to += ids;
     }
-    return logits_;
+}
+
+std::span<const float> AnePipeline::verify(std::span<const int32_t> tokens) {
+    const auto n = static_cast<int64_t>(tokens.size());
+    const int64_t t = shape_.verify;
+    if (!can_verify(n))
+        fail("verify: {} tokens at position {}, the packages take 1 to {} where {} fit", n, pos_,
+             t, t);
+    const size_t vocab = logits_.size();
+    verify_logits_.resize(static_cast<size_t>(n) * vocab);
+    const auto row = [&](int64_t r) {
+        return std::span<float>(verify_logits_).subspan(static_cast<size_t>(r) * vocab, vocab);
+    };
+    std::vector<int32_t> padded(tokens.begin(), tokens.end());
+    padded.resize(static_cast<size_t>(t), tokens.back());
+    const int64_t start = pos_;
+    Tensor hidden = run_chunks(verify_, padded);
+    pos_ = start + n;
+    const std::map<std::string, Tensor> out =
+        head_verify_ ? head_verify_->run({{"hidden_states", hidden}}, states_) : last_outputs_;
+    for (int64_t r = 0; r < n; ++r) read_head_row(out, r, t, row(r));
+    return verify_logits_;
 }
 
 std::span<const float> AnePipeline::prefill(std::span<const int32_t> tokens) {
@@ -181,6 +215,12 @@ std::span<const float> AnePipeline::prefill(std::span<const int32_t> tokens) {
 
 std::span<const float> AnePipeline::decode(int32_t token) {
     return run_token(token);
+}
+
+bool AnePipeline::can_verify(int64_t n) const {
+    const int64_t end = pos_ + shape_.verify;
+    return n >= 1 && n <= shape_.verify && end <= shape_.n_ctx &&
+           (shape_.rotate_from == 0 || end <= shape_.rotate_from);
 }
 
 bool AnePipeline::can_rewind(int64_t pos) const {
@@ -211,6 +251,7 @@ ConvertedModel::ConvertedModel(const std::string& dir, const std::string& tokeni
     shape.batch = layout.batch_size;
     shape.head_pieces = layout.lm_head_chunk_sizes;
     shape.argmax = layout.argmax_in_model;
+    shape.verify = layout.verify_tokens;
     if (layout.monolithic) {
         const AnePart part = open(files.monolithic);
         if (has_rotate_functions(*part.model)) shape.rotate_from = layout.sliding_window;

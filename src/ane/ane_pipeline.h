@@ -34,6 +34,8 @@ struct AnePipelineShape {
     // From this position on, the chunks' infer_rotate and prefill_rotate run
     // instead of infer and prefill, as the runners switch (0: never).
     int64_t rotate_from = 0;
+    // Tokens of the packages' verify functions (speculative decoding); 0: none.
+    int64_t verify = 0;
 };
 
 class AnePipeline : public TokenModel {
@@ -54,6 +56,15 @@ public:
     void rewind(int64_t pos) override;
     bool can_rewind(int64_t pos) const override;
     void reset();
+    // Up to `verify` tokens in one pass of the verify functions, which write
+    // the cache for all T rows (a short call is padded with its last token):
+    // a row past the position the loop rewinds to is written again before any
+    // query reaches it, since the cache is indexed by position and the mask
+    // hides later keys. Only where T rows fit before the context's end and
+    // the rotate point (past which the cache cannot move back).
+    int64_t verify_tokens() const override { return shape_.verify; }
+    bool can_verify(int64_t n) const override;
+    std::span<const float> verify(std::span<const int32_t> tokens) override;
 
 private:
     void run_batch(std::span<const int32_t> tokens);  // prefill, output discarded
@@ -61,17 +72,23 @@ private:
     // The chunks' functions from token ids (the embeddings first, unless monolithic).
     milexec::Tensor run_chunks(const std::vector<std::unique_ptr<milexec::Function>>& fns,
                                std::span<const int32_t> tokens);
+    // One token's head outputs into logits_.
     std::span<const float> read_head(const std::map<std::string, milexec::Tensor>& out);
+    // Row `row` of head outputs for `rows` tokens into `logits` (n_vocab values).
+    void read_head_row(const std::map<std::string, milexec::Tensor>& out, int64_t row,
+                       int64_t rows, std::span<float> logits) const;
 
     AnePipelineShape shape_;
     std::unique_ptr<milexec::Function> embeddings_, head_;  // null when monolithic
-    std::vector<std::unique_ptr<milexec::Function>> infer_, prefill_;
+    std::unique_ptr<milexec::Function> head_verify_;          // null without verify
+    std::vector<std::unique_ptr<milexec::Function>> infer_, prefill_, verify_;
     std::vector<std::unique_ptr<milexec::Function>> infer_rotate_, prefill_rotate_;
     // The functions for a call at the current position.
     const std::vector<std::unique_ptr<milexec::Function>>& functions(bool batch) const;
     milexec::States states_;
     std::map<std::string, milexec::Tensor> last_outputs_;  // monolithic infer's head outputs
     std::vector<float> logits_;
+    std::vector<float> verify_logits_;  // [tokens, n_vocab]
     int64_t pos_ = 0;
 };
 

@@ -129,6 +129,7 @@ coreml::ConvertLayout lower_converted(const Model& model, const ConvertOptions& 
     layout.argmax_in_model = options.argmax;
     layout.monolithic = options.monolithic;
     layout.fp16_scale = options.fp16_scale;
+    layout.verify_tokens = options.verify;
     if (spec.sliding_window > 0) {
         layout.sliding_window = spec.sliding_window;
         layout.single_cache = true;  // one cache; sliding layers mask what they do not see
@@ -173,6 +174,7 @@ coreml::ConvertLayout lower_converted(const Model& model, const ConvertOptions& 
     ane.batch = layout.batch_size;
     ane.argmax = options.argmax;
     ane.rotate = layout.rotates();
+    ane.verify = layout.verify_tokens;
     ane.description =
         fmt::format("{} converted by anelm for the Apple Neural Engine", source_name(model.path));
     ane.metadata = {{"com.anemll.info", "Converted with anelm"},

@@ -31,6 +31,7 @@ struct ConvertOptions {
     float fp16_scale = 1;      // the residual stream scale (a power of two)
     std::string prefix;        // empty: ANEMLL's default for the architecture
     bool monolithic = false;   // one {prefix}_monolithic_full package instead of the split
+    int64_t verify = 0;        // tokens of a verify function in every package; 0: none
     bool force = false;        // replace an existing output
     std::string command_line;  // recorded in meta.yaml's comment block
 };

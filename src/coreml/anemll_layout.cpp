@@ -57,8 +57,10 @@ std::vector<std::string> ConvertLayout::package_stems() const {
 }
 
 std::vector<std::string> ConvertLayout::function_names() const {
-    if (rotates()) return {"infer", "infer_rotate", "prefill", "prefill_rotate"};
-    return {"infer", "prefill"};
+    std::vector<std::string> names{"infer", "prefill"};
+    if (rotates()) names = {"infer", "infer_rotate", "prefill", "prefill_rotate"};
+    if (verify_tokens > 0) names.emplace_back("verify");
+    return names;
 }
 
 void ConvertLayout::check(std::string_view what) const {
@@ -91,6 +93,9 @@ void ConvertLayout::check(std::string_view what) const {
     if (sliding_window < 0) fail("{}: sliding_window: {} is negative", what, sliding_window);
     if (single_cache && sliding_window == 0)
         fail("{}: single_cache: set without a sliding window", what);
+    if (verify_tokens != 0 && (verify_tokens < 2 || verify_tokens > context_length))
+        fail("{}: verify_tokens: {}, expected 0 (none) or 2 to the context of {}", what,
+             verify_tokens, context_length);
 }
 
 std::string default_prefix(std::string_view model_type) {

@@ -35,6 +35,7 @@ struct ConvertLayout {
     float fp16_scale = 1;        // residual stream scale folded into the weights; 1: none
     int64_t sliding_window = 0;  // keys a sliding-window layer sees; 0: no such layers
     bool single_cache = false;   // sliding-window model with one KV cache
+    int64_t verify_tokens = 0;   // tokens of every package's verify function; 0: none
 
     bool operator==(const ConvertLayout&) const = default;
 
@@ -48,7 +49,7 @@ struct ConvertLayout {
     std::vector<std::string> package_stems() const;
     // The chunks' (or monolithic model's) functions: infer and prefill, with
     // their rotate variants when the context is longer than the sliding window
-    // (the runners call them from the window's length on).
+    // (the runners call them from the window's length on), and verify.
     std::vector<std::string> function_names() const;
     bool rotates() const { return sliding_window > 0 && context_length > sliding_window; }
 

@@ -31,6 +31,9 @@ std::string functions_words(const ConvertLayout& l) {
     std::string words = fmt::format("infer (1 token), prefill ({} tokens)", l.batch_size);
     if (l.rotates())
         words += fmt::format(", and their _rotate forms past position {}", l.sliding_window);
+    if (l.verify_tokens > 0)
+        words += fmt::format(", verify ({} tokens, every row's result: speculative decoding)",
+                             l.verify_tokens);
     return words;
 }
 

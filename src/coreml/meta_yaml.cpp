@@ -57,6 +57,11 @@ void emit_head_and_flags(YAML::Emitter& out, const ConvertLayout& l) {
     // Without it (or update_mask_prefill) chat.py falls back to token-by-token prefill.
     out << YAML::Key << "prefill_dynamic_slice" << YAML::Value << true;
     if (l.single_cache) out << YAML::Key << "single_cache" << YAML::Value << true;
+    // anelm's own: every package's verify function and its tokens.
+    if (l.verify_tokens > 0) {
+        out << YAML::Key << "verify_function" << YAML::Value << "verify";
+        out << YAML::Key << "verify_tokens" << YAML::Value << l.verify_tokens;
+    }
     // chat.py's causal-mask width and KV length: the context, as the functions take them.
     out << YAML::Key << "attention_size" << YAML::Value << l.context_length;
     out << YAML::Key << "state_length" << YAML::Value << l.context_length;
@@ -105,6 +110,7 @@ std::string conversion_comments(const MetaYaml& meta) {
         {"argmax_in_model", l.argmax_in_model ? "true" : "false"},
         {"sliding_window", l.sliding_window > 0 ? std::to_string(l.sliding_window) : "none"},
         {"single_cache", l.single_cache ? "true" : "false"},
+        {"verify_tokens", l.verify_tokens > 0 ? std::to_string(l.verify_tokens) : ""},
         {"fp16_scale", l.fp16_scale == 1 ? "none" : fmt::format("{}", l.fp16_scale)},
         {"dynamic_prefill_slice", "true"},
         {"monolithic", l.monolithic ? "true" : "false"},
@@ -439,6 +445,10 @@ MetaYaml read_meta_yaml(const std::string& path) {
     if (l.sliding_window < 0)
         p.bad("sliding_window", fmt::format("{} is negative", l.sliding_window));
     l.single_cache = p.flag("single_cache", false);
+    l.verify_tokens = p.optional_integer("verify_tokens").value_or(0);
+    if (l.verify_tokens != 0 && (l.verify_tokens < 2 || l.verify_tokens > l.context_length))
+        p.bad("verify_tokens", fmt::format("{}, expected 2 to the context of {}", l.verify_tokens,
+                                           l.context_length));
     if (p.has("recommended_sampling")) {
         const Fields s = p.map("recommended_sampling");
         RecommendedSampling r;

@@ -22,6 +22,9 @@ struct AneOptions {
     int64_t batch = 64;                           // tokens of one prefill call
     bool argmax = false;                          // the LM head returns each piece's argmax
     bool rotate = false;  // chunks also get infer_rotate and prefill_rotate (sliding window)
+    // Tokens of a `verify` function in every package (speculative decoding): it
+    // writes the KV state as prefill does and returns every row's result; 0: none.
+    int64_t verify = 0;
     std::map<std::string, std::string> metadata;  // Metadata.userDefined of every package
     std::string author = "anelm";
     std::string description;  // Metadata.shortDescription
@@ -36,20 +39,23 @@ struct AnePackage {
 
 int64_t layer_count(const ir::Program& program);
 
-// input_ids int32 [1, T] (T enumerated: 1 or batch) -> hidden_states fp16 [1, T, n_embd].
+// input_ids int32 [1, T] (T enumerated: 1, batch or verify) -> hidden_states fp16 [1, T, n_embd].
 AnePackage lower_embeddings(const ir::Program& program, const AneOptions& options);
-// Layers [first, end): infer and prefill; the chunk holding the last layer also
-// applies the final norm in infer, and its prefill returns only the first row.
+// Layers [first, end): infer and prefill (and verify); the chunk holding the last
+// layer also applies the final norm in infer and verify, and its prefill returns
+// only the first row.
 AnePackage lower_chunk(const ir::Program& program, int64_t first, int64_t end,
                        const AneOptions& options);
 // hidden_states fp16 [1, 1, n_embd] (final-normed) -> logits1..N fp16 [1, 1, piece],
 // or argmax_idx int32 [N] and argmax_val fp16 [N]: pieces of the given sizes.
+// With verify, a second function `verify` does the same for [1, T, n_embd]:
+// logits1..N [1, T, piece], or argmax_idx and argmax_val [T, N].
 AnePackage lower_lm_head(const ir::Program& program, const std::vector<int64_t>& pieces,
                          const AneOptions& options);
 
-// ANEMLL's single-file form: infer and prefill from input_ids [1, T] through
-// every layer to the LM head's outputs (prefill: logits of its first row,
-// never argmax), on the same KV state.
+// ANEMLL's single-file form: infer and prefill (and verify) from input_ids
+// [1, T] through every layer to the LM head's outputs (prefill: logits of its
+// first row, never argmax; verify: every row's), on the same KV state.
 AnePackage lower_monolithic(const ir::Program& program, const std::vector<int64_t>& pieces,
                             const AneOptions& options);
 

@@ -144,7 +144,9 @@ AnePackage lower_embeddings(const ir::Program& program, const AneOptions& option
     mil::Function& mfn = pkg.model.mutable_mlprogram()->mutable_functions()->at("main");
     add_input(mfn, f.input_ids);
     spec::ModelDescription& d = *pkg.model.mutable_description();
-    *d.add_input() = feature({f.input_ids, {{1, 1}, {1, options.batch}}});
+    std::vector<std::vector<int64_t>> shapes{{1, 1}, {1, options.batch}};
+    if (options.verify > 0 && options.verify != options.batch) shapes.push_back({1, options.verify});
+    *d.add_input() = feature({f.input_ids, shapes});
     *d.add_output() = feature({MilValue{"hidden_states", mil::FLOAT16, {}}, {}});
     return pkg;
 }
@@ -184,24 +186,24 @@ MilValue first_row(FunctionLowering& f, const MilValue& x) {
     return f.slice(x, {0, 0, 0, 0}, {1, static_cast<int32_t>(x.shape.at(1)), 1, 1}, "first_row");
 }
 
-// Pads a piece's logits [1, 1, n] to [1, 1, rows] with fp16's lowest value,
+// Pads a piece's logits [1, T, n] to [1, T, rows] with fp16's lowest value,
 // which no real logit loses to in an argmax and which softmax turns into 0.
 MilValue pad_logits(MilBuilder& b, const MilValue& logits, int64_t rows, const std::string& name) {
-    const int64_t n = logits.shape.at(2);
+    const int64_t t = logits.shape.at(1), n = logits.shape.at(2);
     if (n == rows) return logits;
-    const std::vector<float> lowest(static_cast<size_t>(rows - n), -65504.0f);
-    const MilValue pad = b.const_f16(name + "_pad", {1, 1, rows - n}, lowest);
+    const std::vector<float> lowest(static_cast<size_t>(t * (rows - n)), -65504.0f);
+    const MilValue pad = b.const_f16(name + "_pad", {1, t, rows - n}, lowest);
     return b.op("concat", name,
                 {{"values", std::vector<MilValue>{logits, pad}},
                  {"axis", MilParam::i32(2)},
                  {"interleave", MilParam::boolean(false)}},
-                mil::FLOAT16, {1, 1, rows});
+                mil::FLOAT16, {1, t, rows});
 }
 
-// The LM head on x (channels, one token) split into pieces: logits1..N, or
-// argmax_idx and argmax_val over the pieces. Every piece's output has the
-// first piece's rows (a shorter last piece is padded), as AnemllCore maps a
-// piece's index i to piece * rows + i.
+// The LM head on x (channels, T tokens) split into pieces: logits1..N, or
+// argmax_idx and argmax_val over the pieces (per token, for T > 1). Every
+// piece's output has the first piece's rows (a shorter last piece is padded),
+// as AnemllCore maps a piece's index i to piece * rows + i.
 std::vector<MilValue> lower_head(FunctionLowering& f, const ir::Function& fn,
                                  const ProgramParts& parts, const MilValue& x,
                                  const std::vector<int64_t>& pieces, bool argmax) {
@@ -212,6 +214,11 @@ std::vector<MilValue> lower_head(FunctionLowering& f, const ir::Function& fn,
     if (std::ranges::any_of(pieces, [&](int64_t p) { return p > rows; }))
         fail("LM head pieces: a piece is larger than the first ({} rows)", rows);
     MilBuilder& b = f.builder();
+    const int64_t t = x.shape.at(3);
+    // One token's piece [1, piece, 1, 1] is reshaped, several tokens' turned to rows.
+    auto as_rows = [&](const MilValue& piece, int64_t n, const std::string& name) {
+        return t == 1 ? f.reshape(piece, {1, 1, n}, name) : f.to_rows(piece, name);
+    };
     std::vector<MilValue> outputs, idx, val;
     int64_t row0 = 0;
     for (size_t i = 0; i < pieces.size(); ++i) {
@@ -221,23 +228,23 @@ std::vector<MilValue> lower_head(FunctionLowering& f, const ir::Function& fn,
         f.name_suffix = "_" + n;  // each piece lowers the same nodes again
         f.bind(parts.final_norm.back(), x);
         for (ir::ValueId id : parts.head) f.lower(id);
-        const MilValue& piece = f.value(fn.outputs.at(0));  // [1, piece, 1, 1]
+        const MilValue& piece = f.value(fn.outputs.at(0));  // [1, piece, 1, T]
         const MilValue logits =
             pieces[i] == rows
-                ? f.reshape(piece, {1, 1, rows}, "logits" + n)
-                : pad_logits(b, f.reshape(piece, {1, 1, pieces[i]}, "logits" + n + "_real"), rows,
+                ? as_rows(piece, rows, "logits" + n)
+                : pad_logits(b, as_rows(piece, pieces[i], "logits" + n + "_real"), rows,
                              "logits" + n);
         if (argmax) {
             idx.push_back(b.op("reduce_argmax", "argmax_idx_" + n,
                                {{"x", logits},
                                 {"axis", MilParam::i32(-1)},
                                 {"keep_dims", MilParam::boolean(false)}},
-                               mil::INT32, {1, 1}));
+                               mil::INT32, {1, t}));
             val.push_back(b.op("reduce_max", "argmax_val_" + n,
                                {{"x", logits},
                                 {"axes", MilParam::i32s({-1})},
                                 {"keep_dims", MilParam::boolean(false)}},
-                               mil::FLOAT16, {1, 1}));
+                               mil::FLOAT16, {1, t}));
         } else {
             outputs.push_back(logits);
         }
@@ -247,14 +254,18 @@ std::vector<MilValue> lower_head(FunctionLowering& f, const ir::Function& fn,
     f.head_rows = 0;
     if (argmax) {
         const auto n = static_cast<int64_t>(pieces.size());
+        // One token: [N]. Several: [T, N], each piece's [1, T] a column.
         auto gather_all = [&](const std::vector<MilValue>& values, const std::string& name,
                               mil::DataType dtype) {
-            const MilValue cat = b.op("concat", name + "_all",
-                                      {{"values", values},
+            std::vector<MilValue> columns;
+            for (const MilValue& v : values)
+                columns.push_back(t == 1 ? v : f.reshape(v, {t, 1}, v.name + "_col"));
+            const MilValue cat = b.op("concat", t == 1 ? name + "_all" : name,
+                                      {{"values", columns},
                                        {"axis", MilParam::i32(1)},
                                        {"interleave", MilParam::boolean(false)}},
-                                      dtype, {1, n});
-            return f.reshape(cat, {n}, name);
+                                      dtype, {t, n});
+            return t == 1 ? f.reshape(cat, {n}, name) : cat;
         };
         outputs.push_back(gather_all(idx, "argmax_idx", mil::INT32));
         outputs.push_back(gather_all(val, "argmax_val", mil::FLOAT16));
@@ -263,16 +274,30 @@ std::vector<MilValue> lower_head(FunctionLowering& f, const ir::Function& fn,
     return outputs;
 }
 
-// A chunk's functions and whether each takes a batch. The rotate forms, which
-// the runners call from the sliding window's length on, compute the same as
-// the others on our one full-length cache and share their weights.
-std::vector<std::pair<std::string, bool>> chunk_functions(bool rotate) {
-    std::vector<std::pair<std::string, bool>> fns{{"infer", false}, {"prefill", true}};
-    if (rotate) {
-        fns.emplace_back("infer_rotate", false);
-        fns.emplace_back("prefill_rotate", true);
+// What a chunk function computes: one token, a prompt batch whose result the
+// runners discard, or a verify pass whose every row goes on to the head.
+enum class Rows { one, batch, verify };
+
+struct ChunkFunction {
+    std::string name;
+    Rows rows;
+};
+
+// A chunk's functions. The rotate forms, which the runners call from the
+// sliding window's length on, compute the same as the others on our one
+// full-length cache and share their weights; so does verify.
+std::vector<ChunkFunction> chunk_functions(const AneOptions& options) {
+    std::vector<ChunkFunction> fns{{"infer", Rows::one}, {"prefill", Rows::batch}};
+    if (options.rotate) {
+        fns.push_back({"infer_rotate", Rows::one});
+        fns.push_back({"prefill_rotate", Rows::batch});
     }
+    if (options.verify > 0) fns.push_back({"verify", Rows::verify});
     return fns;
+}
+
+int64_t tokens_of(Rows rows, const AneOptions& options) {
+    return rows == Rows::one ? 1 : rows == Rows::batch ? options.batch : options.verify;
 }
 
 }  // namespace
@@ -295,17 +320,18 @@ AnePackage lower_chunk(const ir::Program& program, int64_t first, int64_t end,
     const ir::ValueId out_id = part_output(fn, nodes);
     const int64_t h = hidden_width(fn, in_id);
 
-    for (const auto& [name, batched] : chunk_functions(options.rotate)) {
-        const int64_t t = batched ? options.batch : 1;
+    for (const auto& [name, kind] : chunk_functions(options)) {
+        const int64_t t = tokens_of(kind, options);
         mil::Block& block = new_function(pkg.model, name);
         FunctionLowering f(*pkg.context, fn, block, t);
+        f.all_rows = kind == Rows::verify;
         bind_chunk_inputs(f, program, t);
         const MilValue hidden{"hidden_states", mil::FLOAT16, {1, t, h}};
         f.bind(in_id, f.to_channels(hidden, "hidden_in"));
         for (ir::ValueId id : nodes) f.lower(id);
         MilValue out = f.value(out_id);
-        if (last_chunk && !batched) {
-            // The final norm runs here, in the last chunk's infer only.
+        if (last_chunk && kind != Rows::batch) {
+            // The final norm runs here, in the last chunk's infer and verify.
             for (ir::ValueId id : parts.final_norm) f.lower(id);
             out = f.value(parts.final_norm.back());
         } else if (last_chunk) {
@@ -328,16 +354,31 @@ AnePackage lower_lm_head(const ir::Program& program, const std::vector<int64_t>&
                    std::make_shared<PackageContext>(program, context_length(program))};
     mil::Block& block = new_function(pkg.model, "main");
     const int64_t h = hidden_width(fn, parts.final_norm.back());
-    const MilValue hidden{"hidden_states", mil::FLOAT16, {1, 1, h}};
-    FunctionLowering f(*pkg.context, fn, block, 1);
-    const std::vector<MilValue> outputs =
-        lower_head(f, fn, parts, f.to_channels(hidden, "hidden_in"), pieces, options.argmax);
-
-    mil::Function& mfn = pkg.model.mutable_mlprogram()->mutable_functions()->at("main");
-    add_input(mfn, hidden);
-    spec::ModelDescription& d = *pkg.model.mutable_description();
-    *d.add_input() = feature({hidden, {}});
-    for (const MilValue& o : outputs) *d.add_output() = feature({o, {}});
+    // main for one token; with verify, a second function for T, and the model
+    // described per function (main the default) as the chunks are.
+    const bool multifunction = options.verify > 0;
+    for (const auto& [name, t] :
+         std::vector<std::pair<std::string, int64_t>>{{"main", 1}, {"verify", options.verify}}) {
+        if (t == 0) continue;
+        mil::Block& fn_block = name == "main" ? block : new_function(pkg.model, name);
+        const MilValue hidden{"hidden_states", mil::FLOAT16, {1, t, h}};
+        FunctionLowering f(*pkg.context, fn, fn_block, t);
+        f.all_rows = t > 1;
+        const std::vector<MilValue> outputs =
+            lower_head(f, fn, parts, f.to_channels(hidden, "hidden_in"), pieces, options.argmax);
+        add_input(pkg.model.mutable_mlprogram()->mutable_functions()->at(name), hidden);
+        spec::ModelDescription& d = *pkg.model.mutable_description();
+        if (!multifunction) {
+            *d.add_input() = feature({hidden, {}});
+            for (const MilValue& o : outputs) *d.add_output() = feature({o, {}});
+            continue;
+        }
+        spec::FunctionDescription& fd = *d.add_functions();
+        fd.set_name(name);
+        *fd.add_input() = feature({hidden, {}});
+        for (const MilValue& o : outputs) *fd.add_output() = feature({o, {}});
+    }
+    if (multifunction) pkg.model.mutable_description()->set_defaultfunctionname("main");
     return pkg;
 }
 
@@ -352,20 +393,22 @@ AnePackage lower_monolithic(const ir::Program& program, const std::vector<int64_
     for (const auto& l : parts.layers) layers.insert(layers.end(), l.begin(), l.end());
     const ir::ValueId stream = part_output(fn, layers);
 
-    for (const auto& [name, batched] : chunk_functions(options.rotate)) {
-        const int64_t t = batched ? options.batch : 1;
+    for (const auto& [name, kind] : chunk_functions(options)) {
+        const int64_t t = tokens_of(kind, options);
         mil::Block& block = new_function(pkg.model, name);
         FunctionLowering f(*pkg.context, fn, block, t);
+        f.all_rows = kind == Rows::verify;
         bind_chunk_inputs(f, program, t);
         f.input_ids = MilValue{"input_ids", mil::INT32, {1, t}};
         for (ir::ValueId id : parts.embedding) f.lower(id);
         f.bind(embedded, f.to_channels(f.value(embedded), "hidden_in"));
         for (ir::ValueId id : layers) f.lower(id);
         // Prefill's result is discarded by the runners: only its first row goes on.
-        if (batched) f.bind(stream, first_row(f, f.value(stream)));
+        const bool batch = kind == Rows::batch;
+        if (batch) f.bind(stream, first_row(f, f.value(stream)));
         for (ir::ValueId id : parts.final_norm) f.lower(id);
         const std::vector<MilValue> outputs = lower_head(
-            f, fn, parts, f.value(parts.final_norm.back()), pieces, options.argmax && !batched);
+            f, fn, parts, f.value(parts.final_norm.back()), pieces, options.argmax && !batch);
         describe(pkg, program, name, f, f.input_ids, outputs);
     }
     pkg.model.mutable_description()->set_defaultfunctionname("infer");

@@ -145,7 +145,9 @@ MilValue FunctionLowering::lower_node(const ir::Node& node, const std::string& n
         case ir::Op::attention:
             return attention(node, name);
         case ir::Op::last_row:
-            // Lowered only where one row is left (infer, or a prefill cut to its first row).
+            // Lowered only where one row is left (infer, or a prefill cut to its
+            // first row), or where every row goes on (verify).
+            if (all_rows) return in(0);
             if (in(0).shape.back() != 1)
                 fail("{}: {} is lowered only for one token", fn_.name, node.name);
             return in(0);

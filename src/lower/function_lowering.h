@@ -47,6 +47,7 @@ public:
     // Rows of linear weights the head computes (its split into pieces); all when rows is 0.
     int64_t head_row0 = 0, head_rows = 0;
     std::string name_suffix;  // appended to every op name (the head's pieces)
+    bool all_rows = false;    // every token's result goes on: last_row keeps them all
 
     void bind(ir::ValueId id, MilValue value) { values_[id] = std::move(value); }
     const MilValue& value(ir::ValueId id) const;

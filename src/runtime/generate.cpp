@@ -20,7 +20,8 @@ void speculate(TokenModel& model, int64_t limit, const GenerateOptions& options,
     int64_t draft_n = options.draft_n;
     while (model.pos() < limit) {
         const int64_t pos = model.pos();
-        const int64_t room = std::min({draft_n, model.verify_tokens() - 1, limit - pos - 1});
+        int64_t room = std::min({draft_n, model.verify_tokens() - 1, limit - pos - 1});
+        if (!model.can_verify(room + 1)) room = 0;
         std::vector<int32_t> tokens{next};
         if (room > 0) {
             const std::vector<int32_t> drafts = options.drafter->draft(history, room);

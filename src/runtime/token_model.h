@@ -24,6 +24,10 @@ public:
     // after tokens[0..i]); rewind moves back to an earlier position, after
     // which the cache past it is never read again.
     virtual int64_t verify_tokens() const { return 0; }
+    // Whether verify can take n tokens at the current position.
+    virtual bool can_verify(int64_t n) const {
+        return n >= 1 && n <= verify_tokens() && pos() + n <= n_ctx();
+    }
     virtual std::span<const float> verify(std::span<const int32_t> tokens);
     virtual void rewind(int64_t pos);
     virtual bool can_rewind(int64_t pos) const { return false; }

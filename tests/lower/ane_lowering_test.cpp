@@ -16,6 +16,9 @@
 #include "models/models.h"
 #include "passes/fp16_scale.h"
 #include "passes/rope_halves.h"
+#include "runtime/drafter.h"
+#include "runtime/generate.h"
+#include "runtime/oracle_drafter.h"
 #include "runtime/session.h"
 
 namespace anelm {
@@ -39,10 +42,11 @@ ir::Program decode_program(const LoadedModel& m) {
     return program;
 }
 
-Lowered lower_all(const ir::Program& program, int64_t n_vocab, bool argmax) {
+Lowered lower_all(const ir::Program& program, int64_t n_vocab, bool argmax, int64_t verify = 0) {
     lower::AneOptions options;
     options.batch = batch;
     options.argmax = argmax;
+    options.verify = verify;
     Lowered l{
         lower::lower_embeddings(program, options), {}, {}, coreml::lm_head_chunk_sizes(n_vocab, 4)};
     const int64_t n_layer = lower::layer_count(program);
@@ -52,11 +56,13 @@ Lowered lower_all(const ir::Program& program, int64_t n_vocab, bool argmax) {
     return l;
 }
 
-AnePipeline pipeline(const Lowered& l, bool argmax, milexec::Rounding rounding) {
+AnePipeline pipeline(const Lowered& l, bool argmax, milexec::Rounding rounding,
+                     int64_t verify = 0) {
     auto part = [](const lower::AnePackage& p) { return AnePart{&p.model, &p.blobs()}; };
     std::vector<AnePart> chunks;
     for (const auto& c : l.chunks) chunks.push_back(part(c));
     AnePipelineShape shape{n_ctx, batch, l.pieces, argmax};
+    shape.verify = verify;
     return AnePipeline(part(l.embeddings), chunks, part(l.head), shape, rounding);
 }
 
@@ -166,6 +172,80 @@ TEST_P(AneLoweringTest, MonolithicMatchesSplit) {
     EXPECT_LT(test::relative_error(a, b), 1e-3);
     const int32_t next = argmax(a);
     EXPECT_LT(test::relative_error(split.decode(next), whole.decode(next)), 1e-3);
+}
+
+// A verify pass scores each of its tokens as infer does one at a time (logits
+// and in-model argmax, split and monolithic), and greedy generation with
+// prompt lookup on the packages gives the plain loop's tokens, to the
+// context's end, where T rows no longer fit and the loop decodes one at a time.
+TEST_P(AneLoweringTest, VerifyScoresEveryRowAsInferDoes) {
+    const LoadedModel& m = test::tiny_model(GetParam());
+    const ir::Program program = decode_program(m);
+    constexpr int64_t t = 4;
+    const auto prompt = test::random_tokens(m.spec.n_vocab, 10, 5);
+    const std::vector<int32_t> fed{prompt[3], prompt[4], prompt[5]};  // a short call: padded
+    for (bool with_argmax : {false, true}) {
+        SCOPED_TRACE(with_argmax ? "argmax" : "logits");
+        const Lowered l = lower_all(program, m.spec.n_vocab, with_argmax, t);
+        AnePipeline verifier = pipeline(l, with_argmax, milexec::Rounding::f16, t);
+        AnePipeline stepper = pipeline(l, with_argmax, milexec::Rounding::f16, t);
+        verifier.prefill(prompt);
+        stepper.prefill(prompt);
+        const std::span<const float> scored = verifier.verify(fed);
+        const std::vector<float> rows(scored.begin(), scored.end());
+        EXPECT_EQ(verifier.pos(), static_cast<int64_t>(prompt.size() + fed.size()));
+        const size_t vocab = rows.size() / fed.size();
+        for (size_t r = 0; r < fed.size(); ++r) {
+            const std::span<const float> want = stepper.decode(fed[r]);
+            const std::span<const float> got(rows.data() + r * vocab, vocab);
+            EXPECT_EQ(argmax(got), argmax(want)) << "row " << r;
+            if (!with_argmax) {
+                EXPECT_LT(test::relative_error(got, want), 1e-3) << "row " << r;
+            }
+        }
+
+        // Greedy with prompt lookup against the plain loop, both on the packages.
+        std::vector<int32_t> repeating = prompt;
+        repeating.insert(repeating.end(), prompt.begin(), prompt.begin() + 6);
+        GenerateOptions options;
+        options.max_tokens = n_ctx;
+        options.sampler.temp = 0;
+        std::vector<int32_t> plain, drafted;
+        AnePipeline a = pipeline(l, with_argmax, milexec::Rounding::f16, t);
+        generate(a, repeating, options, [&](int32_t id) { plain.push_back(id); });
+        LookupDrafter lookup(2);
+        options.drafter = &lookup;
+        options.draft_n = t - 1;
+        AnePipeline b = pipeline(l, with_argmax, milexec::Rounding::f16, t);
+        generate(b, repeating, options, [&](int32_t id) { drafted.push_back(id); });
+        EXPECT_EQ(drafted, plain);
+        // Drafts that are all kept: whole verify passes, each row's token the plain one.
+        std::vector<int32_t> answer = repeating;
+        answer.insert(answer.end(), plain.begin(), plain.end());
+        test::OracleDrafter oracle(answer);
+        options.drafter = &oracle;
+        std::vector<int32_t> known;
+        AnePipeline c = pipeline(l, with_argmax, milexec::Rounding::f16, t);
+        const GenerateStats stats =
+            generate(c, repeating, options, [&](int32_t id) { known.push_back(id); });
+        EXPECT_EQ(known, plain);
+        EXPECT_GE(stats.n_verify, 2);
+        EXPECT_EQ(stats.n_accepted, stats.n_drafted);
+    }
+
+    // The monolithic form's verify.
+    const Lowered l = lower_all(program, m.spec.n_vocab, false, t);
+    lower::AneOptions options;
+    options.batch = batch;
+    options.verify = t;
+    const lower::AnePackage mono = lower::lower_monolithic(program, l.pieces, options);
+    AnePipelineShape shape{n_ctx, batch, l.pieces, false};
+    shape.verify = t;
+    AnePipeline whole(AnePart{&mono.model, &mono.blobs()}, shape, milexec::Rounding::f16);
+    AnePipeline split = pipeline(l, false, milexec::Rounding::f16, t);
+    whole.prefill(prompt);
+    split.prefill(prompt);
+    EXPECT_LT(test::relative_error(whole.verify(fed), split.verify(fed)), 1e-3);
 }
 
 // Gemma 3 past its window: the rotate functions the runners call from the

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "exec/tiny_model.h"
+#include "runtime/oracle_drafter.h"
 #include "runtime/drafter.h"
 #include "runtime/generate.h"
 
@@ -39,20 +40,6 @@ public:
     std::vector<int32_t> draft(std::span<const int32_t> history, int64_t max_tokens) override {
         return std::vector<int32_t>(static_cast<size_t>(max_tokens), history.back() == 3 ? 4 : 3);
     }
-};
-
-// Drafts what the plain loop produced after the same history.
-class OracleDrafter : public Drafter {
-public:
-    explicit OracleDrafter(std::vector<int32_t> answer) : answer_(std::move(answer)) {}
-    std::vector<int32_t> draft(std::span<const int32_t> history, int64_t max_tokens) override {
-        const auto at = std::min(history.size(), answer_.size());
-        const auto end = std::min(answer_.size(), at + static_cast<size_t>(max_tokens));
-        return {answer_.begin() + static_cast<long>(at), answer_.begin() + static_cast<long>(end)};
-    }
-
-private:
-    std::vector<int32_t> answer_;
 };
 
 struct Generated {
@@ -136,7 +123,7 @@ TEST_P(Speculative, EveryDrafterGivesThePlainGreedyTokens) {
 
     std::vector<int32_t> answer = prompt;
     answer.insert(answer.end(), plain.tokens.begin(), plain.tokens.end());
-    OracleDrafter oracle(answer);
+    test::OracleDrafter oracle(answer);
     const Generated known = run(m, prompt, &oracle, 7);
     EXPECT_EQ(known.tokens, plain.tokens);
     EXPECT_EQ(known.stats.n_accepted, known.stats.n_drafted);

@@ -101,6 +101,9 @@ std::function<int()> setup(CLI::App& app) {
     app.add_option("--prefix", o.prefix, "file name prefix (default: ANEMLL's for the model)");
     app.add_flag("--monolithic", o.monolithic,
                  "one {prefix}_monolithic_full package (ANEMLL's single-file form)");
+    app.add_option("--verify", o.verify,
+                   "add a verify function of N tokens to every package (speculative decoding: "
+                   "generate OUT --lookup; 8 verifies 7 drafts)");
     app.add_flag("--force", o.force, "replace an existing output folder");
     app.add_option("-t,--threads", args->threads, "threads (default: physical cores)");
     return [args] {

@@ -71,20 +71,26 @@ int stream(TokenModel& model, const Tokenizer& tokenizer, std::vector<int32_t> s
 
 int run_generate(const GenerateArgs& args) {
     if (is_converted_dir(args.model)) {
-        if (args.speculative.active())
-            fail("{}: speculative decoding runs on a Hugging Face folder or llama2.c checkpoint; "
-                 "converted folders have no verify function yet",
-                 args.model);
+        const SpeculativeOptions& spec = args.speculative;
+        if (!spec.draft_model.empty() || !spec.draft_quant.empty())
+            fail("{}: a converted folder drafts with --lookup only", args.model);
         // Run as ANEMLL's runners do; f32 keeps activations in f32, f16 and ane
         // round them to half as the Neural Engine stores them.
         const auto rounding =
             args.run.precision_name == "f32" ? milexec::Rounding::none : milexec::Rounding::f16;
         ThreadPool pool(args.run.threads > 0 ? args.run.threads : ThreadPool::physical_cores());
         ConvertedModel converted(args.model, args.tokenizer, rounding, &pool);
+        std::unique_ptr<DraftSource> draft;
+        if (spec.active()) {
+            if (converted.pipeline().verify_tokens() < 2)
+                fail("{}: meta.yaml: verify_tokens: none; convert with --verify 8 to draft",
+                     args.model);
+            draft = std::make_unique<DraftSource>(spec);
+        }
         return stream(converted.pipeline(), converted.tokenizer(), converted.stop_ids(), args,
                       fmt::format("Core ML packages on the MIL interpreter, {} threads, {}",
                                   pool.size(), args.run.precision_name),
-                      nullptr);
+                      draft.get());
     }
     Model model = open_model(args.model, args.tokenizer, true);
     SessionOptions so = args.run.session(model);

@@ -53,13 +53,18 @@ void add_speculative_options(CLI::App& app, SpeculativeOptions& options, bool sw
                  "after a rejection (at most --draft-n)");
 }
 
+DraftSource::DraftSource(const SpeculativeOptions& options) {
+    if (options.lookup < 1) fail("--lookup: expected at least 1");
+    drafter_ = std::make_unique<LookupDrafter>(options.lookup);
+    label_ = fmt::format("prompt lookup ({})", options.lookup);
+}
+
 DraftSource::DraftSource(const SpeculativeOptions& options, const Model& target,
                          const SessionOptions& target_options) {
     if (options.lookup > 0 && (!options.draft_model.empty() || !options.draft_quant.empty()))
         fail("--lookup drafts without a model: give it or --draft / --draft-quant, not both");
     if (options.lookup > 0) {
-        drafter_ = std::make_unique<LookupDrafter>(options.lookup);
-        label_ = fmt::format("prompt lookup ({})", options.lookup);
+        *this = DraftSource(options);
         return;
     }
     SessionOptions so;

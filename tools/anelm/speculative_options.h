@@ -37,6 +37,8 @@ public:
     // options, whose context and threads the draft model shares.
     DraftSource(const SpeculativeOptions& options, const Model& target,
                 const SessionOptions& target_options);
+    // Prompt lookup, which needs no model (a converted folder's drafter).
+    explicit DraftSource(const SpeculativeOptions& options);
     Drafter& drafter() { return *drafter_; }
     // How it drafts, for the statistics line: "prompt lookup (3)", "lut4 self-draft" ...
     const std::string& label() const { return label_; }
