@@ -137,6 +137,8 @@ coreml::ConvertLayout lower_converted(const Model& model, const ConvertOptions& 
 
     if (options.chunks > spec.n_layer)
         fail("--chunks: {} chunks for {} layers", options.chunks, spec.n_layer);
+    if (options.verify != 0 && (options.verify < 2 || options.verify > options.ctx))
+        fail("--verify: {} tokens, expected 2 to the context of {}", options.verify, options.ctx);
 
     // The program: one-token decode, lowered into both functions of each chunk.
     ProgramOptions po;
