@@ -163,9 +163,8 @@ TEST(Matmul, OneTokenMatchesTheFormulaEitherSideOfTheRowLimit) {
 TEST(Matmul, FewTokensOnLongRowsMatchTheFormula) {
     std::mt19937 rng(9);
     ThreadPool pool(2);
-    // x of several tokens too long to stay in L1 goes in input slices over
-    // groups of rows: 37 rows leave a group and a block tail, 3001 inputs a
-    // slice and a vector tail.
+    // Several tokens whose x does not stay in L1 (speculative decoding's
+    // verify): 37 rows leave a block tail, 3001 inputs a vector tail.
     for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
         const Weights w = random_weights(rng, dtype, 37, 3001);
         for (int64_t n_tokens : {2, 3, 4, 5, 8}) {

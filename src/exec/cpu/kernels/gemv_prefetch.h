@@ -13,11 +13,6 @@ namespace anelm::kernels {
 // Longer rows go in blocks that load x once for several rows.
 static constexpr int64_t gemv_row_max_inputs = 4096;
 
-// The most bytes of f32 x a several-token product reads per pass over a
-// block of rows; longer inputs go in slices of this size, so x stays in L1
-// (32 KiB on the hosts measured) beside the streamed weights.
-static constexpr int64_t gemv_x_slice_bytes = 16384;
-
 // Elements ahead of the read position, counted along a row, that each of
 // `rows` rows streamed together (n_in elements of elem_bytes each) is
 // prefetched. A block of short rows ends before the hardware prefetchers ramp

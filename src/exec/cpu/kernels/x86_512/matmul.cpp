@@ -120,25 +120,22 @@ inline __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
     return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
 }
 
-// R rows by T tokens over inputs [k0, k1), the weights read once: per 16
-// inputs, R weight vectors times T token vectors. The sums start at zero
-// (first) or from `part`, and go to y (last, summed across lanes) or back to
-// `part` (R * T vectors). With `ahead` > 0 each cache line of weights is
-// prefetched as gemv_prefetch_at says for blocks of `block_rows` rows.
+// R rows by T tokens, the weights read once: per 16 inputs, R weight vectors
+// times T token vectors. With `ahead` > 0 each cache line of weights is
+// prefetched that many elements ahead.
 template <DType D, int T, int R>
-void gemv_slice(const Elem<D>* w, int64_t n_in, int64_t k0, int64_t k1, int64_t ahead,
-                int block_rows, const float* x, __m512* part, bool first, bool last, float* y,
+void gemv_block(const Elem<D>* w, int64_t n_in, int64_t ahead, const float* x, float* y,
                 int64_t ldy) {
     constexpr int64_t line = 64 / sizeof(Elem<D>);  // elements per cache line
     __m512 acc[R][T];
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 8
-        for (int t = 0; t < T; ++t) acc[r][t] = first ? _mm512_setzero_ps() : part[r * T + t];
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
     }
     const auto step = [&](int64_t i, __mmask16 lanes, bool whole) {
         __m512 xv[T];
-#pragma GCC unroll 8
+#pragma GCC unroll 4
         for (int t = 0; t < T; ++t) {
             xv[t] = whole ? _mm512_loadu_ps(x + t * n_in + i)
                           : _mm512_maskz_loadu_ps(lanes, x + t * n_in + i);
@@ -147,14 +144,14 @@ void gemv_slice(const Elem<D>* w, int64_t n_in, int64_t k0, int64_t k1, int64_t 
         for (int r = 0; r < R; ++r) {
             const Elem<D>* p = w + r * n_in + i;
             const __m512 wv = whole ? load16<D>(p) : load16_masked<D>(p, lanes);
-#pragma GCC unroll 8
+#pragma GCC unroll 4
             for (int t = 0; t < T; ++t) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
         }
     };
-    int64_t i = k0;
-    for (; i + line <= k1; i += line) {
+    int64_t i = 0;
+    for (; i + line <= n_in; i += line) {
         if (ahead > 0) {
-            const Elem<D>* pf = gemv_prefetch_at(w, block_rows, n_in, i, ahead);
+            const Elem<D>* pf = gemv_prefetch_at(w, R, n_in, i, ahead);
 #pragma GCC unroll 16
             for (int r = 0; r < R; ++r) {
                 _mm_prefetch(reinterpret_cast<const char*>(pf + r * n_in), _MM_HINT_T0);
@@ -163,17 +160,9 @@ void gemv_slice(const Elem<D>* w, int64_t n_in, int64_t k0, int64_t k1, int64_t 
 #pragma GCC unroll 2
         for (int64_t j = 0; j < line; j += 16) step(i + j, 0, true);
     }
-    for (; i + 16 <= k1; i += 16) step(i, 0, true);
-    if (i < k1) step(i, first_lanes(k1 - i), false);
-    if (!last) {
-#pragma GCC unroll 16
-        for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 8
-            for (int t = 0; t < T; ++t) part[r * T + t] = acc[r][t];
-        }
-        return;
-    }
-#pragma GCC unroll 8
+    for (; i + 16 <= n_in; i += 16) step(i, 0, true);
+    if (i < n_in) step(i, first_lanes(n_in - i), false);
+#pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
         if constexpr (R % 4 == 0) {
 #pragma GCC unroll 4
@@ -186,13 +175,6 @@ void gemv_slice(const Elem<D>* w, int64_t n_in, int64_t k0, int64_t k1, int64_t 
             for (int r = 0; r < R; ++r) y[t * ldy + r] = _mm512_reduce_add_ps(acc[r][t]);
         }
     }
-}
-
-// R rows' inputs in one slice, the next block's rows prefetched past their end.
-template <DType D, int T, int R>
-void gemv_block(const Elem<D>* w, int64_t n_in, int64_t ahead, const float* x, float* y,
-                int64_t ldy) {
-    gemv_slice<D, T, R>(w, n_in, 0, n_in, ahead, R, x, nullptr, true, true, y, ldy);
 }
 
 // One row times one token: four accumulators, so the adds overlap.
@@ -219,35 +201,6 @@ float row_dot(const Elem<D>* w, const float* x, int64_t n_in) {
         _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
 }
 
-// Several tokens whose x (T * n_in floats) would not stay in L1 across a
-// block of rows: the inputs go in slices whose x does, and a group of rows
-// runs through one slice at a time, its sums waiting in a small buffer
-// (vectors, not yet summed across lanes) for the next. Each slice of a row is
-// prefetched a slice ahead (past the row's end, the next group's first).
-template <DType D, int T, int R>
-void gemv_sliced(const Elem<D>* data, int64_t n_in, const float* x, int64_t o0, int64_t o1,
-                 float* y, int64_t ldy) {
-    constexpr int64_t group = 16;
-    const int64_t slice = std::max<int64_t>(256, gemv_x_slice_bytes / (4 * T) / 64 * 64);
-    alignas(64) __m512 part[group * T];
-    for (int64_t g = o0; g < o1; g += group) {
-        const int64_t g1 = std::min(o1, g + group);
-        for (int64_t k0 = 0; k0 < n_in; k0 += slice) {
-            const int64_t k1 = std::min(n_in, k0 + slice);
-            const bool first = k0 == 0, last = k1 == n_in;
-            int64_t o = g;
-            for (; o + R <= g1; o += R) {
-                gemv_slice<D, T, R>(data + o * n_in, n_in, k0, k1, slice, group, x,
-                                    part + (o - g) * T, first, last, y + o, ldy);
-            }
-            for (; o < g1; ++o) {
-                gemv_slice<D, T, 1>(data + o * n_in, n_in, k0, k1, slice, group, x,
-                                    part + (o - g) * T, first, last, y + o, ldy);
-            }
-        }
-    }
-}
-
 template <DType D, int T>
 void gemv_rows(const Matrix& w, const float* x, int64_t o0, int64_t o1, float* y, int64_t ldy) {
     const auto* data = static_cast<const Elem<D>*>(w.data);
@@ -260,11 +213,8 @@ void gemv_rows(const Matrix& w, const float* x, int64_t o0, int64_t o1, float* y
             return;
         }
     }
-    // Rows in blocks, x loaded once per block: 16 accumulators (R * T) and the
-    // R + T vectors they are made of stay in the 32 registers.
+    // Longer rows or several tokens: rows in blocks, x loaded once per block.
     constexpr int R = T <= 2 ? 8 : 4;
-    if (T * w.n_in * 4 > gemv_x_slice_bytes)
-        return gemv_sliced<D, T, R>(data, w.n_in, x, o0, o1, y, ldy);
     const int64_t ahead = gemv_prefetch_ahead(R, w.n_in, sizeof(Elem<D>));
     int64_t o = o0;
     for (; o + R <= o1; o += R) {
