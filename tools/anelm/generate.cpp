@@ -72,8 +72,6 @@ int stream(TokenModel& model, const Tokenizer& tokenizer, std::vector<int32_t> s
 int run_generate(const GenerateArgs& args) {
     if (is_converted_dir(args.model)) {
         const SpeculativeOptions& spec = args.speculative;
-        if (!spec.draft_model.empty() || !spec.draft_quant.empty())
-            fail("{}: a converted folder drafts with --lookup only", args.model);
         // Run as ANEMLL's runners do; f32 keeps activations in f32, f16 and ane
         // round them to half as the Neural Engine stores them.
         const auto rounding =
@@ -85,7 +83,7 @@ int run_generate(const GenerateArgs& args) {
             if (converted.pipeline().verify_tokens() < 2)
                 fail("{}: meta.yaml: verify_tokens: none; convert with --verify 8 to draft",
                      args.model);
-            draft = std::make_unique<DraftSource>(spec);
+            draft = std::make_unique<DraftSource>(spec, converted.tokenizer(), args.run.threads);
         }
         return stream(converted.pipeline(), converted.tokenizer(), converted.stop_ids(), args,
                       fmt::format("Core ML packages on the MIL interpreter, {} threads, {}",

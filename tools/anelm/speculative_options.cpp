@@ -10,18 +10,16 @@ namespace anelm::cli {
 namespace {
 
 // A draft model must spell every token as the target does: its drafts are ids.
-void check_same_vocabulary(const Model& draft, const Model& target) {
-    const Tokenizer& d = *draft.tokenizer;
-    const Tokenizer& t = *target.tokenizer;
+void check_same_vocabulary(const std::string& draft_path, const Tokenizer& d, const Tokenizer& t) {
     if (d.n_vocab() != t.n_vocab())
         fail("--draft {}: its tokenizer has {} tokens, the model's {}: a draft model needs the "
              "same vocabulary",
-             draft.path, d.n_vocab(), t.n_vocab());
+             draft_path, d.n_vocab(), t.n_vocab());
     for (int32_t id = 0; id < t.n_vocab(); ++id)
         if (d.token_bytes(id) != t.token_bytes(id))
             fail("--draft {}: token {} is '{}' there but '{}' in the model: a draft model needs "
                  "the same vocabulary",
-                 draft.path, id, d.token_bytes(id), t.token_bytes(id));
+                 draft_path, id, d.token_bytes(id), t.token_bytes(id));
 }
 
 }  // namespace
@@ -53,10 +51,33 @@ void add_speculative_options(CLI::App& app, SpeculativeOptions& options, bool sw
                  "after a rejection (at most --draft-n)");
 }
 
-DraftSource::DraftSource(const SpeculativeOptions& options) {
-    if (options.lookup < 1) fail("--lookup: expected at least 1");
-    drafter_ = std::make_unique<LookupDrafter>(options.lookup);
-    label_ = fmt::format("prompt lookup ({})", options.lookup);
+void DraftSource::use_lookup(int max_ngram) {
+    drafter_ = std::make_unique<LookupDrafter>(max_ngram);
+    label_ = fmt::format("prompt lookup ({})", max_ngram);
+}
+
+void DraftSource::open_converted(const std::string& dir, const Tokenizer& target, int threads) {
+    pool_ = std::make_unique<ThreadPool>(threads > 0 ? threads : ThreadPool::physical_cores());
+    converted_ = std::make_unique<ConvertedModel>(dir, "", milexec::Rounding::f16, pool_.get());
+    check_same_vocabulary(dir, converted_->tokenizer(), target);
+    drafter_ = std::make_unique<ModelDrafter>(converted_->pipeline());
+    label_ = fmt::format("draft packages {}", dir);
+}
+
+DraftSource::DraftSource(const SpeculativeOptions& options, const Tokenizer& target, int threads) {
+    if (!options.draft_quant.empty())
+        fail("--draft-quant: a converted folder's weights are not requantized: use --lookup or "
+             "--draft OUT2");
+    if (options.lookup > 0 && !options.draft_model.empty())
+        fail("--lookup drafts without a model: give it or --draft, not both");
+    if (options.lookup > 0) {
+        use_lookup(options.lookup);
+        return;
+    }
+    if (!is_converted_dir(options.draft_model))
+        fail("--draft {}: a converted folder drafts with another converted folder (meta.yaml)",
+             options.draft_model);
+    open_converted(options.draft_model, target, threads);
 }
 
 DraftSource::DraftSource(const SpeculativeOptions& options, const Model& target,
@@ -64,7 +85,13 @@ DraftSource::DraftSource(const SpeculativeOptions& options, const Model& target,
     if (options.lookup > 0 && (!options.draft_model.empty() || !options.draft_quant.empty()))
         fail("--lookup drafts without a model: give it or --draft / --draft-quant, not both");
     if (options.lookup > 0) {
-        *this = DraftSource(options);
+        use_lookup(options.lookup);
+        return;
+    }
+    if (is_converted_dir(options.draft_model)) {
+        if (!options.draft_quant.empty())
+            fail("--draft-quant: the converted folder {} is not requantized", options.draft_model);
+        open_converted(options.draft_model, *target.tokenizer, target_options.threads);
         return;
     }
     SessionOptions so;
@@ -76,7 +103,7 @@ DraftSource::DraftSource(const SpeculativeOptions& options, const Model& target,
     const Model* runs = &target;
     if (!options.draft_model.empty()) {
         model_.emplace(open_model(options.draft_model, "", true));
-        check_same_vocabulary(*model_, target);
+        check_same_vocabulary(options.draft_model, *model_->tokenizer, *target.tokenizer);
         runs = &*model_;
         label_ = fmt::format("draft model {}", options.draft_model);
     } else {

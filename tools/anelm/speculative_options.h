@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "ane/ane_pipeline.h"
+#include "base/thread_pool.h"
 #include "runtime/drafter.h"
 #include "runtime/model.h"
 #include "runtime/session.h"
@@ -17,7 +19,7 @@ namespace anelm::cli {
 
 struct SpeculativeOptions {
     int lookup = 0;               // prompt lookup over n-grams of up to this many tokens; 0: off
-    std::string draft_model;      // a smaller model with the target's tokenizer
+    std::string draft_model;      // a smaller model (or converted folder) with the target's tokenizer
     std::string draft_quant;      // the draft's weights quantized so (the target's own without --draft)
     std::vector<int64_t> draft_n{7};  // tokens drafted per pass (bench sweeps a list)
     bool adaptive = false;
@@ -37,15 +39,22 @@ public:
     // options, whose context and threads the draft model shares.
     DraftSource(const SpeculativeOptions& options, const Model& target,
                 const SessionOptions& target_options);
-    // Prompt lookup, which needs no model (a converted folder's drafter).
-    explicit DraftSource(const SpeculativeOptions& options);
+    // A converted folder's drafter: prompt lookup, or another converted folder
+    // (--draft OUT2) on the MIL interpreter with `threads` threads.
+    DraftSource(const SpeculativeOptions& options, const Tokenizer& target, int threads);
     Drafter& drafter() { return *drafter_; }
     // How it drafts, for the statistics line: "prompt lookup (3)", "lut4 self-draft" ...
     const std::string& label() const { return label_; }
 
 private:
+    void use_lookup(int max_ngram);
+    // --draft OUT2: a converted folder run on the MIL interpreter.
+    void open_converted(const std::string& dir, const Tokenizer& target, int threads);
+
     std::optional<Model> model_;
     std::unique_ptr<Session> session_;
+    std::unique_ptr<ThreadPool> pool_;
+    std::unique_ptr<ConvertedModel> converted_;
     std::unique_ptr<Drafter> drafter_;
     std::string label_;
 };
