@@ -265,6 +265,7 @@ ConvertedModel::ConvertedModel(const std::string& dir, const std::string& tokeni
                                                   rounding, pool);
     }
     vocab_size_ = layout.vocab_size;
+    layout_ = layout;
 
     // A llama2.c conversion holds both: tokenizer.bin prints as run.c does.
     std::string tok = tokenizer_path;

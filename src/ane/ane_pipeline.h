@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "coreml/anemll_layout.h"
 #include "coreml/blob_table.h"
 #include "coreml/package.h"
 #include "exec/mil/function.h"
@@ -56,6 +57,8 @@ public:
     void rewind(int64_t pos) override;
     bool can_rewind(int64_t pos) const override;
     void reset();
+    // A state of the packages (the KV cache), as the interpreter holds it.
+    const milexec::Tensor& state(const std::string& name) const { return states_.at(name); }
     // Up to `verify` tokens in one pass of the verify functions, which write
     // the cache for all T rows (a short call is padded with its last token):
     // a row past the position the loop rewinds to is written again before any
@@ -107,6 +110,7 @@ public:
     // llama2.c tokenizer, as run.c stops.
     const std::vector<int32_t>& stop_ids() const { return stop_ids_; }
     int64_t vocab_size() const { return vocab_size_; }
+    const coreml::ConvertLayout& layout() const { return layout_; }
 
 private:
     std::unique_ptr<Tokenizer> tokenizer_;
@@ -114,6 +118,7 @@ private:
     std::vector<std::unique_ptr<coreml::Package>> packages_;
     std::unique_ptr<AnePipeline> pipeline_;
     int64_t vocab_size_ = 0;
+    coreml::ConvertLayout layout_;
 };
 
 // True when `path` is a folder holding meta.yaml.

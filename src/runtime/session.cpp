@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "models/models.h"
 #include "passes/fp16_scale.h"
+#include "passes/rope_halves.h"
 #include "quant/quantize_program.h"
 #include "quant/quantized_matrix.h"
 #include "runtime/private_weights.h"
@@ -35,6 +36,7 @@ Session::Session(const ModelSpec& spec, const WeightStore& weights, const Sessio
              options.batch_rows, prefill_batch_);
     batch_rows_ = options.batch_rows;
     program_ = build_program(spec, weights, po);
+    if (options.rope_halves) passes::rope_halves(program_);
     passes::scale_residual(program_, options.fp16_scale);
     n_vocab_ = spec.n_vocab;
     pool_ = std::make_unique<ThreadPool>(options.threads > 0 ? options.threads
@@ -125,6 +127,13 @@ std::span<const float> Session::verify(std::span<const int32_t> tokens) {
 
 void Session::rewind(int64_t pos) {
     if (pos < 0 || pos > own_.pos) fail("cannot rewind to position {} from {}", pos, own_.pos);
+    own_.pos = pos;
+}
+
+void Session::advance_to(int64_t pos) {
+    if (pos < own_.pos || pos > n_ctx())
+        fail("cannot move the session from position {} to {} (context {})", own_.pos, pos,
+             n_ctx());
     own_.pos = pos;
 }
 

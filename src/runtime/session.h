@@ -32,6 +32,9 @@ struct SessionOptions {
                                 // every row's logits (speculative decoding); 0: none
     int64_t batch_rows = 0;     // up to this many sequences in one pass (a server's
                                 // slots; decode_batch, step); 0 or 1: one
+    bool rope_halves = false;   // rotary tables in the half-split form, as convert
+                                // writes them (passes/rope_halves.h): the KV cache
+                                // then holds K in the packages' order
 };
 
 // One sequence's KV cache and position. A session runs its own, and any number
@@ -53,6 +56,10 @@ public:
     // Moves back to an earlier position (keeps the cache before it).
     void rewind(int64_t pos) override;
     bool can_rewind(int64_t pos) const override { return pos >= 0 && pos <= own_.pos; }
+    // The cache of the session's own sequence, and a move to a later position
+    // whose keys and values another runner wrote into it (kv_handoff.h).
+    ExecState& state() { return own_.state; }
+    void advance_to(int64_t pos);
     int64_t verify_tokens() const override { return verify_tokens_; }
     std::span<const float> verify(std::span<const int32_t> tokens) override;
 

@@ -93,6 +93,14 @@ TEST(CliConvert, Stories260KConvertedGeneratesTheSameTokens) {
     expect_same_greedy_text(model, out, 400);
     // Speculative decoding on the packages' verify functions: the same text.
     expect_same_greedy_text(model, out, 400, " --lookup 2");
+    // The prompt through the packages, the rest on the CPU after the KV hand-off.
+    const std::string args = fmt::format(" -p {} -n 400 --temp 0 --precision ane", prompt);
+    const auto plain = test::run_anelm("generate " + model + args);
+    const auto hybrid =
+        test::run_anelm("generate " + model + args + " --prefill-packages " + shell_word(out));
+    ASSERT_EQ(hybrid.exit_code, 0) << hybrid.err;
+    EXPECT_EQ(hybrid.out, plain.out);
+    EXPECT_NE(hybrid.err.find("KV hand-off: "), std::string::npos) << hybrid.err;
     // Its own packages as the draft model (--draft OUT2): every draft is kept.
     expect_same_greedy_text(model, out, 400, " --draft " + shell_word(out) + " --draft-n 3");
     const auto drafted = test::run_anelm("generate " + shell_word(out) + " -p hi --lookup 2");

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "ane/ane_pipeline.h"
+#include "ane/hybrid_model.h"
 #include "base/error.h"
 #include "coreml/anemll_layout.h"
 #include "exec/tiny_model.h"
@@ -153,6 +154,49 @@ TEST(AneLowering, ResidualScaleFoldedIntoWeights) {
     const auto b = plain_embed.run({{"input_ids", ids}}, states).at("hidden_states");
     ASSERT_EQ(a.f.size(), b.f.size());
     for (size_t i = 0; i < a.f.size(); ++i) EXPECT_FLOAT_EQ(a.f[i], 0.25f * b.f[i]);
+}
+
+// The prompt prefilled by the packages and decoded on the CPU after the KV
+// hand-off gives the tokens of either path alone; the hand-off moves the
+// prompt's K and V and nothing else.
+TEST_P(AneLoweringTest, HybridPrefillThenCpuDecodeGivesEitherPathsTokens) {
+    const LoadedModel& m = test::tiny_model(GetParam());
+    const ir::Program program = decode_program(m);
+    const Lowered l = lower_all(program, m.spec.n_vocab, false);
+    SessionOptions so;
+    so.n_ctx = n_ctx;
+    so.precision = Precision::ane;
+    so.rope_halves = true;
+    GenerateOptions options;
+    options.max_tokens = n_ctx;
+    options.sampler.temp = 0;
+    const auto prompt = test::random_tokens(m.spec.n_vocab, 11, 6);  // two batches and three
+    auto run = [&](TokenModel& model) {
+        std::vector<int32_t> tokens;
+        generate(model, prompt, options, [&](int32_t id) { tokens.push_back(id); });
+        return tokens;
+    };
+    AnePipeline alone = pipeline(l, false, milexec::Rounding::f16);
+    Session cpu_alone(m.spec, m.weights, so);
+    const std::vector<int32_t> want = run(alone);
+    EXPECT_EQ(run(cpu_alone), want);
+
+    AnePipeline packages = pipeline(l, false, milexec::Rounding::f16);
+    Session cpu(m.spec, m.weights, so);
+    HybridModel hybrid(packages, cpu);
+    EXPECT_EQ(run(hybrid), want);
+    const KvHandoff& h = hybrid.handoff();
+    EXPECT_EQ(h.tokens, static_cast<int64_t>(prompt.size()));
+    const std::vector<int64_t>& shape = cpu.program().states.at(0).shape;
+    EXPECT_EQ(h.bytes, shape[0] * shape[1] * h.tokens * shape[3] * 2);
+    EXPECT_EQ(packages.pos(), h.tokens);  // the packages stop after the prompt
+
+    // A session whose context cannot hold the prompt is refused.
+    AnePipeline again = pipeline(l, false, milexec::Rounding::f16);
+    so.n_ctx = 8;
+    Session short_cpu(m.spec, m.weights, so);
+    HybridModel cramped(again, short_cpu);
+    EXPECT_THROW(cramped.prefill(prompt), Error);
 }
 
 // The monolithic form computes what the split form computes.

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "ane/ane_pipeline.h"
+#include "ane/hybrid_model.h"
 #include "base/error.h"
 #include "chat/chat_template.h"
 #include "command.h"
@@ -22,6 +23,7 @@ struct GenerateArgs {
     RunOptions run;
     SamplerParams sampler;
     SpeculativeOptions speculative;
+    std::string prefill_packages;  // a converted folder of the model that prefills the prompt
 };
 
 // Streams the prompt and its continuation to stdout; statistics to stderr.
@@ -69,6 +71,38 @@ int stream(TokenModel& model, const Tokenizer& tokenizer, std::vector<int32_t> s
     return 0;
 }
 
+// The prompt through the converted packages, the rest on the CPU after the KV
+// cache is handed over.
+int run_hybrid(const GenerateArgs& args, const Model& model, SessionOptions so) {
+    if (args.speculative.active() && !args.speculative.draft_model.empty())
+        fail("--prefill-packages: decode drafts with --lookup or --draft-quant");
+    ThreadPool pool(args.run.threads > 0 ? args.run.threads : ThreadPool::physical_cores());
+    ConvertedModel packages(args.prefill_packages, args.tokenizer, milexec::Rounding::f16, &pool);
+    const coreml::ConvertLayout& layout = packages.layout();
+    if (layout.vocab_size != model.spec().n_vocab)
+        fail("--prefill-packages {}: meta.yaml: vocab_size: {}, the model has {}",
+             args.prefill_packages, layout.vocab_size, model.spec().n_vocab);
+    so.rope_halves = true;
+    so.fp16_scale = layout.fp16_scale;
+    so.n_ctx = std::min(so.n_ctx, layout.context_length);
+    std::unique_ptr<DraftSource> draft;
+    if (args.speculative.active()) {
+        so.verify_tokens = args.speculative.max_draft_n() + 1;
+        draft = std::make_unique<DraftSource>(args.speculative, model, so);
+    }
+    const std::unique_ptr<Session> session = open_session(model, so);
+    HybridModel hybrid(packages.pipeline(), *session);
+    const int status = stream(hybrid, *model.tokenizer, model.stop_ids(), args,
+                              fmt::format("prefill on the packages, decode on {} threads, {}, {}",
+                                          session->threads(), args.run.precision_name,
+                                          kernels_isa()),
+                              draft.get());
+    const KvHandoff& h = hybrid.handoff();
+    fmt::print(stderr, "KV hand-off: {} positions, {:.3f} MB in {:.3f} ms ({:.1f} GB/s)\n",
+               h.tokens, h.bytes / 1e6, h.seconds * 1e3, h.bytes / std::max(h.seconds, 1e-9) / 1e9);
+    return status;
+}
+
 int run_generate(const GenerateArgs& args) {
     if (is_converted_dir(args.model)) {
         const SpeculativeOptions& spec = args.speculative;
@@ -92,6 +126,7 @@ int run_generate(const GenerateArgs& args) {
     }
     Model model = open_model(args.model, args.tokenizer, true);
     SessionOptions so = args.run.session(model);
+    if (!args.prefill_packages.empty()) return run_hybrid(args, model, so);
     std::unique_ptr<DraftSource> draft;
     if (args.speculative.active()) {
         so.verify_tokens = args.speculative.max_draft_n() + 1;
@@ -115,6 +150,10 @@ std::function<int()> setup(CLI::App& app) {
         ->capture_default_str();
     app.add_flag("--chat", args->chat, "render the prompt through the model's chat template");
     add_speculative_options(app, args->speculative, false);
+    app.add_option("--prefill-packages", args->prefill_packages,
+                   "prefill the prompt through this converted folder of the model (the Neural "
+                   "Engine's form, on the MIL interpreter), hand the KV cache over and decode on "
+                   "the CPU; --precision ane gives either path's tokens");
     add_sampler_options(app, args->sampler);
     add_run_options(app, args->run);
     return [args] { return run_generate(*args); };
