@@ -148,6 +148,26 @@ UnitSpeed predict_gpu(const Chip& chip, const PlanInput& in) {
     return u;
 }
 
+HybridSpeed predict_hybrid(const Chip& chip, const PlanInput& in, const UnitSpeed& ane,
+                           const UnitSpeed& gpu) {
+    HybridSpeed h;
+    if (!ane.available || !gpu.available || ane.prefill_tps <= 0 || gpu.prefill_tps <= 0)
+        return h;
+    h.available = true;
+    const auto prompt = static_cast<double>(in.n_ctx);
+    h.handoff_bytes = kv_bytes(in);
+    // Read from the ANE's state and written in the GPU's layout: twice the bytes.
+    h.handoff_ms = 2 * h.handoff_bytes / (chip.mem_gbps * 1e9 * gpu_bandwidth_efficiency) * 1e3;
+    h.ane_ttft_ms = prompt / ane.prefill_tps * 1e3;
+    h.gpu_ttft_ms = prompt / gpu.prefill_tps * 1e3;
+    h.ttft_ms = h.ane_ttft_ms + h.handoff_ms;
+    h.decode_tps = gpu.decode_tps;
+    const double saved_per_token_ms = 1e3 / ane.decode_tps - 1e3 / gpu.decode_tps;
+    if (saved_per_token_ms > 0) h.beats_ane_after_tokens = h.handoff_ms / saved_per_token_ms;
+    h.beats_gpu_prompt = h.ttft_ms < h.gpu_ttft_ms;
+    return h;
+}
+
 Footprint footprint(const PlanInput& in) {
     const ModelShape& m = in.shape;
     const Precision& p = in.precision;
@@ -175,6 +195,7 @@ ChipPlan plan_chip(const Chip& chip, const PlanInput& in) {
     plan.chip = chip;
     plan.ane = predict_ane(chip, in);
     plan.gpu = predict_gpu(chip, in);
+    plan.hybrid = predict_hybrid(chip, in, plan.ane, plan.gpu);
     plan.memory = footprint(in);
     plan.memory_budget_bytes = memory_budget_bytes(chip);
     for (auto [unit, speed] : {std::pair{Unit::ane, &plan.ane}, std::pair{Unit::gpu, &plan.gpu}})

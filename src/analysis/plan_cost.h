@@ -71,12 +71,31 @@ struct Footprint {
     double ane_loaded() const { return ane_wired_weights() + kv_bytes + runtime_bytes; }
 };
 
+// The hybrid: a prompt of n_ctx tokens prefilled on the ANE, its KV cache handed to the
+// GPU (read and written once at the GPU's achieved memory bandwidth), decode on the GPU.
+struct HybridSpeed {
+    bool available = false;   // both units have decode and prefill figures
+    double handoff_bytes = 0; // the prompt's f16 K and V
+    double handoff_ms = 0;
+    double ttft_ms = 0;       // ANE prefill + hand-off
+    double ane_ttft_ms = 0;   // the prompt on the ANE alone
+    double gpu_ttft_ms = 0;   // ... on the GPU alone
+    double decode_tps = 0;    // the GPU's
+    // Generated tokens past which hybrid's total time beats the ANE alone (the GPU's faster
+    // decode has paid for the hand-off); < 0: never, the ANE decodes as fast.
+    double beats_ane_after_tokens = -1;
+    // Hybrid's prompt (ANE prefill + hand-off) is faster than the GPU's prefill; both
+    // grow with the prompt, so this holds at any prompt length.
+    bool beats_gpu_prompt = false;
+};
+
 enum class Unit { ane, gpu };
 const char* unit_name(Unit u);
 
 struct ChipPlan {
     Chip chip;
     UnitSpeed ane, gpu;
+    HybridSpeed hybrid;
     Footprint memory;
     double memory_budget_bytes = 0;  // memory_budget_bytes(chip); 0: no RAM figure
     bool ane_fits() const {
@@ -91,6 +110,8 @@ struct ChipPlan {
 
 UnitSpeed predict_ane(const Chip& chip, const PlanInput& in);
 UnitSpeed predict_gpu(const Chip& chip, const PlanInput& in);
+HybridSpeed predict_hybrid(const Chip& chip, const PlanInput& in, const UnitSpeed& ane,
+                           const UnitSpeed& gpu);
 Footprint footprint(const PlanInput& in);
 ChipPlan plan_chip(const Chip& chip, const PlanInput& in);
 

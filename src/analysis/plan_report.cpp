@@ -36,6 +36,56 @@ nlohmann::ordered_json speed_json(const UnitSpeed& s) {
     return j;
 }
 
+std::string ms(double v) {
+    return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.1f}", v);
+}
+
+// When the hybrid's total time beats each unit alone.
+std::string hybrid_verdict(const HybridSpeed& h) {
+    std::string ane = h.beats_ane_after_tokens < 0
+                          ? "never beats the ANE (it decodes as fast)"
+                          : fmt::format("beats the ANE past {:.0f} generated tokens",
+                                        std::ceil(h.beats_ane_after_tokens));
+    return ane + (h.beats_gpu_prompt ? "; its prompt beats the GPU's"
+                                     : "; the GPU's own prompt is faster");
+}
+
+std::string hybrid_table(const PlanInput& in, const std::vector<ChipPlan>& plans) {
+    std::string out = fmt::format(
+        "\nhybrid: a {}-token prompt on the ANE, its {:.1f} MB of KV handed to the GPU, decode "
+        "on the GPU (time to first token in ms)\n",
+        in.n_ctx, plans.empty() ? 0.0 : plans[0].hybrid.handoff_bytes / 1e6);
+    out += fmt::format("{:<9} {:>9} {:>9} {:>9} {:>9} {:>9}  {}\n", "chip", "ANE TTFT",
+                       "GPU TTFT", "hyb TTFT", "hand-off", "hyb dec", "when hybrid wins");
+    for (const ChipPlan& p : plans) {
+        const HybridSpeed& h = p.hybrid;
+        if (!h.available) {
+            out += fmt::format("{:<9} {:>9} {:>9} {:>9} {:>9} {:>9}  —\n", p.chip.name, "—", "—",
+                               "—", "—", "—");
+            continue;
+        }
+        out += fmt::format("{:<9} {:>9} {:>9} {:>9} {:>9} {:>9}  {}\n", p.chip.name,
+                           ms(h.ane_ttft_ms), ms(h.gpu_ttft_ms), ms(h.ttft_ms), ms(h.handoff_ms),
+                           num(h.decode_tps, true), hybrid_verdict(h));
+    }
+    return out;
+}
+
+nlohmann::ordered_json hybrid_json(const HybridSpeed& h) {
+    if (!h.available) return {{"available", false}};
+    return {{"available", true},
+            {"handoff_bytes", h.handoff_bytes},
+            {"handoff_ms", h.handoff_ms},
+            {"ttft_ms", h.ttft_ms},
+            {"ane_ttft_ms", h.ane_ttft_ms},
+            {"gpu_ttft_ms", h.gpu_ttft_ms},
+            {"decode_tps", h.decode_tps},
+            {"beats_ane_after_tokens",
+             h.beats_ane_after_tokens < 0 ? nlohmann::ordered_json(nullptr)
+                                          : nlohmann::ordered_json(h.beats_ane_after_tokens)},
+            {"beats_gpu_prompt", h.beats_gpu_prompt}};
+}
+
 }  // namespace
 
 std::string plan_table(const PlanInput& in, const std::vector<ChipPlan>& plans) {
@@ -64,6 +114,7 @@ std::string plan_table(const PlanInput& in, const std::vector<ChipPlan>& plans) 
         "\ndecode and prefill in tokens/s; J = joules per decoded token; budget = GB an app may "
         "wire on the smallest device with the chip, ! = the ANE's loaded memory exceeds it; — = "
         "no published number to predict from\n";
+    out += hybrid_table(in, plans);
     return out;
 }
 
@@ -85,6 +136,7 @@ nlohmann::ordered_json plan_json(const PlanInput& in, const std::vector<ChipPlan
         c["chip"] = p.chip.name;
         c["ane"] = speed_json(p.ane);
         c["gpu"] = speed_json(p.gpu);
+        c["hybrid"] = hybrid_json(p.hybrid);
         const bool known = p.memory_budget_bytes > 0;
         auto or_null = [&](auto v) { return known ? nlohmann::ordered_json(v) : nullptr; };
         c["memory"] = {{"weights_bytes", p.memory.weights_bytes},

@@ -213,6 +213,34 @@ TEST(PlanCost, RecommendationFollowsTheDecideRules) {
     EXPECT_NE(long_ctx.reason.find("32768"), std::string::npos);
 }
 
+// Hybrid: the prompt's KV (2 layers' worth of K and V per position, f16) read and
+// written once; the time to first token the ANE's plus the hand-off; the GPU's decode.
+TEST(PlanCost, HybridHandsTheKvOverAndDecodesOnTheGpu) {
+    const PlanInput in = input("qwen3-0.6b", "lut4", 2048);
+    const ChipPlan m1 = plan_chip(find_chip("M1"), in);
+    const HybridSpeed& h = m1.hybrid;
+    ASSERT_TRUE(h.available);
+    // qwen3-0.6b: 28 layers, 8 KV heads of 128.
+    const double kv = 2.0 * 28 * 8 * 128 * 2 * 2048;
+    EXPECT_DOUBLE_EQ(h.handoff_bytes, kv);
+    EXPECT_NEAR(h.handoff_ms, 2 * kv / (68.25e9 * 0.61) * 1e3, 1e-9);
+    EXPECT_DOUBLE_EQ(h.ttft_ms, h.ane_ttft_ms + h.handoff_ms);
+    EXPECT_DOUBLE_EQ(h.ane_ttft_ms, 2048 / m1.ane.prefill_tps * 1e3);
+    EXPECT_DOUBLE_EQ(h.decode_tps, m1.gpu.decode_tps);
+    // The GPU decodes faster here: the saved milliseconds per token pay for the hand-off.
+    ASSERT_GT(m1.gpu.decode_tps, m1.ane.decode_tps);
+    EXPECT_NEAR(h.beats_ane_after_tokens * (1e3 / m1.ane.decode_tps - 1e3 / m1.gpu.decode_tps),
+                h.handoff_ms, 1e-9);
+    EXPECT_EQ(h.beats_gpu_prompt, h.ttft_ms < h.gpu_ttft_ms);
+    // A slower GPU decode than the ANE's never pays the hand-off back.
+    Chip slow = find_chip("M1");
+    slow.mem_gbps = 1;
+    const ChipPlan s = plan_chip(slow, in);
+    EXPECT_LT(s.hybrid.beats_ane_after_tokens, 0);
+    // Without a GPU compute figure there is no prefill to compare: no hybrid.
+    EXPECT_FALSE(plan_chip(find_chip("M6"), in).hybrid.available);
+}
+
 TEST(PlanCost, EnergyOnlyWhereMeasured) {
     const ChipPlan m4_max = plan_chip(find_chip("M4 Max"), input("qwen3-1.7b", "lut4", 512));
     EXPECT_GT(m4_max.ane.energy_j, 0);
