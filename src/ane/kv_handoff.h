@@ -24,4 +24,9 @@ struct KvHandoff {
 // state is missing or shaped otherwise, or the session's context is shorter.
 KvHandoff hand_off_kv(const AnePipeline& packages, Session& cpu);
 
+// One state: the first `tokens` positions of `from` (the interpreter's f32
+// values) into `to` (f16, shaped `to_shape`). Returns the fp16 bytes they hold.
+int64_t hand_off_state(const milexec::Tensor& from, const ir::StateDecl& to_decl,
+                       std::vector<uint16_t>& to, int64_t tokens);
+
 }  // namespace anelm
