@@ -90,15 +90,7 @@ std::span<const float> Session::decode_batch(std::span<Sequence* const> seqs,
 std::span<const float> Session::step(std::span<Sequence* const> seqs,
                                      std::span<const int32_t> tokens,
                                      std::span<const int64_t> counts) {
-    if (seqs.size() != counts.size())
-        fail("step: {} sequences but {} token counts", seqs.size(), counts.size());
-    if (static_cast<int64_t>(seqs.size()) > std::max<int64_t>(batch_rows_, 1))
-        fail("step: {} sequences, the session batches up to {}", seqs.size(),
-             std::max<int64_t>(batch_rows_, 1));
-    std::vector<ExecSegment> segments;
-    for (size_t i = 0; i < seqs.size(); ++i) segments.push_back({counts[i], seqs[i]->pos, &seqs[i]->state});
-    auto logits = executor_->run(prefill_fn, tokens, segments);
-    for (size_t i = 0; i < seqs.size(); ++i) seqs[i]->pos += counts[i];
+    auto logits = run_segments(prefill_fn, seqs, tokens, counts);
     // With every prompt row's logits (all_logits), keep each sequence's last.
     if (program_.functions[prefill_fn].nodes.back().per_token) {
         all_logits_.clear();
@@ -112,6 +104,29 @@ std::span<const float> Session::step(std::span<Sequence* const> seqs,
         return all_logits_;
     }
     return logits;
+}
+
+std::span<const float> Session::run_segments(size_t fn, std::span<Sequence* const> seqs,
+                                             std::span<const int32_t> tokens,
+                                             std::span<const int64_t> counts) {
+    if (seqs.size() != counts.size())
+        fail("step: {} sequences but {} token counts", seqs.size(), counts.size());
+    if (static_cast<int64_t>(seqs.size()) > std::max<int64_t>(batch_rows_, 1))
+        fail("step: {} sequences, the session batches up to {}", seqs.size(),
+             std::max<int64_t>(batch_rows_, 1));
+    std::vector<ExecSegment> segments;
+    for (size_t i = 0; i < seqs.size(); ++i)
+        segments.push_back({counts[i], seqs[i]->pos, &seqs[i]->state});
+    auto out = executor_->run(fn, tokens, segments);
+    for (size_t i = 0; i < seqs.size(); ++i) seqs[i]->pos += counts[i];
+    return out;
+}
+
+std::span<const float> Session::verify(std::span<Sequence* const> seqs,
+                                       std::span<const int32_t> tokens,
+                                       std::span<const int64_t> counts) {
+    if (verify_tokens_ == 0) fail("this session has no verify function");
+    return run_segments(verify_fn, seqs, tokens, counts);
 }
 
 std::span<const float> Session::verify(std::span<const int32_t> tokens) {

@@ -78,6 +78,11 @@ public:
     // f32 [seqs, n_vocab].
     std::span<const float> step(std::span<Sequence* const> seqs, std::span<const int32_t> tokens,
                                 std::span<const int64_t> counts);
+    // As step, through the verify function (verify_tokens rows in all): every
+    // row's logits, f32 [tokens, n_vocab] (speculative decoding of several).
+    std::span<const float> verify(std::span<Sequence* const> seqs,
+                                  std::span<const int32_t> tokens,
+                                  std::span<const int64_t> counts);
     int64_t prefill_batch() const { return prefill_batch_; }
     int64_t batch_rows() const { return batch_rows_; }
 
@@ -101,6 +106,11 @@ private:
     int64_t verify_tokens_ = 0;
     int64_t batch_rows_ = 0;
     std::vector<float> all_logits_;
+
+    // counts[i] tokens to *seqs[i] through function fn; its output as it is.
+    std::span<const float> run_segments(size_t fn, std::span<Sequence* const> seqs,
+                                        std::span<const int32_t> tokens,
+                                        std::span<const int64_t> counts);
 };
 
 }  // namespace anelm

@@ -79,11 +79,18 @@ void Job::push(Event event) {
 }
 
 Engine::Engine(SlotModel& model, const Tokenizer& tokenizer, std::vector<int32_t> stop_ids,
-               int64_t prefill_chunk)
+               int64_t prefill_chunk, Speculation speculation)
     : model_(model),
       tokenizer_(tokenizer),
       stop_ids_(std::move(stop_ids)),
-      prefill_chunk_(std::max<int64_t>(prefill_chunk, 1)) {
+      prefill_chunk_(std::max<int64_t>(prefill_chunk, 1)),
+      speculation_(speculation) {
+    if (speculation.lookup > 0) {
+        if (model.verify_rows() < 2) fail("--lookup: this model cannot verify drafted tokens");
+        if (speculation.draft_n < 1)
+            fail("--draft-n: {}, expected at least 1", speculation.draft_n);
+        drafter_ = std::make_unique<LookupDrafter>(speculation.lookup);
+    }
     for (int i = 0; i < model.slots(); ++i) {
         slots_.push_back(std::make_unique<Slot>());
         slots_.back()->index = i;
@@ -220,7 +227,71 @@ void Engine::admit(std::unique_lock<std::mutex>&) {
 // One pass: the next token of every generating slot and, in the room left,
 // a chunk of one waiting prompt, so a long prompt delays the others by one
 // chunk at a time and a new request starts without waiting for a free step.
+SpeculationStats Engine::speculation_stats() const {
+    return {verify_passes_.load(), drafted_.load(), accepted_.load()};
+}
+
+bool Engine::speculate() {
+    if (!drafter_) return false;
+    // A waiting prompt goes first, in a step of its own kind.
+    for (auto& s : slots_)
+        if (s->job && !s->decoding) return false;
+    std::vector<Slot*> decoding;
+    for (auto& s : slots_) {
+        if (!s->job || !s->decoding) continue;
+        if (s->job->cancelled()) {
+            finish(*s, "stop");
+            continue;
+        }
+        decoding.push_back(s.get());
+    }
+    if (decoding.empty()) return false;
+    batch_slots_.clear();
+    batch_tokens_.clear();
+    batch_counts_.clear();
+    // The verify pass's rows, shared out; a request drafts no further than it may generate.
+    const int64_t share = model_.verify_rows() / static_cast<int64_t>(decoding.size());
+    bool drafted = false;
+    for (Slot* s : decoding) {
+        const int64_t k = std::min({speculation_.draft_n, share - 1, s->max_tokens - s->generated - 1});
+        std::vector<int32_t> drafts;
+        if (!s->job->spec_.constraint && k > 0 && model_.can_verify(s->index, k + 1))
+            drafts = drafter_->draft(s->history, k);
+        if (!model_.can_verify(s->index, 1 + static_cast<int64_t>(drafts.size()))) return false;
+        drafted |= !drafts.empty();
+        batch_slots_.push_back(s->index);
+        batch_tokens_.push_back(s->next);
+        batch_tokens_.insert(batch_tokens_.end(), drafts.begin(), drafts.end());
+        batch_counts_.push_back(1 + static_cast<int64_t>(drafts.size()));
+    }
+    if (!drafted) return false;
+    const std::span<const float> logits = model_.verify(batch_slots_, batch_tokens_, batch_counts_);
+    ++verify_passes_;
+    drafted_ += static_cast<int64_t>(batch_tokens_.size() - batch_slots_.size());
+    const size_t n_vocab = logits.size() / batch_tokens_.size();
+    size_t at = 0;
+    for (size_t i = 0; i < batch_slots_.size(); ++i) {
+        Slot& slot = *slots_[static_cast<size_t>(batch_slots_[i])];
+        const auto count = static_cast<size_t>(batch_counts_[i]);
+        const int64_t start = model_.pos(slot.index) - static_cast<int64_t>(count);
+        // Rows are taken while the request's own sample equals the next draft.
+        size_t kept = 0;
+        while (kept < count) {
+            next_token(slot, logits.subspan((at + kept) * n_vocab, n_vocab));
+            ++kept;
+            if (!slot.job || kept == count || slot.next != batch_tokens_[at + kept]) break;
+            ++accepted_;
+        }
+        slot.cached.insert(slot.cached.end(), batch_tokens_.begin() + static_cast<long>(at),
+                           batch_tokens_.begin() + static_cast<long>(at + kept));
+        model_.rewind(slot.index, start + static_cast<int64_t>(kept));
+        at += count;
+    }
+    return true;
+}
+
 void Engine::step() {
+    if (speculate()) return;
     batch_slots_.clear();
     batch_tokens_.clear();
     batch_counts_.clear();

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/drafter.h"
 #include "runtime/sampler.h"
 #include "server/slot_model.h"
 #include "tokenizer/tokenizer.h"
@@ -84,10 +85,23 @@ private:
     JobSpec spec_;
 };
 
+// Speculative decoding in the server: prompt lookup over n-grams of up to
+// `lookup` tokens (0: off), up to draft_n drafts per request and step.
+struct Speculation {
+    int lookup = 0;
+    int64_t draft_n = 3;
+};
+
+struct SpeculationStats {
+    int64_t verify_passes = 0;
+    int64_t drafted = 0;   // tokens drafted into them
+    int64_t accepted = 0;  // drafts the requests kept
+};
+
 class Engine {
 public:
     Engine(SlotModel& model, const Tokenizer& tokenizer, std::vector<int32_t> stop_ids,
-           int64_t prefill_chunk = 512);
+           int64_t prefill_chunk = 512, Speculation speculation = {});
     ~Engine();
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;
@@ -96,12 +110,17 @@ public:
     std::shared_ptr<Job> submit(JobSpec spec);
     int64_t n_ctx() const { return model_.n_ctx(); }
     int slots() const { return model_.slots(); }
+    SpeculationStats speculation_stats() const;
 
 private:
     struct Slot;
     void loop();
     void admit(std::unique_lock<std::mutex>& lock);
     void step();
+    // With drafts for some decoding request: every decoding request's next
+    // token and drafts in one verify pass (prompts wait a step); false when
+    // none drafted, and step goes on as usual.
+    bool speculate();
     // Picks the next token from a slot's logits and tells its job.
     void next_token(Slot& slot, std::span<const float> logits);
     // Tells the job it is done, with what is left of its text, and frees the slot.
@@ -120,6 +139,9 @@ private:
     bool stopping_ = false;
     std::thread thread_;
 
+    Speculation speculation_;
+    std::unique_ptr<Drafter> drafter_;  // null: no speculation
+    std::atomic<int64_t> verify_passes_{0}, drafted_{0}, accepted_{0};
     std::vector<float> masked_;  // a slot's logits under its constraint
     std::vector<int> batch_slots_;
     std::vector<int32_t> batch_tokens_;

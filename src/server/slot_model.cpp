@@ -31,6 +31,32 @@ std::span<const float> SessionSlots::step(std::span<const int> slots,
     return session_.step(batch_, tokens, counts);
 }
 
+std::span<const float> SlotModel::verify(std::span<const int>, std::span<const int32_t>,
+                                         std::span<const int64_t>) {
+    fail("this model has no verify function");
+}
+
+bool SessionSlots::can_verify(int slot, int64_t rows) const {
+    return rows >= 1 && rows <= session_.verify_tokens() &&
+           seqs_.at(slot).pos + rows <= session_.n_ctx();
+}
+
+std::span<const float> SessionSlots::verify(std::span<const int> slots,
+                                            std::span<const int32_t> tokens,
+                                            std::span<const int64_t> counts) {
+    batch_.clear();
+    for (int s : slots) batch_.push_back(&seqs_.at(s));
+    return session_.verify(batch_, tokens, counts);
+}
+
+std::span<const float> SingleSlot::verify(std::span<const int> slots,
+                                          std::span<const int32_t> tokens,
+                                          std::span<const int64_t>) {
+    if (slots.size() != 1)
+        fail("this model runs one sequence at a time, got {}", slots.size());
+    return model_.verify(tokens);
+}
+
 int64_t SingleSlot::keepable(int, int64_t shared) const {
     return model_.can_rewind(shared) ? shared : 0;
 }

@@ -29,6 +29,15 @@ public:
     virtual std::span<const float> step(std::span<const int> slots,
                                         std::span<const int32_t> tokens,
                                         std::span<const int64_t> counts) = 0;
+
+    // Speculative decoding: the most tokens one verify pass takes in all (0:
+    // none), whether a slot can take `rows` of them now, and the pass itself,
+    // as step but returning every row's logits, f32 [tokens, n_vocab].
+    virtual int64_t verify_rows() const { return 0; }
+    virtual bool can_verify(int slot, int64_t rows) const { return false; }
+    virtual std::span<const float> verify(std::span<const int> slots,
+                                          std::span<const int32_t> tokens,
+                                          std::span<const int64_t> counts);
 };
 
 // CPU sessions: every slot a Sequence on one session's weights; a step runs
@@ -45,6 +54,10 @@ public:
     int64_t max_tokens() const override { return session_.prefill_batch(); }
     std::span<const float> step(std::span<const int> slots, std::span<const int32_t> tokens,
                                 std::span<const int64_t> counts) override;
+    int64_t verify_rows() const override { return session_.verify_tokens(); }
+    bool can_verify(int slot, int64_t rows) const override;
+    std::span<const float> verify(std::span<const int> slots, std::span<const int32_t> tokens,
+                                  std::span<const int64_t> counts) override;
 
 private:
     Session& session_;
@@ -66,6 +79,10 @@ public:
     int64_t max_tokens() const override { return model_.n_ctx(); }
     std::span<const float> step(std::span<const int> slots, std::span<const int32_t> tokens,
                                 std::span<const int64_t> counts) override;
+    int64_t verify_rows() const override { return model_.verify_tokens(); }
+    bool can_verify(int, int64_t rows) const override { return model_.can_verify(rows); }
+    std::span<const float> verify(std::span<const int> slots, std::span<const int32_t> tokens,
+                                  std::span<const int64_t> counts) override;
 
 private:
     TokenModel& model_;

@@ -79,13 +79,14 @@ JobSpec greedy(std::vector<int32_t> prompt, int64_t max_tokens) {
 }
 
 // Greedy generation alone, by the plain loop.
-std::vector<int32_t> alone(const std::vector<int32_t>& prompt, int64_t max_tokens) {
+std::vector<int32_t> alone(const std::vector<int32_t>& prompt, int64_t max_tokens,
+                           float presence_penalty = 2) {
     Session session(tiny().spec(), tiny().weights(), session_options(0));
     GenerateOptions options;
     // The plain loop counts the prompt and, as run.c does, one more.
     options.max_tokens = static_cast<int64_t>(prompt.size()) + max_tokens - 1;
     options.sampler.temp = 0;
-    options.sampler.presence_penalty = 2;
+    options.sampler.presence_penalty = presence_penalty;
     options.stop_ids = tiny().stop_ids();
     std::vector<int32_t> out;
     generate(session, prompt, options, [&](int32_t id) { out.push_back(id); });
@@ -96,11 +97,17 @@ std::vector<int32_t> prompt_of(const std::string& text) {
     return tiny().tokenizer->encode(text, true);
 }
 
+SessionOptions verifying(int slots, const Speculation& speculation) {
+    SessionOptions so = session_options(slots);
+    if (speculation.lookup > 0) so.verify_tokens = slots * (speculation.draft_n + 1);
+    return so;
+}
+
 struct Server {
-    explicit Server(int slots)
-        : session(tiny().spec(), tiny().weights(), session_options(slots)),
+    explicit Server(int slots, Speculation speculation = {})
+        : session(tiny().spec(), tiny().weights(), verifying(slots, speculation)),
           slots(session, slots),
-          engine(slots_model(), *tiny().tokenizer, tiny().stop_ids(), 8) {}
+          engine(slots_model(), *tiny().tokenizer, tiny().stop_ids(), 8, speculation) {}
     SlotModel& slots_model() { return slots; }
     Session session;
     SessionSlots slots;
@@ -128,6 +135,60 @@ TEST(Engine, BatchedRequestsGetTheTokensTheyGetAlone) {
         }
         EXPECT_GT(std::set<int32_t>(r.ids.begin(), r.ids.end()).size(), 3u);
     }
+}
+
+// With prompt lookup, requests drafting side by side (and one whose draws
+// are seeded) get the tokens they get alone without drafts. Without a
+// penalty the random model soon repeats itself, which lookup drafts from.
+TEST(Engine, SpeculativeRequestsGetTheTokensTheyGetAlone) {
+    Server server(3, Speculation{2, 3});
+    const std::vector<std::string> texts = {"one two three one two three one two three one two",
+                                            "a b c d a b c d a b c d a b", "Hi"};
+    JobSpec seeded = greedy(prompt_of("x y x y x y x y x y"), 24);
+    seeded.sampler.temp = 0.8f;
+    seeded.sampler.seed = 5;
+    auto seeded_copy = [&] {
+        JobSpec s;
+        s.prompt = seeded.prompt;
+        s.max_tokens = seeded.max_tokens;
+        s.sampler = seeded.sampler;
+        s.logprobs = true;
+        return s;
+    };
+    auto repeating = [&](const std::string& t) {
+        JobSpec spec = greedy(prompt_of(t), 30);
+        spec.sampler.presence_penalty = 0;
+        return spec;
+    };
+    std::vector<std::shared_ptr<Job>> jobs;
+    for (const std::string& t : texts) jobs.push_back(server.engine.submit(repeating(t)));
+    auto drawn = server.engine.submit(seeded_copy());
+    for (size_t i = 0; i < texts.size(); ++i) {
+        SCOPED_TRACE(texts[i]);
+        const Result r = finish(*jobs[i]);
+        ASSERT_EQ(r.error, "");
+        EXPECT_EQ(r.ids, alone(prompt_of(texts[i]), 30, 0));
+        EXPECT_EQ(r.usage.completion_tokens, static_cast<int64_t>(r.ids.size()));
+    }
+    Server plain(1);
+    EXPECT_EQ(finish(*drawn).ids, finish(*plain.engine.submit(seeded_copy())).ids);
+    // A next turn reuses what the drafting left in the cache: exactly the fed tokens.
+    const Result first = finish(*server.engine.submit(repeating(texts[1])));
+    std::vector<int32_t> next = prompt_of(texts[1]);
+    next.insert(next.end(), first.ids.begin(), first.ids.end());
+    const std::vector<int32_t> more = prompt_of("e f g");
+    next.insert(next.end(), more.begin() + 1, more.end());
+    JobSpec turn = greedy(next, 20);
+    turn.sampler.presence_penalty = 0;
+    const Result second = finish(*server.engine.submit(std::move(turn)));
+    ASSERT_EQ(second.error, "");
+    EXPECT_EQ(second.usage.cached_tokens,
+              static_cast<int64_t>(prompt_of(texts[1]).size() + first.ids.size() - 1));
+    EXPECT_EQ(second.ids, alone(next, 20, 0));
+    const SpeculationStats stats = server.engine.speculation_stats();
+    EXPECT_GT(stats.verify_passes, 0);
+    EXPECT_GT(stats.drafted, 0);
+    EXPECT_LE(stats.accepted, stats.drafted);
 }
 
 TEST(Engine, AFollowingRequestReusesTheCachedPrefix) {

@@ -21,6 +21,7 @@ struct ServeArgs {
     std::string model, tokenizer, alias, api_key_file;
     server::ServerOptions server;
     int parallel = 4;
+    server::Speculation speculation;
     RunOptions run;
     SamplerParams sampler;
 };
@@ -82,6 +83,8 @@ std::shared_ptr<const server::ServedModel> load(const ServeArgs& args, Loaded& l
         l.model = std::make_unique<Model>(open_model(args.model, args.tokenizer, true));
         SessionOptions so = args.run.session(*l.model);
         so.batch_rows = args.parallel;
+        if (args.speculation.lookup > 0)
+            so.verify_tokens = args.parallel * (args.speculation.draft_n + 1);
         l.session = open_session(*l.model, so);
         l.slots = std::make_unique<server::SessionSlots>(*l.session, args.parallel);
         tokenizer = l.model->tokenizer.get();
@@ -90,7 +93,8 @@ std::shared_ptr<const server::ServedModel> load(const ServeArgs& args, Loaded& l
                           kernels_isa());
     }
     l.chat_template = load_template(args.model);
-    l.engine = std::make_unique<server::Engine>(*l.slots, *tokenizer, stop_ids);
+    l.engine = std::make_unique<server::Engine>(*l.slots, *tokenizer, stop_ids, 512,
+                                                args.speculation);
     l.json = std::make_unique<server::JsonConstraints>(*tokenizer, stop_ids);
 
     auto served = std::make_shared<server::ServedModel>();
@@ -155,6 +159,12 @@ std::function<int()> setup(CLI::App& app) {
                                "require Authorization: Bearer KEY on every route but /health");
     app.add_option("--api-key-file", args->api_key_file, "read the API key from this file")
         ->excludes(key);
+    app.add_option("--lookup", args->speculation.lookup,
+                   "speculative decoding with prompt lookup (n-grams of up to N tokens) for "
+                   "requests without a response_format; the same text, greedy or seeded");
+    app.add_option("--draft-n", args->speculation.draft_n,
+                   "tokens drafted per request and step (a verify pass holds parallel x (N + 1))")
+        ->capture_default_str();
     app.add_option("--parallel", args->parallel,
                    "requests generated at once (their decode steps run as one batch)")
         ->capture_default_str();
