@@ -135,22 +135,17 @@ void Engine::loop() {
             };
             wake_.wait(lock, [&] { return stopping_ || !pending_.empty() || busy(); });
             if (stopping_) break;
-            admit(lock);
+            try {
+                admit(lock);
+            } catch (const std::exception& e) {
+                fail_running(e.what());
+                continue;
+            }
         }
         try {
             step();
         } catch (const std::exception& e) {
-            // A failure ends every running request; the slots start afresh.
-            for (auto& slot : slots_) {
-                if (slot->job) {
-                    Event ev;
-                    ev.done = true;
-                    ev.error = e.what();
-                    slot->job->push(std::move(ev));
-                    slot->job.reset();
-                }
-                slot->cached.clear();
-            }
+            fail_running(e.what());
         }
     }
     std::lock_guard lock(mutex_);
@@ -166,6 +161,20 @@ void Engine::loop() {
 
 // Moves waiting requests into free slots, each into the one whose cache
 // shares the longest prefix with its prompt (else the least recently used).
+void Engine::fail_running(const std::string& why) {
+    for (auto& slot : slots_) {
+        if (slot->job) {
+            Event ev;
+            ev.done = true;
+            ev.error = why;
+            slot->job->push(std::move(ev));
+            slot->job.reset();
+        }
+        slot->cached.clear();
+        slot->decoding = false;
+    }
+}
+
 void Engine::admit(std::unique_lock<std::mutex>&) {
     while (!pending_.empty()) {
         std::shared_ptr<Job> job = pending_.front();

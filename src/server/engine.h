@@ -116,6 +116,8 @@ private:
     struct Slot;
     void loop();
     void admit(std::unique_lock<std::mutex>& lock);
+    // A failure ends every running request; the slots start afresh.
+    void fail_running(const std::string& why);
     void step();
     // With drafts for some decoding request: every decoding request's next
     // token and drafts in one verify pass (prompts wait a step); false when
