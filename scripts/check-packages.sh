@@ -11,8 +11,10 @@
 # ../shared has it) x chunks 1/2/3 x argmax off/on, monolithic x argmax off/on,
 # (where the model has that many layers), Gemma 3 with a context at and above
 # its sliding window, and LUT 2/4/6/8 bits
-# with group sizes, per channel and per tensor. fp16 conversions must generate
-# the source model's exact greedy text (--precision ane); LUT ones must run.
+# with group sizes, per channel and per tensor, and verify functions (--verify 8),
+# split and monolithic. fp16 conversions must generate the source model's exact
+# greedy text (--precision ane); LUT ones must run; with a verify function,
+# generate OUT --lookup 2 must print what generate OUT prints.
 # --quick: one chunk count and two LUTs.
 #
 # Environment: ANELM (default build/anelm), VALIDATOR (validate-mlpackage.sh;
@@ -23,7 +25,7 @@ set -uo pipefail
 quick=0
 if [[ ${1:-} == --quick ]]; then quick=1; shift; fi
 if [[ $# -ne 1 ]]; then
-    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 fi
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -78,6 +80,13 @@ check() {
         got=$("$anelm" generate "$out" -p "$prompt" -n $n_tokens --temp 0 \
             --precision ane 2>> "$log") ||
             verdict="generate OUT failed: $(tail -1 "$log")"
+        if [[ -z $verdict && " $* " == *" --verify "* ]]; then
+            local drafted
+            # shellcheck disable=SC2086
+            drafted=$("$anelm" generate "$out" -p "$prompt" -n $n_tokens --temp 0 \
+                --precision ane --lookup 2 2>> "$log") || verdict="generate OUT --lookup failed"
+            [[ -n $verdict || $drafted == "$got" ]] || verdict="--lookup changes the text"
+        fi
         if [[ -z $verdict && $exact == exact ]]; then
             # shellcheck disable=SC2086
             want=$("$anelm" generate ${model_args[$model]} -p "$prompt" -n $n_tokens \
@@ -115,6 +124,10 @@ for model in "${!model_args[@]}"; do
     check "$model-mono" "$model" exact "${fp16[@]}" --ctx $ctx --batch 16 --monolithic
     check "$model-mono-argmax" "$model" exact "${fp16[@]}" --ctx $ctx --batch 16 --monolithic \
         --argmax
+    check "$model-c2-verify" "$model" exact "${fp16[@]}" --ctx $ctx --batch 16 --chunks 2 \
+        --verify 8
+    check "$model-mono-argmax-verify" "$model" exact "${fp16[@]}" --ctx $ctx --batch 16 \
+        --monolithic --argmax --verify 8
     for lut in "${luts[@]}"; do
         check "$model-lut${lut/,/g}" "$model" runs --lut-ffn "$lut" --lut-head "$lut" --ctx $ctx \
             --batch 16 --chunks 2
