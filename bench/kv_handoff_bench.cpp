@@ -28,9 +28,8 @@ void BM_kv_handoff(benchmark::State& state) {
 }
 
 void handoff_shapes(benchmark::internal::Benchmark* b) {
-    for (auto [layers, heads, hd] : {std::tuple<int64_t, int64_t, int64_t>{28, 8, 128},
-                                     {16, 8, 64},
-                                     {32, 8, 128}})
+    for (auto [layers, heads, hd] :
+         {std::tuple<int64_t, int64_t, int64_t>{28, 8, 128}, {16, 8, 64}, {32, 8, 128}})
         for (int64_t ctx : {512, 2048, 8192}) b->Args({layers, heads, hd, ctx});
 }
 BENCHMARK(BM_kv_handoff)

@@ -151,8 +151,7 @@ UnitSpeed predict_gpu(const Chip& chip, const PlanInput& in) {
 HybridSpeed predict_hybrid(const Chip& chip, const PlanInput& in, const UnitSpeed& ane,
                            const UnitSpeed& gpu) {
     HybridSpeed h;
-    if (!ane.available || !gpu.available || ane.prefill_tps <= 0 || gpu.prefill_tps <= 0)
-        return h;
+    if (!ane.available || !gpu.available || ane.prefill_tps <= 0 || gpu.prefill_tps <= 0) return h;
     h.available = true;
     const auto prompt = static_cast<double>(in.n_ctx);
     h.handoff_bytes = kv_bytes(in);

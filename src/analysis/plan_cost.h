@@ -74,13 +74,13 @@ struct Footprint {
 // The hybrid: a prompt of n_ctx tokens prefilled on the ANE, its KV cache handed to the
 // GPU (read and written once at the GPU's achieved memory bandwidth), decode on the GPU.
 struct HybridSpeed {
-    bool available = false;   // both units have decode and prefill figures
-    double handoff_bytes = 0; // the prompt's f16 K and V
+    bool available = false;    // both units have decode and prefill figures
+    double handoff_bytes = 0;  // the prompt's f16 K and V
     double handoff_ms = 0;
-    double ttft_ms = 0;       // ANE prefill + hand-off
-    double ane_ttft_ms = 0;   // the prompt on the ANE alone
-    double gpu_ttft_ms = 0;   // ... on the GPU alone
-    double decode_tps = 0;    // the GPU's
+    double ttft_ms = 0;      // ANE prefill + hand-off
+    double ane_ttft_ms = 0;  // the prompt on the ANE alone
+    double gpu_ttft_ms = 0;  // ... on the GPU alone
+    double decode_tps = 0;   // the GPU's
     // Generated tokens past which hybrid's total time beats the ANE alone (the GPU's faster
     // decode has paid for the hand-off); < 0: never, the ANE decodes as fast.
     double beats_ane_after_tokens = -1;

@@ -55,8 +55,8 @@ std::string hybrid_table(const PlanInput& in, const std::vector<ChipPlan>& plans
         "\nhybrid: a {}-token prompt on the ANE, its {:.1f} MB of KV handed to the GPU, decode "
         "on the GPU (time to first token in ms)\n",
         in.n_ctx, plans.empty() ? 0.0 : plans[0].hybrid.handoff_bytes / 1e6);
-    out += fmt::format("{:<9} {:>9} {:>9} {:>9} {:>9} {:>9}  {}\n", "chip", "ANE TTFT",
-                       "GPU TTFT", "hyb TTFT", "hand-off", "hyb dec", "when hybrid wins");
+    out += fmt::format("{:<9} {:>9} {:>9} {:>9} {:>9} {:>9}  {}\n", "chip", "ANE TTFT", "GPU TTFT",
+                       "hyb TTFT", "hand-off", "hyb dec", "when hybrid wins");
     for (const ChipPlan& p : plans) {
         const HybridSpeed& h = p.hybrid;
         if (!h.available) {
@@ -80,9 +80,9 @@ nlohmann::ordered_json hybrid_json(const HybridSpeed& h) {
             {"ane_ttft_ms", h.ane_ttft_ms},
             {"gpu_ttft_ms", h.gpu_ttft_ms},
             {"decode_tps", h.decode_tps},
-            {"beats_ane_after_tokens",
-             h.beats_ane_after_tokens < 0 ? nlohmann::ordered_json(nullptr)
-                                          : nlohmann::ordered_json(h.beats_ane_after_tokens)},
+            {"beats_ane_after_tokens", h.beats_ane_after_tokens < 0
+                                           ? nlohmann::ordered_json(nullptr)
+                                           : nlohmann::ordered_json(h.beats_ane_after_tokens)},
             {"beats_gpu_prompt", h.beats_gpu_prompt}};
 }
 

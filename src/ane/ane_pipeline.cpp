@@ -137,8 +137,8 @@ std::span<const float> AnePipeline::read_head(const std::map<std::string, Tensor
     return logits_;
 }
 
-void AnePipeline::read_head_row(const std::map<std::string, Tensor>& out, int64_t row,
-                                int64_t rows, std::span<float> logits) const {
+void AnePipeline::read_head_row(const std::map<std::string, Tensor>& out, int64_t row, int64_t rows,
+                                std::span<float> logits) const {
     const auto n_pieces = static_cast<int64_t>(shape_.head_pieces.size());
     if (shape_.argmax) {
         // Each piece's best: the largest value wins; its index is local to the piece.
@@ -180,8 +180,8 @@ std::span<const float> AnePipeline::verify(std::span<const int32_t> tokens) {
     const auto n = static_cast<int64_t>(tokens.size());
     const int64_t t = shape_.verify;
     if (!can_verify(n))
-        fail("verify: {} tokens at position {}, the packages take 1 to {} where {} fit", n, pos_,
-             t, t);
+        fail("verify: {} tokens at position {}: the packages take 1 to {}, where {} rows fit", n,
+             pos_, t, t);
     const size_t vocab = logits_.size();
     verify_logits_.resize(static_cast<size_t>(n) * vocab);
     const auto row = [&](int64_t r) {

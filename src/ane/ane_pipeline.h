@@ -78,12 +78,12 @@ private:
     // One token's head outputs into logits_.
     std::span<const float> read_head(const std::map<std::string, milexec::Tensor>& out);
     // Row `row` of head outputs for `rows` tokens into `logits` (n_vocab values).
-    void read_head_row(const std::map<std::string, milexec::Tensor>& out, int64_t row,
-                       int64_t rows, std::span<float> logits) const;
+    void read_head_row(const std::map<std::string, milexec::Tensor>& out, int64_t row, int64_t rows,
+                       std::span<float> logits) const;
 
     AnePipelineShape shape_;
     std::unique_ptr<milexec::Function> embeddings_, head_;  // null when monolithic
-    std::unique_ptr<milexec::Function> head_verify_;          // null without verify
+    std::unique_ptr<milexec::Function> head_verify_;        // null without verify
     std::vector<std::unique_ptr<milexec::Function>> infer_, prefill_, verify_;
     std::vector<std::unique_ptr<milexec::Function>> infer_rotate_, prefill_rotate_;
     // The functions for a call at the current position.

@@ -38,8 +38,7 @@ KvHandoff hand_off_kv(const AnePipeline& packages, Session& cpu) {
         h.bytes += hand_off_state(packages.state(states[k].name), states[k],
                                   cpu.state().buffers.at(k), h.tokens);
     cpu.advance_to(h.tokens);
-    h.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    h.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return h;
 }
 

@@ -145,7 +145,8 @@ AnePackage lower_embeddings(const ir::Program& program, const AneOptions& option
     add_input(mfn, f.input_ids);
     spec::ModelDescription& d = *pkg.model.mutable_description();
     std::vector<std::vector<int64_t>> shapes{{1, 1}, {1, options.batch}};
-    if (options.verify > 0 && options.verify != options.batch) shapes.push_back({1, options.verify});
+    if (options.verify > 0 && options.verify != options.batch)
+        shapes.push_back({1, options.verify});
     *d.add_input() = feature({f.input_ids, shapes});
     *d.add_output() = feature({MilValue{"hidden_states", mil::FLOAT16, {}}, {}});
     return pkg;
@@ -230,10 +231,9 @@ std::vector<MilValue> lower_head(FunctionLowering& f, const ir::Function& fn,
         for (ir::ValueId id : parts.head) f.lower(id);
         const MilValue& piece = f.value(fn.outputs.at(0));  // [1, piece, 1, T]
         const MilValue logits =
-            pieces[i] == rows
-                ? as_rows(piece, rows, "logits" + n)
-                : pad_logits(b, as_rows(piece, pieces[i], "logits" + n + "_real"), rows,
-                             "logits" + n);
+            pieces[i] == rows ? as_rows(piece, rows, "logits" + n)
+                              : pad_logits(b, as_rows(piece, pieces[i], "logits" + n + "_real"),
+                                           rows, "logits" + n);
         if (argmax) {
             idx.push_back(b.op("reduce_argmax", "argmax_idx_" + n,
                                {{"x", logits},

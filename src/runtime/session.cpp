@@ -147,8 +147,7 @@ void Session::rewind(int64_t pos) {
 
 void Session::advance_to(int64_t pos) {
     if (pos < own_.pos || pos > n_ctx())
-        fail("cannot move the session from position {} to {} (context {})", own_.pos, pos,
-             n_ctx());
+        fail("cannot move the session from position {} to {} (context {})", own_.pos, pos, n_ctx());
     own_.pos = pos;
 }
 

@@ -80,8 +80,7 @@ public:
                                 std::span<const int64_t> counts);
     // As step, through the verify function (verify_tokens rows in all): every
     // row's logits, f32 [tokens, n_vocab] (speculative decoding of several).
-    std::span<const float> verify(std::span<Sequence* const> seqs,
-                                  std::span<const int32_t> tokens,
+    std::span<const float> verify(std::span<Sequence* const> seqs, std::span<const int32_t> tokens,
                                   std::span<const int64_t> counts);
     int64_t prefill_batch() const { return prefill_batch_; }
     int64_t batch_rows() const { return batch_rows_; }

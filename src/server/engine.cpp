@@ -262,7 +262,8 @@ bool Engine::speculate() {
     const int64_t share = model_.verify_rows() / static_cast<int64_t>(decoding.size());
     bool drafted = false;
     for (Slot* s : decoding) {
-        const int64_t k = std::min({speculation_.draft_n, share - 1, s->max_tokens - s->generated - 1});
+        const int64_t k =
+            std::min({speculation_.draft_n, share - 1, s->max_tokens - s->generated - 1});
         std::vector<int32_t> drafts;
         if (!s->job->spec_.constraint && k > 0 && model_.can_verify(s->index, k + 1))
             drafts = drafter_->draft(s->history, k);

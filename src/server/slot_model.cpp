@@ -52,8 +52,7 @@ std::span<const float> SessionSlots::verify(std::span<const int> slots,
 std::span<const float> SingleSlot::verify(std::span<const int> slots,
                                           std::span<const int32_t> tokens,
                                           std::span<const int64_t>) {
-    if (slots.size() != 1)
-        fail("this model runs one sequence at a time, got {}", slots.size());
+    if (slots.size() != 1) fail("this model runs one sequence at a time, got {}", slots.size());
     return model_.verify(tokens);
 }
 

@@ -45,8 +45,7 @@ void expect_same_greedy_text(const std::string& model_args, const fs::path& out,
     const std::string args = fmt::format(" -p {} -n {} --temp 0 --precision ane", prompt, n);
     const auto original = test::run_anelm("generate " + model_args + args);
     ASSERT_EQ(original.exit_code, 0) << original.err;
-    const auto converted =
-        test::run_anelm("generate " + shell_word(out) + args + converted_extra);
+    const auto converted = test::run_anelm("generate " + shell_word(out) + args + converted_extra);
     ASSERT_EQ(converted.exit_code, 0) << converted.err;
     EXPECT_EQ(converted.out, original.out);
     EXPECT_NE(converted.err.find("MIL interpreter"), std::string::npos) << converted.err;
@@ -84,9 +83,9 @@ TEST(CliConvert, Stories260KConvertedGeneratesTheSameTokens) {
     const std::string model =
         shell_word(dir / "stories260K.bin") + " --tokenizer " + shell_word(dir / "tok512.bin");
     const fs::path out = test::temp_dir("cli-convert-stories") / "out";
-    const auto r =
-        test::run_anelm("convert " + model + " -o " + shell_word(out) +
-                        " --lut-ffn none --lut-head none --chunks 2 --argmax --batch 16 --verify 8");
+    const auto r = test::run_anelm(
+        "convert " + model + " -o " + shell_word(out) +
+        " --lut-ffn none --lut-head none --chunks 2 --argmax --batch 16 --verify 8");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_TRUE(fs::exists(out / "tokenizer.bin"));
     // Long enough to reach the BOS that ends run.c's text: both stop there.
@@ -104,8 +103,10 @@ TEST(CliConvert, Stories260KConvertedGeneratesTheSameTokens) {
     // Its own packages as the draft model (--draft OUT2): every draft is kept.
     expect_same_greedy_text(model, out, 400, " --draft " + shell_word(out) + " --draft-n 3");
     const auto drafted = test::run_anelm("generate " + shell_word(out) + " -p hi --lookup 2");
-    EXPECT_NE(drafted.err.find("speculative (prompt lookup (2))"), std::string::npos) << drafted.err;
-    const auto refused = test::run_anelm("generate " + shell_word(out) + " -p hi --draft-quant lut4");
+    EXPECT_NE(drafted.err.find("speculative (prompt lookup (2))"), std::string::npos)
+        << drafted.err;
+    const auto refused =
+        test::run_anelm("generate " + shell_word(out) + " -p hi --draft-quant lut4");
     EXPECT_EQ(refused.exit_code, 1);
     EXPECT_NE(refused.err.find("--draft-quant"), std::string::npos) << refused.err;
 }
@@ -177,9 +178,9 @@ TEST(CliConvert, BadInputIsOneLineAndWritesNothing) {
     const std::string model = tiny_model("tiny-llama");
     const fs::path dir = test::temp_dir("cli-convert-bad");
     const fs::path out = dir / "out";
-    for (const std::string& bad : {std::string("--lut-ffn 5"), std::string("--chunks 0"),
-                                   std::string("--chunks 9"), std::string("--fp16-scale 0.3"),
-                                   std::string("--verify 1")}) {
+    for (const std::string& bad :
+         {std::string("--lut-ffn 5"), std::string("--chunks 0"), std::string("--chunks 9"),
+          std::string("--fp16-scale 0.3"), std::string("--verify 1")}) {
         SCOPED_TRACE(bad);
         const auto r =
             test::run_anelm("convert " + shell_word(model) + " -o " + shell_word(out) + " " + bad);

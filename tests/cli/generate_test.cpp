@@ -57,9 +57,9 @@ TEST_P(Stories260K, GreedySpeculativeEqualsRunC) {
 
 void expect_one_line_error(const std::string& options, const std::string& names) {
     const auto dir = test::shared_path("models/stories260K");
-    const auto r = test::run_anelm("generate '" + (dir / "stories260K.bin").string() +
-                                   "' --tokenizer '" + (dir / "tok512.bin").string() +
-                                   "' -p hi " + options);
+    const auto r =
+        test::run_anelm("generate '" + (dir / "stories260K.bin").string() + "' --tokenizer '" +
+                        (dir / "tok512.bin").string() + "' -p hi " + options);
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find(names), std::string::npos) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;

@@ -9,9 +9,9 @@
 #include <map>
 
 #include "exec/tiny_model.h"
-#include "runtime/oracle_drafter.h"
 #include "runtime/drafter.h"
 #include "runtime/generate.h"
+#include "runtime/oracle_drafter.h"
 
 namespace anelm {
 namespace {
@@ -286,15 +286,15 @@ TEST(SpeculativeSampling, TokensFollowTheTargetsDistribution) {
     // The third token, given the most frequent first two.
     std::map<std::vector<int32_t>, int> pairs;
     for (const auto& t : outputs) ++pairs[{t[0], t[1]}];
-    const auto common = std::max_element(pairs.begin(), pairs.end(), [](auto& x, auto& y) {
-        return x.second < y.second;
-    });
+    const auto common = std::max_element(pairs.begin(), pairs.end(),
+                                         [](auto& x, auto& y) { return x.second < y.second; });
     std::map<int32_t, int> thirds;
     for (const auto& t : outputs)
         if (t[0] == common->first[0] && t[1] == common->first[1]) ++thirds[t[2]];
     context = prompt;
     context.insert(context.end(), common->first.begin(), common->first.end());
-    const auto [stat3, dof3] = chi_square(thirds, next_probs(plain, context, p.temp), common->second);
+    const auto [stat3, dof3] =
+        chi_square(thirds, next_probs(plain, context, p.temp), common->second);
     EXPECT_LT(stat3, dof3 + 6 * std::sqrt(2.0 * std::max(dof3, 1))) << "dof " << dof3;
 }
 

@@ -42,7 +42,8 @@ Run best_run(Session& session, const std::vector<int32_t>& prompt, const Specula
     for (int r = 0; r < bench.repetitions; ++r) {
         session.reset();
         const GenerateStats stats = generate(session, prompt, options, [](int32_t) {});
-        best.tok_s = std::max(best.tok_s, stats.n_generated / std::max(stats.generate_seconds, 1e-9));
+        best.tok_s =
+            std::max(best.tok_s, stats.n_generated / std::max(stats.generate_seconds, 1e-9));
         best.stats = stats;
     }
     return best;
@@ -101,12 +102,12 @@ void bench_speculative(Session& session, const Model& model, DraftSource& draft,
     for (int64_t k : lengths) {
         const Run spec = best_run(session, prompt, bench, &draft.drafter(), k, options.adaptive);
         const GenerateStats& s = spec.stats;
-        fmt::print("| {:>7} | {:>8.0f}% | {:>8.2f} | {:>12.2f}x | {:>10.2f} | {:>10.2f} | {:>6.2f}x |\n",
-                   fmt::format("{}{}", k, options.adaptive ? "a" : ""),
-                   100.0 * s.n_accepted / std::max<int64_t>(s.n_drafted, 1),
-                   s.n_verify > 0 ? 1.0 + double(s.n_accepted) / double(s.n_verify) : 1.0,
-                   verify_cost(session, prompt, k + 1), plain.tok_s, spec.tok_s,
-                   spec.tok_s / plain.tok_s);
+        fmt::print(
+            "| {:>7} | {:>8.0f}% | {:>8.2f} | {:>12.2f}x | {:>10.2f} | {:>10.2f} | {:>6.2f}x |\n",
+            fmt::format("{}{}", k, options.adaptive ? "a" : ""),
+            100.0 * s.n_accepted / std::max<int64_t>(s.n_drafted, 1),
+            s.n_verify > 0 ? 1.0 + double(s.n_accepted) / double(s.n_verify) : 1.0,
+            verify_cost(session, prompt, k + 1), plain.tok_s, spec.tok_s, spec.tok_s / plain.tok_s);
     }
 }
 

@@ -9,9 +9,9 @@
 
 #include "chat/chat_template.h"
 #include "command.h"
+#include "run_options.h"
 #include "runtime/generate.h"
 #include "runtime/model.h"
-#include "run_options.h"
 #include "speculative_options.h"
 
 namespace anelm::cli {

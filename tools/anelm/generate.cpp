@@ -9,9 +9,9 @@
 #include "chat/chat_template.h"
 #include "command.h"
 #include "run_options.h"
-#include "speculative_options.h"
 #include "runtime/generate.h"
 #include "runtime/model.h"
+#include "speculative_options.h"
 
 namespace anelm::cli {
 namespace {
@@ -92,11 +92,11 @@ int run_hybrid(const GenerateArgs& args, const Model& model, SessionOptions so) 
     }
     const std::unique_ptr<Session> session = open_session(model, so);
     HybridModel hybrid(packages.pipeline(), *session);
-    const int status = stream(hybrid, *model.tokenizer, model.stop_ids(), args,
-                              fmt::format("prefill on the packages, decode on {} threads, {}, {}",
-                                          session->threads(), args.run.precision_name,
-                                          kernels_isa()),
-                              draft.get());
+    const int status =
+        stream(hybrid, *model.tokenizer, model.stop_ids(), args,
+               fmt::format("prefill on the packages, decode on {} threads, {}, {}",
+                           session->threads(), args.run.precision_name, kernels_isa()),
+               draft.get());
     const KvHandoff& h = hybrid.handoff();
     fmt::print(stderr, "KV hand-off: {} positions, {:.3f} MB in {:.3f} ms ({:.1f} GB/s)\n",
                h.tokens, h.bytes / 1e6, h.seconds * 1e3, h.bytes / std::max(h.seconds, 1e-9) / 1e9);

@@ -93,8 +93,8 @@ std::shared_ptr<const server::ServedModel> load(const ServeArgs& args, Loaded& l
                           kernels_isa());
     }
     l.chat_template = load_template(args.model);
-    l.engine = std::make_unique<server::Engine>(*l.slots, *tokenizer, stop_ids, 512,
-                                                args.speculation);
+    l.engine =
+        std::make_unique<server::Engine>(*l.slots, *tokenizer, stop_ids, 512, args.speculation);
     l.json = std::make_unique<server::JsonConstraints>(*tokenizer, stop_ids);
 
     auto served = std::make_shared<server::ServedModel>();

@@ -12,14 +12,16 @@ namespace {
 // A draft model must spell every token as the target does: its drafts are ids.
 void check_same_vocabulary(const std::string& draft_path, const Tokenizer& d, const Tokenizer& t) {
     if (d.n_vocab() != t.n_vocab())
-        fail("--draft {}: its tokenizer has {} tokens, the model's {}: a draft model needs the "
-             "same vocabulary",
-             draft_path, d.n_vocab(), t.n_vocab());
+        fail(
+            "--draft {}: its tokenizer has {} tokens, the model's {}: a draft model needs the "
+            "same vocabulary",
+            draft_path, d.n_vocab(), t.n_vocab());
     for (int32_t id = 0; id < t.n_vocab(); ++id)
         if (d.token_bytes(id) != t.token_bytes(id))
-            fail("--draft {}: token {} is '{}' there but '{}' in the model: a draft model needs "
-                 "the same vocabulary",
-                 draft_path, id, d.token_bytes(id), t.token_bytes(id));
+            fail(
+                "--draft {}: token {} is '{}' there but '{}' in the model: a draft model needs "
+                "the same vocabulary",
+                draft_path, id, d.token_bytes(id), t.token_bytes(id));
 }
 
 }  // namespace
@@ -66,8 +68,9 @@ void DraftSource::open_converted(const std::string& dir, const Tokenizer& target
 
 DraftSource::DraftSource(const SpeculativeOptions& options, const Tokenizer& target, int threads) {
     if (!options.draft_quant.empty())
-        fail("--draft-quant: a converted folder's weights are not requantized: use --lookup or "
-             "--draft OUT2");
+        fail(
+            "--draft-quant: a converted folder's weights are not requantized: use --lookup or "
+            "--draft OUT2");
     if (options.lookup > 0 && !options.draft_model.empty())
         fail("--lookup drafts without a model: give it or --draft, not both");
     if (options.lookup > 0) {

@@ -18,9 +18,9 @@
 namespace anelm::cli {
 
 struct SpeculativeOptions {
-    int lookup = 0;               // prompt lookup over n-grams of up to this many tokens; 0: off
-    std::string draft_model;      // a smaller model (or converted folder) with the target's tokenizer
-    std::string draft_quant;      // the draft's weights quantized so (the target's own without --draft)
+    int lookup = 0;           // prompt lookup over n-grams of up to this many tokens; 0: off
+    std::string draft_model;  // a smaller model (or converted folder) with the target's tokenizer
+    std::string draft_quant;  // the draft's weights quantized so (the target's own without --draft)
     std::vector<int64_t> draft_n{7};  // tokens drafted per pass (bench sweeps a list)
     bool adaptive = false;
 
