@@ -180,8 +180,8 @@ std::span<const float> AnePipeline::verify(std::span<const int32_t> tokens) {
     const auto n = static_cast<int64_t>(tokens.size());
     const int64_t t = shape_.verify;
     if (!can_verify(n))
-        fail("verify: {} tokens at position {}: the packages take 1 to {}, where {} rows fit", n,
-             pos_, t, t);
+        fail("verify: {} tokens at position {}: the packages take 1 to {}, with {} positions free",
+             n, pos_, t, t);
     const size_t vocab = logits_.size();
     verify_logits_.resize(static_cast<size_t>(n) * vocab);
     const auto row = [&](int64_t r) {
@@ -264,7 +264,6 @@ ConvertedModel::ConvertedModel(const std::string& dir, const std::string& tokeni
         pipeline_ = std::make_unique<AnePipeline>(embeddings, chunks, open(files.lm_head), shape,
                                                   rounding, pool);
     }
-    vocab_size_ = layout.vocab_size;
     layout_ = layout;
 
     // A llama2.c conversion holds both: tokenizer.bin prints as run.c does.

@@ -109,7 +109,7 @@ public:
     // generation_config.json's eos ids, else the tokenizer's; BOS with a
     // llama2.c tokenizer, as run.c stops.
     const std::vector<int32_t>& stop_ids() const { return stop_ids_; }
-    int64_t vocab_size() const { return vocab_size_; }
+    int64_t vocab_size() const { return layout_.vocab_size; }
     const coreml::ConvertLayout& layout() const { return layout_; }
 
 private:
@@ -117,7 +117,6 @@ private:
     std::vector<int32_t> stop_ids_;
     std::vector<std::unique_ptr<coreml::Package>> packages_;
     std::unique_ptr<AnePipeline> pipeline_;
-    int64_t vocab_size_ = 0;
     coreml::ConvertLayout layout_;
 };
 

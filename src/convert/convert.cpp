@@ -137,7 +137,7 @@ coreml::ConvertLayout lower_converted(const Model& model, const ConvertOptions& 
 
     if (options.chunks > spec.n_layer)
         fail("--chunks: {} chunks for {} layers", options.chunks, spec.n_layer);
-    if (options.verify != 0 && (options.verify < 2 || options.verify > options.ctx))
+    if (!coreml::valid_verify_tokens(options.verify, options.ctx))
         fail("--verify: {} tokens, expected 2 to the context of {}", options.verify, options.ctx);
 
     // The program: one-token decode, lowered into both functions of each chunk.

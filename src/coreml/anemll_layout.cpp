@@ -93,7 +93,7 @@ void ConvertLayout::check(std::string_view what) const {
     if (sliding_window < 0) fail("{}: sliding_window: {} is negative", what, sliding_window);
     if (single_cache && sliding_window == 0)
         fail("{}: single_cache: set without a sliding window", what);
-    if (verify_tokens != 0 && (verify_tokens < 2 || verify_tokens > context_length))
+    if (!valid_verify_tokens(verify_tokens, context_length))
         fail("{}: verify_tokens: {}, expected 0 (none) or 2 to the context of {}", what,
              verify_tokens, context_length);
 }

@@ -57,6 +57,11 @@ struct ConvertLayout {
     void check(std::string_view what) const;
 };
 
+// A verify function's tokens: 0 (none), or 2 up to the context.
+inline bool valid_verify_tokens(int64_t tokens, int64_t context_length) {
+    return tokens == 0 || (tokens >= 2 && tokens <= context_length);
+}
+
 inline std::string package_name(std::string_view stem) {
     return std::string(stem) + ".mlpackage";
 }

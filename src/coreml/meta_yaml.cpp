@@ -446,7 +446,7 @@ MetaYaml read_meta_yaml(const std::string& path) {
         p.bad("sliding_window", fmt::format("{} is negative", l.sliding_window));
     l.single_cache = p.flag("single_cache", false);
     l.verify_tokens = p.optional_integer("verify_tokens").value_or(0);
-    if (l.verify_tokens != 0 && (l.verify_tokens < 2 || l.verify_tokens > l.context_length))
+    if (!valid_verify_tokens(l.verify_tokens, l.context_length))
         p.bad("verify_tokens", fmt::format("{}, expected 2 to the context of {}", l.verify_tokens,
                                            l.context_length));
     if (p.has("recommended_sampling")) {

@@ -159,8 +159,6 @@ void Engine::loop() {
     }
 }
 
-// Moves waiting requests into free slots, each into the one whose cache
-// shares the longest prefix with its prompt (else the least recently used).
 void Engine::fail_running(const std::string& why) {
     for (auto& slot : slots_) {
         if (slot->job) {
@@ -175,6 +173,8 @@ void Engine::fail_running(const std::string& why) {
     }
 }
 
+// Moves waiting requests into free slots, each into the one whose cache
+// shares the longest prefix with its prompt (else the least recently used).
 void Engine::admit(std::unique_lock<std::mutex>&) {
     while (!pending_.empty()) {
         std::shared_ptr<Job> job = pending_.front();
@@ -233,9 +233,6 @@ void Engine::admit(std::unique_lock<std::mutex>&) {
     }
 }
 
-// One pass: the next token of every generating slot and, in the room left,
-// a chunk of one waiting prompt, so a long prompt delays the others by one
-// chunk at a time and a new request starts without waiting for a free step.
 SpeculationStats Engine::speculation_stats() const {
     return {verify_passes_.load(), drafted_.load(), accepted_.load()};
 }
@@ -300,6 +297,9 @@ bool Engine::speculate() {
     return true;
 }
 
+// One pass: the next token of every generating slot and, in the room left,
+// a chunk of one waiting prompt, so a long prompt delays the others by one
+// chunk at a time and a new request starts without waiting for a free step.
 void Engine::step() {
     if (speculate()) return;
     batch_slots_.clear();

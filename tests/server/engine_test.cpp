@@ -97,6 +97,15 @@ std::vector<int32_t> prompt_of(const std::string& text) {
     return tiny().tokenizer->encode(text, true);
 }
 
+// A request whose draws are seeded (a JobSpec is moved into the engine, so
+// each call makes another).
+JobSpec seeded(const std::string& text, int64_t max_tokens, float temp, uint64_t seed) {
+    JobSpec spec = greedy(prompt_of(text), max_tokens);
+    spec.sampler.temp = temp;
+    spec.sampler.seed = seed;
+    return spec;
+}
+
 SessionOptions verifying(int slots, const Speculation& speculation) {
     SessionOptions so = session_options(slots);
     if (speculation.lookup > 0) so.verify_tokens = slots * (speculation.draft_n + 1);
@@ -144,17 +153,7 @@ TEST(Engine, SpeculativeRequestsGetTheTokensTheyGetAlone) {
     Server server(3, Speculation{2, 3});
     const std::vector<std::string> texts = {"one two three one two three one two three one two",
                                             "a b c d a b c d a b c d a b", "Hi"};
-    JobSpec seeded = greedy(prompt_of("x y x y x y x y x y"), 24);
-    seeded.sampler.temp = 0.8f;
-    seeded.sampler.seed = 5;
-    auto seeded_copy = [&] {
-        JobSpec s;
-        s.prompt = seeded.prompt;
-        s.max_tokens = seeded.max_tokens;
-        s.sampler = seeded.sampler;
-        s.logprobs = true;
-        return s;
-    };
+    auto seeded_copy = [] { return seeded("x y x y x y x y x y", 24, 0.8f, 5); };
     auto repeating = [&](const std::string& t) {
         JobSpec spec = greedy(prompt_of(t), 30);
         spec.sampler.presence_penalty = 0;
@@ -216,17 +215,7 @@ TEST(Engine, AFollowingRequestReusesTheCachedPrefix) {
 }
 
 TEST(Engine, ASeededDrawDoesNotDependOnItsNeighbours) {
-    JobSpec spec = greedy(prompt_of("Once upon a time"), 16);
-    spec.sampler.temp = 1.0f;
-    spec.sampler.seed = 11;
-    auto copy = [&] {
-        JobSpec s;
-        s.prompt = spec.prompt;
-        s.max_tokens = spec.max_tokens;
-        s.sampler = spec.sampler;
-        s.logprobs = true;
-        return s;
-    };
+    auto copy = [] { return seeded("Once upon a time", 16, 1.0f, 11); };
     Server one(1);
     const Result single = finish(*one.engine.submit(copy()));
     Server three(3);

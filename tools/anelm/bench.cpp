@@ -1,7 +1,6 @@
 // anelm bench: prompt processing and generation speed, like llama-bench.
 #include <fmt/core.h>
 
-#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -54,12 +53,6 @@ MeanSd mean_sd(const std::vector<double>& v) {
     return r;
 }
 
-double seconds(const std::function<void()>& fn) {
-    const auto start = std::chrono::steady_clock::now();
-    fn();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 int run_bench(const BenchArgs& args) {
     const bool speculative = args.speculative.active();
     Model model = open_model(args.model, args.tokenizer, speculative);
@@ -101,11 +94,11 @@ int run_bench(const BenchArgs& args) {
     if (args.n_prompt > 0) {
         prompt_pass();  // warm up: page in the weights
         for (int r = 0; r < args.repetitions; ++r)
-            pp.push_back(args.n_prompt / seconds(prompt_pass));
+            pp.push_back(args.n_prompt / seconds_of(prompt_pass));
     }
     if (args.n_gen > 0) {
         if (pp.empty()) gen_pass();
-        for (int r = 0; r < args.repetitions; ++r) tg.push_back(args.n_gen / seconds(gen_pass));
+        for (int r = 0; r < args.repetitions; ++r) tg.push_back(args.n_gen / seconds_of(gen_pass));
     }
 
     int64_t n_params = 0;

@@ -12,12 +12,6 @@ namespace anelm::cli {
 
 namespace {
 
-double seconds_of(const std::function<void()>& fn) {
-    const auto start = std::chrono::steady_clock::now();
-    fn();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
@@ -68,6 +62,12 @@ double verify_cost(Session& session, const std::vector<int32_t>& prompt, int64_t
 }
 
 }  // namespace
+
+double seconds_of(const std::function<void()>& fn) {
+    const auto start = std::chrono::steady_clock::now();
+    fn();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 const char* default_speculative_prompt() {
     return "Rename the variable `total` to `sum` in this function and return the whole function.\n"

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "runtime/model.h"
@@ -22,6 +23,9 @@ struct SpeculativeBench {
 // generated tokens and one verify pass.
 void bench_speculative(Session& session, const Model& model, DraftSource& draft,
                        const SpeculativeOptions& options, const SpeculativeBench& bench);
+
+// Wall-clock seconds `fn` takes.
+double seconds_of(const std::function<void()>& fn);
 
 // A prompt whose continuation copies from it (code to be edited), the case
 // prompt lookup is for.
