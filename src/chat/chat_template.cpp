@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "chat/jinja_template.h"
+#include "io/gguf.h"
 
 namespace anelm {
 namespace fs = std::filesystem;
@@ -60,6 +61,22 @@ ojson special_tokens_of(const ojson& config, const fs::path& path) {
     return tokens;
 }
 
+// A GGUF file's tokenizer.chat_template, with its BOS and EOS tokens' text.
+ChatTemplate gguf_chat_template(const std::string& path) {
+    const GgufFile gguf(path);
+    const auto source = gguf.find_string("tokenizer.chat_template");
+    if (!source) fail("{}: no chat template (no metadata tokenizer.chat_template)", path);
+    const std::vector<std::string_view> tokens = gguf.strings("tokenizer.ggml.tokens");
+    ojson special = ojson::object();
+    for (const auto& [name, key] : {std::pair{"bos_token", "tokenizer.ggml.bos_token_id"},
+                                    std::pair{"eos_token", "tokenizer.ggml.eos_token_id"}}) {
+        const auto id = gguf.find_int(key);
+        if (id && *id >= 0 && static_cast<size_t>(*id) < tokens.size())
+            special[name] = std::string(tokens[static_cast<size_t>(*id)]);
+    }
+    return ChatTemplate(*source, path + ":tokenizer.chat_template", special);
+}
+
 std::string token_string(const ojson& tokens, const char* name) {
     if (!tokens.contains(name) || !tokens[name].is_string()) return {};
     return tokens[name].get<std::string>();
@@ -85,6 +102,7 @@ ChatTemplate ChatTemplate::load(const std::string& path_str) {
     t.path_ = path_str;
     if (!fs::exists(path)) fail("{}: no such file or directory", path_str);
     if (!fs::is_directory(path)) {
+        if (is_gguf_file(path_str)) return gguf_chat_template(path_str);
         if (path.extension() != ".json") {
             t.add("default", read_file(path), path_str);
             return t;

@@ -23,7 +23,8 @@ public:
     // precedence over tokenizer_config.json's "chat_template" (a string, or a list
     // of {"name", "template"}), as in transformers; chat_template.json (written by
     // processors) is the last resort. Special tokens (bos_token, eos_token, ...;
-    // strings or {"content": ...} objects) come from tokenizer_config.json.
+    // strings or {"content": ...} objects) come from tokenizer_config.json. A
+    // GGUF file gives tokenizer.chat_template, with its BOS and EOS tokens.
     // Throws Error naming the file, or "TEMPLATE:LINE: message" for syntax errors.
     static ChatTemplate load(const std::string& path);
 

@@ -5,6 +5,8 @@
 
 #include "base/error.h"
 #include "io/expected_tensors.h"
+#include "io/gguf.h"
+#include "io/gguf_model.h"
 #include "io/hf_config.h"
 #include "io/llama2c.h"
 #include "io/safetensors.h"
@@ -80,7 +82,14 @@ LoadedModel load_model(const std::string& path) {
         const std::string ext = p.extension().string();
         if (ext == ".safetensors" || ext == ".json")
             fail("{}: give the model's folder (with config.json), not one of its files", path);
-        model.spec = load_llama2c(path, model.weights);
+        if (is_gguf_file(path)) {
+            const GgufFile gguf(path);
+            model.spec = gguf_model_spec(gguf);
+            load_gguf_weights(gguf, model.spec, model.weights);
+            model.tokenizer_path = path;  // its tokenizer.* metadata
+        } else {
+            model.spec = load_llama2c(path, model.weights);
+        }
     }
     check_tensors(model.spec, model.weights);
     return model;

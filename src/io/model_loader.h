@@ -11,13 +11,14 @@ namespace anelm {
 struct LoadedModel {
     ModelSpec spec;
     WeightStore weights;
-    std::string tokenizer_path;  // tokenizer.json in the model folder, or empty
+    std::string tokenizer_path;  // tokenizer.json in the model folder, the GGUF file, or empty
 };
 
 // `path` is a Hugging Face folder (config.json; model.safetensors or
 // model.safetensors.index.json with its shards; optionally generation_config.json
-// and tokenizer.json) or a llama2.c .bin checkpoint. The weights are checked
-// against the spec: every expected tensor present, with the expected shape.
+// and tokenizer.json), a GGUF file (io/gguf_model.h) or a llama2.c .bin
+// checkpoint. The weights are checked against the spec: every expected tensor
+// present, with the expected shape.
 LoadedModel load_model(const std::string& path);
 
 }  // namespace anelm

@@ -20,6 +20,9 @@ struct RopeScaling {
     double low_freq_factor = 1.0;
     double high_freq_factor = 4.0;
     int64_t original_max_position_embeddings = 8192;
+    // Per-frequency divisors after the scaling above, as llama.cpp's rope_freqs
+    // tensor stores Llama 3's scaling; empty: none.
+    std::vector<float> freq_factors;
 };
 
 struct ModelSpec {

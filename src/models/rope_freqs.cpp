@@ -40,6 +40,12 @@ std::vector<float> rope_inv_freq(const ModelSpec& spec) {
             break;
         }
     }
+    if (!s.freq_factors.empty()) {
+        if (s.freq_factors.size() != inv_freq.size())
+            fail("{}: {} rope frequency factors for {} frequencies", spec.source,
+                 s.freq_factors.size(), inv_freq.size());
+        for (size_t i = 0; i < inv_freq.size(); ++i) inv_freq[i] /= s.freq_factors[i];
+    }
     return inv_freq;
 }
 

@@ -149,7 +149,8 @@ int run_bench(const BenchArgs& args) {
 
 std::function<int()> setup(CLI::App& app) {
     auto args = std::make_shared<BenchArgs>();
-    app.add_option("model", args->model, "Hugging Face folder or llama2.c .bin")->required();
+    app.add_option("model", args->model, "Hugging Face folder, GGUF file or llama2.c .bin")
+        ->required();
     app.add_option("-p,--n-prompt", args->n_prompt, "prompt tokens")->capture_default_str();
     app.add_option("-n,--n-gen", args->n_gen, "generated tokens")->capture_default_str();
     app.add_option("-r,--repetitions", args->repetitions, "runs per test")

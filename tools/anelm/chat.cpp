@@ -96,7 +96,7 @@ int run_chat(const ChatArgs& args) {
 std::function<int()> setup(CLI::App& app) {
     auto args = std::make_shared<ChatArgs>();
     args->sampler.temp = 0.7f;
-    app.add_option("model", args->model, "Hugging Face folder")->required();
+    app.add_option("model", args->model, "Hugging Face folder or GGUF file")->required();
     app.add_option("--tokenizer", args->tokenizer, "tokenizer.json (default: the model's)");
     app.add_option("--system", args->system, "system message");
     app.add_option("-n", args->n, "most tokens per reply")->capture_default_str();

@@ -76,7 +76,8 @@ int run_convert(ConvertArgs& args, const std::string& command_line) {
 std::function<int()> setup(CLI::App& app) {
     auto args = std::make_shared<ConvertArgs>();
     ConvertOptions& o = args->options;
-    app.add_option("model", args->model, "Hugging Face folder or llama2.c .bin")->required();
+    app.add_option("model", args->model, "Hugging Face folder, GGUF file or llama2.c .bin")
+        ->required();
     app.add_option("-o,--out", o.out, "output folder (ANEMLL's layout)")->required();
     app.add_option("--tokenizer", args->tokenizer, "a llama2.c checkpoint's tokenizer.bin");
     app.add_option("--ctx", o.ctx, "context length (KV cache and causal mask width)")

@@ -54,7 +54,8 @@ int run_doctor_command(const DoctorArgs& args) {
 
 std::function<int()> setup(CLI::App& app) {
     auto args = std::make_shared<DoctorArgs>();
-    app.add_option("model", args->model, "Hugging Face folder or llama2.c .bin")->required();
+    app.add_option("model", args->model, "Hugging Face folder, GGUF file or llama2.c .bin")
+        ->required();
     app.add_option("--tokenizer", args->tokenizer, "tokenizer.json or llama2.c tokenizer.bin");
     app.add_option("--prompts", args->prompts_file,
                    "calibration prompts: a JSON array of strings, or one prompt per line "

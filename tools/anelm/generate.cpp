@@ -142,7 +142,7 @@ int run_generate(const GenerateArgs& args) {
 std::function<int()> setup(CLI::App& app) {
     auto args = std::make_shared<GenerateArgs>();
     app.add_option("model", args->model,
-                   "Hugging Face folder, llama2.c .bin, or a folder anelm convert wrote")
+                   "Hugging Face folder, GGUF file, llama2.c .bin, or a folder anelm convert wrote")
         ->required();
     app.add_option("--tokenizer", args->tokenizer, "tokenizer.json or llama2.c tokenizer.bin");
     app.add_option("-p,--prompt", args->prompt, "the prompt")->required();

@@ -2,12 +2,15 @@
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "ane/ane_pipeline.h"
 #include "command.h"
 #include "coreml_info.h"
+#include "io/ggml_types.h"
+#include "io/gguf_model.h"
 #include "io/model_loader.h"
 
 namespace anelm::cli {
@@ -18,27 +21,61 @@ struct InfoArgs {
     bool json = false;
 };
 
+// Parameters and bytes per stored type.
+struct WeightSummary {
+    int64_t n_params = 0;
+    std::map<std::string, int64_t> type_params;
+    uint64_t bytes = 0;
+    size_t n_tensors = 0;
+};
+
+WeightSummary summarize(const WeightStore& weights) {
+    WeightSummary w;
+    for (const std::string& name : weights.names()) {
+        const TensorView& t = weights.get(name);
+        w.n_params += t.numel();
+        w.type_params[std::string(dtype_name(t.dtype))] += t.numel();
+    }
+    w.bytes = weights.total_bytes();
+    w.n_tensors = weights.size();
+    return w;
+}
+
+// A GGUF file's tensors as stored (block types by ggml's names), without
+// reading or dequantizing them.
+WeightSummary summarize(const GgufFile& gguf) {
+    WeightSummary w;
+    for (const GgufTensor& t : gguf.tensors()) {
+        const int64_t n = TensorView{DType::f32, t.shape, nullptr}.numel();
+        w.n_params += n;
+        w.type_params[ggml_type_name(t.type)] += n;
+        w.bytes += t.n_bytes;
+    }
+    w.n_tensors = gguf.tensors().size();
+    return w;
+}
+
 int run_info(const InfoArgs& args) {
     if (is_coreml_package(args.model)) return run_coreml_info(args.model, args.json);
     if (is_converted_dir(args.model)) return run_converted_info(args.model, args.json);
-    const LoadedModel m = load_model(args.model);
-    const ModelSpec& s = m.spec;
-    int64_t n_params = 0;
-    std::map<std::string, int64_t> dtype_params;
-    for (const std::string& name : m.weights.names()) {
-        const TensorView& t = m.weights.get(name);
-        n_params += t.numel();
-        dtype_params[std::string(dtype_name(t.dtype))] += t.numel();
+    ModelSpec s;
+    WeightSummary w;
+    if (!std::filesystem::is_directory(args.model) && is_gguf_file(args.model)) {
+        const GgufFile gguf(args.model);
+        s = gguf_model_spec(gguf);
+        w = summarize(gguf);
+    } else {
+        const LoadedModel m = load_model(args.model);
+        s = m.spec;
+        w = summarize(m.weights);
     }
-    const size_t bytes = m.weights.total_bytes();
-
     if (args.json) {
         nlohmann::ordered_json j;
         j["path"] = args.model;
         j["architecture"] = arch_name(s.arch);
-        j["n_params"] = n_params;
-        j["weight_bytes"] = bytes;
-        j["dtypes"] = dtype_params;
+        j["n_params"] = w.n_params;
+        j["weight_bytes"] = w.bytes;
+        j["dtypes"] = w.type_params;
         j["n_ctx_train"] = s.n_ctx_train;
         j["n_vocab"] = s.n_vocab;
         j["n_embd"] = s.n_embd;
@@ -53,15 +90,15 @@ int run_info(const InfoArgs& args) {
         j["attention_bias"] = s.attention_bias;
         j["qk_norm"] = s.qk_norm;
         j["eos_token_ids"] = s.eos_token_ids;
-        j["n_tensors"] = m.weights.size();
+        j["n_tensors"] = w.n_tensors;
         fmt::print("{}\n", j.dump(2));
         return 0;
     }
     fmt::print("model          {}\n", args.model);
     fmt::print("architecture   {}\n", arch_name(s.arch));
-    fmt::print("parameters     {} ({:.3f} B)\n", n_params, n_params / 1e9);
-    fmt::print("weights        {:.1f} MiB in {} tensors\n", bytes / 1048576.0, m.weights.size());
-    for (const auto& [dtype, count] : dtype_params)
+    fmt::print("parameters     {} ({:.3f} B)\n", w.n_params, w.n_params / 1e9);
+    fmt::print("weights        {:.1f} MiB in {} tensors\n", w.bytes / 1048576.0, w.n_tensors);
+    for (const auto& [dtype, count] : w.type_params)
         fmt::print("  {:<12} {} parameters\n", dtype, count);
     fmt::print("context        {}\n", s.n_ctx_train);
     fmt::print("vocabulary     {}\n", s.n_vocab);
@@ -76,8 +113,9 @@ int run_info(const InfoArgs& args) {
 
 std::function<int()> setup(CLI::App& app) {
     auto args = std::make_shared<InfoArgs>();
-    app.add_option("model", args->model,
-                   "Hugging Face folder, llama2.c .bin, .mlpackage or a converted folder")
+    app.add_option(
+           "model", args->model,
+           "Hugging Face folder, GGUF file, llama2.c .bin, .mlpackage or a converted folder")
         ->required();
     app.add_flag("--json", args->json, "print JSON");
     return [args] { return run_info(*args); };

@@ -106,7 +106,7 @@ std::function<int()> setup(CLI::App& app) {
     auto args = std::make_shared<LintArgs>();
     ConvertOptions& o = args->convert;
     app.add_option("path", args->path,
-                   "converted folder (meta.yaml), .mlpackage, or a Hugging Face folder / "
+                   "converted folder (meta.yaml), .mlpackage, or a Hugging Face folder / GGUF / "
                    "llama2.c .bin to lint as anelm convert would write it")
         ->required();
     app.add_flag("--json", args->json, "print the findings as JSON (docs/lint.md)");

@@ -108,7 +108,8 @@ int run_perplexity(const PerplexityArgs& args) {
 std::function<int()> setup(CLI::App& app) {
     auto args = std::make_shared<PerplexityArgs>();
     args->run.n_ctx = 512;
-    app.add_option("model", args->model, "Hugging Face folder or llama2.c .bin")->required();
+    app.add_option("model", args->model, "Hugging Face folder, GGUF file or llama2.c .bin")
+        ->required();
     app.add_option("-f,--file", args->text_path, "the text to score (UTF-8)")->required();
     app.add_option("--tokenizer", args->tokenizer, "tokenizer.json or llama2.c tokenizer.bin");
     app.add_option("--chunks", args->n_chunks, "windows to run (default: all)");

@@ -72,7 +72,8 @@ int run_plan(const PlanArgs& args) {
 
 std::function<int()> setup(CLI::App& app) {
     auto args = std::make_shared<PlanArgs>();
-    app.add_option("model", args->model, "Hugging Face folder, llama2.c .bin, or synth preset");
+    app.add_option("model", args->model,
+                   "Hugging Face folder, GGUF file, llama2.c .bin, or synth preset");
     app.add_option("--chip", args->chip, "chip name (\"M4 Max\", m4-max) or all")
         ->capture_default_str();
     app.add_option("--ctx", args->n_ctx, "context length the KV cache is sized for")

@@ -218,7 +218,8 @@ int run_quantize(const QuantizeArgs& args) {
 
 std::function<int()> setup(CLI::App& app) {
     auto args = std::make_shared<QuantizeArgs>();
-    app.add_option("model", args->model, "Hugging Face folder or llama2.c .bin")->required();
+    app.add_option("model", args->model, "Hugging Face folder, GGUF file or llama2.c .bin")
+        ->required();
     app.add_option("--quant", args->spec,
                    "what to quantize: a preset (lut4, lut6, lut8, int8, int4) and/or "
                    "embed=|ffn=|head= none, BITS, BITS:GROUP, int8, int4 (docs/quantization.md)")

@@ -10,6 +10,7 @@
 #include "ane/ane_pipeline.h"
 #include "base/error.h"
 #include "command.h"
+#include "io/gguf.h"
 #include "run_options.h"
 #include "server/api_server.h"
 #include "server/json_constraint.h"
@@ -36,7 +37,7 @@ std::string read_key_file(const std::string& path) {
 }
 
 std::unique_ptr<ChatTemplate> load_template(const std::string& path) {
-    if (!std::filesystem::is_directory(path)) {
+    if (!std::filesystem::is_directory(path) && !is_gguf_file(path)) {
         fmt::print(stderr, "anelm serve: a checkpoint file has no chat template; "
                            "/v1/chat/completions is off\n");
         return nullptr;
@@ -150,7 +151,7 @@ std::function<int()> setup(CLI::App& app) {
     auto args = std::make_shared<ServeArgs>();
     args->sampler.temp = 0.8f;
     app.add_option("model", args->model,
-                   "Hugging Face folder, llama2.c .bin, or a folder anelm convert wrote")
+                   "Hugging Face folder, GGUF file, llama2.c .bin, or a folder anelm convert wrote")
         ->required();
     app.add_option("--tokenizer", args->tokenizer, "tokenizer.json or llama2.c tokenizer.bin");
     app.add_option("--host", args->server.host, "address to listen on")->capture_default_str();

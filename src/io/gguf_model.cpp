@@ -1,0 +1,257 @@
+#include "io/gguf_model.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include "base/error.h"
+#include "io/ggml_types.h"
+
+namespace anelm {
+
+namespace {
+
+constexpr int64_t max_dim = int64_t{1} << 20;
+constexpr int64_t max_layers = 4096;
+constexpr int64_t max_ctx = int64_t{1} << 30;
+
+// Metadata keys under the architecture's prefix ("qwen3.block_count").
+class ArchKeys {
+public:
+    ArchKeys(const GgufFile& gguf, std::string arch) : gguf_(gguf), prefix_(arch + ".") {}
+
+    int64_t required(std::string_view key, int64_t lo, int64_t hi) const {
+        return checked(key, gguf_.get_int(name(key)), lo, hi);
+    }
+    std::optional<int64_t> integer(std::string_view key, int64_t lo, int64_t hi) const {
+        const auto v = gguf_.find_int(name(key));
+        if (!v) return std::nullopt;
+        return checked(key, *v, lo, hi);
+    }
+    std::optional<double> positive(std::string_view key) const {
+        const auto v = gguf_.find_float(name(key));
+        if (v && !(*v > 0 && std::isfinite(*v)))
+            fail("{}: metadata {} is {}, expected a positive number", gguf_.path(), name(key), *v);
+        return v;
+    }
+    std::optional<std::string> string(std::string_view key) const {
+        return gguf_.find_string(name(key));
+    }
+    std::string name(std::string_view key) const { return prefix_ + std::string(key); }
+
+private:
+    int64_t checked(std::string_view key, int64_t v, int64_t lo, int64_t hi) const {
+        if (v < lo || v > hi)
+            fail("{}: metadata {} is {}, expected {} .. {}", gguf_.path(), name(key), v, lo, hi);
+        return v;
+    }
+    const GgufFile& gguf_;
+    std::string prefix_;
+};
+
+Arch parse_arch(const GgufFile& gguf) {
+    const std::string name = gguf.get_string("general.architecture");
+    for (Arch a : {Arch::llama, Arch::qwen2, Arch::qwen3, Arch::gemma3})
+        if (name == arch_name(a)) return a;
+    fail("{}: metadata general.architecture is \"{}\"; anelm reads llama, qwen2, qwen3 and gemma3",
+         gguf.path(), name);
+}
+
+void read_rope_scaling(const GgufFile& gguf, const ArchKeys& keys, ModelSpec& spec) {
+    const std::string type = keys.string("rope.scaling.type").value_or("none");
+    auto factor = keys.positive("rope.scaling.factor");
+    if (!factor) factor = keys.positive("rope.scale_linear");  // the older key
+    if (type == "linear" || (type == "none" && factor && *factor != 1.0)) {
+        if (factor && *factor != 1.0) {
+            spec.rope_scaling.type = RopeScaling::Type::linear;
+            spec.rope_scaling.factor = *factor;
+        }
+    } else if (type != "none") {
+        fail(
+            "{}: metadata {} is \"{}\"; anelm reads none and linear (Llama 3's scaling comes "
+            "as the rope_freqs tensor)",
+            gguf.path(), keys.name("rope.scaling.type"), type);
+    }
+    if (const GgufTensor* t = gguf.find_tensor("rope_freqs.weight")) {
+        if (t->type != static_cast<uint32_t>(GgmlType::f32) || t->shape.size() != 1 ||
+            t->shape[0] != spec.head_dim / 2)
+            fail("{}: tensor rope_freqs.weight must be F32 [{}]", gguf.path(), spec.head_dim / 2);
+        std::vector<float> factors(static_cast<size_t>(t->shape[0]));
+        std::memcpy(factors.data(), t->data, factors.size() * sizeof(float));
+        spec.rope_scaling.freq_factors = std::move(factors);
+    }
+}
+
+void read_gemma3(const GgufFile& gguf, const ArchKeys& keys, ModelSpec& spec) {
+    spec.sliding_window = keys.integer("attention.sliding_window", 0, max_ctx).value_or(0);
+    // Every period-th layer attends globally, the others through the window
+    // (llama.cpp's default period is Gemma 3's 6).
+    const int64_t period =
+        keys.integer("attention.sliding_window_pattern", 1, max_layers).value_or(6);
+    spec.sliding_layers.assign(static_cast<size_t>(spec.n_layer), false);
+    if (spec.sliding_window > 0)
+        for (int64_t i = 0; i < spec.n_layer; ++i) spec.sliding_layers[i] = (i + 1) % period != 0;
+    spec.rope_local_base_freq = keys.positive("rope.freq_base_swa").value_or(10000.0);
+    spec.final_logit_softcapping = keys.positive("final_logit_softcapping").value_or(0.0);
+    spec.attn_logit_softcapping = keys.positive("attn_logit_softcapping").value_or(0.0);
+    // Gemma 3 27B scales queries by hidden size over heads, the others by
+    // head_dim (its config's query_pre_attn_scalar; llama.cpp keys on 62 layers).
+    spec.query_pre_attn_scalar = spec.n_layer == 62 ? static_cast<double>(spec.n_embd / spec.n_head)
+                                                    : static_cast<double>(spec.head_dim);
+}
+
+// The Hugging Face name of a GGUF tensor name, or empty when it has none.
+std::string hf_name(std::string_view name, Arch arch) {
+    static const std::pair<std::string_view, std::string_view> globals[] = {
+        {"token_embd.weight", "model.embed_tokens.weight"},
+        {"output_norm.weight", "model.norm.weight"},
+        {"output.weight", "lm_head.weight"},
+    };
+    for (const auto& [from, to] : globals)
+        if (name == from) return std::string(to);
+    if (!name.starts_with("blk.")) return {};
+    const size_t dot = name.find('.', 4);
+    if (dot == std::string_view::npos) return {};
+    const std::string_view layer = name.substr(4, dot - 4), rest = name.substr(dot + 1);
+    int64_t index = -1;
+    if (std::from_chars(layer.data(), layer.data() + layer.size(), index).ptr !=
+        layer.data() + layer.size())
+        return {};
+    const size_t suffix_at = rest.rfind('.');
+    if (suffix_at == std::string_view::npos) return {};
+    const std::string_view part = rest.substr(0, suffix_at), suffix = rest.substr(suffix_at);
+
+    static const std::pair<std::string_view, std::string_view> common[] = {
+        {"attn_norm", "input_layernorm"},    {"attn_q", "self_attn.q_proj"},
+        {"attn_k", "self_attn.k_proj"},      {"attn_v", "self_attn.v_proj"},
+        {"attn_output", "self_attn.o_proj"}, {"attn_q_norm", "self_attn.q_norm"},
+        {"attn_k_norm", "self_attn.k_norm"}, {"ffn_gate", "mlp.gate_proj"},
+        {"ffn_up", "mlp.up_proj"},           {"ffn_down", "mlp.down_proj"},
+    };
+    // Gemma's ffn_norm is the norm before the MLP; Llama's and Qwen's is the
+    // only norm there, which Hugging Face calls post_attention_layernorm.
+    static const std::pair<std::string_view, std::string_view> gemma[] = {
+        {"post_attention_norm", "post_attention_layernorm"},
+        {"ffn_norm", "pre_feedforward_layernorm"},
+        {"post_ffw_norm", "post_feedforward_layernorm"},
+    };
+    static const std::pair<std::string_view, std::string_view> others[] = {
+        {"ffn_norm", "post_attention_layernorm"},
+    };
+    auto lookup = [&](const auto& table) -> std::string {
+        for (const auto& [from, to] : table)
+            if (part == from) return fmt::format("model.layers.{}.{}{}", index, to, suffix);
+        return {};
+    };
+    if (std::string n = lookup(common); !n.empty()) return n;
+    return arch == Arch::gemma3 ? lookup(gemma) : lookup(others);
+}
+
+// A copy of t's values as f32, dequantized as ggml defines its type.
+std::shared_ptr<float[]> to_f32(const GgufFile& gguf, const GgufTensor& t, GgmlType type,
+                                float add) {
+    const int64_t row = t.shape.back();
+    const int64_t rows = TensorView{DType::f32, t.shape, nullptr}.numel() / row;
+    const uint64_t row_bytes = ggml_row_bytes(type, row);
+    std::shared_ptr<float[]> out(new float[static_cast<size_t>(rows * row)]);
+    for (int64_t r = 0; r < rows; ++r)
+        dequantize_row(type, t.data + r * row_bytes, out.get() + r * row, row);
+    if (add != 0)
+        for (int64_t i = 0; i < rows * row; ++i) out[i] += add;
+    return out;
+}
+
+}  // namespace
+
+ModelSpec gguf_model_spec(const GgufFile& gguf) {
+    ModelSpec spec;
+    spec.source = gguf.path();
+    spec.arch = parse_arch(gguf);
+    const ArchKeys keys(gguf, arch_name(spec.arch));
+    spec.n_embd = keys.required("embedding_length", 1, max_dim);
+    spec.n_layer = keys.required("block_count", 1, max_layers);
+    spec.n_head = keys.required("attention.head_count", 1, max_dim);
+    spec.n_head_kv = keys.integer("attention.head_count_kv", 1, spec.n_head).value_or(spec.n_head);
+    if (spec.n_head % spec.n_head_kv != 0)
+        fail("{}: metadata {} is {}, which does not divide the {} heads", gguf.path(),
+             keys.name("attention.head_count_kv"), spec.n_head_kv, spec.n_head);
+    spec.head_dim = keys.integer("attention.key_length", 2, max_dim)
+                        .value_or(spec.n_embd / std::max<int64_t>(spec.n_head, 1));
+    if (const auto v = keys.integer("attention.value_length", 1, max_dim); v && *v != spec.head_dim)
+        fail("{}: metadata {} is {}, expected the key length {}", gguf.path(),
+             keys.name("attention.value_length"), *v, spec.head_dim);
+    if (const auto rot = keys.integer("rope.dimension_count", 1, max_dim);
+        rot && *rot != spec.head_dim)
+        fail("{}: metadata {} is {}: rotating part of a head ({} dims) is not supported",
+             gguf.path(), keys.name("rope.dimension_count"), *rot, spec.head_dim);
+    if (spec.head_dim % 2 != 0)
+        fail("{}: head size {} is odd; rotary embedding rotates pairs", gguf.path(), spec.head_dim);
+    spec.n_ff = keys.required("feed_forward_length", 1, max_dim * 16);
+    spec.n_ctx_train = keys.required("context_length", 1, max_ctx);
+    spec.rope_theta = keys.positive("rope.freq_base").value_or(10000.0);
+    spec.rms_norm_eps = keys.positive("attention.layer_norm_rms_epsilon").value_or(1e-6);
+    // llama.cpp's converter interleaves each head's q and k rows for Llama only
+    // (its NORM rope); Qwen and Gemma keep rotate-half order (NEOX rope).
+    spec.rope_style = spec.arch == Arch::llama ? RopeStyle::interleaved : RopeStyle::rotate_half;
+
+    const GgufTensor* embed = gguf.find_tensor("token_embd.weight");
+    if (!embed || embed->shape.size() != 2)
+        fail("{}: tensor token_embd.weight is missing or not a matrix", gguf.path());
+    spec.n_vocab = embed->shape[0];
+    spec.tie_word_embeddings = gguf.find_tensor("output.weight") == nullptr;
+    spec.attention_bias = gguf.find_tensor("blk.0.attn_q.bias") != nullptr;
+    spec.attention_out_bias = gguf.find_tensor("blk.0.attn_output.bias") != nullptr;
+    spec.qk_norm = gguf.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
+    read_rope_scaling(gguf, keys, spec);
+    if (spec.arch == Arch::gemma3) read_gemma3(gguf, keys, spec);
+
+    if (const auto bos = gguf.find_int("tokenizer.ggml.bos_token_id"))
+        spec.bos_token_id = static_cast<int32_t>(*bos);
+    for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id"})
+        if (const auto id = gguf.find_int(key)) {
+            const auto v = static_cast<int32_t>(*id);
+            if (std::find(spec.eos_token_ids.begin(), spec.eos_token_ids.end(), v) ==
+                spec.eos_token_ids.end())
+                spec.eos_token_ids.push_back(v);
+        }
+    spec.torch_dtype = "gguf";
+    return spec;
+}
+
+void load_gguf_weights(const GgufFile& gguf, const ModelSpec& spec, WeightStore& store) {
+    store.keep_alive(gguf.file());
+    for (const GgufTensor& t : gguf.tensors()) {
+        if (t.name == "rope_freqs.weight") continue;  // in the spec's rope scaling
+        const std::string name = hf_name(t.name, spec.arch);
+        if (name.empty())
+            fail("{}: tensor {} is not part of a {} model as anelm reads it", gguf.path(), t.name,
+                 arch_name(spec.arch));
+        const auto info = ggml_type_info(t.type);
+        if (!info->dequantizable)
+            fail(
+                "{}: tensor {} has type {}, which anelm does not read (it reads F32, F16, BF16, "
+                "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K .. Q8_K and IQ4_NL)",
+                gguf.path(), t.name, info->name);
+        const auto type = static_cast<GgmlType>(t.type);
+        // Gemma's RMSNorm multiplies by 1 + weight; the file holds the sum.
+        const bool gemma_norm = spec.arch == Arch::gemma3 && name.ends_with("norm.weight");
+        if (!gemma_norm &&
+            (type == GgmlType::f32 || type == GgmlType::f16 || type == GgmlType::bf16)) {
+            const DType dtype = type == GgmlType::f32   ? DType::f32
+                                : type == GgmlType::f16 ? DType::f16
+                                                        : DType::bf16;
+            store.add(name, TensorView{dtype, t.shape, t.data}, gguf.path());
+            continue;
+        }
+        std::shared_ptr<float[]> values = to_f32(gguf, t, type, gemma_norm ? -1.0f : 0.0f);
+        store.add(name,
+                  TensorView{DType::f32, t.shape, reinterpret_cast<const std::byte*>(values.get())},
+                  gguf.path());
+        store.keep_alive(std::shared_ptr<const void>(values, values.get()));
+    }
+    store.set_origin(gguf.path());
+}
+
+}  // namespace anelm

@@ -1,0 +1,93 @@
+// A model read from GGUF computes what the same model read from its Hugging
+// Face folder computes: tiny models of every architecture written the way
+// llama.cpp's converter writes them, as F32, F16 and Q8_0.
+#include <gtest/gtest.h>
+
+#include "base/half.h"
+#include "exec/tiny_model.h"
+#include "io/gguf_from_hf.h"
+
+namespace anelm {
+namespace {
+
+using test::GgufMatrixType;
+
+struct Case {
+    const char* preset;
+    GgufMatrixType type;
+};
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+    std::string name = info.param.preset;
+    std::replace(name.begin(), name.end(), '-', '_');
+    const char* types[] = {"f32", "f16"};
+    return name + "_" +
+           (info.param.type == GgufMatrixType::q8_0 ? "q8_0"
+                                                    : types[static_cast<int>(info.param.type)]);
+}
+
+class GgufModel : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GgufModel, LogitsEqualTheHuggingFaceModel) {
+    const Case c = GetParam();
+    const LoadedModel& hf = test::tiny_model(c.preset);
+    const auto dir = test::temp_dir("gguf-model");
+    const std::string path = (dir / "model.gguf").string();
+    const test::GgufFromHf written = test::write_gguf_from_hf(hf, path, c.type);
+    const LoadedModel gguf = load_model(path);
+
+    const ModelSpec& s = gguf.spec;
+    EXPECT_EQ(s.arch, hf.spec.arch);
+    EXPECT_EQ(s.n_layer, hf.spec.n_layer);
+    EXPECT_EQ(s.n_head_kv, hf.spec.n_head_kv);
+    EXPECT_EQ(s.head_dim, hf.spec.head_dim);
+    EXPECT_EQ(s.n_vocab, hf.spec.n_vocab);
+    EXPECT_EQ(s.tie_word_embeddings, hf.spec.tie_word_embeddings);
+    EXPECT_EQ(s.attention_bias, hf.spec.attention_bias);
+    EXPECT_EQ(s.qk_norm, hf.spec.qk_norm);
+    EXPECT_EQ(s.sliding_layers, hf.spec.sliding_layers);
+    EXPECT_EQ(s.rope_style,
+              s.arch == Arch::llama ? RopeStyle::interleaved : RopeStyle::rotate_half);
+    EXPECT_EQ(gguf.tokenizer_path, path);
+
+    // The Hugging Face side with what GGUF cannot say: llama.cpp scales Gemma's
+    // queries by head_dim (the tiny model's config says otherwise), and the
+    // values the file rounded or quantized.
+    ModelSpec want_spec = hf.spec;
+    want_spec.query_pre_attn_scalar = s.query_pre_attn_scalar;
+    std::map<std::string, std::vector<float>> patches = written.decoded;
+    if (c.type == GgufMatrixType::f16)
+        for (const std::string& name : hf.weights.names()) {
+            const TensorView& v = *hf.weights.find(name);
+            if (v.shape.size() != 2) continue;
+            std::vector<float>& values = patches[name];
+            for (int64_t i = 0; i < v.numel(); ++i)
+                values.push_back(f16_to_f32(f32_to_f16(element_f32(v, i))));
+        }
+    const test::PatchedWeights want_weights(hf.weights, std::move(patches));
+
+    const SessionOptions so = test::tiny_session_options("none");
+    Session got(s, gguf.weights, so);
+    Session want(want_spec, want_weights.store(), so);
+    const auto tokens = test::random_tokens(s.n_vocab, 20, 3);
+    const auto a = got.prefill(tokens);
+    const std::vector<float> got_prefill(a.begin(), a.end());
+    EXPECT_LT(test::relative_error(got_prefill, want.prefill(tokens)), 1e-5);
+    const auto b = got.decode(5);
+    const std::vector<float> got_step(b.begin(), b.end());
+    EXPECT_LT(test::relative_error(got_step, want.decode(5)), 1e-5);
+    std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, GgufModel,
+                         ::testing::Values(Case{"tiny-llama", GgufMatrixType::f32},
+                                           Case{"tiny-llama", GgufMatrixType::f16},
+                                           Case{"tiny-qwen2", GgufMatrixType::f32},
+                                           Case{"tiny-qwen3", GgufMatrixType::f16},
+                                           Case{"tiny-qwen3", GgufMatrixType::q8_0},
+                                           Case{"tiny-gemma3", GgufMatrixType::f32},
+                                           Case{"tiny-gemma3", GgufMatrixType::q8_0}),
+                         case_name);
+
+}  // namespace
+}  // namespace anelm
