@@ -3,7 +3,9 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -17,11 +19,21 @@
 
 namespace anelm {
 
+// The files' texts held in memory; a config that is absent is nullopt.
+struct HfTokenizerTexts {
+    std::string_view tokenizer_json;
+    std::optional<std::string_view> tokenizer_config_json;
+    std::optional<std::string_view> generation_config_json;
+};
+
 class HfTokenizer : public Tokenizer {
 public:
     // path is the tokenizer.json file; tokenizer_config.json and
     // generation_config.json beside it, when present, give the EOS ids.
     explicit HfTokenizer(const std::string& path);
+    // The same from texts (made from a GGUF file's metadata, say); origin
+    // stands for the files in error messages.
+    HfTokenizer(const HfTokenizerTexts& texts, const std::string& origin);
 
     std::vector<int32_t> encode(std::string_view text, bool add_special) const override;
     std::string decode(std::span<const int32_t> ids) const override;
@@ -39,8 +51,10 @@ public:
 
 private:
     struct Work;
-    void load_json(const std::string& path);
-    void load_configs(const std::string& path);
+    void load_json(std::string_view text, const std::string& path);
+    void load_configs(std::optional<std::string_view> config, const std::string& config_where,
+                      std::optional<std::string_view> generation,
+                      const std::string& generation_where);
     void encode_segment(std::string_view text, bool at_start, Work& work,
                         std::vector<int32_t>& ids) const;
     void encode_pieces(std::string_view text, bool at_start, Work& work,

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 
 #include "base/error.h"
 #include "base/mapped_file.h"
@@ -73,31 +74,50 @@ std::string token_content(const nlohmann::json& j) {
     return {};
 }
 
-// One member of the top-level object of a JSON file (null when absent), without
+// One member of the top-level object of a JSON text (null when absent), without
 // parsing the rest: Gemma's tokenizer_config.json is over a megabyte.
-nlohmann::json read_json_member(const std::filesystem::path& path, const std::string& key) {
-    const MappedFile file(path.string());
-    JsonScanner scan(std::string_view(reinterpret_cast<const char*>(file.data()), file.size()),
-                     path.string());
+nlohmann::json read_json_member(std::string_view text, const std::string& where,
+                                const std::string& key) {
+    JsonScanner scan(text, where);
     nlohmann::json value;
     scan.read_object([&](const std::string& k) {
         const std::string_view raw = scan.skip_value();
-        if (k == key) value = parse_part(raw, fmt::format("{}: {}", path.string(), key));
+        if (k == key) value = parse_part(raw, fmt::format("{}: {}", where, key));
     });
     return value;
+}
+
+std::string_view text_of(const MappedFile& file) {
+    return {reinterpret_cast<const char*>(file.data()), file.size()};
 }
 
 }  // namespace
 
 HfTokenizer::HfTokenizer(const std::string& path) : path_(path) {
-    load_json(path);
-    load_configs(path);
+    {
+        const MappedFile file(path);
+        load_json(text_of(file), path);
+    }
+    const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+    const std::string config = (dir / "tokenizer_config.json").string();
+    const std::string generation = (dir / "generation_config.json").string();
+    std::optional<MappedFile> config_file, generation_file;
+    if (std::filesystem::exists(config)) config_file.emplace(config);
+    if (std::filesystem::exists(generation)) generation_file.emplace(generation);
+    auto text = [](const std::optional<MappedFile>& f) {
+        return f ? std::optional<std::string_view>(text_of(*f)) : std::nullopt;
+    };
+    load_configs(text(config_file), config, text(generation_file), generation);
 }
 
-void HfTokenizer::load_json(const std::string& path) {
-    const MappedFile file(path);
-    JsonScanner scan(std::string_view(reinterpret_cast<const char*>(file.data()), file.size()),
-                     path);
+HfTokenizer::HfTokenizer(const HfTokenizerTexts& texts, const std::string& origin) : path_(origin) {
+    load_json(texts.tokenizer_json, origin + " tokenizer.json");
+    load_configs(texts.tokenizer_config_json, origin + " tokenizer_config.json",
+                 texts.generation_config_json, origin + " generation_config.json");
+}
+
+void HfTokenizer::load_json(std::string_view text, const std::string& path) {
+    JsonScanner scan(text, path);
     nlohmann::json parts = nlohmann::json::object();
     nlohmann::json model_fields = nlohmann::json::object();
     MergeList merges;
@@ -172,20 +192,20 @@ void HfTokenizer::load_json(const std::string& path) {
     if (!affixes_.before.empty()) bos_id_ = affixes_.before.front();
 }
 
-void HfTokenizer::load_configs(const std::string& path) {
-    const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+void HfTokenizer::load_configs(std::optional<std::string_view> config,
+                               const std::string& config_where,
+                               std::optional<std::string_view> generation,
+                               const std::string& generation_where) {
     auto add_eos = [&](int32_t id) {
         if (id >= 0 && std::find(eos_ids_.begin(), eos_ids_.end(), id) == eos_ids_.end())
             eos_ids_.push_back(id);
     };
-    const auto config = dir / "tokenizer_config.json";
-    if (std::filesystem::exists(config)) {
-        const nlohmann::json eos = read_json_member(config, "eos_token");
+    if (config) {
+        const nlohmann::json eos = read_json_member(*config, config_where, "eos_token");
         if (!eos.is_null()) add_eos(token_to_id(token_content(eos)));
     }
-    const auto generation = dir / "generation_config.json";
-    if (std::filesystem::exists(generation)) {
-        const nlohmann::json ids = read_json_member(generation, "eos_token_id");
+    if (generation) {
+        const nlohmann::json ids = read_json_member(*generation, generation_where, "eos_token_id");
         if (ids.is_number_integer()) add_eos(ids.get<int32_t>());
         if (ids.is_array())
             for (const auto& id : ids)

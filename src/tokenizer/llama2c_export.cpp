@@ -2,7 +2,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <unordered_map>
@@ -11,6 +10,7 @@
 #include "base/error.h"
 #include "base/mapped_file.h"
 #include "tokenizer/llama2c_tokenizer.h"
+#include "tokenizer/spm_merges.h"
 #include "tokenizer/utf8.h"
 
 namespace anelm {
@@ -63,38 +63,6 @@ std::vector<Piece> read_pieces(const std::string& path) {
     return pieces;
 }
 
-struct Merge {
-    float score;
-    int32_t merged, left, right;
-};
-
-// Every split of a piece into two pieces run.c could have joined, in rank order.
-std::vector<Merge> merges_of(const std::vector<Piece>& pieces,
-                             const std::unordered_map<std::string_view, int32_t>& ids) {
-    auto id_of = [&](std::string_view s) {
-        const auto it = ids.find(s);
-        return it == ids.end() ? -1 : it->second;
-    };
-    std::vector<Merge> merges;
-    for (int32_t id = first_piece; id < static_cast<int32_t>(pieces.size()); ++id) {
-        const std::string_view text = pieces[id].text;
-        if (!(pieces[id].score > no_merge)) continue;
-        for (size_t k = utf8::step(text, 0).length; k < text.size();
-             k += utf8::step(text, k).length) {
-            const int32_t left = id_of(text.substr(0, k)), right = id_of(text.substr(k));
-            if (left >= first_piece && right >= first_piece)
-                merges.push_back({pieces[id].score, id, left, right});
-        }
-    }
-    // As Hugging Face's SentencePiece conversion: score, then the pieces' ids.
-    std::stable_sort(merges.begin(), merges.end(), [](const Merge& a, const Merge& b) {
-        if (a.score != b.score) return a.score > b.score;
-        if (a.merged != b.merged) return a.merged < b.merged;
-        return a.left != b.left ? a.left < b.left : a.right < b.right;
-    });
-    return merges;
-}
-
 ordered_json special_token(int32_t id) {
     return {{"id", id},
             {"content", special_names[id]},
@@ -135,8 +103,16 @@ Llama2cHfFiles llama2c_to_hf(const std::string& path, int64_t model_max_length) 
                  pieces[id].text, it->second);
         vocab[pieces[id].text] = id;
     }
+    // run.c joins any two pieces after the bytes whose join scores above no_merge.
+    std::vector<std::string_view> texts;
+    std::vector<float> scores;
+    for (const Piece& p : pieces) {
+        texts.push_back(p.text);
+        scores.push_back(p.score);
+    }
     ordered_json merges = ordered_json::array();
-    for (const Merge& m : merges_of(pieces, ids))
+    for (const PieceMerge& m : merges_by_score(
+             texts, scores, [](int32_t id) { return id >= first_piece; }, no_merge))
         merges.push_back(fmt::format("{} {}", pieces[m.left].text, pieces[m.right].text));
 
     ordered_json tok;

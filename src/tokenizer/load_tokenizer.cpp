@@ -2,6 +2,8 @@
 #include <fstream>
 
 #include "base/error.h"
+#include "io/gguf.h"
+#include "tokenizer/gguf_vocab.h"
 #include "tokenizer/hf_tokenizer.h"
 #include "tokenizer/llama2c_tokenizer.h"
 #include "tokenizer/tokenizer.h"
@@ -16,6 +18,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
         return std::make_unique<HfTokenizer>(json.string());
     }
     if (!fs::exists(path)) fail("{}: no such file or folder", path);
+    if (is_gguf_file(path)) return load_gguf_tokenizer(GgufFile(path));
     // tokenizer.json starts with '{'; tokenizer.bin with a small int32 (max_token_length).
     std::ifstream in(path, std::ios::binary);
     char first = 0;

@@ -53,7 +53,8 @@ public:
     virtual bool is_special(int32_t id) const { return false; }
 };
 
-// Loads tokenizer.json (or a folder holding one) or a llama2.c tokenizer.bin.
+// Loads tokenizer.json (or a folder holding one), a llama2.c tokenizer.bin, or
+// the tokenizer in a GGUF file's metadata.
 // Throws Error naming the file and field on bad input.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path);
 
