@@ -11,6 +11,7 @@
 #include "coreml/convert_readme.h"
 #include "coreml/meta_yaml.h"
 #include "coreml/tokenizer_files.h"
+#include "io/gguf.h"
 #include "lower/ane_lowering.h"
 #include "lower/program_parts.h"
 #include "models/models.h"
@@ -18,6 +19,7 @@
 #include "passes/rope_halves.h"
 #include "quant/quantize_program.h"
 #include "quant/quantized_matrix.h"
+#include "tokenizer/gguf_vocab.h"
 #include "tokenizer/llama2c_export.h"
 
 namespace anelm {
@@ -252,6 +254,10 @@ ConvertResult convert_model(const Model& model, const ConvertOptions& options, T
     std::vector<std::string> tokenizer_files;
     if (fs::is_directory(model.path)) {
         tokenizer_files = coreml::copy_tokenizer_files(model.path, tmp.path().string());
+    } else if (is_gguf_file(model.path)) {
+        // Its tokenizer.* metadata in Hugging Face's form, where anelm and
+        // ANEMLL's runners look for a tokenizer.
+        tokenizer_files = write_gguf_tokenizer_files(GgufFile(model.path), tmp.path().string());
     } else if (!options.tokenizer_path.empty()) {
         // A llama2.c checkpoint: its tokenizer travels with the packages as
         // tokenizer.bin, where anelm generate looks for it, and in Hugging

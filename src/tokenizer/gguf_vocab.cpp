@@ -239,7 +239,7 @@ std::string tokenizer_config_json(const GgufFile& gguf, const GgufVocab& v) {
     c["add_bos_token"] = v.add_bos;
     c["add_eos_token"] = v.add_eos;
     c["bos_token"] = token_or_null(v, v.bos);
-    if (const auto t = gguf_chat_template(gguf)) c["chat_template"] = *t;
+    if (const auto t = gguf.find_string("tokenizer.chat_template")) c["chat_template"] = *t;
     c["clean_up_tokenization_spaces"] = v.byte_level && v.pre.clean_spaces;
     c["eos_token"] = token_or_null(v, v.eos);
     // LlamaTokenizerFast rebuilds BOS/EOS from the flags above; legacy keeps
@@ -294,10 +294,6 @@ std::vector<std::string> write_gguf_tokenizer_files(const GgufFile& gguf, const 
         write_file_atomic((to / names[2]).string(), files.generation_config_json);
     }
     return names;
-}
-
-std::optional<std::string> gguf_chat_template(const GgufFile& gguf) {
-    return gguf.find_string("tokenizer.chat_template");
 }
 
 }  // namespace anelm

@@ -43,7 +43,4 @@ std::unique_ptr<Tokenizer> load_gguf_tokenizer(const GgufFile& gguf);
 // generation_config.json into the existing folder dir; returns the names written.
 std::vector<std::string> write_gguf_tokenizer_files(const GgufFile& gguf, const std::string& dir);
 
-// tokenizer.chat_template, nullopt when the file has none.
-std::optional<std::string> gguf_chat_template(const GgufFile& gguf);
-
 }  // namespace anelm

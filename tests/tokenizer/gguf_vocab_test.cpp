@@ -336,7 +336,8 @@ TEST_P(GgufByteLevel, ConfigAsTheHuggingFaceOne) {
     EXPECT_EQ(config["chat_template"], hf_config["chat_template"]);
     EXPECT_EQ(config["eos_token"], hf_config["eos_token"]);
     EXPECT_EQ(config["clean_up_tokenization_spaces"], hf_config["clean_up_tokenization_spaces"]);
-    EXPECT_EQ(gguf_chat_template(GgufFile(path_)), hf_config["chat_template"].get<std::string>());
+    EXPECT_EQ(GgufFile(path_).find_string("tokenizer.chat_template"),
+              hf_config["chat_template"].get<std::string>());
     // Every token of the Hugging Face file has its id and string here too.
     for (int32_t id = 0; id < hf.n_vocab(); ++id)
         ASSERT_EQ(tok_->token_to_piece(id), hf.token_to_piece(id)) << id;
@@ -407,7 +408,7 @@ TEST(GgufSmall, SentencePieceWithoutSpacePrefixAndUserDefinedTokens) {
     EXPECT_TRUE(tok->is_special(266));
     // EOS with the end-of-turn token.
     EXPECT_EQ(tok->eos_ids(), (std::vector<int32_t>{2, 266}));
-    EXPECT_EQ(gguf_chat_template(GgufFile(path)), "{{ messages }}");
+    EXPECT_EQ(GgufFile(path).find_string("tokenizer.chat_template"), "{{ messages }}");
     const GgufTokenizerFiles files = gguf_tokenizer_files(GgufFile(path));
     EXPECT_EQ(nlohmann::json::parse(files.generation_config_json)["eos_token_id"],
               nlohmann::json::array({2, 266}));

@@ -162,7 +162,7 @@ std::function<int()> setup(CLI::App& app) {
         ->check(CLI::IsMember({"f32", "f16", "ane"}));
     add_weight_options(app, args->run);
     app.add_option("--tokenizer", args->tokenizer,
-                   "tokenizer.json or llama2.c tokenizer.bin (speculative bench)");
+                   "tokenizer.json, a GGUF file or llama2.c tokenizer.bin (speculative bench)");
     add_speculative_options(app, args->speculative, true);
     app.add_option("--spec-prompt-file", args->spec_prompt_file,
                    "the text the speculative bench continues (default: code to be edited)");

@@ -34,9 +34,9 @@ std::vector<int32_t> read_ids() {
 
 std::function<int()> setup(CLI::App& app) {
     auto model = std::make_shared<std::string>();
-    app.add_option(
-           "model", *model,
-           "model folder with tokenizer.json, a tokenizer.json, or a llama2.c tokenizer.bin")
+    app.add_option("model", *model,
+                   "model folder with tokenizer.json, a tokenizer.json, a GGUF file or a llama2.c "
+                   "tokenizer.bin")
         ->required();
     app.footer(
         "Reads whitespace-separated ids and writes their decoded text, with no newline "

@@ -56,7 +56,8 @@ std::function<int()> setup(CLI::App& app) {
     auto args = std::make_shared<DoctorArgs>();
     app.add_option("model", args->model, "Hugging Face folder, GGUF file or llama2.c .bin")
         ->required();
-    app.add_option("--tokenizer", args->tokenizer, "tokenizer.json or llama2.c tokenizer.bin");
+    app.add_option("--tokenizer", args->tokenizer,
+                   "tokenizer.json, a GGUF file or llama2.c tokenizer.bin");
     app.add_option("--prompts", args->prompts_file,
                    "calibration prompts: a JSON array of strings, or one prompt per line "
                    "(default: built-in chat, code, repetition and multilingual texts)");

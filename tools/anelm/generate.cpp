@@ -144,7 +144,8 @@ std::function<int()> setup(CLI::App& app) {
     app.add_option("model", args->model,
                    "Hugging Face folder, GGUF file, llama2.c .bin, or a folder anelm convert wrote")
         ->required();
-    app.add_option("--tokenizer", args->tokenizer, "tokenizer.json or llama2.c tokenizer.bin");
+    app.add_option("--tokenizer", args->tokenizer,
+                   "tokenizer.json, a GGUF file or llama2.c tokenizer.bin");
     app.add_option("-p,--prompt", args->prompt, "the prompt")->required();
     app.add_option("-n", args->n, "stop when prompt + generated tokens reach N (as run.c counts)")
         ->capture_default_str();

@@ -111,7 +111,8 @@ std::function<int()> setup(CLI::App& app) {
     app.add_option("model", args->model, "Hugging Face folder, GGUF file or llama2.c .bin")
         ->required();
     app.add_option("-f,--file", args->text_path, "the text to score (UTF-8)")->required();
-    app.add_option("--tokenizer", args->tokenizer, "tokenizer.json or llama2.c tokenizer.bin");
+    app.add_option("--tokenizer", args->tokenizer,
+                   "tokenizer.json, a GGUF file or llama2.c tokenizer.bin");
     app.add_option("--chunks", args->n_chunks, "windows to run (default: all)");
     app.add_option("-b,--batch", args->batch,
                    "tokens per prefill call (default: the whole window); 16 or fewer take the "

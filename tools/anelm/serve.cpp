@@ -153,7 +153,8 @@ std::function<int()> setup(CLI::App& app) {
     app.add_option("model", args->model,
                    "Hugging Face folder, GGUF file, llama2.c .bin, or a folder anelm convert wrote")
         ->required();
-    app.add_option("--tokenizer", args->tokenizer, "tokenizer.json or llama2.c tokenizer.bin");
+    app.add_option("--tokenizer", args->tokenizer,
+                   "tokenizer.json, a GGUF file or llama2.c tokenizer.bin");
     app.add_option("--host", args->server.host, "address to listen on")->capture_default_str();
     app.add_option("--port", args->server.port, "port (0: any free one)")->capture_default_str();
     auto* key = app.add_option("--api-key", args->server.api_key,

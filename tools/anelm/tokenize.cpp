@@ -65,9 +65,9 @@ int run_tokenize(const TokenizeArgs& args) {
 
 std::function<int()> setup(CLI::App& app) {
     auto args = std::make_shared<TokenizeArgs>();
-    app.add_option(
-           "model", args->model,
-           "model folder with tokenizer.json, a tokenizer.json, or a llama2.c tokenizer.bin")
+    app.add_option("model", args->model,
+                   "model folder with tokenizer.json, a tokenizer.json, a GGUF file or a llama2.c "
+                   "tokenizer.bin")
         ->required();
     app.add_flag("--jsonl", args->jsonl,
                  "each input line is {\"text\": ...}; each output line a JSON array of ids");
