@@ -1,0 +1,104 @@
+// The block-quantized leaves each instruction set provides behind
+// block_kernels.h, and the rounded activations they read. Like isa.h's leaves
+// they work on raw rows, never allocate, never throw and never see the thread
+// pool; block_kernels.cpp rounds the tokens and splits the work.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "exec/cpu/kernels/block_kernels.h"
+
+namespace anelm::kernels {
+
+// How the activations are rounded for a weight type: llama.cpp's vec_dot_type.
+enum class ActFormat { q8_0, q8_1, q8_k };
+ActFormat act_format(BlockType type);
+
+// Inputs per block of a format (32, or 256 for q8_K) and per q8_K sum.
+int64_t act_block(ActFormat f);
+constexpr int64_t act_sum_len = 16;
+
+// Tokens rounded to 8 bits, one row of n_in after another, inputs in their
+// natural order. Token t's input i is about q[i] * d[i / block].
+struct BlockActs {
+    const int8_t* q = nullptr;
+    const float* d = nullptr;        // each block's scale (q8_0, q8_1: the f16 value)
+    const float* s = nullptr;        // q8_1: each block's f16(d * sum q), else null
+    const int16_t* bsums = nullptr;  // q8_K: the sum of each 16 q, else null
+    int64_t n_in = 0;
+    int64_t block = 32;
+
+    // The tokens from t on.
+    BlockActs token(int64_t t) const {
+        const int64_t n_blocks = n_in / block, n_sums = n_in / act_sum_len;
+        return {q + t * n_in,
+                d + t * n_blocks,
+                s ? s + t * n_blocks : nullptr,
+                bsums ? bsums + t * n_sums : nullptr,
+                n_in,
+                block};
+    }
+};
+
+// One token's row of n_in inputs rounded: q, a scale per block in d, and s
+// or bsums where the format has them (else they may be null). q8_0 and q8_1
+// round as llama.cpp's x86 quantize_row_q8_0/_1 (d = max |x| / 127 kept as
+// f16, q = x * 127 / max |x| to nearest even), q8_K as quantize_row_q8_K_ref
+// (the largest magnitude's sign kept: d = max / -127, q at most 127).
+void round_token(ActFormat f, const float* x, int64_t n_in, int8_t* q, float* d, float* s,
+                 int16_t* bsums);
+
+// y[t * ldy + o] = row o of w times token t of x, for t < n_tokens <=
+// BlockIsa::pass_tokens and o0 <= o < o1, the rows streamed once.
+using BlockGemv = void (*)(const BlockMatrix& w, const BlockActs& x, int64_t n_tokens, int64_t o0,
+                           int64_t o1, float* y, int64_t ldy);
+
+struct BlockIsa {
+    const char* name;
+    int pass_tokens;
+    // The leaf for a weight type, or null where the scalar leaf runs.
+    BlockGemv (*leaf)(BlockType type);
+};
+
+// The leaves for kernels::active(): AVX-512 with VNNI under the avx512 dense
+// table, AVX2 under either x86 table; null for the scalar leaves.
+const BlockIsa* block_active();
+
+// Every table of leaves this processor can run, best first (tests, benchmarks);
+// none while the scalar reference is forced.
+std::vector<const BlockIsa*> block_available();
+
+// kernels::block_matmul with the given leaves (null: the scalar leaves).
+void block_matmul(const BlockIsa* isa, const BlockMatrix& w, const float* x, int64_t n_tokens,
+                  float* y, ThreadPool& pool);
+
+namespace ref {
+// Row `row` of a weight of `type` times one token: the scalar leaf's sum.
+float block_row_dot(BlockType type, const uint8_t* row, const BlockActs& x);
+}  // namespace ref
+
+#if ANELM_HAVE_X86_KERNELS
+extern const BlockIsa avx2_block_isa;
+extern const BlockIsa avx512_block_isa;  // needs AVX-512 F, BW, VL, DQ and VNNI
+#endif
+
+// What the SIMD leaves share (internal linkage, as the files including this
+// are compiled for different instruction sets): L::row_dot<T>(row, x, sums)
+// gives sums[t] for the T tokens of x, each block of the row decoded once for
+// all of them, rows read one after another (one sequential stream per
+// thread, bench/README.md "Decode: one row at a time").
+template <class L, int T>
+static void block_gemv_rows(const BlockMatrix& w, const BlockActs& x, int64_t n_tokens, int64_t o0,
+                            int64_t o1, float* y, int64_t ldy) {
+    if constexpr (T > 1) {
+        if (n_tokens < T) return block_gemv_rows<L, T - 1>(w, x, n_tokens, o0, o1, y, ldy);
+    }
+    for (int64_t o = o0; o < o1; ++o) {
+        float sums[T];
+        L::template row_dot<T>(w.data + o * w.row_bytes, x, sums);
+        for (int t = 0; t < T; ++t) y[t * ldy + o] = sums[t];
+    }
+}
+
+}  // namespace anelm::kernels

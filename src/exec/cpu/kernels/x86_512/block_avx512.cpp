@@ -1,0 +1,16 @@
+// AVX-512 VNNI leaves for ggml block-quantized weights (block_isa.h).
+#include "exec/cpu/kernels/block_isa.h"
+
+namespace anelm::kernels {
+
+namespace {
+
+BlockGemv leaf(BlockType) {
+    return nullptr;
+}
+
+}  // namespace
+
+const BlockIsa avx512_block_isa = {.name = "avx512", .pass_tokens = 4, .leaf = leaf};
+
+}  // namespace anelm::kernels
