@@ -294,8 +294,10 @@ TEST(BlockKernels, IntegerSumsAreExact) {
 
 // block_matmul (threads, splits, passes, each instruction set's leaves)
 // against the reference: the same integer sums, so they differ only by the
-// order of float additions (2^-16 of sum |w_i x_i|); the scalar leaves are
-// the reference's own sums, equal bit for bit.
+// order of float additions (seen: 2^-23 of sum |w_i x_i|; allowed: 2^-20,
+// where one product off by one in a block's integer sum would move a result
+// by about 2^-13 of it); the scalar leaves are the reference's own sums,
+// equal bit for bit.
 TEST(BlockKernels, LeavesMatchTheReference) {
     std::mt19937 rng(7);
     ThreadPool pool(2);
@@ -320,7 +322,7 @@ TEST(BlockKernels, LeavesMatchTheReference) {
                             double size = 0.0;
                             for (int64_t i = 0; i < n_in; ++i)
                                 size += std::fabs(double{m.dense[o * n_in + i]} * x[t * n_in + i]);
-                            ASSERT_NEAR(got[t * n_out + o], want[t * n_out + o], 0x1p-16 * size)
+                            ASSERT_NEAR(got[t * n_out + o], want[t * n_out + o], 0x1p-20 * size)
                                 << describe(c, n_out, n_in, n_tokens) << " at " << t << ", " << o;
                         }
                     }

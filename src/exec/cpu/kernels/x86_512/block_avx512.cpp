@@ -1,16 +1,442 @@
-// AVX-512 VNNI leaves for ggml block-quantized weights (block_isa.h).
+// AVX-512 VNNI leaves for ggml block-quantized weights (block_isa.h). Every
+// block's integer sum is exact in int32 lanes and scaled as the reference
+// scales it; only the order of the float additions differs.
+//
+// 32-input blocks go two to a 512-bit vector. vpdpbusd multiplies unsigned by
+// signed bytes: unsigned codes (Q4_1, Q5_1) meet the inputs as they are,
+// signed weights (Q4_0, Q5_0, Q8_0, IQ4_NL) as their magnitudes against the
+// inputs carrying the weights' signs.
+//
+// 256-input K blocks go as four vectors of 64 codes, which are unsigned (0..63
+// at most): vpmaddubsw sums pairs of code times input into 16 bits without
+// saturating (2 * 63 * 127 < 2^15), vpdpwssd multiplies the pairs by their
+// sub-block's scale into int32. A code's offset (Q6_K's 32, Q3_K's 4) and the
+// mins of Q2_K, Q4_K and Q5_K meet q8_K's sums of 16 inputs instead of the
+// inputs, as llama.cpp's SIMD leaves do.
+
+// The VNNI instructions are this file's alone among the AVX-512 leaves it is
+// compiled with (cmake/anelm_modules.cmake); block_active() checks for them.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512vnni"))), apply_to = function)
+#else
+#pragma GCC target("avx512vnni")
+#endif
+// GCC 12 flags its own _mm512_undefined_* inside AVX-512 intrinsics.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <immintrin.h>
+
+#include <cstring>
+
 #include "exec/cpu/kernels/block_isa.h"
 
 namespace anelm::kernels {
 
 namespace {
 
-BlockGemv leaf(BlockType) {
+constexpr int pass_tokens = 4;
+
+inline uint16_t u16_at(const uint8_t* p) {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return v;
+}
+
+inline uint32_t u32_at(const uint8_t* p) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
+
+inline float half_at(const uint8_t* p) {
+    return _cvtsh_ss(u16_at(p));
+}
+
+inline __m256i load256(const void* p) {
+    return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+
+inline __m128i load128(const void* p) {
+    return _mm_loadu_si128(static_cast<const __m128i*>(p));
+}
+
+// a in lanes 0-7, b in lanes 8-15: the scales of two blocks over their dwords.
+inline __m512 pair_ps(float a, float b) {
+    return _mm512_insertf32x8(_mm512_set1_ps(a), _mm256_set1_ps(b), 1);
+}
+
+// ---- Blocks of 32 inputs ----
+
+// A 16-byte run of nibbles as 32 bytes: input j in the low nibble of byte j,
+// input j + 16 in its high nibble.
+inline __m256i nibbles32(const uint8_t* p) {
+    const __m128i v = load128(p);
+    return _mm256_and_si256(
+        _mm256_inserti128_si256(_mm256_castsi128_si256(v), _mm_srli_epi16(v, 4), 1),
+        _mm256_set1_epi8(0x0f));
+}
+
+// Each 32-input type: its block bytes, whether its weights are signed (else
+// unsigned codes) and carry a min (q8_1's s times m), weights(p) the 32
+// weights of the block at p as bytes, d and m its scale and min.
+struct Q4_0 {
+    static constexpr int64_t bytes = 18;
+    static constexpr bool is_signed = true, has_min = false;
+    static __m256i weights(const uint8_t* p) {
+        return _mm256_sub_epi8(nibbles32(p + 2), _mm256_set1_epi8(8));
+    }
+    static float m(const uint8_t*) { return 0.0f; }
+};
+
+struct Q4_1 {
+    static constexpr int64_t bytes = 20;
+    static constexpr bool is_signed = false, has_min = true;
+    static __m256i weights(const uint8_t* p) { return nibbles32(p + 4); }
+    static float m(const uint8_t* p) { return half_at(p + 2); }
+};
+
+// Q5's fifth bit of input j is bit j of the u32 at qh: where it is clear,
+// Q5_0's weight is the nibble - 16, and Q5_1's code is the nibble.
+struct Q5_0 {
+    static constexpr int64_t bytes = 22;
+    static constexpr bool is_signed = true, has_min = false;
+    static __m256i weights(const uint8_t* p) {
+        const __m256i nib = nibbles32(p + 6);
+        return _mm256_mask_sub_epi8(nib, ~_cvtu32_mask32(u32_at(p + 2)), nib, _mm256_set1_epi8(16));
+    }
+    static float m(const uint8_t*) { return 0.0f; }
+};
+
+struct Q5_1 {
+    static constexpr int64_t bytes = 24;
+    static constexpr bool is_signed = false, has_min = true;
+    static __m256i weights(const uint8_t* p) {
+        const __m256i nib = nibbles32(p + 8);
+        return _mm256_mask_add_epi8(nib, _cvtu32_mask32(u32_at(p + 4)), nib, _mm256_set1_epi8(16));
+    }
+    static float m(const uint8_t* p) { return half_at(p + 2); }
+};
+
+struct Q8_0 {
+    static constexpr int64_t bytes = 34;
+    static constexpr bool is_signed = true, has_min = false;
+    static __m256i weights(const uint8_t* p) { return load256(p + 2); }
+    static float m(const uint8_t*) { return 0.0f; }
+};
+
+struct IQ4_NL {
+    static constexpr int64_t bytes = 18;
+    static constexpr bool is_signed = true, has_min = false;
+    static __m256i weights(const uint8_t* p) {
+        const __m256i table = _mm256_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25,
+                                               38, 53, 69, 89, 113, -127, -104, -83, -65, -49, -35,
+                                               -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+        return _mm256_shuffle_epi8(table, nibbles32(p + 2));
+    }
+    static float m(const uint8_t*) { return 0.0f; }
+};
+
+// Blocks b and b + 1 (Two) or b alone (its partner's lanes zero) added into
+// acc[t] for the T tokens of x.
+template <class B, int T, bool Two>
+inline void pair_step(const uint8_t* p, const BlockActs& x, int64_t b, __m512 acc[T]) {
+    const int64_t n_blocks = x.n_in / 32;
+    __m512i w = _mm512_castsi256_si512(B::weights(p));
+    w = _mm512_inserti64x4(w, Two ? B::weights(p + B::bytes) : _mm256_setzero_si256(), 1);
+    const __m512 dw = pair_ps(half_at(p), Two ? half_at(p + B::bytes) : 0.0f);
+    // vpdpbusd's unsigned operand: the magnitudes, the signs moved to x.
+    const __m512i uw = B::is_signed ? _mm512_abs_epi8(w) : w;
+    const __mmask64 negative = B::is_signed ? _mm512_movepi8_mask(w) : 0;
+    __m512 m = _mm512_setzero_ps();
+    if constexpr (B::has_min) {
+        m = _mm512_maskz_mov_ps(0x0101, pair_ps(B::m(p), Two ? B::m(p + B::bytes) : 0.0f));
+    }
+    for (int t = 0; t < T; ++t) {
+        const int8_t* q = x.q + t * x.n_in + b * 32;
+        __m512i xv = Two ? _mm512_loadu_si512(q) : _mm512_castsi256_si512(load256(q));
+        if constexpr (!Two) xv = _mm512_inserti64x4(xv, _mm256_setzero_si256(), 1);
+        if constexpr (B::is_signed) {
+            xv = _mm512_mask_sub_epi8(xv, negative, _mm512_setzero_si512(), xv);
+        }
+        const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), uw, xv);
+        const float* d = x.d + t * n_blocks + b;
+        const __m512 scale = _mm512_mul_ps(dw, pair_ps(d[0], Two ? d[1] : 0.0f));
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[t]);
+        if constexpr (B::has_min) {
+            const float* s = x.s + t * n_blocks + b;
+            acc[t] = _mm512_fmadd_ps(m, pair_ps(s[0], Two ? s[1] : 0.0f), acc[t]);
+        }
+    }
+}
+
+template <class B>
+struct Blocks32 {
+    template <int T>
+    static void row_dot(const uint8_t* row, const BlockActs& x, float* sums) {
+        __m512 acc[T];
+        for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+        const int64_t n_blocks = x.n_in / 32;
+        int64_t b = 0;
+        for (; b + 2 <= n_blocks; b += 2) pair_step<B, T, true>(row + b * B::bytes, x, b, acc);
+        if (b < n_blocks) pair_step<B, T, false>(row + b * B::bytes, x, b, acc);
+        for (int t = 0; t < T; ++t) sums[t] = _mm512_reduce_add_ps(acc[t]);
+    }
+};
+
+// ---- K blocks of 256 inputs ----
+
+// One K block as the products read it: codes[k] the unsigned codes of inputs
+// 64k..64k+63, scales[k] the int16 scale of each pair of them; per 16 inputs
+// the int16 factor of q8_K's sum that joins the integer sum (offset: minus
+// the code offset times the scale) and the one that gives the mins' sum.
+struct KBlock {
+    __m512i codes[4];
+    __m512i scales[4];
+    __m256i offset;
+    __m256i mins;
+    float d, dmin;
+};
+
+// scales[k] from 16 int16 scales of 16 inputs each: word i of vector k
+// covers inputs 64k + 2i, +1, in group 4k + i / 8.
+inline void scales_of_16(__m256i s16, __m512i scales[4]) {
+    alignas(64) static constexpr int16_t group_of_word[32] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1,
+                                                              1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2,
+                                                              2, 2, 3, 3, 3, 3, 3, 3, 3, 3};
+    const __m512i groups = _mm512_load_si512(group_of_word);
+    for (int k = 0; k < 4; ++k) {
+        const __m512i pick =
+            _mm512_add_epi16(groups, _mm512_set1_epi16(static_cast<int16_t>(4 * k)));
+        scales[k] = _mm512_permutexvar_epi16(pick, _mm512_castsi256_si512(s16));
+    }
+}
+
+// 2-bit codes of Q2_K and Q3_K: input 32s + l of half h is bits 2s of byte
+// 32h + l; vector k holds s = 2(k % 2) in its low half and s + 1 in its high.
+inline __m512i two_bit_codes(const uint8_t* qs, int k) {
+    const __m512i q = _mm512_broadcast_i64x4(load256(qs + 32 * (k / 2)));
+    const int s = 2 * (k % 2);
+    const __m512i shift = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<int16_t>(2 * s)),
+                                             _mm256_set1_epi16(static_cast<int16_t>(2 * s + 2)), 1);
+    return _mm512_and_si512(_mm512_srlv_epi16(q, shift), _mm512_set1_epi8(3));
+}
+
+// The bytes where bit `bit` (low half) or `bit` + 1 (high half) is set in the
+// 32 bytes at p, repeated in both halves.
+inline __mmask64 bits_set(const uint8_t* p, int bit) {
+    const __m512i v = _mm512_broadcast_i64x4(load256(p));
+    const __m512i pattern =
+        _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << bit)),
+                           _mm256_set1_epi8(static_cast<char>(1 << (bit + 1))), 1);
+    return _mm512_test_epi8_mask(v, pattern);
+}
+
+// Q4_K/Q5_K's eight 6-bit scales and mins from 12 bytes (io/ggml_types.cpp):
+// scale j < 4 in the low 6 bits of byte j, min in byte j + 4; for j >= 4 the
+// low 4 bits in byte j + 4 (scale low nibble, min high), the top 2 in the
+// spare top bits of bytes j - 4 (scale) and j (min).
+inline void k4_scales(const uint8_t* p, uint64_t& scales, uint64_t& mins) {
+    const uint32_t a = u32_at(p), b = u32_at(p + 4), c = u32_at(p + 8);
+    const uint32_t scale_hi = (c & 0x0f0f0f0f) | ((a >> 6) & 0x03030303) << 4;
+    const uint32_t min_hi = ((c >> 4) & 0x0f0f0f0f) | ((b >> 6) & 0x03030303) << 4;
+    scales = (a & 0x3f3f3f3f) | uint64_t{scale_hi} << 32;
+    mins = (b & 0x3f3f3f3f) | uint64_t{min_hi} << 32;
+}
+
+// Q4_K (Bits 4) and Q5_K (Bits 5): inputs 64j..64j+63 in 32 bytes of nibbles
+// (low: the first 32), Q5_K's fifth bit of input 32s + l bit s of qh byte l.
+template <int Bits>
+struct QK4 {
+    static constexpr int64_t bytes = Bits == 5 ? 176 : 144;
+    static constexpr bool has_offset = false, has_min = true;
+    static void decode(const uint8_t* p, KBlock& k) {
+        k.d = half_at(p);
+        k.dmin = half_at(p + 2);
+        uint64_t scales, mins;
+        k4_scales(p + 4, scales, mins);
+        // Scale j covers 32 inputs: words 16j..16j+15 of the pairs.
+        const __m512i s16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(scales)));
+        for (int j = 0; j < 4; ++j) {
+            const __m512i pick =
+                _mm512_inserti64x4(_mm512_set1_epi16(static_cast<int16_t>(2 * j)),
+                                   _mm256_set1_epi16(static_cast<int16_t>(2 * j + 1)), 1);
+            k.scales[j] = _mm512_permutexvar_epi16(pick, s16);
+        }
+        const __m128i m8 = _mm_cvtsi64_si128(mins);
+        k.mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+        const uint8_t* qs = p + (Bits == 5 ? 48 : 16);
+        const __m512i low4 = _mm512_set1_epi8(0x0f);
+        for (int h = 0; h < 2; ++h) {
+            const __m512i v = _mm512_loadu_si512(qs + 64 * h);
+            const __m512i lo = _mm512_and_si512(v, low4);
+            const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+            // lo holds inputs 128h + 0..31 and 128h + 64..95, hi the runs after each.
+            k.codes[2 * h] = _mm512_shuffle_i64x2(lo, hi, 0x44);
+            k.codes[2 * h + 1] = _mm512_shuffle_i64x2(lo, hi, 0xee);
+        }
+        if constexpr (Bits == 5) {
+            for (int j = 0; j < 4; ++j) {
+                k.codes[j] = _mm512_mask_add_epi8(k.codes[j], bits_set(p + 16, 2 * j), k.codes[j],
+                                                  _mm512_set1_epi8(16));
+            }
+        }
+    }
+};
+
+// Q6_K: input 32s + l of half h has its low 4 bits in nibble s / 2 of ql byte
+// 64h + 32(s % 2) + l, its top 2 in bits 2s of qh byte 32h + l; code - 32
+// times an int8 scale per 16 inputs.
+struct Q6_K {
+    static constexpr int64_t bytes = 210;
+    static constexpr bool has_offset = true, has_min = false;
+    static void decode(const uint8_t* p, KBlock& k) {
+        k.d = half_at(p + 208);
+        const __m256i s16 = _mm256_cvtepi8_epi16(load128(p + 192));
+        scales_of_16(s16, k.scales);
+        k.offset = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(s16, 5));
+        const __m512i low4 = _mm512_set1_epi8(0x0f), top2 = _mm512_set1_epi8(0x30);
+        for (int h = 0; h < 2; ++h) {
+            const __m512i v = _mm512_loadu_si512(p + 64 * h);
+            const __m512i qh = _mm512_broadcast_i64x4(load256(p + 128 + 32 * h));
+            // Bits 2s of qh to bits 4-5: s = 0, 1 shift left by 4, 2; s = 2, 3 right by 0, 2.
+            const __m512i high01 = _mm512_sllv_epi16(
+                qh, _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1));
+            const __m512i high23 = _mm512_srlv_epi16(
+                qh, _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1));
+            // lo | (high & 0x30)
+            k.codes[2 * h] =
+                _mm512_ternarylogic_epi32(_mm512_and_si512(v, low4), high01, top2, 0xf8);
+            k.codes[2 * h + 1] = _mm512_ternarylogic_epi32(
+                _mm512_and_si512(_mm512_srli_epi16(v, 4), low4), high23, top2, 0xf8);
+        }
+    }
+};
+
+// Q3_K: 2-bit codes plus 4 where bit 4h + s of hmask byte l is set (the
+// weight is the code - 4); sixteen 6-bit scales biased by 32 (io/ggml_types.cpp).
+struct Q3_K {
+    static constexpr int64_t bytes = 110;
+    static constexpr bool has_offset = true, has_min = false;
+    static void decode(const uint8_t* p, KBlock& k) {
+        k.d = half_at(p + 108);
+        const uint8_t* s = p + 96;
+        alignas(16) int8_t sc[16];
+        for (int g = 0; g < 16; ++g) {
+            const int low = g < 8 ? s[g] & 0xF : s[g - 8] >> 4;
+            const int high = (s[8 + g % 4] >> (2 * (g / 4))) & 3;
+            sc[g] = static_cast<int8_t>((low | high << 4) - 32);
+        }
+        const __m256i s16 = _mm256_cvtepi8_epi16(load128(sc));
+        scales_of_16(s16, k.scales);
+        k.offset = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(s16, 2));
+        for (int j = 0; j < 4; ++j) {
+            const __m512i low2 = two_bit_codes(p + 32, j);
+            k.codes[j] = _mm512_mask_add_epi8(low2, bits_set(p, 4 * (j / 2) + 2 * (j % 2)), low2,
+                                              _mm512_set1_epi8(4));
+        }
+    }
+};
+
+// Q2_K: 2-bit codes; scale byte g holds the scale (low nibble) and min of
+// inputs 16g..16g+15.
+struct Q2_K {
+    static constexpr int64_t bytes = 84;
+    static constexpr bool has_offset = false, has_min = true;
+    static void decode(const uint8_t* p, KBlock& k) {
+        k.d = half_at(p + 80);
+        k.dmin = half_at(p + 82);
+        const __m128i sm = load128(p);
+        scales_of_16(_mm256_cvtepu8_epi16(_mm_and_si128(sm, _mm_set1_epi8(0x0f))), k.scales);
+        k.mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4), _mm_set1_epi8(0x0f)));
+        for (int j = 0; j < 4; ++j) k.codes[j] = two_bit_codes(p + 16, j);
+    }
+};
+
+template <class B>
+struct BlocksK {
+    template <int T>
+    static void row_dot(const uint8_t* row, const BlockActs& x, float* sums) {
+        __m512 acc[T];
+        __m256 min_acc[T];
+        for (int t = 0; t < T; ++t) {
+            acc[t] = _mm512_setzero_ps();
+            min_acc[t] = _mm256_setzero_ps();
+        }
+        const int64_t n_blocks = x.n_in / 256, n_sums = x.n_in / act_sum_len;
+        for (int64_t b = 0; b < n_blocks; ++b) {
+            KBlock k;
+            B::decode(row + b * B::bytes, k);
+            for (int t = 0; t < T; ++t) {
+                const int8_t* q = x.q + t * x.n_in + b * 256;
+                __m512i isum = _mm512_setzero_si512();
+                for (int j = 0; j < 4; ++j) {
+                    const __m512i pairs =
+                        _mm512_maddubs_epi16(k.codes[j], _mm512_loadu_si512(q + 64 * j));
+                    isum = _mm512_dpwssd_epi32(isum, pairs, k.scales[j]);
+                }
+                const __m256i bsums = load256(x.bsums + t * n_sums + b * 16);
+                if constexpr (B::has_offset) {
+                    isum = _mm512_add_epi32(
+                        isum, _mm512_zextsi256_si512(_mm256_madd_epi16(bsums, k.offset)));
+                }
+                const float dx = x.d[t * n_blocks + b];
+                acc[t] =
+                    _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(k.d * dx), acc[t]);
+                if constexpr (B::has_min) {
+                    min_acc[t] =
+                        _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bsums, k.mins)),
+                                        _mm256_set1_ps(k.dmin * dx), min_acc[t]);
+                }
+            }
+        }
+        for (int t = 0; t < T; ++t) {
+            const __m256 m = min_acc[t];
+            const __m128 m4 = _mm_add_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+            const __m128 m2 = _mm_add_ps(m4, _mm_movehl_ps(m4, m4));
+            const float min_sum = _mm_cvtss_f32(_mm_add_ss(m2, _mm_movehdup_ps(m2)));
+            sums[t] = _mm512_reduce_add_ps(acc[t]) - min_sum;
+        }
+    }
+};
+
+template <class L>
+constexpr BlockGemv gemv = block_gemv_rows<L, pass_tokens>;
+
+BlockGemv leaf(BlockType type) {
+    switch (type) {
+        case BlockType::q4_0:
+            return gemv<Blocks32<Q4_0>>;
+        case BlockType::q4_1:
+            return gemv<Blocks32<Q4_1>>;
+        case BlockType::q5_0:
+            return gemv<Blocks32<Q5_0>>;
+        case BlockType::q5_1:
+            return gemv<Blocks32<Q5_1>>;
+        case BlockType::q8_0:
+            return gemv<Blocks32<Q8_0>>;
+        case BlockType::iq4_nl:
+            return gemv<Blocks32<IQ4_NL>>;
+        case BlockType::q2_k:
+            return gemv<BlocksK<Q2_K>>;
+        case BlockType::q3_k:
+            return gemv<BlocksK<Q3_K>>;
+        case BlockType::q4_k:
+            return gemv<BlocksK<QK4<4>>>;
+        case BlockType::q5_k:
+            return gemv<BlocksK<QK4<5>>>;
+        case BlockType::q6_k:
+            return gemv<BlocksK<Q6_K>>;
+    }
     return nullptr;
 }
 
 }  // namespace
 
-const BlockIsa avx512_block_isa = {.name = "avx512", .pass_tokens = 4, .leaf = leaf};
+const BlockIsa avx512_block_isa = {.name = "avx512", .pass_tokens = pass_tokens, .leaf = leaf};
 
 }  // namespace anelm::kernels
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
