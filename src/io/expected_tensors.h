@@ -20,7 +20,8 @@ std::vector<ExpectedTensor> expected_tensors(const ModelSpec& spec);
 
 // Throws an Error for the first expected tensor that is missing, has another
 // shape ("ORIGIN: tensor NAME has shape [..], expected [..]") or is not a float
-// type. Tensors the spec does not call for are left alone.
+// type (matrices may be a GGUF's blocks). Tensors the spec does not call for
+// are left alone.
 void check_tensors(const ModelSpec& spec, const WeightStore& store);
 
 }  // namespace anelm

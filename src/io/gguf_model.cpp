@@ -220,7 +220,8 @@ ModelSpec gguf_model_spec(const GgufFile& gguf) {
     return spec;
 }
 
-void load_gguf_weights(const GgufFile& gguf, const ModelSpec& spec, WeightStore& store) {
+void load_gguf_weights(const GgufFile& gguf, const ModelSpec& spec, WeightStore& store,
+                       bool keep_blocks) {
     store.keep_alive(gguf.file());
     for (const GgufTensor& t : gguf.tensors()) {
         if (t.name == "rope_freqs.weight") continue;  // in the spec's rope scaling
@@ -243,6 +244,14 @@ void load_gguf_weights(const GgufFile& gguf, const ModelSpec& spec, WeightStore&
                                 : type == GgmlType::f16 ? DType::f16
                                                         : DType::bf16;
             store.add(name, TensorView{dtype, t.shape, t.data}, gguf.path());
+            continue;
+        }
+        if (keep_blocks && !gemma_norm && t.shape.size() == 2) {
+            TensorView view{DType::blocks, t.shape, t.data};
+            view.block_type = t.type;
+            view.block_elems = info->block_elems;
+            view.block_bytes = info->block_bytes;
+            store.add(name, view, gguf.path());
             continue;
         }
         std::shared_ptr<float[]> values = to_f32(gguf, t, type, gemma_norm ? -1.0f : 0.0f);

@@ -18,9 +18,11 @@ namespace anelm {
 ModelSpec gguf_model_spec(const GgufFile& gguf);
 
 // Registers every tensor under its Hugging Face name. F32, F16 and BF16
-// tensors are read in place; block-quantized ones are dequantized to f32.
-// A tensor of a type anelm does not read, or a name no architecture uses, is
-// an Error naming it.
-void load_gguf_weights(const GgufFile& gguf, const ModelSpec& spec, WeightStore& store);
+// tensors are read in place; block-quantized ones too with keep_blocks (as
+// DType::blocks, for the CPU's block kernels), else dequantized to f32. A
+// tensor of a type anelm does not read, or a name no architecture uses, is an
+// Error naming it.
+void load_gguf_weights(const GgufFile& gguf, const ModelSpec& spec, WeightStore& store,
+                       bool keep_blocks);
 
 }  // namespace anelm

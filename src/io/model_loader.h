@@ -19,6 +19,11 @@ struct LoadedModel {
 // and tokenizer.json), a GGUF file (io/gguf_model.h) or a llama2.c .bin
 // checkpoint. The weights are checked against the spec: every expected tensor
 // present, with the expected shape.
-LoadedModel load_model(const std::string& path);
+struct LoadOptions {
+    // A GGUF's block-quantized matrices stay blocks (DType::blocks) for the
+    // CPU's block kernels instead of being dequantized to f32.
+    bool gguf_blocks = false;
+};
+LoadedModel load_model(const std::string& path, const LoadOptions& options = {});
 
 }  // namespace anelm

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "io/ggml_types.h"
 #include "quant/quantize.h"
 
 namespace anelm::quant {
@@ -68,6 +69,17 @@ void quantize_program(ir::Program& program, const QuantSpec& spec, ThreadPool& p
         }
     }
     std::erase_if(jobs, [](const Job& j) { return j.choice.method == QuantMethod::none; });
+    // A GGUF's blocks are multiplied as they are stored.
+    for (ir::Weight& w : program.weights) {
+        if (w.view.dtype != DType::blocks) continue;
+        if (std::any_of(jobs.begin(), jobs.end(),
+                        [&](const Job& j) { return &program.weights[j.weight] == &w; }))
+            fail(
+                "{}: stored as {} blocks, which --quant does not quantize again (load the GGUF "
+                "as floats)",
+                w.name, ggml_type_name(w.view.block_type));
+        w.quantized = std::make_shared<const QuantizedMatrix>(blocks_matrix(w.view));
+    }
 
     int64_t total = 0, done = 0;
     for (const Job& job : jobs) total += program.weights[job.weight].view.numel();

@@ -1,6 +1,9 @@
 #include "quant/quantized_matrix.h"
 
+#include <cstring>
+
 #include "base/error.h"
+#include "io/ggml_types.h"
 #include "quant/bit_packing.h"
 
 namespace anelm::quant {
@@ -19,6 +22,7 @@ void QuantizedMatrix::use_int8_dot() {
 }
 
 kernels::QuantMatrix QuantizedMatrix::view() const {
+    if (kind == QuantKind::blocks) fail("a matrix of ggml blocks has no QuantMatrix view");
     kernels::QuantMatrix v;
     v.kind = kind;
     v.nbits = nbits;
@@ -34,6 +38,10 @@ kernels::QuantMatrix QuantizedMatrix::view() const {
     return v;
 }
 
+kernels::BlockMatrix QuantizedMatrix::block_view() const {
+    return {static_cast<kernels::BlockType>(block_type), n_out, n_in, codes.data(), row_bytes()};
+}
+
 uint32_t QuantizedMatrix::code(int64_t o, int64_t i) const {
     uint8_t c = 0;
     unpack_codes(codes.data() + o * row_bytes(), 1, nbits, &c, i);
@@ -41,7 +49,30 @@ uint32_t QuantizedMatrix::code(int64_t o, int64_t i) const {
 }
 
 void QuantizedMatrix::decode_row(int64_t o, float* out) const {
+    if (kind == QuantKind::blocks) {
+        const std::byte* row = reinterpret_cast<const std::byte*>(codes.data()) + o * row_bytes();
+        dequantize_row(static_cast<GgmlType>(block_type), row, out, n_in);
+        return;
+    }
     kernels::quant_decode_row(view(), o, 0, n_in, out);
+}
+
+QuantizedMatrix blocks_matrix(const TensorView& w) {
+    if (w.dtype != DType::blocks || w.shape.size() != 2)
+        fail("blocks_matrix: expected a matrix of ggml blocks");
+    if (!kernels::block_type_supported(w.block_type))
+        fail("{} blocks are not multiplied by the CPU kernels", ggml_type_name(w.block_type));
+    QuantizedMatrix q;
+    q.kind = QuantKind::blocks;
+    q.nbits = 0;
+    q.n_out = w.shape[0];
+    q.n_in = w.shape[1];
+    q.block_type = w.block_type;
+    q.block_elems = w.block_elems;
+    q.block_bytes = w.block_bytes;
+    q.codes.resize(w.n_bytes());
+    std::memcpy(q.codes.data(), w.data, w.n_bytes());
+    return q;
 }
 
 std::vector<uint8_t> coreml_codes(const QuantizedMatrix& q) {
@@ -66,7 +97,10 @@ std::array<int64_t, 4> coreml_lut_shape(const QuantizedMatrix& q) {
 
 void quant_matmul(const QuantizedMatrix& w, const float* x, int64_t n_tokens, float* y,
                   ThreadPool& pool) {
-    kernels::quant_matmul(w.view(), x, n_tokens, y, pool);
+    if (w.kind == QuantKind::blocks)
+        kernels::block_matmul(w.block_view(), x, n_tokens, y, pool);
+    else
+        kernels::quant_matmul(w.view(), x, n_tokens, y, pool);
 }
 
 }  // namespace anelm::quant

@@ -4,6 +4,9 @@
 // [n_out / G, 1, 2^nbits, 1]) or symmetric int8 / int4 per output channel
 // (constexpr_blockwise_shift_scale: int8 / int4 data, an f16 scale [n_out, 1]).
 //
+// Or a GGUF's block-quantized weight as stored (kind blocks): each row's ggml
+// blocks, multiplied by kernels::block_matmul.
+//
 // The codes are kept in rows that each start on a byte boundary, LSB first
 // inside a row (see kernels::QuantMatrix). That is byte for byte Core ML's
 // blob whenever n_in * nbits is a multiple of 8, which holds for every real
@@ -17,7 +20,9 @@
 #include <vector>
 
 #include "base/aligned_allocator.h"
+#include "base/tensor.h"
 #include "base/thread_pool.h"
+#include "exec/cpu/kernels/block_kernels.h"
 #include "exec/cpu/kernels/quant_kernels.h"
 
 namespace anelm::quant {
@@ -39,23 +44,36 @@ struct QuantizedMatrix {
     bool int8_dot = false;
     std::vector<int8_t> dot_lut;
     std::vector<float> dot_scale;
+    // blocks: the ggml type id and its block geometry.
+    uint32_t block_type = 0;
+    int64_t block_elems = 0;
+    int64_t block_bytes = 0;
 
     int64_t rows_per_table() const {
         return group_size > 0 ? group_size : std::max<int64_t>(1, n_out);
     }
     int64_t n_tables() const { return (n_out + rows_per_table() - 1) / rows_per_table(); }
-    int64_t row_bytes() const { return (n_in * nbits + 7) / 8; }
+    int64_t row_bytes() const {
+        return kind == QuantKind::blocks ? n_in / block_elems * block_bytes
+                                         : (n_in * nbits + 7) / 8;
+    }
     // Bytes of codes, tables and scales.
     int64_t storage_bytes() const;
 
     // Multiply by integer dot products from now on, rounding lut tables to int8.
     void use_int8_dot();
 
-    kernels::QuantMatrix view() const;
+    kernels::QuantMatrix view() const;  // not for blocks
+    kernels::BlockMatrix block_view() const;
     uint32_t code(int64_t o, int64_t i) const;
     // out[i] = the dequantized W[o, i], i < n_in.
     void decode_row(int64_t o, float* out) const;
 };
+
+// A copy of a DType::blocks weight's rows (aligned, in private memory, which
+// streams faster than the file's pages: runtime/private_weights.h). Throws
+// for a block type the kernels do not multiply, naming it.
+QuantizedMatrix blocks_matrix(const TensorView& w);
 
 // The codes as Core ML's blob holds them: all n_out * n_in elements packed
 // contiguously, LSB first, ceil(n_out * n_in * nbits / 8) bytes.

@@ -16,61 +16,30 @@
 #include "base/half.h"
 #include "exec/cpu/kernels/block_isa.h"
 #include "io/ggml_types.h"
+#include "kernels/block_testing.h"
 #include "kernels/kernel_testing.h"
 
 namespace anelm::kernels {
 namespace {
 
-// Every type, with the byte offsets of its blocks' f16 scales (d, then dmin or
-// m where the type has one): the rest of a random block is any bytes.
-struct TypeCase {
-    BlockType type;
-    const char* name;
-    std::vector<int> f16_fields;
-};
-const TypeCase types[] = {
-    {BlockType::q4_0, "Q4_0", {0}},     {BlockType::q4_1, "Q4_1", {0, 2}},
-    {BlockType::q5_0, "Q5_0", {0}},     {BlockType::q5_1, "Q5_1", {0, 2}},
-    {BlockType::q8_0, "Q8_0", {0}},     {BlockType::q2_k, "Q2_K", {80, 82}},
-    {BlockType::q3_k, "Q3_K", {108}},   {BlockType::q4_k, "Q4_K", {0, 2}},
-    {BlockType::q5_k, "Q5_K", {0, 2}},  {BlockType::q6_k, "Q6_K", {208}},
-    {BlockType::iq4_nl, "IQ4_NL", {0}},
-};
+using test::BlockTypeCase;
 
 bool k_type(BlockType t) {
     return block_layout(t).elems == 256;
 }
 
-// A weight of random blocks and its dequantization.
+// A weight of random blocks (test::random_blocks) and its dequantization.
 struct Weight {
     std::vector<uint8_t> bytes;
     std::vector<float> dense;  // [n_out, n_in], as ggml dequantizes it
     BlockMatrix w;
 };
 
-// Random codes and scales; d (and dmin, m) of either sign for the 32-input
-// types (Q4_0's quantizer makes d negative half the time), positive for the
-// K types, with mins of the size of the scaled codes so that they matter.
-Weight random_weight(std::mt19937& rng, const TypeCase& c, int64_t n_out, int64_t n_in) {
+Weight random_weight(std::mt19937& rng, const BlockTypeCase& c, int64_t n_out, int64_t n_in) {
     const BlockLayout l = block_layout(c.type);
     Weight m;
-    m.w = {c.type, n_out, n_in, nullptr, n_in / l.elems * l.bytes};
-    m.bytes.resize(static_cast<size_t>(n_out * m.w.row_bytes));
-    for (auto& b : m.bytes) b = static_cast<uint8_t>(rng());
-    std::uniform_real_distribution<float> mag(0.25f, 1.0f);
-    const bool k = k_type(c.type);
-    for (size_t b = 0; b < m.bytes.size(); b += static_cast<size_t>(l.bytes)) {
-        for (size_t f = 0; f < c.f16_fields.size(); ++f) {
-            const float sign = !k && rng() % 2 ? -1.0f : 1.0f;
-            // Q4_1/Q5_1's m is a value, of the size of 8 codes times d.
-            const float size = !k && f == 1 ? 8.0f / 32 : 1.0f / 32;
-            const uint16_t h = f32_to_f16(sign * mag(rng) * size);
-            const int at = c.f16_fields[f];
-            m.bytes[b + at] = static_cast<uint8_t>(h);
-            m.bytes[b + at + 1] = static_cast<uint8_t>(h >> 8);
-        }
-    }
-    m.w.data = m.bytes.data();
+    m.bytes = test::random_blocks(rng, c, n_out, n_in);
+    m.w = {c.type, n_out, n_in, m.bytes.data(), n_in / l.elems * l.bytes};
     m.dense.resize(static_cast<size_t>(n_out * n_in));
     for (int64_t o = 0; o < n_out; ++o) {
         dequantize_row(static_cast<GgmlType>(c.type),
@@ -95,7 +64,7 @@ std::vector<float> rounded(BlockType type, const std::vector<float>& x, int64_t 
     return out;
 }
 
-std::string describe(const TypeCase& c, int64_t n_out, int64_t n_in, int64_t n_tokens) {
+std::string describe(const BlockTypeCase& c, int64_t n_out, int64_t n_in, int64_t n_tokens) {
     return std::string(c.name) + " [" + std::to_string(n_out) + ", " + std::to_string(n_in) +
            "] tokens " + std::to_string(n_tokens);
 }
@@ -106,7 +75,7 @@ std::vector<int64_t> test_widths(BlockType t) {
 }
 
 TEST(BlockKernels, LayoutsAreGgmls) {
-    for (const TypeCase& c : types) {
+    for (const BlockTypeCase& c : test::block_type_cases()) {
         const auto info = ggml_type_info(static_cast<uint32_t>(c.type));
         ASSERT_TRUE(info.has_value()) << c.name;
         EXPECT_EQ(info->name, c.name);
@@ -221,7 +190,7 @@ TEST(BlockKernels, RoundingErrorIsHalfAStep) {
 TEST(BlockKernels, ReferenceIsTheExactProductOfRoundedInputs) {
     std::mt19937 rng(5);
     ThreadPool pool(2);
-    for (const TypeCase& c : types) {
+    for (const BlockTypeCase& c : test::block_type_cases()) {
         for (int64_t n_in : test_widths(c.type)) {
             const int64_t n_out = 13, n_tokens = 3;
             const Weight m = random_weight(rng, c, n_out, n_in);
@@ -262,7 +231,7 @@ TEST(BlockKernels, IntegerSumsAreExact) {
     std::mt19937 rng(6);
     ThreadPool pool(2);
     std::uniform_int_distribution<int> small(-3, 3), power(-8, 2);
-    for (const TypeCase& c : types) {
+    for (const BlockTypeCase& c : test::block_type_cases()) {
         const int64_t n_out = 11, n_tokens = 2, n_in = 512;
         const int64_t len = act_block(act_format(c.type));
         const Weight m = random_weight(rng, c, n_out, n_in);
@@ -303,7 +272,7 @@ TEST(BlockKernels, LeavesMatchTheReference) {
     ThreadPool pool(2);
     test::for_each_isa([&](const char* isa) {
         const bool scalar = std::string(isa) == "scalar";
-        for (const TypeCase& c : types) {
+        for (const BlockTypeCase& c : test::block_type_cases()) {
             for (int64_t n_in : test_widths(c.type)) {
                 const int64_t n_out = 37;
                 const Weight m = random_weight(rng, c, n_out, n_in);
@@ -337,7 +306,7 @@ TEST(BlockKernels, LeavesMatchTheReference) {
 TEST(BlockKernels, EveryTableMatchesTheReferenceOnLongRows) {
     std::mt19937 rng(8);
     ThreadPool pool(2);
-    for (const TypeCase& c : types) {
+    for (const BlockTypeCase& c : test::block_type_cases()) {
         const int64_t n_out = 301, n_in = 2048;
         const Weight m = random_weight(rng, c, n_out, n_in);
         for (int64_t n_tokens : {1, 4}) {

@@ -5,7 +5,7 @@
 
 #include "base/half.h"
 #include "exec/tiny_model.h"
-#include "io/gguf_from_hf.h"
+#include "runtime/gguf_from_hf.h"
 
 namespace anelm {
 namespace {
@@ -77,6 +77,36 @@ TEST_P(GgufModel, LogitsEqualTheHuggingFaceModel) {
     const std::vector<float> got_step(b.begin(), b.end());
     EXPECT_LT(test::relative_error(got_step, want.decode(5)), 1e-5);
     std::filesystem::remove_all(dir);
+}
+
+// Kept as blocks, the weights are multiplied by the block kernels, which round
+// each token's activations to 8 bits as llama.cpp does: the logits stay within
+// that rounding of the dequantized model's.
+TEST(GgufBlocks, RunAsStoredCloseToTheDequantizedModel) {
+    for (const char* preset : {"tiny-llama", "tiny-qwen3", "tiny-gemma3"}) {
+        SCOPED_TRACE(preset);
+        const auto dir = test::temp_dir("gguf-blocks");
+        const std::string path = (dir / "model.gguf").string();
+        test::write_gguf_from_hf(test::tiny_model(preset), path, GgufMatrixType::q8_0);
+        const LoadedModel blocks = load_model(path, {.gguf_blocks = true});
+        const LoadedModel floats = load_model(path);
+        EXPECT_EQ(blocks.weights.get("model.layers.0.mlp.up_proj.weight").dtype, DType::blocks);
+        EXPECT_EQ(floats.weights.get("model.layers.0.mlp.up_proj.weight").dtype, DType::f32);
+
+        const SessionOptions so = test::tiny_session_options("none");
+        Session got(blocks.spec, blocks.weights, so);
+        Session want(floats.spec, floats.weights, so);
+        const auto tokens = test::random_tokens(blocks.spec.n_vocab, 20, 4);
+        const auto a = got.prefill(tokens);
+        const std::vector<float> got_prefill(a.begin(), a.end());
+        const double prefill_error = test::relative_error(got_prefill, want.prefill(tokens));
+        EXPECT_LT(prefill_error, 2e-2);
+        EXPECT_GT(prefill_error, 0.0);  // the activations were rounded: another path ran
+        const auto b = got.decode(5);
+        const std::vector<float> got_step(b.begin(), b.end());
+        EXPECT_LT(test::relative_error(got_step, want.decode(5)), 2e-2);
+        std::filesystem::remove_all(dir);
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, GgufModel,

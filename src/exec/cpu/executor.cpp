@@ -309,7 +309,7 @@ void Executor::run_node(const ir::Function& fn, const Plan& plan, size_t index, 
                 if (id < 0 || id >= table.shape[0])
                     fail("token id {} is outside the vocabulary of {}", id, table.shape[0]);
                 if (w.quantized) {
-                    kernels::quant_decode_row(w.quantized->view(), id, 0, width, out + t * width);
+                    w.quantized->decode_row(id, out + t * width);
                 } else {
                     row_to_f32(table, id, out + t * width);
                 }

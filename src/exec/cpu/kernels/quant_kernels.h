@@ -10,7 +10,9 @@
 
 namespace anelm::kernels {
 
-enum class QuantKind : uint8_t { lut, int8, int4 };
+// blocks: a GGUF's ggml blocks, multiplied by block_kernels.h, never by the
+// functions below.
+enum class QuantKind : uint8_t { lut, int8, int4, blocks };
 
 // A quantized weight [n_out, n_in] as the kernels read it (storage owned elsewhere).
 //

@@ -3,6 +3,7 @@
 // +1 on norm weights, rope_freqs for Llama 3 scaling, metadata keys), for
 // tests that compare the GGUF path with the Hugging Face one. Matrices are
 // written F32, F16 or Q8_0 (quantized here: one f16 scale per 32 values).
+// With a tokenizer folder, its tokenizer.json becomes the tokenizer.* metadata.
 #pragma once
 
 #include <cmath>
@@ -13,6 +14,7 @@
 #include "base/half.h"
 #include "io/gguf_test_writer.h"
 #include "io/model_loader.h"
+#include "tokenizer/gguf_vocab_writer.h"
 
 namespace anelm::test {
 
@@ -40,7 +42,8 @@ struct GgufFromHf {
 };
 
 inline GgufFromHf write_gguf_from_hf(const LoadedModel& m, const std::string& path,
-                                     GgufMatrixType matrix_type) {
+                                     GgufMatrixType matrix_type,
+                                     const std::filesystem::path& tokenizer_dir = {}) {
     const ModelSpec& s = m.spec;
     const std::string arch = arch_name(s.arch);
     GgufTestWriter w;
@@ -69,9 +72,14 @@ inline GgufFromHf write_gguf_from_hf(const LoadedModel& m, const std::string& pa
         if (s.final_logit_softcapping > 0)
             w.f32(arch + ".final_logit_softcapping", static_cast<float>(s.final_logit_softcapping));
     }
-    w.u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(std::max(s.bos_token_id, 0)));
-    if (!s.eos_token_ids.empty())
-        w.u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(s.eos_token_ids[0]));
+    if (!tokenizer_dir.empty()) {
+        add_hf_tokenizer(w, tokenizer_dir / "tokenizer.json",
+                         tokenizer_dir / "tokenizer_config.json", "qwen2");
+    } else {
+        w.u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(std::max(s.bos_token_id, 0)));
+        if (!s.eos_token_ids.empty())
+            w.u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(s.eos_token_ids[0]));
+    }
 
     if (s.rope_scaling.type == RopeScaling::Type::llama3) {
         // llama.cpp's converter: Llama 3's scaling as one divisor per frequency.
