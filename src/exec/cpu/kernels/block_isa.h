@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "exec/cpu/kernels/block_kernels.h"
@@ -83,11 +84,52 @@ extern const BlockIsa avx2_block_isa;
 extern const BlockIsa avx512_block_isa;  // needs AVX-512 F, BW, VL, DQ and VNNI
 #endif
 
-// What the SIMD leaves share (internal linkage, as the files including this
-// are compiled for different instruction sets): L::row_dot<T>(row, x, sums)
-// gives sums[t] for the T tokens of x, each block of the row decoded once for
-// all of them, rows read one after another (one sequential stream per
-// thread, bench/README.md "Decode: one row at a time").
+// What the SIMD leaves share; internal linkage throughout, as the files
+// including this are compiled for different instruction sets.
+
+static inline uint32_t block_u32(const uint8_t* p) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
+
+// Q4_K/Q5_K's eight 6-bit scales and mins from the 12 bytes at p, one per
+// byte of `scales` and `mins`: scale j < 4 in the low 6 bits of byte j, its
+// min in byte j + 4; for j >= 4 the low 4 bits in byte j + 4 (scale low
+// nibble, min high), the top 2 in the spare top bits of bytes j - 4 (scale)
+// and j (min). Whole words at a time, as llama.cpp unpacks them.
+static inline void k4_scales_mins(const uint8_t* p, uint64_t& scales, uint64_t& mins) {
+    const uint32_t a = block_u32(p), b = block_u32(p + 4), c = block_u32(p + 8);
+    const uint32_t scales_hi = (c & 0x0f0f0f0f) | ((a >> 6) & 0x03030303) << 4;
+    const uint32_t mins_hi = ((c >> 4) & 0x0f0f0f0f) | ((b >> 6) & 0x03030303) << 4;
+    scales = (a & 0x3f3f3f3f) | uint64_t{scales_hi} << 32;
+    mins = (b & 0x3f3f3f3f) | uint64_t{mins_hi} << 32;
+}
+
+// Q3_K's sixteen 6-bit scales minus 32 from the 12 bytes at p, as int8 bytes
+// of four words (scale g in byte g % 4 of word g / 4): the low 4 bits of
+// scale g are nibble g / 8 of byte g % 8, its top 2 bits 2 (g / 4) of byte
+// 8 + g % 4.
+struct Q3KScales {
+    uint32_t words[4];
+};
+
+static inline Q3KScales q3_k_scales(const uint8_t* p) {
+    const uint32_t a = block_u32(p), b = block_u32(p + 4), c = block_u32(p + 8);
+    const uint32_t low4 = 0x0f0f0f0f, top2 = 0x03030303;
+    const uint32_t unbiased[4] = {(a & low4) | (c & top2) << 4, (b & low4) | (c >> 2 & top2) << 4,
+                                  (a >> 4 & low4) | (c >> 4 & top2) << 4,
+                                  (b >> 4 & low4) | (c >> 6 & top2) << 4};
+    // Each byte v (0..63) to v - 32 without borrows between bytes: (v + 96) ^ 128.
+    Q3KScales s;
+    for (int i = 0; i < 4; ++i) s.words[i] = ((unbiased[i] | 0x80808080) - 0x20202020) ^ 0x80808080;
+    return s;
+}
+
+// A leaf from L::row_dot<T>(row, x, sums), which gives sums[t] for the T
+// tokens of x, each block of the row decoded once for all of them; rows are
+// read one after another (one sequential stream per thread, bench/README.md
+// "Decode: one row at a time").
 template <class L, int T>
 static void block_gemv_rows(const BlockMatrix& w, const BlockActs& x, int64_t n_tokens, int64_t o0,
                             int64_t o1, float* y, int64_t ldy) {

@@ -43,12 +43,6 @@ inline uint16_t u16_at(const uint8_t* p) {
     return v;
 }
 
-inline uint32_t u32_at(const uint8_t* p) {
-    uint32_t v;
-    std::memcpy(&v, p, 4);
-    return v;
-}
-
 inline float half_at(const uint8_t* p) {
     return _cvtsh_ss(u16_at(p));
 }
@@ -77,96 +71,154 @@ inline __m256i nibbles32(const uint8_t* p) {
         _mm256_set1_epi8(0x0f));
 }
 
-// Each 32-input type: its block bytes, whether its weights are signed (else
-// unsigned codes) and carry a min (q8_1's s times m), weights(p) the 32
-// weights of the block at p as bytes, d and m its scale and min.
+// Each 32-input type: its block bytes; whether it has nibble codes at byte
+// qs (Q8_0 has int8 weights there) and fifth bits in the u32 at byte qh (-1:
+// none); whether its weights are signed (else unsigned codes, with a min m at
+// byte 2 that meets q8_1's s); weights(codes, high) the 64 weights of two
+// blocks from their codes in input order and fifth bits (bit j: input j).
 struct Q4_0 {
-    static constexpr int64_t bytes = 18;
-    static constexpr bool is_signed = true, has_min = false;
-    static __m256i weights(const uint8_t* p) {
-        return _mm256_sub_epi8(nibbles32(p + 2), _mm256_set1_epi8(8));
+    static constexpr int64_t bytes = 18, qs = 2, qh = -1;
+    static constexpr bool nibbles = true, is_signed = true, has_min = false;
+    static __m512i weights(__m512i codes, __mmask64) {
+        return _mm512_sub_epi8(codes, _mm512_set1_epi8(8));
     }
-    static float m(const uint8_t*) { return 0.0f; }
 };
 
 struct Q4_1 {
-    static constexpr int64_t bytes = 20;
-    static constexpr bool is_signed = false, has_min = true;
-    static __m256i weights(const uint8_t* p) { return nibbles32(p + 4); }
-    static float m(const uint8_t* p) { return half_at(p + 2); }
+    static constexpr int64_t bytes = 20, qs = 4, qh = -1;
+    static constexpr bool nibbles = true, is_signed = false, has_min = true;
+    static __m512i weights(__m512i codes, __mmask64) { return codes; }
 };
 
-// Q5's fifth bit of input j is bit j of the u32 at qh: where it is clear,
-// Q5_0's weight is the nibble - 16, and Q5_1's code is the nibble.
+// Where the fifth bit is clear, Q5_0's weight is the nibble - 16 and Q5_1's
+// code is the nibble.
 struct Q5_0 {
-    static constexpr int64_t bytes = 22;
-    static constexpr bool is_signed = true, has_min = false;
-    static __m256i weights(const uint8_t* p) {
-        const __m256i nib = nibbles32(p + 6);
-        return _mm256_mask_sub_epi8(nib, ~_cvtu32_mask32(u32_at(p + 2)), nib, _mm256_set1_epi8(16));
+    static constexpr int64_t bytes = 22, qs = 6, qh = 2;
+    static constexpr bool nibbles = true, is_signed = true, has_min = false;
+    static __m512i weights(__m512i codes, __mmask64 high) {
+        return _mm512_mask_sub_epi8(codes, _knot_mask64(high), codes, _mm512_set1_epi8(16));
     }
-    static float m(const uint8_t*) { return 0.0f; }
 };
 
 struct Q5_1 {
-    static constexpr int64_t bytes = 24;
-    static constexpr bool is_signed = false, has_min = true;
-    static __m256i weights(const uint8_t* p) {
-        const __m256i nib = nibbles32(p + 8);
-        return _mm256_mask_add_epi8(nib, _cvtu32_mask32(u32_at(p + 4)), nib, _mm256_set1_epi8(16));
+    static constexpr int64_t bytes = 24, qs = 8, qh = 4;
+    static constexpr bool nibbles = true, is_signed = false, has_min = true;
+    static __m512i weights(__m512i codes, __mmask64 high) {
+        return _mm512_mask_add_epi8(codes, high, codes, _mm512_set1_epi8(16));
     }
-    static float m(const uint8_t* p) { return half_at(p + 2); }
 };
 
 struct Q8_0 {
-    static constexpr int64_t bytes = 34;
-    static constexpr bool is_signed = true, has_min = false;
-    static __m256i weights(const uint8_t* p) { return load256(p + 2); }
-    static float m(const uint8_t*) { return 0.0f; }
+    static constexpr int64_t bytes = 34, qs = 2, qh = -1;
+    static constexpr bool nibbles = false, is_signed = true, has_min = false;
+    static __m512i weights(__m512i codes, __mmask64) { return codes; }
 };
 
 struct IQ4_NL {
-    static constexpr int64_t bytes = 18;
-    static constexpr bool is_signed = true, has_min = false;
-    static __m256i weights(const uint8_t* p) {
-        const __m256i table = _mm256_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25,
-                                               38, 53, 69, 89, 113, -127, -104, -83, -65, -49, -35,
-                                               -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
-        return _mm256_shuffle_epi8(table, nibbles32(p + 2));
+    static constexpr int64_t bytes = 18, qs = 2, qh = -1;
+    static constexpr bool nibbles = true, is_signed = true, has_min = false;
+    static __m512i weights(__m512i codes, __mmask64) {
+        const __m512i table = _mm512_broadcast_i32x4(_mm_setr_epi8(
+            -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113));
+        return _mm512_shuffle_epi8(table, codes);
     }
-    static float m(const uint8_t*) { return 0.0f; }
 };
 
-// Blocks b and b + 1 (Two) or b alone (its partner's lanes zero) added into
-// acc[t] for the T tokens of x.
-template <class B, int T, bool Two>
-inline void pair_step(const uint8_t* p, const BlockActs& x, int64_t b, __m512 acc[T]) {
-    const int64_t n_blocks = x.n_in / 32;
-    __m512i w = _mm512_castsi256_si512(B::weights(p));
-    w = _mm512_inserti64x4(w, Two ? B::weights(p + B::bytes) : _mm256_setzero_si256(), 1);
-    const __m512 dw = pair_ps(half_at(p), Two ? half_at(p + B::bytes) : 0.0f);
-    // vpdpbusd's unsigned operand: the magnitudes, the signs moved to x.
-    const __m512i uw = B::is_signed ? _mm512_abs_epi8(w) : w;
-    const __mmask64 negative = B::is_signed ? _mm512_movepi8_mask(w) : 0;
-    __m512 m = _mm512_setzero_ps();
-    if constexpr (B::has_min) {
-        m = _mm512_maskz_mov_ps(0x0101, pair_ps(B::m(p), Two ? B::m(p + B::bytes) : 0.0f));
+// Two blocks' weights (inputs in order, the second block's zero where there
+// is none), their scales d over the dwords of each (lanes 0-7, 8-15) and
+// their mins m in lanes 0 and 8.
+struct PairWeights {
+    __m512i w;
+    __m512 d, m;
+};
+
+// vpermw patterns for two blocks read by one 64-byte load: codes gives words
+// 0-7 and again 8-15 the first block's nibbles, 16-31 the second's; scales
+// gives d of the first block in words 0-7, of the second in 8-15, and m
+// likewise in 16-31 (every offset is even).
+template <class B>
+struct PairWords {
+    alignas(64) uint16_t codes[32]{};
+    alignas(64) uint16_t scales[32]{};
+    constexpr PairWords() {
+        for (int i = 0; i < 32; ++i) {
+            codes[i] = static_cast<uint16_t>(i / 16 * (B::bytes / 2) + B::qs / 2 + i % 8);
+            scales[i] = static_cast<uint16_t>(i % 16 / 8 * (B::bytes / 2) + i / 16);
+        }
     }
+};
+template <class B>
+constexpr PairWords<B> pair_words{};
+
+// Two nibble blocks at p from one load of the 64 bytes there: all inside the row.
+template <class B>
+inline PairWeights pair_loaded(const uint8_t* p) {
+    const __m512i v = _mm512_loadu_si512(p);
+    __m512i codes = _mm512_permutexvar_epi16(_mm512_load_si512(pair_words<B>.codes), v);
+    codes = _mm512_and_si512(_mm512_mask_srli_epi16(codes, 0xff00ff00, codes, 4),
+                             _mm512_set1_epi8(0x0f));
+    __mmask64 high = 0;
+    if constexpr (B::qh >= 0)
+        high = block_u32(p + B::qh) | uint64_t{block_u32(p + B::bytes + B::qh)} << 32;
+    const __m512i scales = _mm512_permutexvar_epi16(_mm512_load_si512(pair_words<B>.scales), v);
+    PairWeights pw{B::weights(codes, high), _mm512_cvtph_ps(_mm512_castsi512_si256(scales)),
+                   _mm512_setzero_ps()};
+    if constexpr (B::has_min) {
+        pw.m = _mm512_maskz_mov_ps(0x0101, _mm512_cvtph_ps(_mm512_extracti64x4_epi64(scales, 1)));
+    }
+    return pw;
+}
+
+// Blocks b and b + 1 (Two) or b alone, reading no byte past them.
+template <class B, bool Two>
+inline PairWeights pair_at_end(const uint8_t* p) {
+    const uint8_t* p1 = p + B::bytes;
+    __m256i first, second = _mm256_setzero_si256();
+    if constexpr (B::nibbles) {
+        first = nibbles32(p + B::qs);
+        if constexpr (Two) second = nibbles32(p1 + B::qs);
+    } else {
+        first = load256(p + B::qs);
+        if constexpr (Two) second = load256(p1 + B::qs);
+    }
+    __mmask64 high = 0;
+    if constexpr (B::qh >= 0)
+        high = block_u32(p + B::qh) | (Two ? uint64_t{block_u32(p1 + B::qh)} << 32 : 0);
+    const __m512i codes = _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1);
+    PairWeights pw{B::weights(codes, high), pair_ps(half_at(p), Two ? half_at(p1) : 0.0f),
+                   _mm512_setzero_ps()};
+    if constexpr (B::has_min) {
+        pw.m = _mm512_maskz_mov_ps(0x0101, pair_ps(half_at(p + 2), Two ? half_at(p1 + 2) : 0.0f));
+    }
+    return pw;
+}
+
+// a[0] over lanes 0-7 and a[1] (Two) or 0 over lanes 8-15.
+template <bool Two>
+inline __m512 pair_from(const float* a) {
+    const __m512 first = _mm512_set1_ps(a[0]);
+    return Two ? _mm512_mask_broadcastss_ps(first, 0xff00, _mm_load_ss(a + 1))
+               : _mm512_maskz_mov_ps(0x00ff, first);
+}
+
+// Blocks b and b + 1 (Two) or b alone of the T tokens of x added into acc[t].
+template <class B, int T, bool Two>
+inline void pair_dot(const PairWeights& pw, const BlockActs& x, int64_t b, __m512 acc[T]) {
+    const int64_t n_blocks = x.n_in / 32;
+    // vpdpbusd's unsigned operand: the magnitudes, the signs moved to x.
+    const __m512i uw = B::is_signed ? _mm512_abs_epi8(pw.w) : pw.w;
+    const __mmask64 negative = B::is_signed ? _mm512_movepi8_mask(pw.w) : 0;
     for (int t = 0; t < T; ++t) {
         const int8_t* q = x.q + t * x.n_in + b * 32;
-        __m512i xv = Two ? _mm512_loadu_si512(q) : _mm512_castsi256_si512(load256(q));
-        if constexpr (!Two) xv = _mm512_inserti64x4(xv, _mm256_setzero_si256(), 1);
+        __m512i xv = Two ? _mm512_loadu_si512(q) : _mm512_zextsi256_si512(load256(q));
         if constexpr (B::is_signed) {
             xv = _mm512_mask_sub_epi8(xv, negative, _mm512_setzero_si512(), xv);
         }
         const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), uw, xv);
-        const float* d = x.d + t * n_blocks + b;
-        const __m512 scale = _mm512_mul_ps(dw, pair_ps(d[0], Two ? d[1] : 0.0f));
+        const int64_t k = t * n_blocks + b;
+        const __m512 scale = _mm512_mul_ps(pw.d, pair_from<Two>(x.d + k));
         acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[t]);
-        if constexpr (B::has_min) {
-            const float* s = x.s + t * n_blocks + b;
-            acc[t] = _mm512_fmadd_ps(m, pair_ps(s[0], Two ? s[1] : 0.0f), acc[t]);
-        }
+        if constexpr (B::has_min) acc[t] = _mm512_fmadd_ps(pw.m, pair_from<Two>(x.s + k), acc[t]);
     }
 }
 
@@ -178,8 +230,15 @@ struct Blocks32 {
         for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
         const int64_t n_blocks = x.n_in / 32;
         int64_t b = 0;
-        for (; b + 2 <= n_blocks; b += 2) pair_step<B, T, true>(row + b * B::bytes, x, b, acc);
-        if (b < n_blocks) pair_step<B, T, false>(row + b * B::bytes, x, b, acc);
+        if constexpr (B::nibbles) {
+            // One load per pair while its 64 bytes stay inside the row.
+            for (; (n_blocks - b) * B::bytes >= 64; b += 2)
+                pair_dot<B, T, true>(pair_loaded<B>(row + b * B::bytes), x, b, acc);
+        }
+        for (; b + 2 <= n_blocks; b += 2)
+            pair_dot<B, T, true>(pair_at_end<B, true>(row + b * B::bytes), x, b, acc);
+        if (b < n_blocks)
+            pair_dot<B, T, false>(pair_at_end<B, false>(row + b * B::bytes), x, b, acc);
         for (int t = 0; t < T; ++t) sums[t] = _mm512_reduce_add_ps(acc[t]);
     }
 };
@@ -232,18 +291,6 @@ inline __mmask64 bits_set(const uint8_t* p, int bit) {
     return _mm512_test_epi8_mask(v, pattern);
 }
 
-// Q4_K/Q5_K's eight 6-bit scales and mins from 12 bytes (io/ggml_types.cpp):
-// scale j < 4 in the low 6 bits of byte j, min in byte j + 4; for j >= 4 the
-// low 4 bits in byte j + 4 (scale low nibble, min high), the top 2 in the
-// spare top bits of bytes j - 4 (scale) and j (min).
-inline void k4_scales(const uint8_t* p, uint64_t& scales, uint64_t& mins) {
-    const uint32_t a = u32_at(p), b = u32_at(p + 4), c = u32_at(p + 8);
-    const uint32_t scale_hi = (c & 0x0f0f0f0f) | ((a >> 6) & 0x03030303) << 4;
-    const uint32_t min_hi = ((c >> 4) & 0x0f0f0f0f) | ((b >> 6) & 0x03030303) << 4;
-    scales = (a & 0x3f3f3f3f) | uint64_t{scale_hi} << 32;
-    mins = (b & 0x3f3f3f3f) | uint64_t{min_hi} << 32;
-}
-
 // Q4_K (Bits 4) and Q5_K (Bits 5): inputs 64j..64j+63 in 32 bytes of nibbles
 // (low: the first 32), Q5_K's fifth bit of input 32s + l bit s of qh byte l.
 template <int Bits>
@@ -254,7 +301,7 @@ struct QK4 {
         k.d = half_at(p);
         k.dmin = half_at(p + 2);
         uint64_t scales, mins;
-        k4_scales(p + 4, scales, mins);
+        k4_scales_mins(p + 4, scales, mins);
         // Scale j covers 32 inputs: words 16j..16j+15 of the pairs.
         const __m512i s16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(scales)));
         for (int j = 0; j < 4; ++j) {
@@ -314,20 +361,16 @@ struct Q6_K {
 };
 
 // Q3_K: 2-bit codes plus 4 where bit 4h + s of hmask byte l is set (the
-// weight is the code - 4); sixteen 6-bit scales biased by 32 (io/ggml_types.cpp).
+// weight is the code - 4); sixteen signed scales (q3_k_scales).
 struct Q3_K {
     static constexpr int64_t bytes = 110;
     static constexpr bool has_offset = true, has_min = false;
     static void decode(const uint8_t* p, KBlock& k) {
         k.d = half_at(p + 108);
-        const uint8_t* s = p + 96;
-        alignas(16) int8_t sc[16];
-        for (int g = 0; g < 16; ++g) {
-            const int low = g < 8 ? s[g] & 0xF : s[g - 8] >> 4;
-            const int high = (s[8 + g % 4] >> (2 * (g / 4))) & 3;
-            sc[g] = static_cast<int8_t>((low | high << 4) - 32);
-        }
-        const __m256i s16 = _mm256_cvtepi8_epi16(load128(sc));
+        const Q3KScales sc = q3_k_scales(p + 96);
+        const __m256i s16 = _mm256_cvtepi8_epi16(
+            _mm_setr_epi32(static_cast<int>(sc.words[0]), static_cast<int>(sc.words[1]),
+                           static_cast<int>(sc.words[2]), static_cast<int>(sc.words[3])));
         scales_of_16(s16, k.scales);
         k.offset = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(s16, 2));
         for (int j = 0; j < 4; ++j) {
