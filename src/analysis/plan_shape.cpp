@@ -8,6 +8,8 @@
 #include <filesystem>
 
 #include "base/error.h"
+#include "io/gguf.h"
+#include "io/gguf_model.h"
 #include "io/model_loader.h"
 #include "synth/synth.h"
 
@@ -148,8 +150,11 @@ ModelShape resolve_model(std::string_view what) {
     for (const ModelShape& m : known_shapes())
         if (m.name == what) return m;
     if (std::filesystem::exists(std::string(what))) {
-        const LoadedModel loaded = load_model(std::string(what));
-        return shape_from_spec(loaded.spec, std::string(what));
+        const std::string path(what);
+        // A GGUF's spec is in its metadata: no tensor needs reading.
+        if (!std::filesystem::is_directory(path) && is_gguf_file(path))
+            return shape_from_spec(gguf_model_spec(GgufFile(path)), path);
+        return shape_from_spec(load_model(path).spec, path);
     }
     std::vector<std::string> names = presets;
     for (const ModelShape& m : known_shapes()) names.push_back(m.name);
