@@ -301,15 +301,16 @@ TEST(BlockKernels, LeavesMatchTheReference) {
     });
 }
 
-// Larger shapes through every table of leaves this processor has, one and a
-// few tokens: the splits' long runs of rows and their tails.
+// Larger shapes through every table of leaves this processor has, one, a
+// few and many tokens: the splits' long runs of rows and their tails, and the
+// GEMM leaves' tiles.
 TEST(BlockKernels, EveryTableMatchesTheReferenceOnLongRows) {
     std::mt19937 rng(8);
     ThreadPool pool(2);
     for (const BlockTypeCase& c : test::block_type_cases()) {
         const int64_t n_out = 301, n_in = 2048;
         const Weight m = random_weight(rng, c, n_out, n_in);
-        for (int64_t n_tokens : {1, 4}) {
+        for (int64_t n_tokens : {1, 4, 24}) {
             const std::vector<float> x = test::random_floats(rng, n_tokens * n_in);
             std::vector<float> want(static_cast<size_t>(n_tokens * n_out));
             ref::block_matmul(m.w, x.data(), n_tokens, want.data(), pool);

@@ -29,6 +29,10 @@ struct BlockActs {
     const int16_t* bsums = nullptr;  // q8_K: the sum of each 16 q, else null
     int64_t n_in = 0;
     int64_t block = 32;
+    // q + 128 as unsigned bytes, the inputs as unsigned-by-signed dot
+    // instructions (VNNI) take them against signed weights; set for
+    // BlockIsa::gemm, else null.
+    const uint8_t* qu = nullptr;
 
     // The tokens from t on.
     BlockActs token(int64_t t) const {
@@ -38,7 +42,8 @@ struct BlockActs {
                 s ? s + t * n_blocks : nullptr,
                 bsums ? bsums + t * n_sums : nullptr,
                 n_in,
-                block};
+                block,
+                qu ? qu + t * n_in : nullptr};
     }
 };
 
@@ -55,11 +60,19 @@ void round_token(ActFormat f, const float* x, int64_t n_in, int8_t* q, float* d,
 using BlockGemv = void (*)(const BlockMatrix& w, const BlockActs& x, int64_t n_tokens, int64_t o0,
                            int64_t o1, float* y, int64_t ldy);
 
+// Up to this many tokens a product streams the rows in passes of
+// BlockIsa::pass_tokens; beyond, the GEMM leaf runs where there is one.
+constexpr int64_t block_gemv_max_tokens = 16;
+
 struct BlockIsa {
     const char* name;
     int pass_tokens;
     // The leaf for a weight type, or null where the scalar leaf runs.
     BlockGemv (*leaf)(BlockType type);
+    // Products of more than block_gemv_max_tokens tokens: y[t * ldy + o] for
+    // every token of x (x.qu set) and o0 <= o < o1, each row decoded once for
+    // all of them; null (or a null leaf) where passes of leaf run instead.
+    BlockGemv (*gemm)(BlockType type);
 };
 
 // The leaves for kernels::active(): AVX-512 with VNNI under the avx512 dense

@@ -83,11 +83,10 @@ bool has_avx512_vnni() {
 }
 #endif
 
-// Up to this many tokens the rows are streamed in passes of the leaves'
-// pass_tokens, split as the matrix-vector products split them; beyond, tasks
-// of rows by chunks of tokens.
-constexpr int64_t block_gemv_max_tokens = 16;
+// Tokens per task of passes for prompts without a GEMM leaf; and rows per
+// task of the GEMM leaf.
 constexpr int64_t prompt_token_chunk = 64;
+constexpr int64_t gemm_rows_per_task = 64;
 // Tokens per call of the scalar leaf.
 constexpr int scalar_pass_tokens = 4;
 
@@ -100,28 +99,36 @@ void scalar_gemv(const BlockMatrix& w, const BlockActs& x, int64_t n_tokens, int
     }
 }
 
-// The tokens rounded for w (in parallel); the storage is the calling
-// thread's and lives until its next call.
-BlockActs round_tokens(const BlockMatrix& w, const float* x, int64_t n_tokens, ThreadPool& pool) {
+// The tokens rounded for w (in parallel), with x.qu if asked for; the
+// storage is the calling thread's and lives until its next call.
+BlockActs round_tokens(const BlockMatrix& w, const float* x, int64_t n_tokens, bool with_qu,
+                       ThreadPool& pool) {
     const ActFormat f = act_format(w.type);
     const int64_t n_in = w.n_in, n_blocks = n_in / act_block(f), n_sums = n_in / act_sum_len;
     thread_local std::vector<int8_t, AlignedAllocator<int8_t>> q_buffer;
+    thread_local std::vector<uint8_t, AlignedAllocator<uint8_t>> qu_buffer;
     thread_local std::vector<float> d_buffer, s_buffer;
     thread_local std::vector<int16_t> bsum_buffer;
     q_buffer.resize(static_cast<size_t>(n_tokens * n_in));
+    qu_buffer.resize(with_qu ? q_buffer.size() : 0);
     d_buffer.resize(static_cast<size_t>(n_tokens * n_blocks));
     s_buffer.resize(f == ActFormat::q8_1 ? d_buffer.size() : 0);
     bsum_buffer.resize(f == ActFormat::q8_k ? static_cast<size_t>(n_tokens * n_sums) : 0);
     // Thread-local names inside the tasks would mean the workers' own buffers.
     int8_t* q = q_buffer.data();
+    uint8_t* qu = with_qu ? qu_buffer.data() : nullptr;
     float* d = d_buffer.data();
     float* s = s_buffer.empty() ? nullptr : s_buffer.data();
     int16_t* bsums = bsum_buffer.empty() ? nullptr : bsum_buffer.data();
     pool.run(n_tokens, [&](int64_t t, int) {
-        round_token(f, x + t * n_in, n_in, q + t * n_in, d + t * n_blocks,
-                    s ? s + t * n_blocks : nullptr, bsums ? bsums + t * n_sums : nullptr);
+        int8_t* qt = q + t * n_in;
+        round_token(f, x + t * n_in, n_in, qt, d + t * n_blocks, s ? s + t * n_blocks : nullptr,
+                    bsums ? bsums + t * n_sums : nullptr);
+        if (qu) {
+            for (int64_t i = 0; i < n_in; ++i) qu[t * n_in + i] = static_cast<uint8_t>(qt[i] + 128);
+        }
     });
-    return {q, d, s, bsums, n_in, act_block(f)};
+    return {q, d, s, bsums, n_in, act_block(f), qu};
 }
 
 }  // namespace
@@ -219,7 +226,16 @@ void block_matmul(const BlockIsa* isa, const BlockMatrix& w, const float* x, int
     check_block_matrix(w);
     if (n_tokens <= 0 || w.n_out <= 0) return;
     if (w.n_in == 0) return std::fill(y, y + n_tokens * w.n_out, 0.0f);
-    const BlockActs acts = round_tokens(w, x, n_tokens, pool);
+    const BlockGemv gemm =
+        isa && isa->gemm && n_tokens > block_gemv_max_tokens ? isa->gemm(w.type) : nullptr;
+    const BlockActs acts = round_tokens(w, x, n_tokens, gemm != nullptr, pool);
+    if (gemm) {
+        const int64_t n_tasks = (w.n_out + gemm_rows_per_task - 1) / gemm_rows_per_task;
+        return pool.run(n_tasks, [&](int64_t task, int) {
+            const int64_t o0 = task * gemm_rows_per_task;
+            gemm(w, acts, n_tokens, o0, std::min(w.n_out, o0 + gemm_rows_per_task), y, w.n_out);
+        });
+    }
     BlockGemv leaf = isa ? isa->leaf(w.type) : nullptr;
     const int64_t pass = leaf ? isa->pass_tokens : scalar_pass_tokens;
     if (!leaf) leaf = scalar_gemv;

@@ -372,6 +372,7 @@ BlockGemv leaf(BlockType type) {
 
 }  // namespace
 
-const BlockIsa avx2_block_isa = {.name = "avx2", .pass_tokens = pass_tokens, .leaf = leaf};
+const BlockIsa avx2_block_isa = {
+    .name = "avx2", .pass_tokens = pass_tokens, .leaf = leaf, .gemm = nullptr};
 
 }  // namespace anelm::kernels
