@@ -178,6 +178,55 @@ TEST(BlockKernels, RoundingErrorIsHalfAStep) {
     }
 }
 
+// Every table's rounding (BlockIsa::round) is round_token's, bit for bit:
+// ties, zeros, infinities and NaN, equal magnitudes of both signs, scales
+// that overflow f16 or fall to its subnormals.
+TEST(BlockKernels, SimdRoundingIsTheReferences) {
+    std::mt19937 rng(9);
+    const int64_t n_in = 256 * 8;
+    std::vector<float> x = test::random_floats(rng, n_in, -2.0f, 2.0f);
+    for (int64_t i = 0; i < 32; ++i) x[i] = static_cast<float>(i % 7) - 3.5f;  // ties at d = 1
+    x[0] = 127.0f;
+    std::fill(x.begin() + 256, x.begin() + 512, 0.0f);  // a zero block
+    x[600] = INFINITY;
+    x[900] = NAN;
+    x[1030] = -1e30f;                                     // d overflows f16
+    for (int64_t i = 1280; i < 1536; ++i) x[i] *= 1e-6f;  // d an f16 subnormal
+    x[1600] = -5.0f;
+    x[1605] = 5.0f;  // the first of equal magnitudes is negative, in one vector
+    x[1800] = -4.0f;
+    x[1900] = 4.0f;  // and in two
+    std::vector<const BlockIsa*> tables = block_available();
+    int n_tables = 0;
+    for (const BlockIsa* isa : tables) {
+        if (!isa->round) continue;
+        ++n_tables;
+        for (ActFormat f : {ActFormat::q8_0, ActFormat::q8_1, ActFormat::q8_k}) {
+            const int64_t n_blocks = n_in / act_block(f), n_sums = n_in / act_sum_len;
+            std::vector<int8_t> q(n_in, 1), q_ref(n_in, 2);
+            std::vector<float> d(n_blocks, 1), d_ref(n_blocks, 2), s(n_blocks, 1),
+                s_ref(n_blocks, 2);
+            std::vector<int16_t> bsums(n_sums, 1), bsums_ref(n_sums, 2);
+            isa->round(f, x.data(), n_in, q.data(), d.data(), s.data(), bsums.data());
+            round_token(f, x.data(), n_in, q_ref.data(), d_ref.data(), s_ref.data(),
+                        bsums_ref.data());
+            const std::string what =
+                std::string(isa->name) + " format " + std::to_string(static_cast<int>(f));
+            EXPECT_EQ(q, q_ref) << what;
+            for (int64_t b = 0; b < n_blocks; ++b) {
+                EXPECT_TRUE(d[b] == d_ref[b] || (std::isnan(d[b]) && std::isnan(d_ref[b])))
+                    << what << " block " << b << ": " << d[b] << " vs " << d_ref[b];
+                if (f == ActFormat::q8_1) {
+                    EXPECT_TRUE(s[b] == s_ref[b] || (std::isnan(s[b]) && std::isnan(s_ref[b])))
+                        << what << " block " << b;
+                }
+            }
+            if (f == ActFormat::q8_k) EXPECT_EQ(bsums, bsums_ref) << what;
+        }
+    }
+    if (n_tables == 0) GTEST_SKIP() << "no SIMD rounding on this processor";
+}
+
 // The reference against the exact product of the dequantized weights with the
 // unrounded inputs. Per output the error is the weights times the rounding of
 // the inputs, sum |w_i| |x_i - x̂_i| (the test's own x̂, bounded above), plus

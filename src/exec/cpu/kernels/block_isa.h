@@ -51,7 +51,9 @@ struct BlockActs {
 // or bsums where the format has them (else they may be null). q8_0 and q8_1
 // round as llama.cpp's x86 quantize_row_q8_0/_1 (d = max |x| / 127 kept as
 // f16, q = x * 127 / max |x| to nearest even), q8_K as quantize_row_q8_K_ref
-// (the largest magnitude's sign kept: d = max / -127, q at most 127).
+// (the largest magnitude's sign kept: d = max / -127, q at most 127). A
+// block holding an infinity or NaN gets q = 0 and a NaN d (and s), so that
+// the product is NaN.
 void round_token(ActFormat f, const float* x, int64_t n_in, int8_t* q, float* d, float* s,
                  int16_t* bsums);
 
@@ -73,6 +75,9 @@ struct BlockIsa {
     // every token of x (x.qu set) and o0 <= o < o1, each row decoded once for
     // all of them; null (or a null leaf) where passes of leaf run instead.
     BlockGemv (*gemm)(BlockType type);
+    // round_token, bit for bit; null where the portable one runs.
+    void (*round)(ActFormat f, const float* x, int64_t n_in, int8_t* q, float* d, float* s,
+                  int16_t* bsums);
 };
 
 // The leaves for kernels::active(): AVX-512 with VNNI under the avx512 dense

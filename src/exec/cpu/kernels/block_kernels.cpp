@@ -99,10 +99,11 @@ void scalar_gemv(const BlockMatrix& w, const BlockActs& x, int64_t n_tokens, int
     }
 }
 
-// The tokens rounded for w (in parallel), with x.qu if asked for; the
-// storage is the calling thread's and lives until its next call.
-BlockActs round_tokens(const BlockMatrix& w, const float* x, int64_t n_tokens, bool with_qu,
-                       ThreadPool& pool) {
+// The tokens rounded for w (in parallel, by isa's leaf where it has one),
+// with x.qu if asked for; the storage is the calling thread's and lives until
+// its next call.
+BlockActs round_tokens(const BlockIsa* isa, const BlockMatrix& w, const float* x, int64_t n_tokens,
+                       bool with_qu, ThreadPool& pool) {
     const ActFormat f = act_format(w.type);
     const int64_t n_in = w.n_in, n_blocks = n_in / act_block(f), n_sums = n_in / act_sum_len;
     thread_local std::vector<int8_t, AlignedAllocator<int8_t>> q_buffer;
@@ -120,10 +121,11 @@ BlockActs round_tokens(const BlockMatrix& w, const float* x, int64_t n_tokens, b
     float* d = d_buffer.data();
     float* s = s_buffer.empty() ? nullptr : s_buffer.data();
     int16_t* bsums = bsum_buffer.empty() ? nullptr : bsum_buffer.data();
+    const auto round = isa && isa->round ? isa->round : round_token;
     pool.run(n_tokens, [&](int64_t t, int) {
         int8_t* qt = q + t * n_in;
-        round_token(f, x + t * n_in, n_in, qt, d + t * n_blocks, s ? s + t * n_blocks : nullptr,
-                    bsums ? bsums + t * n_sums : nullptr);
+        round(f, x + t * n_in, n_in, qt, d + t * n_blocks, s ? s + t * n_blocks : nullptr,
+              bsums ? bsums + t * n_sums : nullptr);
         if (qu) {
             for (int64_t i = 0; i < n_in; ++i) qu[t * n_in + i] = static_cast<uint8_t>(qt[i] + 128);
         }
@@ -173,6 +175,14 @@ void round_token(ActFormat f, const float* x, int64_t n_in, int8_t* q, float* d,
         int8_t* qb = q + b * len;
         if (f == ActFormat::q8_k) {
             round_q8_k(xb, qb, d + b, bsums + b * (len / act_sum_len));
+            continue;
+        }
+        bool finite = true;
+        for (int64_t j = 0; j < len; ++j) finite &= std::isfinite(xb[j]);
+        if (!finite) {
+            std::fill(qb, qb + len, int8_t{0});
+            d[b] = NAN;
+            if (s) s[b] = NAN;
             continue;
         }
         // round_to_int8 is llama.cpp's x86 rounding: d = max / 127, q = x * (127 / max).
@@ -228,7 +238,7 @@ void block_matmul(const BlockIsa* isa, const BlockMatrix& w, const float* x, int
     if (w.n_in == 0) return std::fill(y, y + n_tokens * w.n_out, 0.0f);
     const BlockGemv gemm =
         isa && isa->gemm && n_tokens > block_gemv_max_tokens ? isa->gemm(w.type) : nullptr;
-    const BlockActs acts = round_tokens(w, x, n_tokens, gemm != nullptr, pool);
+    const BlockActs acts = round_tokens(isa, w, x, n_tokens, gemm != nullptr, pool);
     if (gemm) {
         const int64_t n_tasks = (w.n_out + gemm_rows_per_task - 1) / gemm_rows_per_task;
         return pool.run(n_tasks, [&](int64_t task, int) {

@@ -13,6 +13,7 @@
 // Q3_K's 4) and mins (Q2_K, Q4_K, Q5_K) meet q8_K's sums of 16 inputs.
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -339,6 +340,124 @@ struct BlocksK {
     }
 };
 
+// ---- Rounding the activations (BlockIsa::round) ----
+
+// Whether the 8 values are all finite: v - v is NaN for infinities and NaN.
+inline bool all_finite(__m256 v) {
+    return _mm256_movemask_ps(
+               _mm256_cmp_ps(_mm256_sub_ps(v, v), _mm256_setzero_ps(), _CMP_EQ_OQ)) == 0xff;
+}
+
+inline __m256 abs_ps(__m256 v) {
+    return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
+}
+
+inline float hmax(__m256 v) {
+    const __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    const __m128 m2 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    return _mm_cvtss_f32(_mm_max_ss(m2, _mm_movehdup_ps(m2)));
+}
+
+inline int hsum_epi32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1)));
+}
+
+inline float f16_rounded(float v) {
+    return _cvtsh_ss(_cvtss_sh(v, _MM_FROUND_TO_NEAREST_INT));
+}
+
+// 32 values times `scale`, rounded to nearest even (vcvtps2dq) and
+// saturated to int8 in order; their sums in sums[0] (the first 16) and [1].
+inline void round32(const float* x, __m256 scale, int8_t* q, int* sums) {
+    __m256i i[4];
+    for (int k = 0; k < 4; ++k)
+        i[k] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * k), scale));
+    // Packing works within 128-bit lanes: dwords of bytes come out as
+    // i0[0-3], i1[0-3], i2[0-3], i3[0-3], i0[4-7], ...
+    const __m256i bytes =
+        _mm256_packs_epi16(_mm256_packs_epi32(i[0], i[1]), _mm256_packs_epi32(i[2], i[3]));
+    _mm256_storeu_si256(
+        reinterpret_cast<__m256i*>(q),
+        _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    sums[0] = hsum_epi32(_mm256_add_epi32(i[0], i[1]));
+    sums[1] = hsum_epi32(_mm256_add_epi32(i[2], i[3]));
+}
+
+// q8_0 / q8_1 blocks of 32: d = max |x| / 127 kept as f16, q = x * (127 /
+// max |x|) to nearest even, as round_to_int8.
+void round_blocks_32(const float* x, int64_t n_in, int8_t* q, float* d, float* s) {
+    for (int64_t b = 0; b < n_in / 32; ++b) {
+        const float* xb = x + 32 * b;
+        __m256 amax = _mm256_setzero_ps();
+        bool finite = true;
+        for (int k = 0; k < 4; ++k) {
+            const __m256 v = _mm256_loadu_ps(xb + 8 * k);
+            finite &= all_finite(v);
+            amax = _mm256_max_ps(amax, abs_ps(v));
+        }
+        if (!finite) {
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 32 * b), _mm256_setzero_si256());
+            d[b] = NAN;
+            if (s) s[b] = NAN;
+            continue;
+        }
+        const float m = hmax(amax), scale = m / 127.0f;
+        int sums[2];
+        round32(xb, _mm256_set1_ps(m > 0.0f ? 127.0f / m : 0.0f), q + 32 * b, sums);
+        d[b] = f16_rounded(scale);
+        if (s) s[b] = f16_rounded(scale * static_cast<float>(sums[0] + sums[1]));
+    }
+}
+
+// q8_K blocks of 256: the first value of largest magnitude keeps its sign,
+// d = max / -127 in f32, q = x * (-127 / max) to nearest even.
+void round_blocks_256(const float* x, int64_t n_in, int8_t* q, float* d, int16_t* bsums) {
+    for (int64_t b = 0; b < n_in / 256; ++b) {
+        const float* xb = x + 256 * b;
+        int8_t* qb = q + 256 * b;
+        int16_t* sums = bsums + 16 * b;
+        __m256 amax = _mm256_setzero_ps();
+        bool finite = true;
+        for (int k = 0; k < 32; ++k) {
+            const __m256 v = _mm256_loadu_ps(xb + 8 * k);
+            finite &= all_finite(v);
+            amax = _mm256_max_ps(amax, abs_ps(v));
+        }
+        const float m = hmax(amax);
+        if (m == 0.0f || !finite) {
+            std::memset(qb, 0, 256);
+            std::memset(sums, 0, 16 * sizeof(int16_t));
+            d[b] = finite ? 0.0f : NAN;
+            continue;
+        }
+        float max = 0.0f;
+        for (int k = 0; k < 32; ++k) {
+            const int at = _mm256_movemask_ps(
+                _mm256_cmp_ps(abs_ps(_mm256_loadu_ps(xb + 8 * k)), _mm256_set1_ps(m), _CMP_EQ_OQ));
+            if (at) {
+                max = xb[8 * k + __builtin_ctz(static_cast<unsigned>(at))];
+                break;
+            }
+        }
+        const float iscale = -127.0f / max;
+        for (int k = 0; k < 8; ++k) {
+            int pair[2];
+            round32(xb + 32 * k, _mm256_set1_ps(iscale), qb + 32 * k, pair);
+            sums[2 * k] = static_cast<int16_t>(pair[0]);
+            sums[2 * k + 1] = static_cast<int16_t>(pair[1]);
+        }
+        d[b] = 1.0f / iscale;
+    }
+}
+
+void round_token_avx2(ActFormat f, const float* x, int64_t n_in, int8_t* q, float* d, float* s,
+                      int16_t* bsums) {
+    f == ActFormat::q8_k ? round_blocks_256(x, n_in, q, d, bsums)
+                         : round_blocks_32(x, n_in, q, d, f == ActFormat::q8_1 ? s : nullptr);
+}
+
 template <class L>
 constexpr BlockGemv gemv = block_gemv_rows<L, pass_tokens>;
 
@@ -372,7 +491,10 @@ BlockGemv leaf(BlockType type) {
 
 }  // namespace
 
-const BlockIsa avx2_block_isa = {
-    .name = "avx2", .pass_tokens = pass_tokens, .leaf = leaf, .gemm = nullptr};
+const BlockIsa avx2_block_isa = {.name = "avx2",
+                                 .pass_tokens = pass_tokens,
+                                 .leaf = leaf,
+                                 .gemm = nullptr,
+                                 .round = round_token_avx2};
 
 }  // namespace anelm::kernels

@@ -28,6 +28,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -708,6 +709,91 @@ void gemm_rows(const BlockMatrix& w, const BlockActs& x, int64_t n_tokens, int64
     }
 }
 
+// ---- Rounding the activations (BlockIsa::round) ----
+
+// Whether the 16 values are all finite: v - v is NaN for infinities and NaN.
+inline bool all_finite(__m512 v) {
+    return _mm512_cmp_ps_mask(_mm512_sub_ps(v, v), _mm512_setzero_ps(), _CMP_EQ_OQ) == 0xffff;
+}
+
+inline float f16_rounded(float v) {
+    return _cvtsh_ss(_cvtss_sh(v, _MM_FROUND_TO_NEAREST_INT));
+}
+
+// q8_0 / q8_1 blocks of 32: d = max |x| / 127 kept as f16, q = x * (127 /
+// max |x|) to nearest even (vcvtps2dq), as round_to_int8.
+void round_blocks_32(const float* x, int64_t n_in, int8_t* q, float* d, float* s) {
+    for (int64_t b = 0; b < n_in / 32; ++b) {
+        const __m512 v0 = _mm512_loadu_ps(x + 32 * b), v1 = _mm512_loadu_ps(x + 32 * b + 16);
+        if (!all_finite(v0) || !all_finite(v1)) {
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 32 * b), _mm256_setzero_si256());
+            d[b] = NAN;
+            if (s) s[b] = NAN;
+            continue;
+        }
+        const float amax =
+            _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+        const float scale = amax / 127.0f;
+        const __m512 inverse = _mm512_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
+        const __m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, inverse));
+        const __m512i i1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, inverse));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 32 * b), _mm512_cvtsepi32_epi8(i0));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 32 * b + 16), _mm512_cvtsepi32_epi8(i1));
+        d[b] = f16_rounded(scale);
+        if (s) {
+            const int sum = _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
+            s[b] = f16_rounded(scale * static_cast<float>(sum));
+        }
+    }
+}
+
+// q8_K blocks of 256: the first value of largest magnitude keeps its sign,
+// d = max / -127 in f32, q = x * (-127 / max) to nearest even.
+void round_blocks_256(const float* x, int64_t n_in, int8_t* q, float* d, int16_t* bsums) {
+    for (int64_t b = 0; b < n_in / 256; ++b) {
+        const float* xb = x + 256 * b;
+        int8_t* qb = q + 256 * b;
+        int16_t* sums = bsums + 16 * b;
+        __m512 amax = _mm512_setzero_ps();
+        bool finite = true;
+        for (int k = 0; k < 16; ++k) {
+            const __m512 v = _mm512_loadu_ps(xb + 16 * k);
+            finite &= all_finite(v);
+            amax = _mm512_max_ps(amax, _mm512_abs_ps(v));
+        }
+        const float m = _mm512_reduce_max_ps(amax);
+        if (m == 0.0f || !finite) {
+            std::memset(qb, 0, 256);
+            std::memset(sums, 0, 16 * sizeof(int16_t));
+            d[b] = finite ? 0.0f : NAN;
+            continue;
+        }
+        float max = 0.0f;
+        for (int k = 0; k < 16; ++k) {
+            const __mmask16 at = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_loadu_ps(xb + 16 * k)),
+                                                    _mm512_set1_ps(m), _CMP_EQ_OQ);
+            if (at) {
+                max = xb[16 * k + __builtin_ctz(at)];
+                break;
+            }
+        }
+        const float iscale = -127.0f / max;
+        for (int k = 0; k < 16; ++k) {
+            const __m512i i = _mm512_cvtps_epi32(
+                _mm512_mul_ps(_mm512_loadu_ps(xb + 16 * k), _mm512_set1_ps(iscale)));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(qb + 16 * k), _mm512_cvtsepi32_epi8(i));
+            sums[k] = static_cast<int16_t>(_mm512_reduce_add_epi32(i));
+        }
+        d[b] = 1.0f / iscale;
+    }
+}
+
+void round_token_avx512(ActFormat f, const float* x, int64_t n_in, int8_t* q, float* d, float* s,
+                        int16_t* bsums) {
+    f == ActFormat::q8_k ? round_blocks_256(x, n_in, q, d, bsums)
+                         : round_blocks_32(x, n_in, q, d, f == ActFormat::q8_1 ? s : nullptr);
+}
+
 template <class L>
 constexpr BlockGemv gemv = block_gemv_rows<L, pass_tokens>;
 
@@ -769,8 +855,11 @@ BlockGemv gemm_leaf(BlockType type) {
     return nullptr;
 }
 
-const BlockIsa avx512_block_isa = {
-    .name = "avx512", .pass_tokens = pass_tokens, .leaf = leaf, .gemm = gemm_leaf};
+const BlockIsa avx512_block_isa = {.name = "avx512",
+                                   .pass_tokens = pass_tokens,
+                                   .leaf = leaf,
+                                   .gemm = gemm_leaf,
+                                   .round = round_token_avx512};
 
 }  // namespace anelm::kernels
 
