@@ -75,8 +75,10 @@ int run_perplexity(const PerplexityArgs& args) {
         fail("--kl-base compares the --quant model with the base model: give --quant");
     const Model model = open_model(args.model, args.tokenizer, true, args.run.load());
     SessionOptions so = args.run.session(model);
+    // With what the tokenizer adds (BOS), as llama.cpp's tool tokenizes the text:
+    // the windows then hold the same tokens as its windows.
     const std::vector<int32_t> tokens =
-        model.tokenizer->encode(read_text_file(args.text_path), false);
+        model.tokenizer->encode(read_text_file(args.text_path), true);
 
     PerplexityOptions po;
     po.n_ctx = args.run.n_ctx;
