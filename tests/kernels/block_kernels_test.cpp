@@ -325,7 +325,7 @@ TEST(BlockKernels, LeavesMatchTheReference) {
             for (int64_t n_in : test_widths(c.type)) {
                 const int64_t n_out = 37;
                 const Weight m = random_weight(rng, c, n_out, n_in);
-                for (int64_t n_tokens : {1, 2, 3, 5, 17, 40}) {
+                for (int64_t n_tokens : {1, 2, 3, 5, 17, 40, 64}) {
                     const std::vector<float> x = test::random_floats(rng, n_tokens * n_in);
                     std::vector<float> want(static_cast<size_t>(n_tokens * n_out));
                     std::vector<float> got(want.size(), NAN);

@@ -71,10 +71,10 @@ struct BlockIsa {
     int pass_tokens;
     // The leaf for a weight type, or null where the scalar leaf runs.
     BlockGemv (*leaf)(BlockType type);
-    // Products of more than block_gemv_max_tokens tokens: y[t * ldy + o] for
+    // Products of n_tokens > block_gemv_max_tokens tokens: y[t * ldy + o] for
     // every token of x (x.qu set) and o0 <= o < o1, each row decoded once for
-    // all of them; null (or a null leaf) where passes of leaf run instead.
-    BlockGemv (*gemm)(BlockType type);
+    // all of them; null (or a null leaf) where passes of leaf are faster.
+    BlockGemv (*gemm)(BlockType type, int64_t n_tokens);
     // round_token, bit for bit; null where the portable one runs.
     void (*round)(ActFormat f, const float* x, int64_t n_in, int8_t* q, float* d, float* s,
                   int16_t* bsums);

@@ -236,8 +236,9 @@ void block_matmul(const BlockIsa* isa, const BlockMatrix& w, const float* x, int
     check_block_matrix(w);
     if (n_tokens <= 0 || w.n_out <= 0) return;
     if (w.n_in == 0) return std::fill(y, y + n_tokens * w.n_out, 0.0f);
-    const BlockGemv gemm =
-        isa && isa->gemm && n_tokens > block_gemv_max_tokens ? isa->gemm(w.type) : nullptr;
+    const BlockGemv gemm = isa && isa->gemm && n_tokens > block_gemv_max_tokens
+                               ? isa->gemm(w.type, n_tokens)
+                               : nullptr;
     const BlockActs acts = round_tokens(isa, w, x, n_tokens, gemm != nullptr, pool);
     if (gemm) {
         const int64_t n_tasks = (w.n_out + gemm_rows_per_task - 1) / gemm_rows_per_task;
