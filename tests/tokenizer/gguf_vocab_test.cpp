@@ -26,30 +26,6 @@ namespace fs = std::filesystem;
 constexpr const char* vocab_dir = "tokenizers/llama.cpp-vocab-tests/";
 constexpr const char* spm_gguf = "tokenizers/llama.cpp-vocab-tests/ggml-vocab-llama-spm.gguf";
 
-// llama.cpp's .inp strings and the .out ids (README of ../shared/tokenizers).
-std::vector<std::string> read_inputs(const fs::path& path) {
-    const std::string all = read_file(path);
-    const std::string sep = "\n__ggml_vocab_test__\n";
-    std::vector<std::string> inputs;
-    size_t start = 0;
-    for (size_t at; (at = all.find(sep, start)) != std::string::npos; start = at + sep.size())
-        inputs.push_back(all.substr(start, at - start));
-    return inputs;
-}
-
-std::vector<std::vector<int32_t>> read_outputs(const fs::path& path) {
-    std::vector<std::vector<int32_t>> outputs;
-    std::ifstream in(path);
-    std::string line;
-    while (std::getline(in, line)) {
-        std::istringstream words(line);
-        std::vector<int32_t> ids;
-        for (int32_t id; words >> id;) ids.push_back(id);
-        outputs.push_back(std::move(ids));
-    }
-    return outputs;
-}
-
 // How many of the 46 test strings encode to the .out ids (no BOS).
 size_t check_vocab_vectors(const Tokenizer& tok, const std::string& name) {
     const std::string base = std::string(vocab_dir) + "ggml-vocab-" + name + ".gguf";

@@ -18,29 +18,6 @@ struct VocabCase {
 
 class LlamaCppVocab : public ::testing::TestWithParam<VocabCase> {};
 
-std::vector<std::string> read_inputs(const std::filesystem::path& path) {
-    const std::string all = read_file(path);
-    const std::string sep = "\n__ggml_vocab_test__\n";
-    std::vector<std::string> inputs;
-    size_t start = 0;
-    for (size_t at; (at = all.find(sep, start)) != std::string::npos; start = at + sep.size())
-        inputs.push_back(all.substr(start, at - start));
-    return inputs;
-}
-
-std::vector<std::vector<int32_t>> read_outputs(const std::filesystem::path& path) {
-    std::vector<std::vector<int32_t>> outputs;
-    std::ifstream in(path);
-    std::string line;
-    while (std::getline(in, line)) {
-        std::istringstream words(line);
-        std::vector<int32_t> ids;
-        for (int32_t id; words >> id;) ids.push_back(id);
-        outputs.push_back(std::move(ids));
-    }
-    return outputs;
-}
-
 TEST_P(LlamaCppVocab, MatchTransformers) {
     const std::string base =
         std::string("tokenizers/llama.cpp-vocab-tests/ggml-vocab-") + GetParam().name + ".gguf";
