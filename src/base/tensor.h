@@ -30,8 +30,4 @@ struct TensorView {
     }
 };
 
-// Element i (in row-major order) of an f32, f16 or bf16 tensor, as f32.
-// Throws Error for other dtypes.
-float element_f32(const TensorView& w, int64_t i);
-
 }  // namespace anelm

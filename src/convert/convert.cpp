@@ -117,7 +117,8 @@ quant::QuantChoice parse_lut_option(const std::string& option, const std::string
 
 coreml::ConvertLayout lower_converted(const Model& model, const ConvertOptions& options,
                                       ThreadPool& pool, const StageFn& stage,
-                                      const ConvertedPackageFn& each) {
+                                      const ConvertedPackageFn& each,
+                                      std::vector<WeightReport>* weights) {
     const ModelSpec& spec = model.spec();
     auto report = [&](const std::string& name) { return stage ? stage(name) : ProgressFn{}; };
 
@@ -153,9 +154,11 @@ coreml::ConvertLayout lower_converted(const Model& model, const ConvertOptions& 
     qspec.embed = layout.lut_embed;
     qspec.ffn = layout.lut_ffn;
     qspec.head = layout.lut_head;
+    qspec.run_blocks = false;  // the ANE has no block formats: the rest is written as f16
     quant::quantize_program(program, qspec, pool, report("quantize"));
 
     const ir::Function& fn = program.function("decode");
+    if (weights) *weights = weight_reports(program, fn, pool);
     const lower::ProgramParts parts = lower::split_parts(fn);
     const auto n_layer = static_cast<int64_t>(parts.layers.size());
     if (options.monolithic) {
@@ -237,12 +240,14 @@ ConvertResult convert_model(const Model& model, const ConvertOptions& options, T
 
     TempDir tmp(out);
     ConvertResult result;
-    result.layout = lower_converted(model, options, pool, stage,
-                                    [&](const lower::AnePackage& package, const std::string& stem) {
-                                        const std::string name = coreml::package_name(stem);
-                                        lower::write_ane_package(package, tmp.path() / name);
-                                        result.files.push_back(name);
-                                    });
+    result.layout = lower_converted(
+        model, options, pool, stage,
+        [&](const lower::AnePackage& package, const std::string& stem) {
+            const std::string name = coreml::package_name(stem);
+            lower::write_ane_package(package, tmp.path() / name);
+            result.files.push_back(name);
+        },
+        &result.weights);
 
     coreml::MetaYaml meta = coreml::make_meta_yaml(result.layout, source_name(model.path));
     if (const fs::path gen = fs::path(model.path) / "generation_config.json"; fs::exists(gen))

@@ -11,6 +11,7 @@
 
 #include "base/progress.h"
 #include "base/thread_pool.h"
+#include "convert/weight_report.h"
 #include "coreml/anemll_layout.h"
 #include "lower/ane_lowering.h"
 #include "runtime/model.h"
@@ -42,6 +43,7 @@ using StageFn = std::function<ProgressFn(const std::string& stage)>;
 struct ConvertResult {
     coreml::ConvertLayout layout;
     std::vector<std::string> files;  // what the output folder holds, in writing order
+    std::vector<WeightReport> weights;  // each matrix against the values it was read as
 };
 
 // "none", "4" (group 8) or "4,8": a LUT choice as ANEMLL's --lut options take it.
@@ -52,9 +54,11 @@ quant::QuantChoice parse_lut_option(const std::string& option, const std::string
 // refers to is alive. Returns the layout (options.out only names errors).
 using ConvertedPackageFn =
     std::function<void(const lower::AnePackage& package, const std::string& stem)>;
+// With `weights`, the weights are reported there too.
 coreml::ConvertLayout lower_converted(const Model& model, const ConvertOptions& options,
                                       ThreadPool& pool, const StageFn& stage,
-                                      const ConvertedPackageFn& each);
+                                      const ConvertedPackageFn& each,
+                                      std::vector<WeightReport>* weights = nullptr);
 
 ConvertResult convert_model(const Model& model, const ConvertOptions& options, ThreadPool& pool,
                             const StageFn& stage = {});

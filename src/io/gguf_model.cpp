@@ -220,8 +220,7 @@ ModelSpec gguf_model_spec(const GgufFile& gguf) {
     return spec;
 }
 
-void load_gguf_weights(const GgufFile& gguf, const ModelSpec& spec, WeightStore& store,
-                       bool keep_blocks) {
+void load_gguf_weights(const GgufFile& gguf, const ModelSpec& spec, WeightStore& store) {
     store.keep_alive(gguf.file());
     for (const GgufTensor& t : gguf.tensors()) {
         if (t.name == "rope_freqs.weight") continue;  // in the spec's rope scaling
@@ -246,7 +245,7 @@ void load_gguf_weights(const GgufFile& gguf, const ModelSpec& spec, WeightStore&
             store.add(name, TensorView{dtype, t.shape, t.data}, gguf.path());
             continue;
         }
-        if (keep_blocks && !gemma_norm && t.shape.size() == 2) {
+        if (!gemma_norm && t.shape.size() == 2) {
             TensorView view{DType::blocks, t.shape, t.data};
             view.block_type = t.type;
             view.block_elems = info->block_elems;

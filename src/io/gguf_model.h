@@ -18,11 +18,11 @@ namespace anelm {
 ModelSpec gguf_model_spec(const GgufFile& gguf);
 
 // Registers every tensor under its Hugging Face name. F32, F16 and BF16
-// tensors are read in place; block-quantized ones too with keep_blocks (as
-// DType::blocks, for the CPU's block kernels), else dequantized to f32. A
-// tensor of a type anelm does not read, or a name no architecture uses, is an
-// Error naming it.
-void load_gguf_weights(const GgufFile& gguf, const ModelSpec& spec, WeightStore& store,
-                       bool keep_blocks);
+// tensors are read in place, block-quantized matrices too (as DType::blocks:
+// the CPU multiplies them as stored, io/tensor_values.h decodes them where
+// values are needed); the few other block tensors (Gemma's norms, which lose
+// their +1) are dequantized to f32. A tensor of a type anelm does not read, or
+// a name no architecture uses, is an Error naming it.
+void load_gguf_weights(const GgufFile& gguf, const ModelSpec& spec, WeightStore& store);
 
 }  // namespace anelm

@@ -69,7 +69,7 @@ LoadedModel load_hf_folder(const fs::path& dir) {
 
 }  // namespace
 
-LoadedModel load_model(const std::string& path, const LoadOptions& options) {
+LoadedModel load_model(const std::string& path) {
     const fs::path p(path);
     std::error_code ec;
     const fs::file_status status = fs::status(p, ec);
@@ -85,7 +85,7 @@ LoadedModel load_model(const std::string& path, const LoadOptions& options) {
         if (is_gguf_file(path)) {
             const GgufFile gguf(path);
             model.spec = gguf_model_spec(gguf);
-            load_gguf_weights(gguf, model.spec, model.weights, options.gguf_blocks);
+            load_gguf_weights(gguf, model.spec, model.weights);
             model.tokenizer_path = path;  // its tokenizer.* metadata
         } else {
             model.spec = load_llama2c(path, model.weights);

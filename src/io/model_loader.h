@@ -19,11 +19,6 @@ struct LoadedModel {
 // and tokenizer.json), a GGUF file (io/gguf_model.h) or a llama2.c .bin
 // checkpoint. The weights are checked against the spec: every expected tensor
 // present, with the expected shape.
-struct LoadOptions {
-    // A GGUF's block-quantized matrices stay blocks (DType::blocks) for the
-    // CPU's block kernels instead of being dequantized to f32.
-    bool gguf_blocks = false;
-};
-LoadedModel load_model(const std::string& path, const LoadOptions& options = {});
+LoadedModel load_model(const std::string& path);
 
 }  // namespace anelm

@@ -1,10 +1,12 @@
 #include "lower/ane_weights.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
 #include "base/error.h"
 #include "base/half.h"
+#include "io/tensor_values.h"
 #include "quant/quantized_matrix.h"
 
 namespace anelm::lower {
@@ -46,8 +48,15 @@ AneWeights::Stored AneWeights::store_dense(ir::WeightId id, float offset, float 
         return s;
     }
     auto half = std::make_shared<std::vector<uint16_t>>(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i)
-        (*half)[i] = f32_to_f16((offset + element_f32(w, begin + i)) * scale);
+    // In slices: a GGUF's blocks are decoded a slice at a time.
+    constexpr int64_t slice = 1 << 16;
+    std::vector<float> values(static_cast<size_t>(std::min(n, slice)));
+    for (int64_t at = 0; at < n; at += slice) {
+        const int64_t m = std::min(slice, n - at);
+        read_f32(w, begin + at, m, values.data());
+        for (int64_t i = 0; i < m; ++i)
+            (*half)[static_cast<size_t>(at + i)] = f32_to_f16((offset + values[i]) * scale);
+    }
     if (half->size() * 2 <= coreml::immediate_limit_bytes) {
         s.value.mutable_immediatevalue()->mutable_tensor()->mutable_bytes()->set_values(
             half->data(), half->size() * 2);

@@ -2,8 +2,10 @@
 
 #include <map>
 #include <tuple>
+#include <vector>
 
 #include "base/half.h"
+#include "io/tensor_values.h"
 #include "passes/fp16_scale.h"
 
 namespace anelm::passes {
@@ -16,19 +18,20 @@ ir::Weight folded(const ir::Weight& w, float offset, float scale) {
     out.name = w.name;
     out.view = w.view;
     const int64_t n = w.view.numel();
+    std::vector<float> values(static_cast<size_t>(n));
+    read_f32(w.view, 0, n, values.data());
     if (w.view.dtype == DType::bf16 && offset == 0 && is_power_of_two(scale)) {
         auto data = std::make_shared<std::vector<uint16_t>>(static_cast<size_t>(n));
         for (int64_t i = 0; i < n; ++i)
-            (*data)[static_cast<size_t>(i)] = f32_to_bf16(element_f32(w.view, i) * scale);
+            (*data)[static_cast<size_t>(i)] = f32_to_bf16(values[static_cast<size_t>(i)] * scale);
         out.view.data = reinterpret_cast<const std::byte*>(data->data());
         out.storage = std::move(data);
         return out;
     }
-    auto data = std::make_shared<std::vector<float>>(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i)
-        (*data)[static_cast<size_t>(i)] = (offset + element_f32(w.view, i)) * scale;
-    out.view.dtype = DType::f32;
-    out.view.data = reinterpret_cast<const std::byte*>(data->data());
+    for (float& v : values) v = (offset + v) * scale;
+    auto data = std::make_shared<std::vector<float>>(std::move(values));
+    out.view =
+        TensorView{DType::f32, w.view.shape, reinterpret_cast<const std::byte*>(data->data())};
     out.storage = std::move(data);
     return out;
 }

@@ -13,7 +13,7 @@ namespace anelm::passes {
 // Each distinct (weight, offset, scale) becomes one weight, shared by the
 // nodes that read it so (prefill and decode, or tied embeddings scaled alike).
 // bf16 and f32 weights scaled by a power of two keep their type (exact); the
-// rest become f32. Quantized weights are left as they are.
+// rest (ggml blocks too) become f32. Quantized weights are left as they are.
 void fold_scales_into_weights(ir::Program& program);
 
 }  // namespace anelm::passes

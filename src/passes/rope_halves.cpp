@@ -13,10 +13,9 @@ namespace {
 void permute_rows(ir::Weight& w, int64_t head_dim) {
     if (w.quantized) fail("{}: quantized before its rope rows could be reordered", w.name);
     const int64_t rows = w.view.shape.at(0);
-    const int64_t width = w.view.shape.size() > 1 ? w.view.shape[1] : 1;
     if (rows % head_dim != 0 || head_dim % 2 != 0)
         fail("{}: {} rows are not whole heads of {}", w.name, rows, head_dim);
-    const size_t row_bytes = static_cast<size_t>(width) * dtype_size(w.view.dtype);
+    const size_t row_bytes = w.view.n_bytes() / static_cast<size_t>(rows);  // ggml blocks too
     auto out = std::make_shared<std::vector<std::byte>>(static_cast<size_t>(rows) * row_bytes);
     const int64_t half = head_dim / 2;
     for (int64_t h = 0; h < rows / head_dim; ++h)

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/half.h"
 #include "quant/weight_rows.h"
 
 namespace anelm::quant {
@@ -27,11 +28,12 @@ QuantError& QuantError::operator+=(const QuantError& other) {
     return *this;
 }
 
-QuantError quant_error(const TensorView& w, const QuantizedMatrix& q, ThreadPool& pool) {
-    const MatrixShape shape = matrix_shape(w);
-    if (shape.n_out != q.n_out || shape.n_in != q.n_in)
-        fail("quant_error: weight [{}, {}] against quantized [{}, {}]", shape.n_out, shape.n_in,
-             q.n_out, q.n_in);
+namespace {
+
+// Sums over W against the rows `other` writes for each row of W.
+template <class OtherRow>
+QuantError compare_rows(const TensorView& w, const MatrixShape& shape, ThreadPool& pool,
+                        OtherRow other) {
     constexpr int64_t rows_per_task = 64;
     const int64_t n_tasks = (shape.n_out + rows_per_task - 1) / rows_per_task;
     std::vector<QuantError> parts(static_cast<size_t>(n_tasks));
@@ -41,7 +43,7 @@ QuantError quant_error(const TensorView& w, const QuantizedMatrix& q, ThreadPool
         const int64_t o_end = std::min(shape.n_out, (task + 1) * rows_per_task);
         for (int64_t o = task * rows_per_task; o < o_end; ++o) {
             read_row(w, shape, o, wr.data());
-            q.decode_row(o, qr.data());
+            other(o, wr.data(), qr.data());
             for (size_t i = 0; i < wr.size(); ++i) {
                 const double a = wr[i], b = qr[i];
                 e.sum_ww += a * a;
@@ -55,6 +57,24 @@ QuantError quant_error(const TensorView& w, const QuantizedMatrix& q, ThreadPool
     QuantError total;
     for (const QuantError& e : parts) total += e;
     return total;
+}
+
+}  // namespace
+
+QuantError quant_error(const TensorView& w, const QuantizedMatrix& q, ThreadPool& pool) {
+    const MatrixShape shape = matrix_shape(w);
+    if (shape.n_out != q.n_out || shape.n_in != q.n_in)
+        fail("quant_error: weight [{}, {}] against quantized [{}, {}]", shape.n_out, shape.n_in,
+             q.n_out, q.n_in);
+    return compare_rows(w, shape, pool,
+                        [&](int64_t o, const float*, float* qr) { q.decode_row(o, qr); });
+}
+
+QuantError half_rounding_error(const TensorView& w, ThreadPool& pool) {
+    const MatrixShape shape = matrix_shape(w);
+    return compare_rows(w, shape, pool, [&](int64_t, const float* wr, float* qr) {
+        for (int64_t i = 0; i < shape.n_in; ++i) qr[i] = round_to_f16(wr[i]);
+    });
 }
 
 }  // namespace anelm::quant

@@ -21,4 +21,8 @@ struct QuantError {
 // combined in a fixed order, so the result does not depend on the threads.
 QuantError quant_error(const TensorView& w, const QuantizedMatrix& q, ThreadPool& pool);
 
+// The same for w against w rounded to half precision (what a dense weight
+// loses when written as f16).
+QuantError half_rounding_error(const TensorView& w, ThreadPool& pool);
+
 }  // namespace anelm::quant

@@ -45,6 +45,11 @@ struct QuantSpec {
     // (kernels::int8_dot_applies); not part of the text form, which names
     // only what is stored.
     bool int8_dot = false;
+    // A GGUF's block matrices the spec leaves alone are multiplied as stored,
+    // by the CPU's block kernels; false leaves them dense for whoever reads
+    // their values (the ane precision, the Core ML writer). Not part of the
+    // text form either.
+    bool run_blocks = true;
 
     const QuantChoice& choice(Component c) const;
     // The choice for a weight of n_out rows and numel elements: none below

@@ -7,7 +7,8 @@
 #include <vector>
 
 #include "base/error.h"
-#include "io/ggml_types.h"
+#include "exec/cpu/kernels/block_kernels.h"
+#include "io/tensor_values.h"
 #include "quant/quantize.h"
 
 namespace anelm::quant {
@@ -23,6 +24,15 @@ std::optional<Component> node_component(const ir::Program& program, const ir::No
     const std::optional<Component> c = tensor_component(program.weights[node.weight].name);
     // The embedding matrix used as a linear weight is a tied LM head.
     return c == Component::embed ? Component::head : c;
+}
+
+// A block type the CPU kernels do not multiply, as an f32 copy.
+void dequantize_in_place(ir::Weight& w) {
+    auto values = std::make_shared<std::vector<float>>(static_cast<size_t>(w.view.numel()));
+    read_f32(w.view, 0, w.view.numel(), values->data());
+    w.view =
+        TensorView{DType::f32, w.view.shape, reinterpret_cast<const std::byte*>(values->data())};
+    w.storage = std::move(values);
 }
 
 struct Job {
@@ -69,16 +79,17 @@ void quantize_program(ir::Program& program, const QuantSpec& spec, ThreadPool& p
         }
     }
     std::erase_if(jobs, [](const Job& j) { return j.choice.method == QuantMethod::none; });
-    // A GGUF's blocks are multiplied as they are stored.
+    // A GGUF's blocks the spec leaves alone are multiplied as they are stored.
     for (ir::Weight& w : program.weights) {
-        if (w.view.dtype != DType::blocks) continue;
+        if (!spec.run_blocks || w.view.dtype != DType::blocks) continue;
         if (std::any_of(jobs.begin(), jobs.end(),
                         [&](const Job& j) { return &program.weights[j.weight] == &w; }))
-            fail(
-                "{}: stored as {} blocks, which --quant does not quantize again (load the GGUF "
-                "as floats)",
-                w.name, ggml_type_name(w.view.block_type));
-        w.quantized = std::make_shared<const QuantizedMatrix>(blocks_matrix(w.view));
+            continue;
+        if (kernels::block_type_supported(w.view.block_type)) {
+            w.quantized = std::make_shared<const QuantizedMatrix>(blocks_matrix(w.view));
+        } else {
+            dequantize_in_place(w);
+        }
     }
 
     int64_t total = 0, done = 0;

@@ -14,7 +14,7 @@ struct MatrixShape {
 
 // A weight of rank >= 2 as a matrix: the first dimension are the output
 // channels, the rest (1x1 conv kernels included) flattened into the inputs.
-// Throws for rank < 2 and for dtypes other than f32, f16 and bf16.
+// Throws for rank < 2 and for dtypes other than f32, f16, bf16 and blocks.
 MatrixShape matrix_shape(const TensorView& w);
 
 // out[i] = w[o, i] as f32, i < n_in.

@@ -9,11 +9,10 @@ std::vector<int32_t> Model::stop_ids() const {
     return tokenizer ? tokenizer->eos_ids() : std::vector<int32_t>{};
 }
 
-Model open_model(const std::string& path, const std::string& tokenizer_path, bool need_tokenizer,
-                 const LoadOptions& load) {
+Model open_model(const std::string& path, const std::string& tokenizer_path, bool need_tokenizer) {
     Model model;
     model.path = path;
-    model.loaded = load_model(path, load);
+    model.loaded = load_model(path);
     const std::string& tok = tokenizer_path.empty() ? model.loaded.tokenizer_path : tokenizer_path;
     if (!tok.empty()) {
         model.tokenizer = load_tokenizer(tok);

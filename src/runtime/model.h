@@ -22,7 +22,6 @@ struct Model {
 
 // tokenizer_path overrides the tokenizer found beside the model; a llama2.c
 // checkpoint has none of its own.
-Model open_model(const std::string& path, const std::string& tokenizer_path, bool need_tokenizer,
-                 const LoadOptions& load = {});
+Model open_model(const std::string& path, const std::string& tokenizer_path, bool need_tokenizer);
 
 }  // namespace anelm

@@ -41,7 +41,9 @@ Session::Session(const ModelSpec& spec, const WeightStore& weights, const Sessio
     n_vocab_ = spec.n_vocab;
     pool_ = std::make_unique<ThreadPool>(options.threads > 0 ? options.threads
                                                              : ThreadPool::physical_cores());
-    quant::quantize_program(program_, options.quant, *pool_, options.quant_progress);
+    quant::QuantSpec quant = options.quant;
+    quant.run_blocks = options.precision != Precision::ane;  // ane rounds every weight to half
+    quant::quantize_program(program_, quant, *pool_, options.quant_progress);
     // The ane precision converts its weights to half on first use anyway.
     if (!options.mmap && options.precision != Precision::ane)
         copy_streamed_weights(program_, weights, *pool_);

@@ -3,8 +3,12 @@
 // as its Hugging Face folder does; a damaged file is one line.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <tuple>
 
 #include "io/model_loader.h"
 #include "run_anelm.h"
@@ -18,17 +22,19 @@ namespace {
 namespace fs = std::filesystem;
 
 struct Files {
-    fs::path folder, gguf;
+    fs::path folder, gguf, q8_0;
 };
 
-// The folder and its GGUF (F32 matrices, so both compute the same), once.
+// The folder and its GGUF (F32 matrices, so both compute the same), and a
+// Q8_0 GGUF of it, once.
 const Files& files() {
     static const Files f = [] {
         const fs::path base = test::temp_dir("cli-gguf");
-        Files out{base / "tiny-qwen3", base / "tiny-qwen3.gguf"};
+        Files out{base / "tiny-qwen3", base / "tiny-qwen3.gguf", base / "tiny-qwen3-q8_0.gguf"};
         synth_write("tiny-qwen3", out.folder.string(), DType::f32, 5);
-        test::write_gguf_from_hf(load_model(out.folder.string()), out.gguf.string(),
-                                 test::GgufMatrixType::f32, out.folder);
+        const LoadedModel hf = load_model(out.folder.string());
+        test::write_gguf_from_hf(hf, out.gguf.string(), test::GgufMatrixType::f32, out.folder);
+        test::write_gguf_from_hf(hf, out.q8_0.string(), test::GgufMatrixType::q8_0, out.folder);
         return out;
     }();
     return f;
@@ -72,6 +78,65 @@ TEST(CliGguf, ConvertsWithItsTokenizer) {
     const auto got = test::run_anelm("generate " + quoted(out) + args);
     ASSERT_EQ(got.exit_code, 0) << got.err;
     EXPECT_EQ(got.out, want.out);
+}
+
+// Blocks are decoded as they are written: the f16 packages compute what the
+// GGUF computes in the ane precision, and convert reports each matrix's error
+// against the file's own values.
+TEST(CliGguf, ConvertsBlocksAndReportsTheErrorItAdds) {
+    const fs::path dir = test::temp_dir("cli-gguf-blocks");
+    const auto dense =
+        test::run_anelm("convert " + quoted(files().q8_0) + " -o " + quoted(dir / "f16") +
+                        " --lut-ffn none --lut-head none --ctx 64 --batch 16 -t 2");
+    ASSERT_EQ(dense.exit_code, 0) << dense.err;
+    EXPECT_NE(dense.out.find("model.layers.0.mlp.up_proj.weight"), std::string::npos) << dense.out;
+    const std::string args = " -p 'the quick brown fox' -n 24 --temp 0 --precision ane -t 2";
+    const auto want = test::run_anelm("generate " + quoted(files().q8_0) + args);
+    const auto got = test::run_anelm("generate " + quoted(dir / "f16") + args);
+    ASSERT_EQ(got.exit_code, 0) << got.err;
+    EXPECT_EQ(got.out, want.out);
+
+    const auto lut = test::run_anelm("convert " + quoted(files().q8_0) + " -o " +
+                                     quoted(dir / "lut") + " --ctx 64 --batch 16 -t 2");
+    ASSERT_EQ(lut.exit_code, 0) << lut.err;
+    // One line per matrix: name, shape, stored type, written form, then
+    // rel_rmse, cosine and max_abs; LUT4 adds a visible error, f16 almost none.
+    const auto row = [&](const std::string& name) {
+        const size_t at = lut.out.find(name + " ");
+        EXPECT_NE(at, std::string::npos) << lut.out;
+        std::istringstream line(lut.out.substr(at, lut.out.find('\n', at) - at));
+        std::string n, shape, stored, written;
+        double rel_rmse = -1, cosine = -1;
+        line >> n >> shape >> stored >> written >> rel_rmse >> cosine;
+        return std::make_tuple(stored, written, rel_rmse, cosine);
+    };
+    const auto [stored, written, rel, cos] = row("model.layers.1.mlp.down_proj.weight");
+    EXPECT_EQ(stored, "Q8_0");
+    EXPECT_EQ(written, "lut4:8");
+    EXPECT_GT(rel, 0.01);
+    EXPECT_LT(rel, 0.5);
+    EXPECT_GT(cos, 0.9);
+    const auto [e_stored, e_written, e_rel, e_cos] = row("model.embed_tokens.weight");
+    EXPECT_EQ(e_written, "f16");
+    EXPECT_LT(e_rel, 1e-3);
+    EXPECT_NE(lut.out.find("total: "), std::string::npos);
+    fs::remove_all(dir);
+}
+
+// quantize reads the blocks row by row: the bytes in are the file's own.
+TEST(CliGguf, QuantizesBlocksAgain) {
+    const auto r = test::run_anelm("quantize " + quoted(files().q8_0) + " --quant lut4 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto report = nlohmann::json::parse(r.out);
+    const auto& tensors = report["tensors"];
+    const auto down = std::find_if(tensors.begin(), tensors.end(), [](const auto& t) {
+        return t["name"] == "model.layers.0.mlp.down_proj.weight";
+    });
+    ASSERT_NE(down, tensors.end()) << r.out;
+    const auto& shape = (*down)["shape"];
+    const int64_t numel = shape[0].get<int64_t>() * shape[1].get<int64_t>();
+    EXPECT_EQ((*down)["bytes_in"], numel / 32 * 34);  // Q8_0: 34 bytes per 32 weights
+    EXPECT_GT((*down)["cosine"].get<double>(), 0.9);
 }
 
 TEST(CliGguf, DamagedFileIsOneLineAndConvertWritesNothing) {

@@ -66,7 +66,8 @@ inline double relative_error(std::span<const float> a, std::span<const float> b)
     return std::sqrt(num / den);
 }
 
-// A model's weights with some f32 tensors replaced by owned values.
+// A model's weights with some tensors replaced by owned f32 values (the base
+// store must outlive it).
 class PatchedWeights {
 public:
     PatchedWeights(const WeightStore& base, std::map<std::string, std::vector<float>> patches) {
@@ -74,9 +75,10 @@ public:
             TensorView view = *base.find(name);
             if (auto it = patches.find(name); it != patches.end()) {
                 auto owned = std::make_shared<std::vector<float>>(std::move(it->second));
-                if (view.dtype != DType::f32 || static_cast<size_t>(view.numel()) != owned->size())
-                    fail("{}: a patch needs f32 and {} values", name, view.numel());
-                view.data = reinterpret_cast<const std::byte*>(owned->data());
+                if (static_cast<size_t>(view.numel()) != owned->size())
+                    fail("{}: a patch needs {} values", name, view.numel());
+                view = TensorView{DType::f32, view.shape,
+                                  reinterpret_cast<const std::byte*>(owned->data())};
                 store_.keep_alive(std::move(owned));
             }
             store_.add(name, view, "patched");

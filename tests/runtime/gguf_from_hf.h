@@ -12,8 +12,10 @@
 #include <vector>
 
 #include "base/half.h"
+#include "exec/tiny_model.h"
 #include "io/gguf_test_writer.h"
 #include "io/model_loader.h"
+#include "io/tensor_values.h"
 #include "tokenizer/gguf_vocab_writer.h"
 
 namespace anelm::test {
@@ -137,7 +139,7 @@ inline GgufFromHf write_gguf_from_hf(const LoadedModel& m, const std::string& pa
     for (const std::string& name : m.weights.names()) {
         const TensorView& view = *m.weights.find(name);
         std::vector<float> values(static_cast<size_t>(view.numel()));
-        for (int64_t i = 0; i < view.numel(); ++i) values[i] = element_f32(view, i);
+        read_f32(view, 0, view.numel(), values.data());
         const bool qk = name.ends_with("q_proj.weight") || name.ends_with("k_proj.weight") ||
                         name.ends_with("q_proj.bias") || name.ends_with("k_proj.bias");
         if (s.arch == Arch::llama && qk) {
@@ -176,6 +178,20 @@ inline GgufFromHf write_gguf_from_hf(const LoadedModel& m, const std::string& pa
     }
     w.write(path);
     return result;
+}
+
+// A GGUF's weights with every block matrix decoded to f32: the model the
+// blocks stand for, run by the float kernels.
+inline PatchedWeights dequantized_weights(const WeightStore& weights) {
+    std::map<std::string, std::vector<float>> patches;
+    for (const std::string& name : weights.names()) {
+        const TensorView& view = *weights.find(name);
+        if (view.dtype != DType::blocks) continue;
+        std::vector<float>& values = patches[name];
+        values.resize(static_cast<size_t>(view.numel()));
+        read_f32(view, 0, view.numel(), values.data());
+    }
+    return PatchedWeights(weights, std::move(patches));
 }
 
 }  // namespace anelm::test

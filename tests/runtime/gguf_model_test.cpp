@@ -61,13 +61,16 @@ TEST_P(GgufModel, LogitsEqualTheHuggingFaceModel) {
             const TensorView& v = *hf.weights.find(name);
             if (v.shape.size() != 2) continue;
             std::vector<float>& values = patches[name];
-            for (int64_t i = 0; i < v.numel(); ++i)
-                values.push_back(f16_to_f32(f32_to_f16(element_f32(v, i))));
+            values.resize(static_cast<size_t>(v.numel()));
+            read_f32(v, 0, v.numel(), values.data());
+            for (float& x : values) x = round_to_f16(x);
         }
     const test::PatchedWeights want_weights(hf.weights, std::move(patches));
 
+    // The block matrices decoded: this compares the loading, not the kernels.
+    const test::PatchedWeights got_weights = test::dequantized_weights(gguf.weights);
     const SessionOptions so = test::tiny_session_options("none");
-    Session got(s, gguf.weights, so);
+    Session got(s, got_weights.store(), so);
     Session want(want_spec, want_weights.store(), so);
     const auto tokens = test::random_tokens(s.n_vocab, 20, 3);
     const auto a = got.prefill(tokens);
@@ -88,14 +91,14 @@ TEST(GgufBlocks, RunAsStoredCloseToTheDequantizedModel) {
         const auto dir = test::temp_dir("gguf-blocks");
         const std::string path = (dir / "model.gguf").string();
         test::write_gguf_from_hf(test::tiny_model(preset), path, GgufMatrixType::q8_0);
-        const LoadedModel blocks = load_model(path, {.gguf_blocks = true});
-        const LoadedModel floats = load_model(path);
+        const LoadedModel blocks = load_model(path);
+        const test::PatchedWeights floats = test::dequantized_weights(blocks.weights);
         EXPECT_EQ(blocks.weights.get("model.layers.0.mlp.up_proj.weight").dtype, DType::blocks);
-        EXPECT_EQ(floats.weights.get("model.layers.0.mlp.up_proj.weight").dtype, DType::f32);
+        EXPECT_EQ(floats.store().get("model.layers.0.mlp.up_proj.weight").dtype, DType::f32);
 
         const SessionOptions so = test::tiny_session_options("none");
         Session got(blocks.spec, blocks.weights, so);
-        Session want(floats.spec, floats.weights, so);
+        Session want(blocks.spec, floats.store(), so);
         const auto tokens = test::random_tokens(blocks.spec.n_vocab, 20, 4);
         const auto a = got.prefill(tokens);
         const std::vector<float> got_prefill(a.begin(), a.end());
@@ -107,6 +110,37 @@ TEST(GgufBlocks, RunAsStoredCloseToTheDequantizedModel) {
         EXPECT_LT(test::relative_error(got_step, want.decode(5)), 2e-2);
         std::filesystem::remove_all(dir);
     }
+}
+
+// Where values are needed (quantizing again, the ane precision's half
+// weights) the blocks are decoded tensor by tensor, and the model computes
+// exactly what the dequantized model computes, with no f32 copy of it.
+TEST(GgufBlocks, DecodedWhereValuesAreNeededExactlyAsTheDequantizedModel) {
+    const auto dir = test::temp_dir("gguf-decoded");
+    const std::string path = (dir / "model.gguf").string();
+    test::write_gguf_from_hf(test::tiny_model("tiny-qwen3"), path, GgufMatrixType::q8_0);
+    const LoadedModel blocks = load_model(path);
+    const test::PatchedWeights floats = test::dequantized_weights(blocks.weights);
+    const auto tokens = test::random_tokens(blocks.spec.n_vocab, 12, 5);
+    for (const char* quant : {"lut4", "int8"}) {
+        SCOPED_TRACE(quant);
+        const SessionOptions so = test::tiny_session_options(quant);
+        Session got(blocks.spec, blocks.weights, so);
+        Session want(blocks.spec, floats.store(), so);
+        const auto a = got.prefill(tokens);
+        const std::vector<float> got_logits(a.begin(), a.end());
+        const auto b = want.prefill(tokens);
+        EXPECT_EQ(got_logits, std::vector<float>(b.begin(), b.end()));
+    }
+    SessionOptions ane = test::tiny_session_options("none");
+    ane.precision = Precision::ane;
+    Session got(blocks.spec, blocks.weights, ane);
+    Session want(blocks.spec, floats.store(), ane);
+    const auto a = got.prefill(tokens);
+    const std::vector<float> got_logits(a.begin(), a.end());
+    const auto b = want.prefill(tokens);
+    EXPECT_EQ(got_logits, std::vector<float>(b.begin(), b.end()));
+    std::filesystem::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, GgufModel,

@@ -55,7 +55,7 @@ MeanSd mean_sd(const std::vector<double>& v) {
 
 int run_bench(const BenchArgs& args) {
     const bool speculative = args.speculative.active();
-    Model model = open_model(args.model, args.tokenizer, speculative, args.run.load());
+    Model model = open_model(args.model, args.tokenizer, speculative);
     SessionOptions so = args.run.session(model);
     so.n_ctx = std::max<int64_t>(args.n_prompt, args.n_gen) + 1;
     so.prefill_batch = std::max<int64_t>(args.n_prompt, 1);

@@ -26,7 +26,7 @@ struct ChatArgs {
 };
 
 int run_chat(const ChatArgs& args) {
-    Model model = open_model(args.model, args.tokenizer, true, args.run.load());
+    Model model = open_model(args.model, args.tokenizer, true);
     const ChatTemplate chat_template = ChatTemplate::load(args.model);
     SessionOptions so = args.run.session(model);
     std::unique_ptr<DraftSource> draft;

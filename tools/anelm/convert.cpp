@@ -62,6 +62,7 @@ int run_convert(ConvertArgs& args, const std::string& command_line) {
 
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    fmt::print("{}\n", weight_report_table(result.weights));
     const coreml::ConvertLayout& l = result.layout;
     fmt::print(
         "{}: {} chunks, context {}, batch {}, LUT embed/ffn/head {}/{}/{}, {} LM head "

@@ -124,7 +124,7 @@ int run_generate(const GenerateArgs& args) {
                                   pool.size(), args.run.precision_name),
                       draft.get());
     }
-    Model model = open_model(args.model, args.tokenizer, true, args.run.load());
+    Model model = open_model(args.model, args.tokenizer, true);
     SessionOptions so = args.run.session(model);
     if (!args.prefill_packages.empty()) return run_hybrid(args, model, so);
     std::unique_ptr<DraftSource> draft;

@@ -73,7 +73,7 @@ void print_json(const PerplexityArgs& args, const quant::QuantSpec& spec, int64_
 int run_perplexity(const PerplexityArgs& args) {
     if (args.kl_base && args.quant_option->count() == 0)
         fail("--kl-base compares the --quant model with the base model: give --quant");
-    const Model model = open_model(args.model, args.tokenizer, true, args.run.load());
+    const Model model = open_model(args.model, args.tokenizer, true);
     SessionOptions so = args.run.session(model);
     // With what the tokenizer adds (BOS), as llama.cpp's tool tokenizes the text:
     // the windows then hold the same tokens as its windows.

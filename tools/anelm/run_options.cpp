@@ -46,15 +46,6 @@ SessionOptions RunOptions::session(const Model& model) const {
     return s;
 }
 
-LoadOptions RunOptions::load() const {
-    LoadOptions o;
-    const quant::QuantSpec q = quant::parse_quant_spec(quant);
-    const auto none = quant::QuantMethod::none;
-    o.gguf_blocks = q.embed.method == none && q.ffn.method == none && q.head.method == none &&
-                    fp16_scale == "none" && precision_name != "ane";
-    return o;
-}
-
 std::unique_ptr<Session> open_session(const Model& model, SessionOptions options) {
     ProgressBar bar("quantize");
     options.quant_progress = bar.callback();

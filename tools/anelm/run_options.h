@@ -24,9 +24,6 @@ struct RunOptions {
     // Throws Error on a bad --quant spec or --fp16-scale; "auto" measures the
     // model on the doctor's calibration prompts (f32 runs) to choose alpha.
     SessionOptions session(const Model& model) const;
-    // A GGUF's blocks are multiplied as stored unless the weights are to be
-    // quantized again or rescaled, or held in half as the ane precision does.
-    LoadOptions load() const;
 };
 
 // --fp16-scale's value: none (1), auto (measured as anelm doctor does) or a

@@ -81,8 +81,7 @@ std::shared_ptr<const server::ServedModel> load(const ServeArgs& args, Loaded& l
         stop_ids = l.converted->stop_ids();
         how = "Core ML packages on the MIL interpreter";
     } else {
-        l.model =
-            std::make_unique<Model>(open_model(args.model, args.tokenizer, true, args.run.load()));
+        l.model = std::make_unique<Model>(open_model(args.model, args.tokenizer, true));
         SessionOptions so = args.run.session(*l.model);
         so.batch_rows = args.parallel;
         if (args.speculation.lookup > 0)

@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "base/half.h"
 #include "exec/cpu/kernels/kernels.h"
+#include "io/tensor_values.h"
 #include "quant/quantized_matrix.h"
 
 namespace anelm {
@@ -91,22 +92,12 @@ kernels::Matrix as_matrix(const TensorView& w) {
 
 void row_to_f32(const TensorView& w, int64_t row, float* out) {
     const int64_t width = w.shape.back();
-    const std::byte* src = w.data + static_cast<size_t>(row * width) * dtype_size(w.dtype);
-    switch (w.dtype) {
-        case DType::f32:
-            std::memcpy(out, src, static_cast<size_t>(width) * 4);
-            break;
-        case DType::f16:
-            kernels::f16_to_f32_row(reinterpret_cast<const uint16_t*>(src), width, out);
-            break;
-        case DType::bf16: {
-            const auto* b = reinterpret_cast<const uint16_t*>(src);
-            for (int64_t i = 0; i < width; ++i) out[i] = bf16_to_f32(b[i]);
-            break;
-        }
-        default:
-            fail("weight of dtype {} cannot be read as floats", dtype_name(w.dtype));
+    if (w.dtype == DType::f16) {
+        const auto* src = reinterpret_cast<const uint16_t*>(w.data) + row * width;
+        kernels::f16_to_f32_row(src, width, out);
+        return;
     }
+    read_f32(w, row * width, width, out);
 }
 
 }  // namespace
