@@ -114,23 +114,22 @@ constexpr int64_t max_vocab = int64_t{1} << 24;
 constexpr int64_t max_ctx = int64_t{1} << 30;
 
 Arch parse_arch(const Fields& f) {
-    constexpr std::pair<std::string_view, Arch> types[] = {{"llama", Arch::llama},
-                                                           {"qwen2", Arch::qwen2},
-                                                           {"qwen3", Arch::qwen3},
-                                                           {"gemma3_text", Arch::gemma3},
-                                                           {"gemma3", Arch::gemma3}};
+    constexpr std::pair<std::string_view, Arch> types[] = {
+        {"llama", Arch::llama},        {"qwen2", Arch::qwen2},   {"qwen3", Arch::qwen3},
+        {"gemma3_text", Arch::gemma3}, {"gemma3", Arch::gemma3}, {"lfm2", Arch::lfm2}};
     constexpr std::pair<std::string_view, Arch> classes[] = {
         {"LlamaForCausalLM", Arch::llama},
         {"Qwen2ForCausalLM", Arch::qwen2},
         {"Qwen3ForCausalLM", Arch::qwen3},
         {"Gemma3ForCausalLM", Arch::gemma3},
-        {"Gemma3ForConditionalGeneration", Arch::gemma3}};
+        {"Gemma3ForConditionalGeneration", Arch::gemma3},
+        {"Lfm2ForCausalLM", Arch::lfm2}};
     if (auto type = f.string("model_type")) {
         for (const auto& [name, arch] : types)
             if (name == *type) return arch;
         f.fail_field("model_type",
                      "unsupported model type \"{}\" (supported: llama, qwen2, qwen3, gemma3_text, "
-                     "gemma3)",
+                     "gemma3, lfm2)",
                      *type);
     }
     const json* list = f.find("architectures");
@@ -143,7 +142,7 @@ Arch parse_arch(const Fields& f) {
             if (entry.is_string() && entry.get_ref<const std::string&>() == name) return arch;
     f.fail_field("architectures",
                  "none of {} is supported (LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
-                 "Gemma3ForCausalLM, Gemma3ForConditionalGeneration)",
+                 "Gemma3ForCausalLM, Gemma3ForConditionalGeneration, Lfm2ForCausalLM)",
                  list->dump());
 }
 
@@ -277,6 +276,91 @@ void parse_gemma3(const Fields& f, const std::string& path, ModelSpec& spec) {
     }
 }
 
+// LFM2's layer kinds: layer_types, else attention on full_attn_idxs (every
+// layer when that is absent too, as Lfm2Config defaults).
+std::vector<bool> lfm2_conv_layers(const Fields& f, int64_t n_layer) {
+    std::vector<bool> conv(static_cast<size_t>(n_layer), false);
+    if (const json* types = f.find("layer_types")) {
+        if (!types->is_array() || static_cast<int64_t>(types->size()) != n_layer)
+            f.fail_field("layer_types", "expected a list of {} layer types", n_layer);
+        for (int64_t i = 0; i < n_layer; ++i) {
+            const json& t = (*types)[static_cast<size_t>(i)];
+            if (t == "conv") {
+                conv[i] = true;
+            } else if (t != "full_attention") {
+                f.fail_field("layer_types",
+                             "entry {} is {}, expected \"conv\" or \"full_attention\"", i,
+                             t.dump());
+            }
+        }
+        return conv;
+    }
+    if (const json* idxs = f.find("full_attn_idxs")) {
+        if (!idxs->is_array()) f.fail_field("full_attn_idxs", "expected a list of layer numbers");
+        conv.assign(static_cast<size_t>(n_layer), true);
+        for (const json& i : *idxs) {
+            if (!i.is_number_integer() || i.get<int64_t>() < 0 || i.get<int64_t>() >= n_layer)
+                f.fail_field("full_attn_idxs", "{} is not a layer number below {}", i.dump(),
+                             n_layer);
+            conv[static_cast<size_t>(i.get<int64_t>())] = false;
+        }
+    }
+    return conv;
+}
+
+// Lfm2Config's own names and defaults: norm_eps, theta, tie_embedding, and an
+// MLP width that block_auto_adjust_ff_dim derives from block_ff_dim.
+ModelSpec parse_lfm2(const Fields& f, const std::string& path, ModelSpec spec) {
+    spec.n_embd = f.required_integer("hidden_size", 1, max_dim);
+    spec.n_layer = f.required_integer("num_hidden_layers", 1, max_layers);
+    spec.n_head = f.required_integer("num_attention_heads", 1, max_dim);
+    spec.n_head_kv = f.integer("num_key_value_heads", 1, max_dim).value_or(8);
+    if (spec.n_embd % spec.n_head != 0)
+        f.fail_field("num_attention_heads", "{} does not divide hidden_size {}", spec.n_head,
+                     spec.n_embd);
+    spec.head_dim = spec.n_embd / spec.n_head;
+    if (spec.n_head % spec.n_head_kv != 0)
+        f.fail_field("num_key_value_heads", "{} does not divide num_attention_heads {}",
+                     spec.n_head_kv, spec.n_head);
+    if (spec.head_dim % 2 != 0)
+        f.fail_field("num_attention_heads",
+                     "heads of {} dimensions; rotary embedding rotates pairs", spec.head_dim);
+    const char* ff_field = f.has("block_ff_dim") ? "block_ff_dim" : "intermediate_size";
+    int64_t ff = f.integer(ff_field, 1, max_dim * 16).value_or(12288);
+    if (f.boolean("block_auto_adjust_ff_dim", true)) {
+        ff = 2 * ff / 3;
+        if (const json* mult = f.find("block_ffn_dim_multiplier")) {
+            if (!mult->is_number())
+                f.fail_field("block_ffn_dim_multiplier", "expected a number or null");
+            ff = static_cast<int64_t>(mult->get<double>() * static_cast<double>(ff));
+            const int64_t multiple = f.integer("block_multiple_of", 1, max_dim).value_or(256);
+            ff = (ff + multiple - 1) / multiple * multiple;
+        }
+        if (ff < 1) f.fail_field(ff_field, "leaves an MLP of width {}", ff);
+    }
+    spec.n_ff = ff;
+    spec.n_vocab = f.integer("vocab_size", 1, max_vocab).value_or(65536);
+    spec.n_ctx_train = f.integer("max_position_embeddings", 1, max_ctx).value_or(128000);
+    spec.rms_norm_eps = f.positive("norm_eps", 1.0).value_or(1e-5);
+    // Lfm2Config's theta: "theta", else rope_theta (top level or in rope_parameters), else 1e6.
+    parse_rope(f, path, spec);
+    const json* params = f.find("rope_parameters");
+    const bool named =
+        f.has("rope_theta") || (params && params->is_object() && params->contains("rope_theta"));
+    spec.rope_theta = f.positive("theta", 1e12).value_or(named ? spec.rope_theta : 1e6);
+    spec.tie_word_embeddings = f.has("tie_embedding") ? f.boolean("tie_embedding", true)
+                                                      : f.boolean("tie_word_embeddings", true);
+    spec.qk_norm = true;
+    spec.conv_layers = lfm2_conv_layers(f, spec.n_layer);
+    spec.conv_kernel = f.integer("conv_L_cache", 1, 64).value_or(3);
+    spec.conv_bias = f.boolean("conv_bias", false);
+    spec.torch_dtype = f.string("torch_dtype").value_or(f.string("dtype").value_or(""));
+    spec.bos_token_id = bos_token_id(f, spec.n_vocab).value_or(spec.n_vocab > 1 ? 1 : -1);
+    spec.eos_token_ids = f.token_ids("eos_token_id", spec.n_vocab);
+    if (!f.has("eos_token_id") && spec.n_vocab > 2) spec.eos_token_ids = {2};
+    return spec;
+}
+
 }  // namespace
 
 ModelSpec parse_hf_config(std::string_view text, const std::string& path) {
@@ -288,6 +372,7 @@ ModelSpec parse_hf_config(std::string_view text, const std::string& path) {
     ModelSpec spec;
     spec.source = path;
     spec.arch = parse_arch(top);
+    if (spec.arch == Arch::lfm2) return parse_lfm2(top, path, std::move(spec));
     // A multimodal Gemma 3 keeps the language model's fields under text_config.
     const json* text_config = spec.arch == Arch::gemma3 ? top.find("text_config") : nullptr;
     if (text_config && !text_config->is_object())

@@ -8,6 +8,8 @@ const char* arch_name(Arch arch) {
         case Arch::qwen2: return "qwen2";
         case Arch::qwen3: return "qwen3";
         case Arch::gemma3: return "gemma3";
+        case Arch::lfm2:
+            return "lfm2";
     }
     return "?";
 }

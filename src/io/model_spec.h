@@ -7,7 +7,7 @@
 
 namespace anelm {
 
-enum class Arch : uint8_t { llama, qwen2, qwen3, gemma3 };
+enum class Arch : uint8_t { llama, qwen2, qwen3, gemma3, lfm2 };
 
 // How rotary embedding pairs dimensions: Hugging Face's rotate-half (i, i + d/2),
 // or the interleaved (2i, 2i + 1) form of llama2.c checkpoints.
@@ -51,7 +51,11 @@ struct ModelSpec {
     double rope_local_base_freq = 10000.0;  // rope base of sliding-window layers, without scaling
     double final_logit_softcapping = 0;     // 0: none
     double attn_logit_softcapping = 0;      // 0: none
-    std::string torch_dtype;                // as declared in config.json, informational
+    // LFM2: short-convolution blocks in place of attention on some layers
+    std::vector<bool> conv_layers;  // per layer: a short-convolution block (else attention)
+    int64_t conv_kernel = 0;        // taps of the depthwise causal convolution (conv_L_cache)
+    bool conv_bias = false;         // the block's projections and convolution carry biases
+    std::string torch_dtype;        // as declared in config.json, informational
     int32_t bos_token_id = -1;
     std::vector<int32_t> eos_token_ids;
 };

@@ -1,5 +1,7 @@
 #include "ir/builder.h"
 
+#include <fmt/format.h>
+
 #include "base/error.h"
 
 namespace anelm::ir {
@@ -131,6 +133,43 @@ ValueId Builder::attention(ValueId q, ValueId k, ValueId v, ValueId positions, c
     n.inputs = {q, k, v, positions};
     n.attrs = attrs;
     n.width = attrs.n_head * attrs.head_dim;
+    return append(std::move(n));
+}
+
+WeightId Builder::weight_rows(std::string_view name, int64_t row0, int64_t rows) {
+    const TensorView& whole = weights_.get(name);
+    if (row0 < 0 || rows < 1 || row0 + rows > whole.shape.at(0))
+        fail("{}: rows {} to {} of {}", name, row0, row0 + rows, whole.shape[0]);
+    TensorView part = whole;
+    part.shape[0] = rows;
+    part.data +=
+        static_cast<size_t>(row0) * (whole.n_bytes() / static_cast<size_t>(whole.shape[0]));
+    return program_.add_weight(fmt::format("{}:{}-{}", name, row0, row0 + rows), part);
+}
+
+ValueId Builder::linear_rows(ValueId x, std::string_view weight_name, std::string_view bias,
+                             int64_t row0, int64_t rows, std::string name) {
+    Node n;
+    n.op = Op::linear;
+    n.name = std::move(name);
+    n.inputs = {x};
+    n.weight = weight_rows(weight_name, row0, rows);
+    if (!bias.empty()) n.bias = weight_rows(bias, row0, rows);
+    n.per_token = node(x).per_token;
+    n.width = rows;
+    return append(std::move(n));
+}
+
+ValueId Builder::causal_conv(ValueId x, ValueId positions, std::string_view weight_name,
+                             std::string_view bias, const Attrs& attrs, std::string name) {
+    Node n;
+    n.op = Op::causal_conv;
+    n.name = std::move(name);
+    n.inputs = {x, positions};
+    n.weight = weight(weight_name);
+    if (!bias.empty()) n.bias = weight(bias);
+    n.attrs = attrs;
+    n.width = node(x).width;
     return append(std::move(n));
 }
 

@@ -32,6 +32,13 @@ public:
     ValueId attention(ValueId q, ValueId k, ValueId v, ValueId positions, const Attrs& attrs,
                       std::string name);
     ValueId last_row(ValueId x, std::string name);
+    // Rows [row0, row0 + rows) of the weight (and of the bias, when given):
+    // one of several outputs a stored matrix packs together.
+    ValueId linear_rows(ValueId x, std::string_view weight, std::string_view bias, int64_t row0,
+                        int64_t rows, std::string name);
+    // attrs: state and layer (its history's slot).
+    ValueId causal_conv(ValueId x, ValueId positions, std::string_view weight,
+                        std::string_view bias, const Attrs& attrs, std::string name);
     void output(ValueId value) { fn_.outputs.push_back(value); }
 
     const Node& node(ValueId id) const { return fn_.nodes[static_cast<size_t>(id)]; }
@@ -39,6 +46,7 @@ public:
 private:
     ValueId append(Node node);
     WeightId weight(std::string_view name);
+    WeightId weight_rows(std::string_view name, int64_t row0, int64_t rows);
 
     Program& program_;
     Function& fn_;

@@ -22,6 +22,9 @@ enum class Op : uint8_t {
     attention,      // (q, k, v, positions) writes k, v into the KV state; causal attention,
                     // limited to the last attrs.window positions when set
     last_row,       // (x) the last token's row -> [1, C] (one per sequence of a batch)
+    causal_conv,    // (x, positions) depthwise causal convolution along each sequence: writes x
+                  // into the state's history at its positions; y[p] = Σ_j w[:, j] x[p - K + 1 + j]
+                  // (+ bias), x before position 0 being zero
     count
 };
 

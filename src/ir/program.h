@@ -35,10 +35,15 @@ struct Weight {
     std::shared_ptr<const void> storage;
 };
 
+// Every state is addressed by position along its third axis, so a sequence's
+// state for positions below p never changes once p is reached: rolling back
+// (rejected drafts, a reused prompt prefix) is only a matter of positions.
 struct StateDecl {
     std::string name;             // model_model_kv_cache_0
     DType dtype = DType::f16;
-    std::vector<int64_t> shape;   // f16 [2 * n_layer, n_head_kv, n_ctx, head_dim]
+    // KV: f16 [2 * attention layers, n_head_kv, n_ctx, head_dim];
+    // causal_conv inputs: f16 [conv layers, 1, n_ctx, channels]
+    std::vector<int64_t> shape;
 };
 
 // Rotary frequencies shared by the rope ops of a program (head_dim / 2 values).
@@ -56,8 +61,9 @@ struct Attrs {
     int64_t n_head = 0;       // rope, attention (query heads)
     int64_t n_head_kv = 0;    // attention
     int64_t head_dim = 0;     // rope, attention
-    int32_t layer = -1;       // attention: K at state slot layer, V at n_layer + layer
-    int32_t state = -1;       // attention: which state holds the cache
+    int32_t layer = -1;       // attention: K at state slot layer, V at n_layer + layer;
+                              // causal_conv: its history at state slot layer
+    int32_t state = -1;       // attention, causal_conv: which state holds the cache
     int32_t rope = -1;        // rope: index into Program::ropes
     // Any op: its output multiplied by this constant. The FP16 residual scaling
     // sets it on the ops that feed the residual stream; an emitter folds it into

@@ -99,6 +99,21 @@ void verify_node(const Checker& c) {
         }
         case Op::last_row:
             break;
+        case Op::causal_conv: {
+            const TensorView& w = c.weight(n.weight);
+            c.require(w.shape.size() >= 2 && w.shape[0] == n.width && n.width == c.in(0).width,
+                      "weight of {} channels for a width of {}", w.shape.at(0), n.width);
+            if (n.bias != no_weight) c.require(c.weight(n.bias).numel() == n.width, "bias length");
+            const auto& a = n.attrs;
+            c.require(a.state >= 0 && a.state < static_cast<int32_t>(c.program.states.size()),
+                      "no state {}", a.state);
+            const auto& shape = c.program.states[a.state].shape;
+            c.require(shape.size() == 4 && shape[1] == 1 && shape[3] == n.width,
+                      "state shape does not match the channels");
+            c.require(a.layer >= 0 && a.layer < shape[0], "layer {} outside the state", a.layer);
+            c.require(n.per_token && c.in(0).per_token, "runs on every token's row");
+            break;
+        }
         case Op::count:
             c.require(false, "invalid op");
     }

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "base/error.h"
 #include "models/families.h"
 
@@ -9,8 +11,16 @@ ir::Program build_program(const ModelSpec& spec, const WeightStore& weights,
     if (n_ctx <= 0) fail("{}: no context length (set --ctx)", spec.source);
 
     ir::Program program;
-    program.states.push_back(
-        {"model_model_kv_cache_0", DType::f16, {2 * spec.n_layer, spec.n_head_kv, n_ctx, spec.head_dim}});
+    // Caches for the layers that need them: KV for attention, the inputs of
+    // the short convolutions (LFM2).
+    const auto n_conv =
+        static_cast<int64_t>(std::count(spec.conv_layers.begin(), spec.conv_layers.end(), true));
+    program.states.push_back({"model_model_kv_cache_0",
+                              DType::f16,
+                              {2 * (spec.n_layer - n_conv), spec.n_head_kv, n_ctx, spec.head_dim}});
+    if (n_conv > 0)
+        program.states.push_back(
+            {"model_model_conv_cache_0", DType::f16, {n_conv, 1, n_ctx, spec.n_embd}});
     program.ropes.push_back({rope_inv_freq(spec), spec.rope_style == RopeStyle::interleaved});
 
     for (const FunctionShape& shape : options.functions) {
@@ -22,6 +32,9 @@ ir::Program build_program(const ModelSpec& spec, const WeightStore& weights,
                 break;
             case Arch::gemma3:
                 build_gemma3_function(spec, weights, shape, program);
+                break;
+            case Arch::lfm2:
+                build_lfm2_function(spec, weights, shape, program);
                 break;
         }
     }

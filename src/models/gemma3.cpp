@@ -12,14 +12,6 @@ namespace anelm {
 
 namespace {
 
-std::string layer_weight(int64_t il, const char* suffix) {
-    return fmt::format("model.layers.{}.{}", il, suffix);
-}
-
-std::string value_name(int64_t il, const char* suffix) {
-    return fmt::format("blk.{}.{}", il, suffix);
-}
-
 // transformers multiplies the embeddings by sqrt(n_embd) cast to the table's
 // dtype, so a bf16 model scales by the bf16 rounding of the root.
 float embedding_scale(const ModelSpec& spec, DType table) {

@@ -7,16 +7,6 @@
 
 namespace anelm {
 
-namespace {
-
-std::string layer_weight(int64_t il, const char* suffix) {
-    return fmt::format("model.layers.{}.{}", il, suffix);
-}
-
-std::string value_name(int64_t il, const char* suffix) { return fmt::format("blk.{}.{}", il, suffix); }
-
-}  // namespace
-
 void build_llama_function(const ModelSpec& spec, const WeightStore& weights, const FunctionShape& shape,
                           ir::Program& program) {
     ir::Function& fn = program.functions.emplace_back();

@@ -179,6 +179,7 @@ QuantSpec parse_quant_spec(std::string_view text) {
 }
 
 std::optional<Component> tensor_component(std::string_view name) {
+    name = name.substr(0, name.find(':'));  // rows of a stored matrix: "...in_proj.weight:0-64"
     if (name == "model.embed_tokens.weight") return Component::embed;
     if (name == "lm_head.weight") return Component::head;
     if (name.starts_with("model.layers.") && name.ends_with(".weight")) return Component::ffn;

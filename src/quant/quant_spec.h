@@ -65,7 +65,8 @@ QuantSpec parse_quant_spec(std::string_view text);
 
 // The component of a Hugging Face tensor name: model.embed_tokens.weight is
 // embed, lm_head.weight head, model.layers.N.*.weight ffn; others none. Only
-// rank-2 tensors among them are linear weights.
+// rank-2 tensors among them are linear weights. A ":rows" suffix (rows of a
+// stored matrix, ir::Builder::linear_rows) names the matrix's component.
 std::optional<Component> tensor_component(std::string_view name);
 
 }  // namespace anelm::quant

@@ -53,6 +53,38 @@ json optional_number(double x) {
     return x > 0 ? json(x) : json(nullptr);
 }
 
+// Lfm2Config's own names (norm_eps, conv_L_cache); the MLP width given as is,
+// not derived from block_ff_dim.
+std::string lfm2_config_json(const ModelSpec& s, DType dtype) {
+    json types = json::array();
+    for (bool conv : s.conv_layers) types.push_back(conv ? "conv" : "full_attention");
+    const json j = {
+        {"architectures", {"Lfm2ForCausalLM"}},
+        {"block_auto_adjust_ff_dim", false},
+        {"bos_token_id", s.bos_token_id},
+        {"conv_L_cache", s.conv_kernel},
+        {"conv_bias", s.conv_bias},
+        {"eos_token_id", ids_json(s.eos_token_ids)},
+        {"hidden_size", s.n_embd},
+        {"initializer_range", 0.02},
+        {"intermediate_size", s.n_ff},
+        {"layer_types", types},
+        {"max_position_embeddings", s.n_ctx_train},
+        {"model_type", "lfm2"},
+        {"norm_eps", s.rms_norm_eps},
+        {"num_attention_heads", s.n_head},
+        {"num_hidden_layers", s.n_layer},
+        {"num_key_value_heads", s.n_head_kv},
+        {"rope_theta", s.rope_theta},
+        {"tie_embedding", s.tie_word_embeddings},
+        {"torch_dtype", torch_dtype(dtype)},
+        {"transformers_version", "4.57.0"},
+        {"use_cache", true},
+        {"vocab_size", s.n_vocab},
+    };
+    return j.dump(2) + "\n";
+}
+
 }  // namespace
 
 void check_preset(const SynthPreset& preset) {
@@ -78,8 +110,15 @@ void check_preset(const SynthPreset& preset) {
     if (!bias_ok)
         fail("synth: preset {}: {} has no config for these attention biases", name,
              arch_name(s.arch));
-    if (s.qk_norm != (s.arch == Arch::qwen3 || s.arch == Arch::gemma3))
-        fail("synth: preset {}: q/k norms come with qwen3 and gemma3 and only with them", name);
+    if (s.qk_norm != (s.arch == Arch::qwen3 || s.arch == Arch::gemma3 || s.arch == Arch::lfm2))
+        fail("synth: preset {}: q/k norms come with qwen3, gemma3 and lfm2 and only with them",
+             name);
+    if (s.arch == Arch::lfm2 && (static_cast<int64_t>(s.conv_layers.size()) != s.n_layer ||
+                                 s.conv_kernel < 1 || s.head_dim * s.n_head != s.n_embd))
+        fail(
+            "synth: preset {}: lfm2 needs a kind for each of its {} layers, a kernel, and "
+            "heads that divide the width",
+            name, s.n_layer);
     if (s.arch == Arch::gemma3 && static_cast<int64_t>(s.sliding_layers.size()) != s.n_layer)
         fail("synth: preset {}: {} layer types for {} layers", name, s.sliding_layers.size(),
              s.n_layer);
@@ -110,6 +149,7 @@ std::string config_json(const SynthPreset& preset, DType dtype) {
         {"use_cache", true},
         {"vocab_size", s.n_vocab},
     };
+    if (s.arch == Arch::lfm2) return lfm2_config_json(s, dtype);
     if (s.arch != Arch::gemma3) j["hidden_act"] = "silu";
     switch (s.arch) {
         case Arch::llama:
@@ -154,6 +194,8 @@ std::string config_json(const SynthPreset& preset, DType dtype) {
             j["layer_types"] = types;
             break;
         }
+        case Arch::lfm2:
+            break;
     }
     return j.dump(2) + "\n";
 }

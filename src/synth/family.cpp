@@ -112,6 +112,32 @@ Family gemma3_family() {
     return f;
 }
 
+// LFM2: ChatML turns after a start-of-text token.
+constexpr std::string_view lfm2_template =
+    R"({{ bos_token }}{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %})";
+
+Family lfm2_family() {
+    Family f;
+    f.specials = {{"<|pad|>"},          {"<|startoftext|>"}, {"<|endoftext|>"},
+                  {"<|fim_pre|>"},      {"<|fim_mid|>"},     {"<|fim_suf|>"},
+                  {"<|im_start|>"},     {"<|im_end|>"},      {"<|tool_list_start|>"},
+                  {"<|tool_list_end|>"}};
+    f.split_regex = llama_split;
+    f.add_bos = true;
+    f.config_bos = "<|startoftext|>";
+    f.bos = "<|startoftext|>";
+    f.eos = "<|im_end|>";
+    f.pad = "<|pad|>";
+    f.config_eos = {"<|im_end|>"};
+    f.generation_eos = f.config_eos;
+    f.chat_template = lfm2_template;
+    f.tokenizer_class = "PreTrainedTokenizerFast";
+    f.temperature = 0.3;
+    f.top_k = 50;
+    f.repetition_penalty = 1.05;
+    return f;
+}
+
 }  // namespace
 
 const Family& family_of(Arch arch) {
@@ -119,6 +145,7 @@ const Family& family_of(Arch arch) {
     static const Family qwen2 = qwen_family(false);
     static const Family qwen3 = qwen_family(true);
     static const Family gemma3 = gemma3_family();
+    static const Family lfm2 = lfm2_family();
     switch (arch) {
         case Arch::llama:
             return llama;
@@ -128,6 +155,8 @@ const Family& family_of(Arch arch) {
             return qwen3;
         case Arch::gemma3:
             return gemma3;
+        case Arch::lfm2:
+            return lfm2;
     }
     fail("synth: no tokenizer family for architecture {}", arch_name(arch));
 }

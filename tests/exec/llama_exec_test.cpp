@@ -1,4 +1,4 @@
-// The CPU executor on tiny Llama-family and Gemma 3 models: batched prefill against
+// The CPU executor on tiny Llama-family, Gemma 3 and LFM2 models: batched prefill against
 // token-by-token decode, f16 precision against f32, SIMD against scalar.
 #include <gtest/gtest.h>
 
@@ -100,8 +100,8 @@ TEST_P(TinyModels, LongPromptGivesTheSameLogitsOnOneThreadAndTwo) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Exec, TinyModels,
-                         ::testing::Values("tiny-llama", "tiny-qwen2", "tiny-qwen3",
-                                           "tiny-gemma3"));
+                         ::testing::Values("tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-gemma3",
+                                           "tiny-lfm2"));
 
 TEST(Exec, ContextOverflowIsAnError) {
     const LoadedModel& m = test::tiny_model("tiny-llama");

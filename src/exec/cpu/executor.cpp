@@ -380,6 +380,9 @@ void Executor::run_node(const ir::Function& fn, const Plan& plan, size_t index, 
         case ir::Op::attention:
             run_attention(node, in(0), in(1), in(2), in_node(1).width, out);
             break;
+        case ir::Op::causal_conv:
+            run_causal_conv(node, in(0), out);
+            break;
         case ir::Op::last_row: {
             int64_t end = 0;
             for (size_t k = 0; k < segments_.size(); ++k) {
@@ -433,6 +436,35 @@ void Executor::run_attention(const ir::Node& node, const float* q, const float* 
         row0 += seg.rows;
     }
     kernels::attention_batch(attention_calls_, pool_);
+}
+
+// Each segment writes its rows into its own history and convolves over it,
+// so prefill, decode and any split of a sequence read the same rounded inputs.
+void Executor::run_causal_conv(const ir::Node& node, const float* x, float* out) {
+    const auto& a = node.attrs;
+    const auto& decl = program_.states[a.state];
+    const int64_t n_ctx = decl.shape[2], width = node.width;
+    const std::vector<float>& w = weight_f32(node.weight);
+    const int64_t taps = static_cast<int64_t>(w.size()) / width;
+    const std::vector<float>* bias = node.bias != ir::no_weight ? &weight_f32(node.bias) : nullptr;
+    std::vector<float> row(static_cast<size_t>(width));
+    int64_t row0 = 0;
+    for (const ExecSegment& seg : segments_) {
+        uint16_t* history = seg.state->buffers[a.state].data() + a.layer * n_ctx * width;
+        for (int64_t t = 0; t < seg.rows; ++t)
+            kernels::f32_to_f16_row(x + (row0 + t) * width, width,
+                                    history + (seg.pos0 + t) * width);
+        for (int64_t t = 0; t < seg.rows; ++t) {
+            float* y = out + (row0 + t) * width;
+            for (int64_t c = 0; c < width; ++c) y[c] = bias ? (*bias)[c] : 0.0f;
+            const int64_t p = seg.pos0 + t;
+            for (int64_t j = std::max<int64_t>(0, taps - 1 - p); j < taps; ++j) {
+                kernels::f16_to_f32_row(history + (p - taps + 1 + j) * width, width, row.data());
+                for (int64_t c = 0; c < width; ++c) y[c] += w[c * taps + j] * row[c];
+            }
+        }
+        row0 += seg.rows;
+    }
 }
 
 }  // namespace anelm

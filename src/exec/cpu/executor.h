@@ -71,6 +71,7 @@ private:
     int64_t n_segments() const { return static_cast<int64_t>(segments_.size()); }
     void run_attention(const ir::Node& node, const float* q, const float* k, const float* v,
                        int64_t kv_width, float* out);
+    void run_causal_conv(const ir::Node& node, const float* x, float* out);
     // For one token: the dense linear nodes from `index` on that read the same
     // input with weights of one dtype (q, k, v; gate, up) get their products in
     // one dispatch, and run_node then only adds their biases. Returns the end
