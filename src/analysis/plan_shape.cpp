@@ -42,6 +42,18 @@ ModelShape shape_from_spec(const ModelSpec& s, std::string name) {
         m.window = s.sliding_window;
     }
     m.attn_q_dim_sum = s.n_layer * q_dim;
+    if (!s.conv_layers.empty()) {
+        // LFM2: short-convolution blocks (in_proj to three widths, the taps,
+        // out_proj) in place of attention; their state is a window of K - 1 inputs.
+        const double n_conv = double(std::count(s.conv_layers.begin(), s.conv_layers.end(), true));
+        const double n_attn = double(s.n_layer) - n_conv;
+        m.layer_params = n_attn * (2 * e * q_dim + 2 * e * kv_dim) +
+                         n_conv * (4 * e * e + double(s.conv_kernel) * e) +
+                         s.n_layer * 3 * e * s.n_ff;
+        m.kv_per_pos = 2.0 * n_attn * kv_dim;
+        m.state_elems = n_conv * double(s.conv_kernel - 1) * e;
+        m.attn_q_dim_sum = n_attn * q_dim;
+    }
     m.big_n_out = std::max({s.n_ff, int64_t(q_dim), s.n_embd});
     m.big_n_in = m.big_n_out == s.n_ff ? s.n_embd : std::max<int64_t>(s.n_embd, int64_t(q_dim));
     return m;

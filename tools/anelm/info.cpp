@@ -90,6 +90,10 @@ int run_info(const InfoArgs& args) {
         j["attention_bias"] = s.attention_bias;
         j["qk_norm"] = s.qk_norm;
         j["eos_token_ids"] = s.eos_token_ids;
+        if (!s.conv_layers.empty()) {
+            j["conv_layers"] = s.conv_layers;
+            j["conv_kernel"] = s.conv_kernel;
+        }
         j["n_tensors"] = w.n_tensors;
         fmt::print("{}\n", j.dump(2));
         return 0;
@@ -107,6 +111,12 @@ int run_info(const InfoArgs& args) {
     fmt::print(
         "rope_theta {}  rms_norm_eps {}  tied embeddings {}  attention bias {}  qk norm {}\n",
         s.rope_theta, s.rms_norm_eps, s.tie_word_embeddings, s.attention_bias, s.qk_norm);
+    if (!s.conv_layers.empty()) {
+        std::string kinds;
+        for (bool conv : s.conv_layers) kinds += conv ? 'c' : 'a';
+        fmt::print("layers         {} (c: short convolution of {} taps, a: attention)\n", kinds,
+                   s.conv_kernel);
+    }
     fmt::print("eos ids        [{}]\n", fmt::join(s.eos_token_ids, ", "));
     return 0;
 }
