@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Write a Hugging Face folder (Llama, Qwen2, Qwen3) as an F16 GGUF file for llama.cpp.
+"""Write a Hugging Face folder (Llama, Qwen2, Qwen3, LFM2) as an F16 GGUF file for llama.cpp.
 
 Only for the speed comparison in bench/README.md: llama.cpp's own converter needs torch,
 this needs numpy and the gguf-py package of a llama.cpp checkout, found through
@@ -39,8 +39,31 @@ GLOBAL_TENSORS = {
     "model.norm.weight": "output_norm.weight",
     "lm_head.weight": "output.weight",
 }
+# LFM2's own names below model.layers.N.
+LFM2_LAYER_TENSORS = {
+    "operator_norm": "attn_norm",
+    "self_attn.q_proj": "attn_q",
+    "self_attn.k_proj": "attn_k",
+    "self_attn.v_proj": "attn_v",
+    "self_attn.out_proj": "attn_output",
+    "self_attn.q_layernorm": "attn_q_norm",
+    "self_attn.k_layernorm": "attn_k_norm",
+    "conv.in_proj": "shortconv.in_proj",
+    "conv.conv": "shortconv.conv",
+    "conv.out_proj": "shortconv.out_proj",
+    "ffn_norm": "ffn_norm",
+    "feed_forward.w1": "ffn_gate",
+    "feed_forward.w3": "ffn_up",
+    "feed_forward.w2": "ffn_down",
+}
+LFM2_GLOBAL_TENSORS = {
+    "model.embed_tokens.weight": "token_embd.weight",
+    "model.embedding_norm.weight": "token_embd_norm.weight",  # llama.cpp's name for the final norm
+    "lm_head.weight": "output.weight",
+}
 # model_type in config.json -> (GGUF architecture, pre-tokenizer name llama.cpp knows).
-ARCHS = {"llama": ("llama", "llama-bpe"), "qwen2": ("qwen2", "qwen2"), "qwen3": ("qwen3", "qwen2")}
+ARCHS = {"llama": ("llama", "llama-bpe"), "qwen2": ("qwen2", "qwen2"), "qwen3": ("qwen3", "qwen2"),
+         "lfm2": ("lfm2", "lfm2")}
 SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": np.uint16}
 
 
@@ -92,13 +115,15 @@ def to_float(dtype, values):
     return values
 
 
-def gguf_name(hf_name):
-    if hf_name in GLOBAL_TENSORS:
-        return GLOBAL_TENSORS[hf_name]
+def gguf_name(hf_name, arch):
+    globals_, layers = ((LFM2_GLOBAL_TENSORS, LFM2_LAYER_TENSORS) if arch == "lfm2"
+                        else (GLOBAL_TENSORS, LAYER_TENSORS))
+    if hf_name in globals_:
+        return globals_[hf_name]
     parts = hf_name.split(".")  # model.layers.N.<module...>.weight|bias
     if parts[:2] != ["model", "layers"] or len(parts) < 5:
         return None
-    module = LAYER_TENSORS.get(".".join(parts[3:-1]))
+    module = layers.get(".".join(parts[3:-1]))
     return module and f"blk.{parts[2]}.{module}.{parts[-1]}"
 
 
@@ -138,7 +163,7 @@ def plan_tensors(model_dir, config, arch, head_dim):
         plan.append(("rope_freqs.weight", factors.shape, np.float32, lambda: factors))
     for path in safetensors_files(model_dir):
         for hf_name, (dtype, values) in load_safetensors(path).items():
-            name = gguf_name(hf_name)
+            name = gguf_name(hf_name, arch)
             if name is None:
                 sys.exit(f"make_gguf: {path}: tensor {hf_name}: no GGUF name for it")
             n_head = None
@@ -146,16 +171,19 @@ def plan_tensors(model_dir, config, arch, head_dim):
                 n_head = config["num_attention_heads"]
             elif arch == "llama" and ".attn_k." in name:
                 n_head = config["num_key_value_heads"]
-            keep_f32 = values.ndim <= 1 or name.endswith("_norm.weight")
+            # LFM2's depthwise kernel [C, 1, K] is stored [C, K], in f32.
+            conv = ".shortconv.conv." in name
+            shape = values.shape[::2] if conv else values.shape
+            keep_f32 = len(shape) <= 1 or name.endswith("_norm.weight") or conv
             out_dtype = np.float32 if keep_f32 else np.float16
 
-            def load(dtype=dtype, values=values, n_head=n_head, out_dtype=out_dtype):
-                w = to_float(dtype, values)
+            def load(dtype=dtype, values=values, n_head=n_head, out_dtype=out_dtype, shape=shape):
+                w = to_float(dtype, values).reshape(shape)
                 if n_head:
                     w = rope_permute(w, n_head)
                 return w if w.dtype == out_dtype else w.astype(out_dtype)
 
-            plan.append((name, values.shape, out_dtype, load))
+            plan.append((name, shape, out_dtype, load))
     return plan
 
 
@@ -193,7 +221,15 @@ def add_hparams(writer, gguf, config, head_dim, name):
     writer.add_block_count(config["num_hidden_layers"])
     writer.add_feed_forward_length(config["intermediate_size"])
     writer.add_head_count(config["num_attention_heads"])
-    writer.add_head_count_kv(config.get("num_key_value_heads", config["num_attention_heads"]))
+    n_head_kv = config.get("num_key_value_heads", config["num_attention_heads"])
+    if config.get("model_type") == "lfm2":
+        # Per layer, 0 for the short-convolution blocks (which have no KV).
+        if config.get("block_auto_adjust_ff_dim", True):
+            sys.exit("make_gguf: lfm2 with block_auto_adjust_ff_dim is not written here")
+        n_head_kv = [0 if t == "conv" else n_head_kv for t in config["layer_types"]]
+        writer.add_shortconv_l_cache(config["conv_L_cache"])
+        config = dict(config, rms_norm_eps=config["norm_eps"])
+    writer.add_head_count_kv(n_head_kv)
     writer.add_key_length(head_dim)
     writer.add_value_length(head_dim)
     writer.add_rope_dimension_count(head_dim)

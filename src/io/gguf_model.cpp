@@ -53,10 +53,12 @@ private:
 
 Arch parse_arch(const GgufFile& gguf) {
     const std::string name = gguf.get_string("general.architecture");
-    for (Arch a : {Arch::llama, Arch::qwen2, Arch::qwen3, Arch::gemma3})
+    for (Arch a : {Arch::llama, Arch::qwen2, Arch::qwen3, Arch::gemma3, Arch::lfm2})
         if (name == arch_name(a)) return a;
-    fail("{}: metadata general.architecture is \"{}\"; anelm reads llama, qwen2, qwen3 and gemma3",
-         gguf.path(), name);
+    fail(
+        "{}: metadata general.architecture is \"{}\"; anelm reads llama, qwen2, qwen3, gemma3 "
+        "and lfm2",
+        gguf.path(), name);
 }
 
 void read_rope_scaling(const GgufFile& gguf, const ArchKeys& keys, ModelSpec& spec) {
@@ -102,6 +104,25 @@ void read_gemma3(const GgufFile& gguf, const ArchKeys& keys, ModelSpec& spec) {
                                                     : static_cast<double>(spec.head_dim);
 }
 
+// LFM2: head_count_kv per layer, 0 for the short-convolution blocks.
+int64_t read_lfm2_layers(const GgufFile& gguf, const ArchKeys& keys, ModelSpec& spec) {
+    const std::string key = keys.name("attention.head_count_kv");
+    const std::vector<int64_t> kv = gguf.ints(key);
+    if (static_cast<int64_t>(kv.size()) != spec.n_layer)
+        fail("{}: metadata {} has {} entries for {} layers", gguf.path(), key, kv.size(),
+             spec.n_layer);
+    int64_t n_head_kv = 0;
+    for (int64_t v : kv) {
+        if (v < 0 || v > spec.n_head || (n_head_kv > 0 && v > 0 && v != n_head_kv))
+            fail("{}: metadata {}: {} heads, expected 0 or one count up to {}", gguf.path(), key, v,
+                 spec.n_head);
+        spec.conv_layers.push_back(v == 0);
+        if (v > 0) n_head_kv = v;
+    }
+    spec.conv_kernel = keys.required("shortconv.l_cache", 2, 64);
+    return n_head_kv > 0 ? n_head_kv : spec.n_head;
+}
+
 // The Hugging Face name of a GGUF tensor name, or empty when it has none.
 std::string hf_name(std::string_view name, Arch arch) {
     static const std::pair<std::string_view, std::string_view> globals[] = {
@@ -111,6 +132,8 @@ std::string hf_name(std::string_view name, Arch arch) {
     };
     for (const auto& [from, to] : globals)
         if (name == from) return std::string(to);
+    if (arch == Arch::lfm2 && name == "token_embd_norm.weight")
+        return "model.embedding_norm.weight";
     if (!name.starts_with("blk.")) return {};
     const size_t dot = name.find('.', 4);
     if (dot == std::string_view::npos) return {};
@@ -140,11 +163,28 @@ std::string hf_name(std::string_view name, Arch arch) {
     static const std::pair<std::string_view, std::string_view> others[] = {
         {"ffn_norm", "post_attention_layernorm"},
     };
+    static const std::pair<std::string_view, std::string_view> lfm2[] = {
+        {"attn_norm", "operator_norm"},
+        {"attn_q", "self_attn.q_proj"},
+        {"attn_k", "self_attn.k_proj"},
+        {"attn_v", "self_attn.v_proj"},
+        {"attn_output", "self_attn.out_proj"},
+        {"attn_q_norm", "self_attn.q_layernorm"},
+        {"attn_k_norm", "self_attn.k_layernorm"},
+        {"shortconv.in_proj", "conv.in_proj"},
+        {"shortconv.conv", "conv.conv"},
+        {"shortconv.out_proj", "conv.out_proj"},
+        {"ffn_norm", "ffn_norm"},
+        {"ffn_gate", "feed_forward.w1"},
+        {"ffn_up", "feed_forward.w3"},
+        {"ffn_down", "feed_forward.w2"},
+    };
     auto lookup = [&](const auto& table) -> std::string {
         for (const auto& [from, to] : table)
             if (part == from) return fmt::format("model.layers.{}.{}{}", index, to, suffix);
         return {};
     };
+    if (arch == Arch::lfm2) return lookup(lfm2);
     if (std::string n = lookup(common); !n.empty()) return n;
     return arch == Arch::gemma3 ? lookup(gemma) : lookup(others);
 }
@@ -173,7 +213,10 @@ ModelSpec gguf_model_spec(const GgufFile& gguf) {
     spec.n_embd = keys.required("embedding_length", 1, max_dim);
     spec.n_layer = keys.required("block_count", 1, max_layers);
     spec.n_head = keys.required("attention.head_count", 1, max_dim);
-    spec.n_head_kv = keys.integer("attention.head_count_kv", 1, spec.n_head).value_or(spec.n_head);
+    spec.n_head_kv =
+        spec.arch == Arch::lfm2
+            ? read_lfm2_layers(gguf, keys, spec)
+            : keys.integer("attention.head_count_kv", 1, spec.n_head).value_or(spec.n_head);
     if (spec.n_head % spec.n_head_kv != 0)
         fail("{}: metadata {} is {}, which does not divide the {} heads", gguf.path(),
              keys.name("attention.head_count_kv"), spec.n_head_kv, spec.n_head);
@@ -195,6 +238,7 @@ ModelSpec gguf_model_spec(const GgufFile& gguf) {
     // llama.cpp's converter interleaves each head's q and k rows for Llama only
     // (its NORM rope); Qwen and Gemma keep rotate-half order (NEOX rope).
     spec.rope_style = spec.arch == Arch::llama ? RopeStyle::interleaved : RopeStyle::rotate_half;
+    spec.conv_bias = gguf.find_tensor("blk.0.shortconv.in_proj.bias") != nullptr;
 
     const GgufTensor* embed = gguf.find_tensor("token_embd.weight");
     if (!embed || embed->shape.size() != 2)
@@ -203,7 +247,8 @@ ModelSpec gguf_model_spec(const GgufFile& gguf) {
     spec.tie_word_embeddings = gguf.find_tensor("output.weight") == nullptr;
     spec.attention_bias = gguf.find_tensor("blk.0.attn_q.bias") != nullptr;
     spec.attention_out_bias = gguf.find_tensor("blk.0.attn_output.bias") != nullptr;
-    spec.qk_norm = gguf.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
+    spec.qk_norm =
+        spec.arch == Arch::lfm2 || gguf.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
     read_rope_scaling(gguf, keys, spec);
     if (spec.arch == Arch::gemma3) read_gemma3(gguf, keys, spec);
 
@@ -235,6 +280,10 @@ void load_gguf_weights(const GgufFile& gguf, const ModelSpec& spec, WeightStore&
                 "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K .. Q8_K and IQ4_NL)",
                 gguf.path(), t.name, info->name);
         const auto type = static_cast<GgmlType>(t.type);
+        // LFM2's depthwise kernel is stored [C, K]; Hugging Face's is [C, 1, K].
+        std::vector<int64_t> shape = t.shape;
+        if (name.ends_with("conv.conv.weight") && shape.size() == 2)
+            shape.insert(shape.begin() + 1, 1);
         // Gemma's RMSNorm multiplies by 1 + weight; the file holds the sum.
         const bool gemma_norm = spec.arch == Arch::gemma3 && name.ends_with("norm.weight");
         if (!gemma_norm &&
@@ -242,11 +291,11 @@ void load_gguf_weights(const GgufFile& gguf, const ModelSpec& spec, WeightStore&
             const DType dtype = type == GgmlType::f32   ? DType::f32
                                 : type == GgmlType::f16 ? DType::f16
                                                         : DType::bf16;
-            store.add(name, TensorView{dtype, t.shape, t.data}, gguf.path());
+            store.add(name, TensorView{dtype, shape, t.data}, gguf.path());
             continue;
         }
         if (!gemma_norm && t.shape.size() == 2) {
-            TensorView view{DType::blocks, t.shape, t.data};
+            TensorView view{DType::blocks, shape, t.data};
             view.block_type = t.type;
             view.block_elems = info->block_elems;
             view.block_bytes = info->block_bytes;
@@ -255,7 +304,7 @@ void load_gguf_weights(const GgufFile& gguf, const ModelSpec& spec, WeightStore&
         }
         std::shared_ptr<float[]> values = to_f32(gguf, t, type, gemma_norm ? -1.0f : 0.0f);
         store.add(name,
-                  TensorView{DType::f32, t.shape, reinterpret_cast<const std::byte*>(values.get())},
+                  TensorView{DType::f32, shape, reinterpret_cast<const std::byte*>(values.get())},
                   gguf.path());
         store.keep_alive(std::shared_ptr<const void>(values, values.get()));
     }

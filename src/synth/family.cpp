@@ -124,6 +124,7 @@ Family lfm2_family() {
                   {"<|tool_list_end|>"}};
     f.split_regex = llama_split;
     f.add_bos = true;
+    f.ignore_merges = true;  // as llama.cpp's lfm2 pre-tokenizer
     f.config_bos = "<|startoftext|>";
     f.bos = "<|startoftext|>";
     f.eos = "<|im_end|>";

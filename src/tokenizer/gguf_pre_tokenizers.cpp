@@ -62,7 +62,7 @@ const Named known[] = {
          p.pre_tokenizer = byte_level(true, true);
          return p;
      }},
-    {{"llama3", "llama-v3", "llama-bpe"},
+    {{"llama3", "llama-v3", "llama-bpe", "lfm2"},
      [] {
          GgufPreTokenizer p;
          p.pre_tokenizer = sequence({split(llama3_regex), byte_level(true, false)});

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <numbers>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -55,7 +56,15 @@ inline GgufFromHf write_gguf_from_hf(const LoadedModel& m, const std::string& pa
     w.u32(arch + ".block_count", static_cast<uint32_t>(s.n_layer));
     w.u32(arch + ".feed_forward_length", static_cast<uint32_t>(s.n_ff));
     w.u32(arch + ".attention.head_count", static_cast<uint32_t>(s.n_head));
-    w.u32(arch + ".attention.head_count_kv", static_cast<uint32_t>(s.n_head_kv));
+    if (s.arch == Arch::lfm2) {
+        // Per layer, 0 for the short-convolution blocks.
+        std::vector<int32_t> kv;
+        for (bool conv : s.conv_layers) kv.push_back(conv ? 0 : static_cast<int32_t>(s.n_head_kv));
+        w.i32s(arch + ".attention.head_count_kv", kv);
+        w.u32(arch + ".shortconv.l_cache", static_cast<uint32_t>(s.conv_kernel));
+    } else {
+        w.u32(arch + ".attention.head_count_kv", static_cast<uint32_t>(s.n_head_kv));
+    }
     w.u32(arch + ".attention.key_length", static_cast<uint32_t>(s.head_dim));
     w.u32(arch + ".attention.value_length", static_cast<uint32_t>(s.head_dim));
     w.u32(arch + ".rope.dimension_count", static_cast<uint32_t>(s.head_dim));
@@ -122,14 +131,33 @@ inline GgufFromHf write_gguf_from_hf(const LoadedModel& m, const std::string& pa
         {"mlp.up_proj", "ffn_up"},
         {"mlp.down_proj", "ffn_down"},
     };
+    const std::pair<const char*, const char*> lfm2_names[] = {
+        {"operator_norm", "attn_norm"},
+        {"self_attn.q_proj", "attn_q"},
+        {"self_attn.k_proj", "attn_k"},
+        {"self_attn.v_proj", "attn_v"},
+        {"self_attn.out_proj", "attn_output"},
+        {"self_attn.q_layernorm", "attn_q_norm"},
+        {"self_attn.k_layernorm", "attn_k_norm"},
+        {"conv.in_proj", "shortconv.in_proj"},
+        {"conv.conv", "shortconv.conv"},
+        {"conv.out_proj", "shortconv.out_proj"},
+        {"ffn_norm", "ffn_norm"},
+        {"feed_forward.w1", "ffn_gate"},
+        {"feed_forward.w3", "ffn_up"},
+        {"feed_forward.w2", "ffn_down"},
+    };
     auto gguf_name = [&](const std::string& hf) -> std::string {
         if (hf == "model.embed_tokens.weight") return "token_embd.weight";
+        if (hf == "model.embedding_norm.weight") return "token_embd_norm.weight";
         if (hf == "model.norm.weight") return "output_norm.weight";
         if (hf == "lm_head.weight") return "output.weight";
         const size_t dot = hf.find('.', 13);  // after "model.layers.N"
         const std::string layer = hf.substr(13, dot - 13), rest = hf.substr(dot + 1);
         const size_t suffix = rest.rfind('.');
-        for (const auto& [from, to] : layer_names)
+        using Names = std::span<const std::pair<const char*, const char*>>;
+        const Names names = s.arch == Arch::lfm2 ? Names(lfm2_names) : Names(layer_names);
+        for (const auto& [from, to] : names)
             if (rest.substr(0, suffix) == from)
                 return "blk." + layer + "." + to + rest.substr(suffix);
         return {};
@@ -174,7 +202,10 @@ inline GgufFromHf write_gguf_from_hf(const LoadedModel& m, const std::string& pa
             for (size_t i = 0; i < values.size(); i += 32)
                 bytes += q8_0_block(&values[i], &decoded[i]);
         }
-        w.tensor(gguf_name(name), view.shape, static_cast<uint32_t>(type), std::move(bytes));
+        // LFM2's depthwise kernel [C, 1, K] is stored [C, K].
+        std::vector<int64_t> shape = view.shape;
+        if (name.ends_with("conv.conv.weight")) shape.erase(shape.begin() + 1);
+        w.tensor(gguf_name(name), shape, static_cast<uint32_t>(type), std::move(bytes));
     }
     w.write(path);
     return result;

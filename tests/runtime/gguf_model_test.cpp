@@ -46,6 +46,9 @@ TEST_P(GgufModel, LogitsEqualTheHuggingFaceModel) {
     EXPECT_EQ(s.attention_bias, hf.spec.attention_bias);
     EXPECT_EQ(s.qk_norm, hf.spec.qk_norm);
     EXPECT_EQ(s.sliding_layers, hf.spec.sliding_layers);
+    EXPECT_EQ(s.conv_layers, hf.spec.conv_layers);
+    EXPECT_EQ(s.conv_kernel, hf.spec.conv_kernel);
+    EXPECT_EQ(s.conv_bias, hf.spec.conv_bias);
     EXPECT_EQ(s.rope_style,
               s.arch == Arch::llama ? RopeStyle::interleaved : RopeStyle::rotate_half);
     EXPECT_EQ(gguf.tokenizer_path, path);
@@ -150,7 +153,9 @@ INSTANTIATE_TEST_SUITE_P(Architectures, GgufModel,
                                            Case{"tiny-qwen3", GgufMatrixType::f16},
                                            Case{"tiny-qwen3", GgufMatrixType::q8_0},
                                            Case{"tiny-gemma3", GgufMatrixType::f32},
-                                           Case{"tiny-gemma3", GgufMatrixType::q8_0}),
+                                           Case{"tiny-gemma3", GgufMatrixType::q8_0},
+                                           Case{"tiny-lfm2", GgufMatrixType::f32},
+                                           Case{"tiny-lfm2", GgufMatrixType::q8_0}),
                          case_name);
 
 }  // namespace
