@@ -45,10 +45,51 @@ std::vector<ExpectedTensor> lfm2_tensors(const ModelSpec& spec) {
     return out;
 }
 
+// Qwen3.5: Gated DeltaNet layers (linear_attn) and gated attention layers
+// (q_proj holds each head's query and gate), each followed by the MLP.
+std::vector<ExpectedTensor> qwen3_5_tensors(const ModelSpec& spec) {
+    const int64_t d = spec.n_embd, ff = spec.n_ff;
+    const int64_t q_dim = spec.n_head * spec.head_dim, kv_dim = spec.n_head_kv * spec.head_dim;
+    const int64_t key_dim = spec.delta_n_head_k * spec.delta_head_dim_k;
+    const int64_t value_dim = spec.delta_n_head_v * spec.delta_head_dim_v;
+    const int64_t conv_dim = 2 * key_dim + value_dim, nv = spec.delta_n_head_v;
+    std::vector<ExpectedTensor> out = {{"model.embed_tokens.weight", {spec.n_vocab, d}}};
+    for (int64_t i = 0; i < spec.n_layer; ++i) {
+        const std::string p = fmt::format("model.layers.{}.", i);
+        out.push_back({p + "input_layernorm.weight", {d}});
+        if (spec.delta_layers.at(static_cast<size_t>(i))) {
+            out.push_back({p + "linear_attn.in_proj_qkv.weight", {conv_dim, d}});
+            out.push_back({p + "linear_attn.in_proj_z.weight", {value_dim, d}});
+            out.push_back({p + "linear_attn.in_proj_b.weight", {nv, d}});
+            out.push_back({p + "linear_attn.in_proj_a.weight", {nv, d}});
+            out.push_back({p + "linear_attn.conv1d.weight", {conv_dim, 1, spec.conv_kernel}});
+            out.push_back({p + "linear_attn.dt_bias", {nv}});
+            out.push_back({p + "linear_attn.A_log", {nv}});
+            out.push_back({p + "linear_attn.norm.weight", {spec.delta_head_dim_v}});
+            out.push_back({p + "linear_attn.out_proj.weight", {d, value_dim}});
+        } else {
+            out.push_back({p + "self_attn.q_proj.weight", {2 * q_dim, d}});
+            out.push_back({p + "self_attn.k_proj.weight", {kv_dim, d}});
+            out.push_back({p + "self_attn.v_proj.weight", {kv_dim, d}});
+            out.push_back({p + "self_attn.o_proj.weight", {d, q_dim}});
+            out.push_back({p + "self_attn.q_norm.weight", {spec.head_dim}});
+            out.push_back({p + "self_attn.k_norm.weight", {spec.head_dim}});
+        }
+        out.push_back({p + "post_attention_layernorm.weight", {d}});
+        out.push_back({p + "mlp.gate_proj.weight", {ff, d}});
+        out.push_back({p + "mlp.up_proj.weight", {ff, d}});
+        out.push_back({p + "mlp.down_proj.weight", {d, ff}});
+    }
+    out.push_back({"model.norm.weight", {d}});
+    if (!spec.tie_word_embeddings) out.push_back({"lm_head.weight", {spec.n_vocab, d}});
+    return out;
+}
+
 }  // namespace
 
 std::vector<ExpectedTensor> expected_tensors(const ModelSpec& spec) {
     if (spec.arch == Arch::lfm2) return lfm2_tensors(spec);
+    if (spec.arch == Arch::qwen3_5) return qwen3_5_tensors(spec);
     const int64_t d = spec.n_embd, ff = spec.n_ff;
     const int64_t q_dim = spec.n_head * spec.head_dim, kv_dim = spec.n_head_kv * spec.head_dim;
     std::vector<ExpectedTensor> out = {{"model.embed_tokens.weight", {spec.n_vocab, d}}};

@@ -10,6 +10,8 @@ const char* arch_name(Arch arch) {
         case Arch::gemma3: return "gemma3";
         case Arch::lfm2:
             return "lfm2";
+        case Arch::qwen3_5:
+            return "qwen3_5";
     }
     return "?";
 }

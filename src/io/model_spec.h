@@ -7,7 +7,7 @@
 
 namespace anelm {
 
-enum class Arch : uint8_t { llama, qwen2, qwen3, gemma3, lfm2 };
+enum class Arch : uint8_t { llama, qwen2, qwen3, gemma3, lfm2, qwen3_5 };
 
 // How rotary embedding pairs dimensions: Hugging Face's rotate-half (i, i + d/2),
 // or the interleaved (2i, 2i + 1) form of llama2.c checkpoints.
@@ -51,10 +51,16 @@ struct ModelSpec {
     double rope_local_base_freq = 10000.0;  // rope base of sliding-window layers, without scaling
     double final_logit_softcapping = 0;     // 0: none
     double attn_logit_softcapping = 0;      // 0: none
+    int64_t rope_dims = 0;  // leading dims of each head that rotate; 0: all (Qwen3.5: a quarter)
     // LFM2: short-convolution blocks in place of attention on some layers
     std::vector<bool> conv_layers;  // per layer: a short-convolution block (else attention)
-    int64_t conv_kernel = 0;        // taps of the depthwise causal convolution (conv_L_cache)
+    int64_t conv_kernel = 0;        // taps of the depthwise causal convolutions (LFM2, Qwen3.5)
     bool conv_bias = false;         // the block's projections and convolution carry biases
+    // Qwen3.5: Gated DeltaNet (linear attention) layers between gated attention ones
+    std::vector<bool> delta_layers;  // per layer: Gated DeltaNet (else full attention)
+    int64_t delta_n_head_k = 0, delta_n_head_v = 0;      // key and value heads
+    int64_t delta_head_dim_k = 0, delta_head_dim_v = 0;  // their sizes
+    bool attention_gate = false;    // attention output times sigmoid(gate); q_proj holds the gate
     std::string torch_dtype;        // as declared in config.json, informational
     int32_t bos_token_id = -1;
     std::vector<int32_t> eos_token_ids;

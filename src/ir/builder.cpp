@@ -173,6 +173,74 @@ ValueId Builder::causal_conv(ValueId x, ValueId positions, std::string_view weig
     return append(std::move(n));
 }
 
+ValueId Builder::silu(ValueId x, std::string name) {
+    Node n;
+    n.op = Op::silu;
+    n.name = std::move(name);
+    n.inputs = {x};
+    n.per_token = node(x).per_token;
+    n.width = node(x).width;
+    return append(std::move(n));
+}
+
+ValueId Builder::sigmoid_mul(ValueId gate, ValueId x, std::string name) {
+    Node n;
+    n.op = Op::sigmoid_mul;
+    n.name = std::move(name);
+    n.inputs = {gate, x};
+    n.per_token = node(x).per_token;
+    n.width = node(x).width;
+    return append(std::move(n));
+}
+
+ValueId Builder::gated_delta(ValueId qkv, ValueId b, ValueId a, ValueId positions,
+                             std::string_view a_log, std::string_view dt_bias, const Attrs& attrs,
+                             std::string name) {
+    Node n;
+    n.op = Op::gated_delta;
+    n.name = std::move(name);
+    n.inputs = {qkv, b, a, positions};
+    n.weight = weight(a_log);
+    n.bias = weight(dt_bias);
+    n.attrs = attrs;
+    n.width = attrs.n_head * attrs.value_dim;
+    return append(std::move(n));
+}
+
+ValueId Builder::linear_strided_rows(ValueId x, std::string_view weight_name, int64_t row0,
+                                     int64_t rows, int64_t stride, std::string name) {
+    const std::string part = fmt::format("{}:{}+{}/{}", weight_name, row0, rows, stride);
+    WeightId id = -1;
+    for (size_t i = 0; i < program_.weights.size(); ++i)
+        if (program_.weights[i].name == part) id = static_cast<WeightId>(i);
+    if (id < 0) {
+        const TensorView& whole = weights_.get(weight_name);
+        const int64_t n_rows = whole.shape.at(0);
+        if (stride < 1 || n_rows % stride != 0 || row0 < 0 || row0 + rows > stride)
+            fail("{}: rows {}+{} of every {} of {}", weight_name, row0, rows, stride, n_rows);
+        const size_t row_bytes = whole.n_bytes() / static_cast<size_t>(n_rows);
+        auto bytes = std::make_shared<std::vector<std::byte>>();
+        bytes->reserve(static_cast<size_t>(n_rows / stride * rows) * row_bytes);
+        for (int64_t k = 0; k < n_rows / stride; ++k) {
+            const std::byte* from = whole.data + static_cast<size_t>(k * stride + row0) * row_bytes;
+            bytes->insert(bytes->end(), from, from + static_cast<size_t>(rows) * row_bytes);
+        }
+        TensorView view = whole;
+        view.shape[0] = n_rows / stride * rows;
+        view.data = bytes->data();
+        program_.weights.push_back(Weight{part, view, nullptr, std::move(bytes)});
+        id = static_cast<WeightId>(program_.weights.size() - 1);
+    }
+    Node n;
+    n.op = Op::linear;
+    n.name = std::move(name);
+    n.inputs = {x};
+    n.weight = id;
+    n.per_token = node(x).per_token;
+    n.width = program_.weights[id].view.shape[0];
+    return append(std::move(n));
+}
+
 ValueId Builder::last_row(ValueId x, std::string name) {
     Node n;
     n.op = Op::last_row;

@@ -36,6 +36,16 @@ public:
     // one of several outputs a stored matrix packs together.
     ValueId linear_rows(ValueId x, std::string_view weight, std::string_view bias, int64_t row0,
                         int64_t rows, std::string name);
+    ValueId silu(ValueId x, std::string name);
+    ValueId sigmoid_mul(ValueId gate, ValueId x, std::string name);
+    // attrs: heads, sizes, state and layer; a_log and dt_bias name the weights.
+    ValueId gated_delta(ValueId qkv, ValueId b, ValueId a, ValueId positions,
+                        std::string_view a_log, std::string_view dt_bias, const Attrs& attrs,
+                        std::string name);
+    // Rows [row0 + k * stride, row0 + k * stride + rows) for each k: one part
+    // of every head of a matrix that packs several per head (a copy).
+    ValueId linear_strided_rows(ValueId x, std::string_view weight, int64_t row0, int64_t rows,
+                                int64_t stride, std::string name);
     // attrs: state and layer (its history's slot).
     ValueId causal_conv(ValueId x, ValueId positions, std::string_view weight,
                         std::string_view bias, const Attrs& attrs, std::string name);

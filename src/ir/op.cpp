@@ -7,10 +7,11 @@ namespace anelm::ir {
 namespace {
 
 constexpr std::string_view names[] = {
-    "input",         "embed", "linear",  "rms_norm", "add",       "mul",      "silu_mul",
-    "gelu_tanh_mul", "scale", "softcap", "rope",     "attention", "last_row", "causal_conv",
+    "input",    "embed",         "linear", "rms_norm",    "add",         "mul",
+    "silu_mul", "gelu_tanh_mul", "scale",  "softcap",     "rope",        "attention",
+    "last_row", "causal_conv",   "silu",   "sigmoid_mul", "gated_delta",
 };
-constexpr int arities[] = {0, 1, 1, 1, 2, 2, 2, 2, 1, 1, 2, 4, 1, 2};
+constexpr int arities[] = {0, 1, 1, 1, 2, 2, 2, 2, 1, 1, 2, 4, 1, 2, 1, 2, 4};
 
 static_assert(std::size(names) == op_count && std::size(arities) == op_count);
 

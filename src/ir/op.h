@@ -25,6 +25,11 @@ enum class Op : uint8_t {
     causal_conv,    // (x, positions) depthwise causal convolution along each sequence: writes x
                   // into the state's history at its positions; y[p] = Σ_j w[:, j] x[p - K + 1 + j]
                   // (+ bias), x before position 0 being zero
+    silu,         // (x) x * sigmoid(x)
+    sigmoid_mul,  // (gate, x) sigmoid(gate) * x
+    gated_delta,  // (qkv, b, a, positions) the gated delta rule (Gated DeltaNet): per value
+                  // head a [dk, dv] state decayed by exp(g) and corrected toward v at key k,
+                  // read at query q; g and beta from a and b with weight A_log, bias dt_bias
     count
 };
 

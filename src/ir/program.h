@@ -42,7 +42,9 @@ struct StateDecl {
     std::string name;             // model_model_kv_cache_0
     DType dtype = DType::f16;
     // KV: f16 [2 * attention layers, n_head_kv, n_ctx, head_dim];
-    // causal_conv inputs: f16 [conv layers, 1, n_ctx, channels]
+    // causal_conv inputs: f16 [conv layers, 1, n_ctx, channels];
+    // gated_delta: f32 [delta layers, 1, slots, value heads * dk * dv], the state
+    // after position p at slot p % slots (a ring: positions up to slots - 1 back)
     std::vector<int64_t> shape;
 };
 
@@ -60,7 +62,9 @@ struct Attrs {
     int64_t window = 0;       // attention: keys in the last `window` positions only; 0: all
     int64_t n_head = 0;       // rope, attention (query heads)
     int64_t n_head_kv = 0;    // attention
-    int64_t head_dim = 0;     // rope, attention
+    int64_t head_dim = 0;     // rope, attention; gated_delta: the key size
+    int64_t value_dim =
+        0;  // gated_delta: the value size (n_head: value heads, n_head_kv: key heads)
     int32_t layer = -1;       // attention: K at state slot layer, V at n_layer + layer;
                               // causal_conv: its history at state slot layer
     int32_t state = -1;       // attention, causal_conv: which state holds the cache

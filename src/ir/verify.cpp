@@ -75,7 +75,7 @@ void verify_node(const Checker& c) {
                       "no rope table {}", a.rope);
             c.require(a.n_head * a.head_dim == n.width, "width is not n_head * head_dim");
             c.require(
-                static_cast<int64_t>(c.program.ropes[a.rope].inv_freq.size()) * 2 == a.head_dim,
+                static_cast<int64_t>(c.program.ropes[a.rope].inv_freq.size()) * 2 <= a.head_dim,
                 "rope table has {} frequencies for head_dim {}",
                 c.program.ropes[a.rope].inv_freq.size(), a.head_dim);
             break;
@@ -98,7 +98,32 @@ void verify_node(const Checker& c) {
             break;
         }
         case Op::last_row:
+        case Op::silu:
             break;
+        case Op::sigmoid_mul:
+            c.require(c.in(0).width == c.in(1).width, "widths {} and {} differ", c.in(0).width,
+                      c.in(1).width);
+            break;
+        case Op::gated_delta: {
+            const auto& a = n.attrs;
+            c.require(a.n_head_kv > 0 && a.n_head % a.n_head_kv == 0,
+                      "key heads must divide value heads");
+            c.require(c.in(0).width == 2 * a.n_head_kv * a.head_dim + a.n_head * a.value_dim,
+                      "qkv width {}", c.in(0).width);
+            c.require(c.in(1).width == a.n_head && c.in(2).width == a.n_head, "b and a widths");
+            c.require(n.width == a.n_head * a.value_dim, "output width");
+            c.require(c.weight(n.weight).numel() == a.n_head && n.bias != no_weight &&
+                          c.weight(n.bias).numel() == a.n_head,
+                      "A_log and dt_bias need one value per head");
+            c.require(a.state >= 0 && a.state < static_cast<int32_t>(c.program.states.size()),
+                      "no state {}", a.state);
+            const auto& shape = c.program.states[a.state].shape;
+            c.require(shape.size() == 4 && c.program.states[a.state].dtype == DType::f32 &&
+                          shape[3] == a.n_head * a.head_dim * a.value_dim,
+                      "state shape does not match the heads");
+            c.require(a.layer >= 0 && a.layer < shape[0], "layer {} outside the state", a.layer);
+            break;
+        }
         case Op::causal_conv: {
             const TensorView& w = c.weight(n.weight);
             c.require(w.shape.size() >= 2 && w.shape[0] == n.width && n.width == c.in(0).width,

@@ -152,6 +152,9 @@ MilValue FunctionLowering::lower_node(const ir::Node& node, const std::string& n
                 fail("{}: {} is lowered only for one token", fn_.name, node.name);
             return in(0);
         case ir::Op::causal_conv:  // not yet: its history would be a state of its own
+        case ir::Op::silu:
+        case ir::Op::sigmoid_mul:
+        case ir::Op::gated_delta:
         case ir::Op::input:
         case ir::Op::count:
             break;

@@ -25,5 +25,7 @@ void build_gemma3_function(const ModelSpec& spec, const WeightStore& weights,
                            const FunctionShape& shape, ir::Program& program);
 void build_lfm2_function(const ModelSpec& spec, const WeightStore& weights,
                          const FunctionShape& shape, ir::Program& program);
+void build_qwen3_5_function(const ModelSpec& spec, const WeightStore& weights,
+                            const FunctionShape& shape, ir::Program& program);
 
 }  // namespace anelm

@@ -7,11 +7,12 @@
 namespace anelm {
 
 std::vector<float> rope_inv_freq(const ModelSpec& spec) {
-    const int64_t half = spec.head_dim / 2;
+    const int64_t dims = spec.rope_dims > 0 ? spec.rope_dims : spec.head_dim;
+    const int64_t half = dims / 2;
     std::vector<float> inv_freq(static_cast<size_t>(half));
     for (int64_t i = 0; i < half; ++i) {
         // Hugging Face: 1 / base ** (arange(0, dim, 2) / dim), in float32.
-        const float exponent = static_cast<float>(2 * i) / static_cast<float>(spec.head_dim);
+        const float exponent = static_cast<float>(2 * i) / static_cast<float>(dims);
         inv_freq[i] = 1.0f / std::pow(static_cast<float>(spec.rope_theta), exponent);
     }
     const RopeScaling& s = spec.rope_scaling;

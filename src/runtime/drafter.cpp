@@ -42,7 +42,8 @@ std::vector<int32_t> ModelDrafter::draft(std::span<const int32_t> history, int64
     // Keep what the cache shares with the history, less at least one token to
     // feed (its logits are the first draft's).
     const auto shared = std::mismatch(fed_.begin(), fed_.end(), history.begin(), history.end());
-    const auto keep = std::min<int64_t>(shared.first - fed_.begin(), n - 1);
+    auto keep = std::min<int64_t>(shared.first - fed_.begin(), n - 1);
+    if (!model_.can_rewind(keep)) keep = 0;  // a recurrent state too far back: start over
     model_.rewind(keep);
     fed_.assign(history.begin(), history.end());
     std::span<const float> logits = model_.prefill(history.subspan(static_cast<size_t>(keep)));

@@ -55,7 +55,11 @@ public:
     void reset() { own_.pos = 0; }
     // Moves back to an earlier position (keeps the cache before it).
     void rewind(int64_t pos) override;
-    bool can_rewind(int64_t pos) const override { return pos >= 0 && pos <= own_.pos; }
+    bool can_rewind(int64_t pos) const override { return can_rewind(own_, pos); }
+    // A recurrent state (Qwen3.5) reaches back only a few positions.
+    bool can_rewind(const Sequence& seq, int64_t pos) const {
+        return pos >= 0 && pos <= seq.pos && executor_->can_start(seq.state, pos);
+    }
     // The cache of the session's own sequence, and a move to a later position
     // whose keys and values another runner wrote into it (kv_handoff.h).
     ExecState& state() { return own_.state; }

@@ -14,6 +14,10 @@ SessionSlots::SessionSlots(Session& session, int slots) : session_(session) {
     for (int i = 0; i < slots; ++i) seqs_.push_back(session.new_sequence());
 }
 
+int64_t SessionSlots::keepable(int slot, int64_t shared) const {
+    return session_.can_rewind(seqs_.at(slot), shared) ? shared : 0;
+}
+
 void SessionSlots::rewind(int slot, int64_t pos) {
     Sequence& seq = seqs_.at(slot);
     if (pos < 0 || pos > seq.pos) fail("cannot rewind slot {} to {} from {}", slot, pos, seq.pos);

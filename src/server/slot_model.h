@@ -48,7 +48,7 @@ public:
     int slots() const override { return static_cast<int>(seqs_.size()); }
     int64_t n_ctx() const override { return session_.n_ctx(); }
     int64_t pos(int slot) const override { return seqs_.at(slot).pos; }
-    int64_t keepable(int, int64_t shared) const override { return shared; }
+    int64_t keepable(int slot, int64_t shared) const override;
     void rewind(int slot, int64_t pos) override;
     int max_segments() const override { return slots(); }
     int64_t max_tokens() const override { return session_.prefill_batch(); }

@@ -147,6 +147,7 @@ const Family& family_of(Arch arch) {
     static const Family qwen3 = qwen_family(true);
     static const Family gemma3 = gemma3_family();
     static const Family lfm2 = lfm2_family();
+    static const Family qwen3_5 = qwen_family(true);
     switch (arch) {
         case Arch::llama:
             return llama;
@@ -158,6 +159,8 @@ const Family& family_of(Arch arch) {
             return gemma3;
         case Arch::lfm2:
             return lfm2;
+        case Arch::qwen3_5:
+            return qwen3_5;
     }
     fail("synth: no tokenizer family for architecture {}", arch_name(arch));
 }

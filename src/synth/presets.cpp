@@ -65,6 +65,12 @@ constexpr std::array rows = {
         128000, 1e6, 1e-5, true, 0},
     Row{"tiny-lfm2", "tiny test model, LFM2 layout", Arch::lfm2, 64, 4, 4, 2, 16, 128, 640, 608,
         1024, 1e6, 1e-5, true, 0},
+    Row{"qwen3.5-0.8b", "Qwen/Qwen3.5-0.8B (its text model)", Arch::qwen3_5, 1024, 24, 8, 2, 256,
+        3584, 248320, 248044, 262144, 1e7, 1e-6, true, 0},
+    Row{"qwen3.5-2b", "Qwen/Qwen3.5-2B (its text model)", Arch::qwen3_5, 2048, 24, 8, 2, 256, 6144,
+        248320, 248044, 262144, 1e7, 1e-6, true, 0},
+    Row{"tiny-qwen3.5", "tiny test model, Qwen3.5 layout", Arch::qwen3_5, 64, 4, 4, 2, 16, 128, 640,
+        608, 1024, 1e7, 1e-6, true, 0},
 };
 
 // What LFM2 adds to a row: which layers are short-convolution blocks ('c') and
@@ -121,6 +127,40 @@ void add_gemma3_fields(std::string_view name, ModelSpec& s) {
     fail("synth: preset {} has no Gemma 3 fields", name);
 }
 
+// What Qwen3.5 adds: the Gated DeltaNet heads (key, value) and their sizes,
+// the convolution's taps, every how many layers one attends fully, and the
+// rotated fraction of a head. The tiny one has twice as many value heads as
+// key heads, so the head sharing is exercised.
+struct Qwen35Row {
+    const char* name;
+    int64_t n_head_k, n_head_v, head_dim_k, head_dim_v, conv_kernel, full_every;
+    double partial_rotary;
+};
+
+constexpr std::array qwen35_rows = {
+    Qwen35Row{"qwen3.5-0.8b", 16, 16, 128, 128, 4, 4, 0.25},
+    Qwen35Row{"qwen3.5-2b", 16, 16, 128, 128, 4, 4, 0.25},
+    Qwen35Row{"tiny-qwen3.5", 2, 4, 8, 8, 4, 4, 0.25},
+};
+
+void add_qwen3_5_fields(std::string_view name, ModelSpec& s) {
+    for (const Qwen35Row& q : qwen35_rows) {
+        if (name != q.name) continue;
+        for (int64_t i = 0; i < s.n_layer; ++i)
+            s.delta_layers.push_back((i + 1) % q.full_every != 0);
+        s.delta_n_head_k = q.n_head_k;
+        s.delta_n_head_v = q.n_head_v;
+        s.delta_head_dim_k = q.head_dim_k;
+        s.delta_head_dim_v = q.head_dim_v;
+        s.conv_kernel = q.conv_kernel;
+        s.rope_dims = static_cast<int64_t>(static_cast<double>(s.head_dim) * q.partial_rotary);
+        s.qk_norm = true;
+        s.attention_gate = true;
+        return;
+    }
+    fail("synth: preset {} has no Qwen3.5 fields", name);
+}
+
 void add_lfm2_fields(std::string_view name, ModelSpec& s) {
     for (const Lfm2Row& l : lfm2_rows) {
         if (name != l.name) continue;
@@ -163,6 +203,7 @@ SynthPreset make_preset(const Row& r) {
     s.qk_norm = r.arch == Arch::qwen3;
     if (r.arch == Arch::gemma3) add_gemma3_fields(r.name, s);
     if (r.arch == Arch::lfm2) add_lfm2_fields(r.name, s);
+    if (r.arch == Arch::qwen3_5) add_qwen3_5_fields(r.name, s);
     s.torch_dtype = "bfloat16";
 
     const auto& family = synth::family_of(r.arch);

@@ -30,6 +30,14 @@ bool is_norm(const std::string& name) {
     return name.ends_with("norm.weight");
 }
 
+// Gemma and Qwen3.5 store their norms' gains as offsets from one (zero-centred);
+// Qwen3.5's gated norm in the DeltaNet layers is a plain gain.
+float norm_init(Arch arch, const std::string& name) {
+    if (arch == Arch::gemma3) return 0.0f;
+    if (arch == Arch::qwen3_5) return name.ends_with("linear_attn.norm.weight") ? 1.0f : 0.0f;
+    return 1.0f;
+}
+
 void write_text(const fs::path& path, const std::string& text) {
     std::ofstream out(path, std::ios::binary);
     out << text;
@@ -45,8 +53,8 @@ void write_weights(const SynthPreset& preset, const fs::path& path, const SynthO
     write_safetensors(path.string(), specs,
                       [&](size_t i, std::span<std::byte> out) {
                           if (is_norm(specs[i].name)) {
-                              const bool gemma = preset.spec.arch == Arch::gemma3;
-                              synth::fill_constant(out, options.dtype, gemma ? 0.0f : 1.0f);
+                              synth::fill_constant(out, options.dtype,
+                                                   norm_init(preset.spec.arch, specs[i].name));
                           } else {
                               synth::fill_normal(out, options.dtype, init_std, options.seed,
                                                  specs[i].name, pool);

@@ -101,7 +101,7 @@ TEST_P(TinyModels, LongPromptGivesTheSameLogitsOnOneThreadAndTwo) {
 
 INSTANTIATE_TEST_SUITE_P(Exec, TinyModels,
                          ::testing::Values("tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-gemma3",
-                                           "tiny-lfm2"));
+                                           "tiny-lfm2", "tiny-qwen3.5"));
 
 TEST(Exec, ContextOverflowIsAnError) {
     const LoadedModel& m = test::tiny_model("tiny-llama");

@@ -84,7 +84,7 @@ TEST_P(DecodeBatch, EverySequenceGetsItsOwnLogits) {
 
 INSTANTIATE_TEST_SUITE_P(Tiny, DecodeBatch,
                          testing::Combine(testing::Values("tiny-llama", "tiny-qwen3", "tiny-gemma3",
-                                                          "tiny-lfm2"),
+                                                          "tiny-lfm2", "tiny-qwen3.5"),
                                           testing::Values("none", "lut4", "int8")));
 
 // A prompt fed in the same pass as other sequences' decode steps: every

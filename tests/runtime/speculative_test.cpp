@@ -191,7 +191,7 @@ TEST_P(Speculative, SeededSamplingGivesThePlainTokens) {
 
 INSTANTIATE_TEST_SUITE_P(Tiny, Speculative,
                          testing::Values("tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-gemma3",
-                                         "tiny-lfm2"));
+                                         "tiny-lfm2", "tiny-qwen3.5"));
 
 // The target's next-token distribution at temperature `temp` after `tokens`.
 std::vector<double> next_probs(Session& session, std::span<const int32_t> tokens, double temp) {

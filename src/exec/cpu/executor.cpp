@@ -123,10 +123,11 @@ int64_t Executor::n_ctx() const {
 ExecState Executor::make_state() const {
     ExecState state;
     for (const ir::StateDecl& decl : program_.states) {
-        int64_t n = 1;
+        int64_t n = decl.dtype == DType::f32 ? 2 : 1;
         for (int64_t d : decl.shape) n *= d;
         state.buffers.emplace_back(static_cast<size_t>(n), uint16_t{0});
     }
+    state.ends.assign(program_.states.size(), 0);
     return state;
 }
 
@@ -202,6 +203,7 @@ std::span<const float> Executor::run(size_t fn_index, std::span<const int32_t> t
     if (segment_rows != rows)
         fail("function {}: the segments hold {} tokens, the call {}", fn.name, segment_rows, rows);
     segments_.assign(segments.begin(), segments.end());
+    check_rings(segments);
     const Plan& plan = plan_for(fn_index);
     if (arena_.size() < plan.arena_floats) arena_.resize(plan.arena_floats);
     ids_.assign(tokens.begin(), tokens.end());
@@ -242,6 +244,8 @@ std::span<const float> Executor::run(size_t fn_index, std::span<const int32_t> t
         if (precision_ != Precision::f32) kernels::round_to_f16_row(out, n);
         if (observer_) observer_(node, {out, static_cast<size_t>(n)});
     }
+    for (const ExecSegment& seg : segments_)
+        std::fill(seg.state->ends.begin(), seg.state->ends.end(), seg.pos0 + seg.rows);
     const ir::Node& out_node = fn.nodes[static_cast<size_t>(fn.outputs.at(0))];
     const int64_t out_rows = out_node.per_token ? rows : n_segments();
     return {arena_.data() + plan.offset[fn.outputs[0]],
@@ -372,9 +376,19 @@ void Executor::run_node(const ir::Function& fn, const Plan& plan, size_t index, 
             for (int32_t r = 0; r < a.rope; ++r) base += program_.ropes[r].inv_freq.size() * rows;
             const size_t half = freqs.inv_freq.size();
             std::memcpy(out, in(0), static_cast<size_t>(n_rows * width) * sizeof(float));
-            for (int64_t t = 0; t < n_rows; ++t)
-                kernels::rope(out + t * width, a.n_head, a.head_dim, &rope_cos_[base + t * half],
-                              &rope_sin_[base + t * half], freqs.interleaved);
+            const auto rotated = static_cast<int64_t>(2 * half);
+            for (int64_t t = 0; t < n_rows; ++t) {
+                const float* cos = &rope_cos_[base + t * half];
+                const float* sin = &rope_sin_[base + t * half];
+                if (rotated == a.head_dim) {
+                    kernels::rope(out + t * width, a.n_head, a.head_dim, cos, sin,
+                                  freqs.interleaved);
+                } else {  // the leading dims of each head only (partial rotary)
+                    for (int64_t h = 0; h < a.n_head; ++h)
+                        kernels::rope(out + t * width + h * a.head_dim, 1, rotated, cos, sin,
+                                      freqs.interleaved);
+                }
+            }
             break;
         }
         case ir::Op::attention:
@@ -382,6 +396,19 @@ void Executor::run_node(const ir::Function& fn, const Plan& plan, size_t index, 
             break;
         case ir::Op::causal_conv:
             run_causal_conv(node, in(0), out);
+            break;
+        case ir::Op::silu:
+            for (int64_t i = 0; i < n_rows * width; ++i) {
+                const float x = in(0)[i];
+                out[i] = x / (1.0f + std::exp(-x));
+            }
+            break;
+        case ir::Op::sigmoid_mul:
+            for (int64_t i = 0; i < n_rows * width; ++i)
+                out[i] = in(1)[i] / (1.0f + std::exp(-in(0)[i]));
+            break;
+        case ir::Op::gated_delta:
+            run_gated_delta(node, in(0), in(1), in(2), out);
             break;
         case ir::Op::last_row: {
             int64_t end = 0;
@@ -462,6 +489,93 @@ void Executor::run_causal_conv(const ir::Node& node, const float* x, float* out)
                 kernels::f16_to_f32_row(history + (p - taps + 1 + j) * width, width, row.data());
                 for (int64_t c = 0; c < width; ++c) y[c] += w[c * taps + j] * row[c];
             }
+        }
+        row0 += seg.rows;
+    }
+}
+
+bool Executor::can_start(const ExecState& state, int64_t pos0) const {
+    for (size_t s = 0; s < program_.states.size(); ++s) {
+        const ir::StateDecl& decl = program_.states[s];
+        if (decl.dtype != DType::f32 || pos0 == 0) continue;
+        const int64_t end = state.ends.at(s);
+        if (pos0 > end || pos0 < end - decl.shape[2] + 1) return false;
+    }
+    return true;
+}
+
+void Executor::check_rings(std::span<const ExecSegment> segments) const {
+    for (const ExecSegment& seg : segments)
+        if (!can_start(*seg.state, seg.pos0))
+            fail(
+                "a sequence whose recurrent state holds positions up to {} cannot continue at "
+                "position {}",
+                seg.state->ends.empty() ? 0 : seg.state->ends[0], seg.pos0);
+}
+
+// The gated delta rule, token by token, per value head h (sharing key head
+// h / (value heads / key heads)): with q and k L2-normalised and q scaled by
+// 1/sqrt(dk), beta = sigmoid(b) and g = -exp(A_log) softplus(a + dt_bias),
+//   S = exp(g) S;  S += k (beta (v - Sᵀk))ᵀ;  out = Sᵀq.
+// Each segment starts from its ring's state after pos0 - 1 and leaves the
+// state after each of its last `slots` positions in the ring.
+void Executor::run_gated_delta(const ir::Node& node, const float* qkv, const float* b,
+                               const float* a, float* out) {
+    const auto& at = node.attrs;
+    const ir::StateDecl& decl = program_.states[at.state];
+    const int64_t slots = decl.shape[2], per = decl.shape[3];
+    const int64_t nv = at.n_head, nk = at.n_head_kv, dk = at.head_dim, dv = at.value_dim;
+    const int64_t in_width = 2 * nk * dk + nv * dv;
+    const std::vector<float>& a_log = weight_f32(node.weight);
+    const std::vector<float>& dt_bias = weight_f32(node.bias);
+    const float q_scale = 1.0f / std::sqrt(static_cast<float>(dk));
+    std::vector<float> state(static_cast<size_t>(per)), q(dk), k(dk), delta(dv);
+    auto l2_normalized = [&](const float* x, std::vector<float>& y, float scale) {
+        float sum = 0;
+        for (int64_t i = 0; i < dk; ++i) sum += x[i] * x[i];
+        const float r = scale / std::sqrt(sum + 1e-6f);
+        for (int64_t i = 0; i < dk; ++i) y[i] = x[i] * r;
+    };
+    int64_t row0 = 0;
+    for (const ExecSegment& seg : segments_) {
+        float* ring =
+            reinterpret_cast<float*>(seg.state->buffers[at.state].data()) + at.layer * slots * per;
+        if (seg.pos0 > 0) {
+            const float* from = ring + ((seg.pos0 - 1) % slots) * per;
+            std::copy(from, from + per, state.begin());
+        } else {
+            std::fill(state.begin(), state.end(), 0.0f);
+        }
+        for (int64_t t = 0; t < seg.rows; ++t) {
+            const int64_t row = row0 + t;
+            const float* x = qkv + row * in_width;
+            for (int64_t h = 0; h < nv; ++h) {
+                const int64_t kh = h / (nv / nk);
+                l2_normalized(x + kh * dk, q, q_scale);
+                l2_normalized(x + nk * dk + kh * dk, k, 1.0f);
+                const float* v = x + 2 * nk * dk + h * dv;
+                const float beta = 1.0f / (1.0f + std::exp(-b[row * nv + h]));
+                const float z = a[row * nv + h] + dt_bias[h];
+                const float softplus = z > 20.0f ? z : std::log1p(std::exp(z));
+                const float decay = std::exp(-std::exp(a_log[h]) * softplus);
+                float* s = state.data() + h * dk * dv;
+                for (int64_t j = 0; j < dv; ++j) delta[j] = 0.0f;
+                for (int64_t i = 0; i < dk; ++i)
+                    for (int64_t j = 0; j < dv; ++j) {
+                        s[i * dv + j] *= decay;
+                        delta[j] += s[i * dv + j] * k[i];
+                    }
+                for (int64_t j = 0; j < dv; ++j) delta[j] = beta * (v[j] - delta[j]);
+                float* o = out + row * nv * dv + h * dv;
+                for (int64_t j = 0; j < dv; ++j) o[j] = 0.0f;
+                for (int64_t i = 0; i < dk; ++i)
+                    for (int64_t j = 0; j < dv; ++j) {
+                        s[i * dv + j] += k[i] * delta[j];
+                        o[j] += s[i * dv + j] * q[i];
+                    }
+            }
+            if (t >= seg.rows - slots)
+                std::copy(state.begin(), state.end(), ring + ((seg.pos0 + t) % slots) * per);
         }
         row0 += seg.rows;
     }

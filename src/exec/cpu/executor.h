@@ -24,7 +24,10 @@ Precision precision_from_name(const std::string& name);  // throws Error
 
 // The program's states (the KV cache) for one sequence.
 struct ExecState {
-    std::vector<std::vector<uint16_t>> buffers;  // one per StateDecl, f16
+    // One per StateDecl: f16 values, or f32 ones in pairs of halves (a ring).
+    std::vector<std::vector<uint16_t>> buffers;
+    // Per StateDecl: one past the last position written (the rings' reach).
+    std::vector<int64_t> ends;
 };
 
 // One sequence's share of a batched call: `rows` consecutive tokens placed at
@@ -44,6 +47,10 @@ public:
     ~Executor();
 
     ExecState make_state() const;
+    // Whether a call may start at pos0 on this state: anywhere up to what it
+    // holds, except that a ring state (Qwen3.5's DeltaNet) reaches back only
+    // its slots - 1 positions (position 0, a fresh start, always works).
+    bool can_start(const ExecState& state, int64_t pos0) const;
 
     // Runs function `fn` (index into program.functions) on tokens placed at
     // positions pos0, pos0 + 1, ...; returns its first output, f32 [rows, width].
@@ -72,6 +79,9 @@ private:
     void run_attention(const ir::Node& node, const float* q, const float* k, const float* v,
                        int64_t kv_width, float* out);
     void run_causal_conv(const ir::Node& node, const float* x, float* out);
+    void run_gated_delta(const ir::Node& node, const float* qkv, const float* b, const float* a,
+                         float* out);
+    void check_rings(std::span<const ExecSegment> segments) const;
     // For one token: the dense linear nodes from `index` on that read the same
     // input with weights of one dtype (q, k, v; gate, up) get their products in
     // one dispatch, and run_node then only adds their biases. Returns the end
