@@ -54,6 +54,24 @@ ModelShape shape_from_spec(const ModelSpec& s, std::string name) {
         m.state_elems = n_conv * double(s.conv_kernel - 1) * e;
         m.attn_q_dim_sum = n_attn * q_dim;
     }
+    if (!s.delta_layers.empty()) {
+        // Qwen3.5: gated attention (q_proj twice as tall) and Gated DeltaNet
+        // layers, whose state is a matrix per head and a convolution window.
+        const double n_delta =
+            double(std::count(s.delta_layers.begin(), s.delta_layers.end(), true));
+        const double n_attn = double(s.n_layer) - n_delta;
+        const double key = double(s.delta_n_head_k) * s.delta_head_dim_k;
+        const double value = double(s.delta_n_head_v) * s.delta_head_dim_v;
+        const double conv = 2 * key + value, heads = double(s.delta_n_head_v);
+        m.layer_params =
+            n_attn * (3 * e * q_dim + 2 * e * kv_dim) +
+            n_delta * (e * (conv + value + 2 * heads) + value * e + conv * double(s.conv_kernel)) +
+            s.n_layer * 3 * e * s.n_ff;
+        m.kv_per_pos = 2.0 * n_attn * kv_dim;
+        m.state_elems = n_delta * (heads * s.delta_head_dim_k * s.delta_head_dim_v +
+                                   double(s.conv_kernel - 1) * conv);
+        m.attn_q_dim_sum = n_attn * q_dim;
+    }
     m.big_n_out = std::max({s.n_ff, int64_t(q_dim), s.n_embd});
     m.big_n_in = m.big_n_out == s.n_ff ? s.n_embd : std::max<int64_t>(s.n_embd, int64_t(q_dim));
     return m;
