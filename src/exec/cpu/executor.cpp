@@ -529,28 +529,27 @@ void Executor::run_gated_delta(const ir::Node& node, const float* qkv, const flo
     const std::vector<float>& a_log = weight_f32(node.weight);
     const std::vector<float>& dt_bias = weight_f32(node.bias);
     const float q_scale = 1.0f / std::sqrt(static_cast<float>(dk));
-    std::vector<float> state(static_cast<size_t>(per)), q(dk), k(dk), delta(dv);
-    auto l2_normalized = [&](const float* x, std::vector<float>& y, float scale) {
-        float sum = 0;
-        for (int64_t i = 0; i < dk; ++i) sum += x[i] * x[i];
-        const float r = scale / std::sqrt(sum + 1e-6f);
-        for (int64_t i = 0; i < dk; ++i) y[i] = x[i] * r;
-    };
     int64_t row0 = 0;
     for (const ExecSegment& seg : segments_) {
         float* ring =
             reinterpret_cast<float*>(seg.state->buffers[at.state].data()) + at.layer * slots * per;
-        if (seg.pos0 > 0) {
-            const float* from = ring + ((seg.pos0 - 1) % slots) * per;
-            std::copy(from, from + per, state.begin());
-        } else {
-            std::fill(state.begin(), state.end(), 0.0f);
-        }
-        for (int64_t t = 0; t < seg.rows; ++t) {
-            const int64_t row = row0 + t;
-            const float* x = qkv + row * in_width;
-            for (int64_t h = 0; h < nv; ++h) {
-                const int64_t kh = h / (nv / nk);
+        // Heads are independent: each runs through the segment's tokens.
+        pool_.run(nv, [&](int64_t h, int) {
+            const int64_t kh = h / (nv / nk), head = h * dk * dv;
+            std::vector<float> s(static_cast<size_t>(dk * dv), 0.0f), q(dk), k(dk), delta(dv);
+            if (seg.pos0 > 0) {
+                const float* from = ring + ((seg.pos0 - 1) % slots) * per + head;
+                std::copy(from, from + dk * dv, s.begin());
+            }
+            auto l2_normalized = [&](const float* x, std::vector<float>& y, float scale) {
+                float sum = 0;
+                for (int64_t i = 0; i < dk; ++i) sum += x[i] * x[i];
+                const float r = scale / std::sqrt(sum + 1e-6f);
+                for (int64_t i = 0; i < dk; ++i) y[i] = x[i] * r;
+            };
+            for (int64_t t = 0; t < seg.rows; ++t) {
+                const int64_t row = row0 + t;
+                const float* x = qkv + row * in_width;
                 l2_normalized(x + kh * dk, q, q_scale);
                 l2_normalized(x + nk * dk + kh * dk, k, 1.0f);
                 const float* v = x + 2 * nk * dk + h * dv;
@@ -558,25 +557,28 @@ void Executor::run_gated_delta(const ir::Node& node, const float* qkv, const flo
                 const float z = a[row * nv + h] + dt_bias[h];
                 const float softplus = z > 20.0f ? z : std::log1p(std::exp(z));
                 const float decay = std::exp(-std::exp(a_log[h]) * softplus);
-                float* s = state.data() + h * dk * dv;
-                for (int64_t j = 0; j < dv; ++j) delta[j] = 0.0f;
-                for (int64_t i = 0; i < dk; ++i)
+                std::fill(delta.begin(), delta.end(), 0.0f);
+                for (int64_t i = 0; i < dk; ++i) {
+                    float* si = s.data() + i * dv;
                     for (int64_t j = 0; j < dv; ++j) {
-                        s[i * dv + j] *= decay;
-                        delta[j] += s[i * dv + j] * k[i];
+                        si[j] *= decay;
+                        delta[j] += si[j] * k[i];
                     }
+                }
                 for (int64_t j = 0; j < dv; ++j) delta[j] = beta * (v[j] - delta[j]);
                 float* o = out + row * nv * dv + h * dv;
-                for (int64_t j = 0; j < dv; ++j) o[j] = 0.0f;
-                for (int64_t i = 0; i < dk; ++i)
+                std::fill(o, o + dv, 0.0f);
+                for (int64_t i = 0; i < dk; ++i) {
+                    float* si = s.data() + i * dv;
                     for (int64_t j = 0; j < dv; ++j) {
-                        s[i * dv + j] += k[i] * delta[j];
-                        o[j] += s[i * dv + j] * q[i];
+                        si[j] += k[i] * delta[j];
+                        o[j] += si[j] * q[i];
                     }
+                }
+                if (t >= seg.rows - slots)
+                    std::copy(s.begin(), s.end(), ring + ((seg.pos0 + t) % slots) * per + head);
             }
-            if (t >= seg.rows - slots)
-                std::copy(state.begin(), state.end(), ring + ((seg.pos0 + t) % slots) * per);
-        }
+        });
         row0 += seg.rows;
     }
 }
