@@ -94,6 +94,13 @@ int run_info(const InfoArgs& args) {
             j["conv_layers"] = s.conv_layers;
             j["conv_kernel"] = s.conv_kernel;
         }
+        if (!s.delta_layers.empty()) {
+            j["delta_layers"] = s.delta_layers;
+            j["delta_heads"] = {s.delta_n_head_k, s.delta_n_head_v};
+            j["delta_head_dims"] = {s.delta_head_dim_k, s.delta_head_dim_v};
+            j["conv_kernel"] = s.conv_kernel;
+            j["rope_dims"] = s.rope_dims;
+        }
         j["n_tensors"] = w.n_tensors;
         fmt::print("{}\n", j.dump(2));
         return 0;
@@ -116,6 +123,15 @@ int run_info(const InfoArgs& args) {
         for (bool conv : s.conv_layers) kinds += conv ? 'c' : 'a';
         fmt::print("layers         {} (c: short convolution of {} taps, a: attention)\n", kinds,
                    s.conv_kernel);
+    }
+    if (!s.delta_layers.empty()) {
+        std::string kinds;
+        for (bool delta : s.delta_layers) kinds += delta ? 'd' : 'a';
+        fmt::print(
+            "layers         {} (d: Gated DeltaNet, {} key / {} value heads of {} / {}; a: "
+            "gated attention, {} of {} dims rotated)\n",
+            kinds, s.delta_n_head_k, s.delta_n_head_v, s.delta_head_dim_k, s.delta_head_dim_v,
+            s.rope_dims, s.head_dim);
     }
     fmt::print("eos ids        [{}]\n", fmt::join(s.eos_token_ids, ", "));
     return 0;
