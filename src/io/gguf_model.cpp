@@ -51,13 +51,18 @@ private:
     std::string prefix_;
 };
 
+// general.architecture of each family; llama.cpp names Qwen3.5 qwen35.
+constexpr std::pair<std::string_view, Arch> gguf_archs[] = {
+    {"llama", Arch::llama},   {"qwen2", Arch::qwen2}, {"qwen3", Arch::qwen3},
+    {"gemma3", Arch::gemma3}, {"lfm2", Arch::lfm2},   {"qwen35", Arch::qwen3_5}};
+
 Arch parse_arch(const GgufFile& gguf) {
     const std::string name = gguf.get_string("general.architecture");
-    for (Arch a : {Arch::llama, Arch::qwen2, Arch::qwen3, Arch::gemma3, Arch::lfm2})
-        if (name == arch_name(a)) return a;
+    for (const auto& [gguf_name, arch] : gguf_archs)
+        if (name == gguf_name) return arch;
     fail(
-        "{}: metadata general.architecture is \"{}\"; anelm reads llama, qwen2, qwen3, gemma3 "
-        "and lfm2",
+        "{}: metadata general.architecture is \"{}\"; anelm reads llama, qwen2, qwen3, gemma3, "
+        "lfm2 and qwen35",
         gguf.path(), name);
 }
 
@@ -123,6 +128,57 @@ int64_t read_lfm2_layers(const GgufFile& gguf, const ArchKeys& keys, ModelSpec& 
     return n_head_kv > 0 ? n_head_kv : spec.n_head;
 }
 
+// Qwen3.5: the Gated DeltaNet sizes under ssm.*, full attention every
+// full_attention_interval-th layer. llama.cpp's converter tiles the value
+// heads over the key heads (value head h reads key head h mod key heads).
+void read_qwen35(const GgufFile& gguf, const ArchKeys& keys, ModelSpec& spec) {
+    spec.conv_kernel = keys.required("ssm.conv_kernel", 2, 64);
+    spec.delta_head_dim_k = keys.required("ssm.state_size", 1, max_dim);
+    spec.delta_n_head_k = keys.required("ssm.group_count", 1, max_dim);
+    spec.delta_n_head_v = keys.required("ssm.time_step_rank", 1, max_dim);
+    const int64_t inner = keys.required("ssm.inner_size", 1, max_dim * 16);
+    if (inner % spec.delta_n_head_v != 0 || spec.delta_n_head_v % spec.delta_n_head_k != 0)
+        fail("{}: metadata {} ({}) and {} ({}) do not make whole value heads over the key heads",
+             gguf.path(), keys.name("ssm.inner_size"), inner, keys.name("ssm.time_step_rank"),
+             spec.delta_n_head_v);
+    spec.delta_head_dim_v = inner / spec.delta_n_head_v;
+    spec.delta_heads_tiled = true;
+    const int64_t interval = keys.integer("full_attention_interval", 1, max_layers).value_or(4);
+    for (int64_t i = 0; i < spec.n_layer; ++i) spec.delta_layers.push_back((i + 1) % interval != 0);
+    spec.attention_gate = true;
+    spec.qk_norm = true;
+}
+
+// Qwen3.5's GGUF names: the DeltaNet tensors are ssm_* (ssm_a, -exp(A_log), has
+// no suffix; ssm_dt.bias is dt_bias), the second norm is post_attention_norm.
+std::string qwen35_name(std::string_view layer, std::string_view rest) {
+    static const std::pair<std::string_view, std::string_view> names[] = {
+        {"attn_norm.weight", "input_layernorm.weight"},
+        {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+        {"attn_q.weight", "self_attn.q_proj.weight"},
+        {"attn_k.weight", "self_attn.k_proj.weight"},
+        {"attn_v.weight", "self_attn.v_proj.weight"},
+        {"attn_output.weight", "self_attn.o_proj.weight"},
+        {"attn_q_norm.weight", "self_attn.q_norm.weight"},
+        {"attn_k_norm.weight", "self_attn.k_norm.weight"},
+        {"attn_qkv.weight", "linear_attn.in_proj_qkv.weight"},
+        {"attn_gate.weight", "linear_attn.in_proj_z.weight"},
+        {"ssm_beta.weight", "linear_attn.in_proj_b.weight"},
+        {"ssm_alpha.weight", "linear_attn.in_proj_a.weight"},
+        {"ssm_conv1d.weight", "linear_attn.conv1d.weight"},
+        {"ssm_dt.bias", "linear_attn.dt_bias"},
+        {"ssm_a", "linear_attn.A_log"},
+        {"ssm_norm.weight", "linear_attn.norm.weight"},
+        {"ssm_out.weight", "linear_attn.out_proj.weight"},
+        {"ffn_gate.weight", "mlp.gate_proj.weight"},
+        {"ffn_up.weight", "mlp.up_proj.weight"},
+        {"ffn_down.weight", "mlp.down_proj.weight"},
+    };
+    for (const auto& [from, to] : names)
+        if (rest == from) return fmt::format("model.layers.{}.{}", layer, to);
+    return {};
+}
+
 // The Hugging Face name of a GGUF tensor name, or empty when it has none.
 std::string hf_name(std::string_view name, Arch arch) {
     static const std::pair<std::string_view, std::string_view> globals[] = {
@@ -142,6 +198,7 @@ std::string hf_name(std::string_view name, Arch arch) {
     if (std::from_chars(layer.data(), layer.data() + layer.size(), index).ptr !=
         layer.data() + layer.size())
         return {};
+    if (arch == Arch::qwen3_5) return qwen35_name(layer, rest);
     const size_t suffix_at = rest.rfind('.');
     if (suffix_at == std::string_view::npos) return {};
     const std::string_view part = rest.substr(0, suffix_at), suffix = rest.substr(suffix_at);
@@ -209,7 +266,7 @@ ModelSpec gguf_model_spec(const GgufFile& gguf) {
     ModelSpec spec;
     spec.source = gguf.path();
     spec.arch = parse_arch(gguf);
-    const ArchKeys keys(gguf, arch_name(spec.arch));
+    const ArchKeys keys(gguf, gguf.get_string("general.architecture"));
     spec.n_embd = keys.required("embedding_length", 1, max_dim);
     spec.n_layer = keys.required("block_count", 1, max_layers);
     spec.n_head = keys.required("attention.head_count", 1, max_dim);
@@ -226,9 +283,12 @@ ModelSpec gguf_model_spec(const GgufFile& gguf) {
         fail("{}: metadata {} is {}, expected the key length {}", gguf.path(),
              keys.name("attention.value_length"), *v, spec.head_dim);
     if (const auto rot = keys.integer("rope.dimension_count", 1, max_dim);
-        rot && *rot != spec.head_dim)
-        fail("{}: metadata {} is {}: rotating part of a head ({} dims) is not supported",
-             gguf.path(), keys.name("rope.dimension_count"), *rot, spec.head_dim);
+        rot && *rot != spec.head_dim) {
+        if (spec.arch != Arch::qwen3_5 || *rot % 2 != 0 || *rot > spec.head_dim)
+            fail("{}: metadata {} is {}: rotating part of a head ({} dims) is not supported",
+                 gguf.path(), keys.name("rope.dimension_count"), *rot, spec.head_dim);
+        spec.rope_dims = *rot;  // Qwen3.5's partial rotation
+    }
     if (spec.head_dim % 2 != 0)
         fail("{}: head size {} is odd; rotary embedding rotates pairs", gguf.path(), spec.head_dim);
     spec.n_ff = keys.required("feed_forward_length", 1, max_dim * 16);
@@ -251,6 +311,7 @@ ModelSpec gguf_model_spec(const GgufFile& gguf) {
         spec.arch == Arch::lfm2 || gguf.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
     read_rope_scaling(gguf, keys, spec);
     if (spec.arch == Arch::gemma3) read_gemma3(gguf, keys, spec);
+    if (spec.arch == Arch::qwen3_5) read_qwen35(gguf, keys, spec);
 
     if (const auto bos = gguf.find_int("tokenizer.ggml.bos_token_id"))
         spec.bos_token_id = static_cast<int32_t>(*bos);
@@ -280,13 +341,20 @@ void load_gguf_weights(const GgufFile& gguf, const ModelSpec& spec, WeightStore&
                 "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K .. Q8_K and IQ4_NL)",
                 gguf.path(), t.name, info->name);
         const auto type = static_cast<GgmlType>(t.type);
-        // LFM2's depthwise kernel is stored [C, K]; Hugging Face's is [C, 1, K].
+        // Depthwise kernels (LFM2, Qwen3.5) are stored [C, K]; Hugging Face's are [C, 1, K].
         std::vector<int64_t> shape = t.shape;
-        if (name.ends_with("conv.conv.weight") && shape.size() == 2)
+        if ((name.ends_with("conv.conv.weight") || name.ends_with("conv1d.weight")) &&
+            shape.size() == 2)
             shape.insert(shape.begin() + 1, 1);
-        // Gemma's RMSNorm multiplies by 1 + weight; the file holds the sum.
-        const bool gemma_norm = spec.arch == Arch::gemma3 && name.ends_with("norm.weight");
-        if (!gemma_norm &&
+        // Gemma's and Qwen3.5's RMSNorms multiply by 1 + weight; the file holds the sum
+        // (but for the plain gain of Qwen3.5's gated norm). Qwen3.5's A_log is stored
+        // as -exp(A_log).
+        const bool offset_norm = (spec.arch == Arch::gemma3 || spec.arch == Arch::qwen3_5) &&
+                                 name.ends_with("norm.weight") &&
+                                 !name.ends_with("linear_attn.norm.weight");
+        const bool a_log = name.ends_with("linear_attn.A_log");
+        const bool transformed = offset_norm || a_log;
+        if (!transformed &&
             (type == GgmlType::f32 || type == GgmlType::f16 || type == GgmlType::bf16)) {
             const DType dtype = type == GgmlType::f32   ? DType::f32
                                 : type == GgmlType::f16 ? DType::f16
@@ -294,7 +362,7 @@ void load_gguf_weights(const GgufFile& gguf, const ModelSpec& spec, WeightStore&
             store.add(name, TensorView{dtype, shape, t.data}, gguf.path());
             continue;
         }
-        if (!gemma_norm && t.shape.size() == 2) {
+        if (!transformed && t.shape.size() == 2) {
             TensorView view{DType::blocks, shape, t.data};
             view.block_type = t.type;
             view.block_elems = info->block_elems;
@@ -302,7 +370,14 @@ void load_gguf_weights(const GgufFile& gguf, const ModelSpec& spec, WeightStore&
             store.add(name, view, gguf.path());
             continue;
         }
-        std::shared_ptr<float[]> values = to_f32(gguf, t, type, gemma_norm ? -1.0f : 0.0f);
+        std::shared_ptr<float[]> values = to_f32(gguf, t, type, offset_norm ? -1.0f : 0.0f);
+        if (a_log)
+            for (int64_t i = 0; i < t.shape[0]; ++i) {
+                if (!(values[i] < 0))
+                    fail("{}: tensor {} holds {}, expected -exp(A_log) < 0", gguf.path(), t.name,
+                         values[i]);
+                values[i] = std::log(-values[i]);
+            }
         store.add(name,
                   TensorView{DType::f32, shape, reinterpret_cast<const std::byte*>(values.get())},
                   gguf.path());

@@ -61,6 +61,9 @@ struct ModelSpec {
     int64_t delta_n_head_k = 0, delta_n_head_v = 0;      // key and value heads
     int64_t delta_head_dim_k = 0, delta_head_dim_v = 0;  // their sizes
     bool attention_gate = false;    // attention output times sigmoid(gate); q_proj holds the gate
+    // Value head h reads key head h mod key heads (llama.cpp's order), not
+    // h / (value heads / key heads) (Hugging Face's).
+    bool delta_heads_tiled = false;
     std::string torch_dtype;        // as declared in config.json, informational
     int32_t bos_token_id = -1;
     std::vector<int32_t> eos_token_ids;

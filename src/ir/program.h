@@ -63,11 +63,14 @@ struct Attrs {
     int64_t n_head = 0;       // rope, attention (query heads)
     int64_t n_head_kv = 0;    // attention
     int64_t head_dim = 0;     // rope, attention; gated_delta: the key size
-    int64_t value_dim =
-        0;  // gated_delta: the value size (n_head: value heads, n_head_kv: key heads)
+    // gated_delta: n_head value heads of value_dim, n_head_kv key heads of
+    // head_dim; value head h reads key head h % n_head_kv when heads_tiled,
+    // else h / (n_head / n_head_kv).
+    int64_t value_dim = 0;
+    bool heads_tiled = false;
     int32_t layer = -1;       // attention: K at state slot layer, V at n_layer + layer;
                               // causal_conv: its history at state slot layer
-    int32_t state = -1;       // attention, causal_conv: which state holds the cache
+    int32_t state = -1;       // attention, causal_conv, gated_delta: which state holds it
     int32_t rope = -1;        // rope: index into Program::ropes
     // Any op: its output multiplied by this constant. The FP16 residual scaling
     // sets it on the ops that feed the residual stream; an emitter folds it into

@@ -61,6 +61,7 @@ struct Layer {
         delta.n_head_kv = spec.delta_n_head_k;
         delta.head_dim = spec.delta_head_dim_k;
         delta.value_dim = spec.delta_head_dim_v;
+        delta.heads_tiled = spec.delta_heads_tiled;
         delta.state = 2;
         delta.layer = slot;
         const ir::ValueId o = b.gated_delta(mixed, beta, alpha, pos, w("linear_attn.A_log"),

@@ -39,6 +39,52 @@ inline std::string q8_0_block(const float* x, float* decoded) {
     return out;
 }
 
+// llama.cpp's converter tiles Qwen3.5's value heads over the key heads: value
+// head k * r + j of key head k moves to j * n_k + k, wherever they index rows,
+// channels or columns (`back` undoes it).
+inline void qwen35_tile_heads(const ModelSpec& s, const std::string& name,
+                              const std::vector<int64_t>& shape, std::vector<float>& values,
+                              bool back) {
+    const int64_t nk = s.delta_n_head_k, nv = s.delta_n_head_v, r = nv / nk;
+    // Moves blocks of `size` values along a dimension of `count` blocks with stride `step`.
+    auto tile = [&](int64_t first, int64_t size, int64_t outer, int64_t step, int64_t inner) {
+        const std::vector<float> old = values;
+        for (int64_t o = 0; o < outer; ++o)
+            for (int64_t k = 0; k < nk; ++k)
+                for (int64_t j = 0; j < r; ++j)
+                    for (int64_t e = 0; e < size; ++e)
+                        for (int64_t i = 0; i < inner; ++i) {
+                            int64_t from = first + (k * r + j) * size + e;
+                            int64_t to = first + (j * nk + k) * size + e;
+                            if (back) std::swap(from, to);
+                            values[(o * step + to) * inner + i] =
+                                old[(o * step + from) * inner + i];
+                        }
+    };
+    const int64_t dv = s.delta_head_dim_v, qk = 2 * nk * s.delta_head_dim_k;
+    const int64_t cols = shape.size() == 2 ? shape[1] : 1;
+    if (r > 1) {
+        if (name.ends_with("in_proj_qkv.weight")) tile(qk, dv, 1, 0, cols);
+        if (name.ends_with("conv1d.weight")) tile(qk, dv, 1, 0, shape.back());
+        if (name.ends_with("in_proj_z.weight")) tile(0, dv, 1, 0, cols);
+        if (name.ends_with("in_proj_b.weight") || name.ends_with("in_proj_a.weight"))
+            tile(0, 1, 1, 0, cols);
+        if (name.ends_with("A_log") || name.ends_with("dt_bias")) tile(0, 1, 1, 0, 1);
+        if (name.ends_with("out_proj.weight")) tile(0, dv, shape[0], cols, 1);
+    }
+}
+
+// What llama.cpp's converter does to a Qwen3.5 tensor: the heads tiled, norms
+// (but the gated one) holding 1 + w, A_log stored as -exp(A_log).
+inline void qwen35_as_llama_cpp(const ModelSpec& s, const std::string& name,
+                                const std::vector<int64_t>& shape, std::vector<float>& values) {
+    qwen35_tile_heads(s, name, shape, values, false);
+    if (name.ends_with("norm.weight") && !name.ends_with("linear_attn.norm.weight"))
+        for (float& v : values) v += 1.0f;
+    if (name.ends_with("A_log"))
+        for (float& v : values) v = -std::exp(v);
+}
+
 struct GgufFromHf {
     // What each quantized matrix decodes to, under its Hugging Face name.
     std::map<std::string, std::vector<float>> decoded;
@@ -48,7 +94,7 @@ inline GgufFromHf write_gguf_from_hf(const LoadedModel& m, const std::string& pa
                                      GgufMatrixType matrix_type,
                                      const std::filesystem::path& tokenizer_dir = {}) {
     const ModelSpec& s = m.spec;
-    const std::string arch = arch_name(s.arch);
+    const std::string arch = s.arch == Arch::qwen3_5 ? "qwen35" : arch_name(s.arch);
     GgufTestWriter w;
     w.string("general.architecture", arch);
     w.u32(arch + ".context_length", static_cast<uint32_t>(s.n_ctx_train));
@@ -67,7 +113,19 @@ inline GgufFromHf write_gguf_from_hf(const LoadedModel& m, const std::string& pa
     }
     w.u32(arch + ".attention.key_length", static_cast<uint32_t>(s.head_dim));
     w.u32(arch + ".attention.value_length", static_cast<uint32_t>(s.head_dim));
-    w.u32(arch + ".rope.dimension_count", static_cast<uint32_t>(s.head_dim));
+    w.u32(arch + ".rope.dimension_count",
+          static_cast<uint32_t>(s.rope_dims > 0 ? s.rope_dims : s.head_dim));
+    if (s.arch == Arch::qwen3_5) {
+        w.u32(arch + ".ssm.conv_kernel", static_cast<uint32_t>(s.conv_kernel));
+        w.u32(arch + ".ssm.state_size", static_cast<uint32_t>(s.delta_head_dim_k));
+        w.u32(arch + ".ssm.group_count", static_cast<uint32_t>(s.delta_n_head_k));
+        w.u32(arch + ".ssm.time_step_rank", static_cast<uint32_t>(s.delta_n_head_v));
+        w.u32(arch + ".ssm.inner_size",
+              static_cast<uint32_t>(s.delta_n_head_v * s.delta_head_dim_v));
+        const auto first_full = std::find(s.delta_layers.begin(), s.delta_layers.end(), false);
+        w.u32(arch + ".full_attention_interval",
+              static_cast<uint32_t>(first_full - s.delta_layers.begin() + 1));
+    }
     w.f32(arch + ".rope.freq_base", static_cast<float>(s.rope_theta));
     w.f32(arch + ".attention.layer_norm_rms_epsilon", static_cast<float>(s.rms_norm_eps));
     if (s.rope_scaling.type == RopeScaling::Type::linear) {
@@ -147,7 +205,32 @@ inline GgufFromHf write_gguf_from_hf(const LoadedModel& m, const std::string& pa
         {"feed_forward.w3", "ffn_up"},
         {"feed_forward.w2", "ffn_down"},
     };
+    const std::pair<const char*, const char*> qwen35_names[] = {
+        {"input_layernorm", "attn_norm"},
+        {"post_attention_layernorm", "post_attention_norm"},
+        {"self_attn.q_proj", "attn_q"},
+        {"self_attn.k_proj", "attn_k"},
+        {"self_attn.v_proj", "attn_v"},
+        {"self_attn.o_proj", "attn_output"},
+        {"self_attn.q_norm", "attn_q_norm"},
+        {"self_attn.k_norm", "attn_k_norm"},
+        {"linear_attn.in_proj_qkv", "attn_qkv"},
+        {"linear_attn.in_proj_z", "attn_gate"},
+        {"linear_attn.in_proj_b", "ssm_beta"},
+        {"linear_attn.in_proj_a", "ssm_alpha"},
+        {"linear_attn.conv1d", "ssm_conv1d"},
+        {"linear_attn.norm", "ssm_norm"},
+        {"linear_attn.out_proj", "ssm_out"},
+        {"mlp.gate_proj", "ffn_gate"},
+        {"mlp.up_proj", "ffn_up"},
+        {"mlp.down_proj", "ffn_down"},
+    };
     auto gguf_name = [&](const std::string& hf) -> std::string {
+        if (hf.ends_with("linear_attn.A_log") || hf.ends_with("linear_attn.dt_bias")) {
+            const size_t dot = hf.find('.', 13);
+            return "blk." + hf.substr(13, dot - 13) +
+                   (hf.ends_with("A_log") ? ".ssm_a" : ".ssm_dt.bias");
+        }
         if (hf == "model.embed_tokens.weight") return "token_embd.weight";
         if (hf == "model.embedding_norm.weight") return "token_embd_norm.weight";
         if (hf == "model.norm.weight") return "output_norm.weight";
@@ -156,7 +239,9 @@ inline GgufFromHf write_gguf_from_hf(const LoadedModel& m, const std::string& pa
         const std::string layer = hf.substr(13, dot - 13), rest = hf.substr(dot + 1);
         const size_t suffix = rest.rfind('.');
         using Names = std::span<const std::pair<const char*, const char*>>;
-        const Names names = s.arch == Arch::lfm2 ? Names(lfm2_names) : Names(layer_names);
+        const Names names = s.arch == Arch::lfm2      ? Names(lfm2_names)
+                            : s.arch == Arch::qwen3_5 ? Names(qwen35_names)
+                                                      : Names(layer_names);
         for (const auto& [from, to] : names)
             if (rest.substr(0, suffix) == from)
                 return "blk." + layer + "." + to + rest.substr(suffix);
@@ -184,6 +269,7 @@ inline GgufFromHf write_gguf_from_hf(const LoadedModel& m, const std::string& pa
         }
         if (s.arch == Arch::gemma3 && name.ends_with("norm.weight"))
             for (float& v : values) v += 1.0f;
+        if (s.arch == Arch::qwen3_5) qwen35_as_llama_cpp(s, name, view.shape, values);
 
         const bool matrix = view.shape.size() == 2;
         const auto type = matrix ? matrix_type : GgufMatrixType::f32;
@@ -201,10 +287,13 @@ inline GgufFromHf write_gguf_from_hf(const LoadedModel& m, const std::string& pa
             decoded.resize(values.size());
             for (size_t i = 0; i < values.size(); i += 32)
                 bytes += q8_0_block(&values[i], &decoded[i]);
+            // In the Hugging Face model's order, which is what it is compared with.
+            if (s.arch == Arch::qwen3_5) qwen35_tile_heads(s, name, view.shape, decoded, true);
         }
-        // LFM2's depthwise kernel [C, 1, K] is stored [C, K].
+        // Depthwise kernels [C, 1, K] are stored [C, K].
         std::vector<int64_t> shape = view.shape;
-        if (name.ends_with("conv.conv.weight")) shape.erase(shape.begin() + 1);
+        if (name.ends_with("conv.conv.weight") || name.ends_with("conv1d.weight"))
+            shape.erase(shape.begin() + 1);
         w.tensor(gguf_name(name), shape, static_cast<uint32_t>(type), std::move(bytes));
     }
     w.write(path);

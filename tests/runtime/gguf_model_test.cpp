@@ -3,6 +3,8 @@
 // llama.cpp's converter writes them, as F32, F16 and Q8_0.
 #include <gtest/gtest.h>
 
+#include <cctype>
+
 #include "base/half.h"
 #include "exec/tiny_model.h"
 #include "runtime/gguf_from_hf.h"
@@ -19,7 +21,8 @@ struct Case {
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
     std::string name = info.param.preset;
-    std::replace(name.begin(), name.end(), '-', '_');
+    for (char& c : name)
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
     const char* types[] = {"f32", "f16"};
     return name + "_" +
            (info.param.type == GgufMatrixType::q8_0 ? "q8_0"
@@ -49,6 +52,8 @@ TEST_P(GgufModel, LogitsEqualTheHuggingFaceModel) {
     EXPECT_EQ(s.conv_layers, hf.spec.conv_layers);
     EXPECT_EQ(s.conv_kernel, hf.spec.conv_kernel);
     EXPECT_EQ(s.conv_bias, hf.spec.conv_bias);
+    EXPECT_EQ(s.delta_layers, hf.spec.delta_layers);
+    EXPECT_EQ(s.rope_dims, hf.spec.rope_dims);
     EXPECT_EQ(s.rope_style,
               s.arch == Arch::llama ? RopeStyle::interleaved : RopeStyle::rotate_half);
     EXPECT_EQ(gguf.tokenizer_path, path);
@@ -155,7 +160,9 @@ INSTANTIATE_TEST_SUITE_P(Architectures, GgufModel,
                                            Case{"tiny-gemma3", GgufMatrixType::f32},
                                            Case{"tiny-gemma3", GgufMatrixType::q8_0},
                                            Case{"tiny-lfm2", GgufMatrixType::f32},
-                                           Case{"tiny-lfm2", GgufMatrixType::q8_0}),
+                                           Case{"tiny-lfm2", GgufMatrixType::q8_0},
+                                           Case{"tiny-qwen3.5", GgufMatrixType::f32},
+                                           Case{"tiny-qwen3.5", GgufMatrixType::q8_0}),
                          case_name);
 
 }  // namespace

@@ -535,7 +535,7 @@ void Executor::run_gated_delta(const ir::Node& node, const float* qkv, const flo
             reinterpret_cast<float*>(seg.state->buffers[at.state].data()) + at.layer * slots * per;
         // Heads are independent: each runs through the segment's tokens.
         pool_.run(nv, [&](int64_t h, int) {
-            const int64_t kh = h / (nv / nk), head = h * dk * dv;
+            const int64_t kh = at.heads_tiled ? h % nk : h / (nv / nk), head = h * dk * dv;
             std::vector<float> s(static_cast<size_t>(dk * dv), 0.0f), q(dk), k(dk), delta(dv);
             if (seg.pos0 > 0) {
                 const float* from = ring + ((seg.pos0 - 1) % slots) * per + head;
