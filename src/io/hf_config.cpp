@@ -216,25 +216,32 @@ void check_features(const Fields& f, Arch arch) {
         f.fail_field("use_sliding_window", "true is not supported");
 }
 
+// layer_types, when given: one entry a layer, `marked` (true) or
+// "full_attention" (false).
+std::optional<std::vector<bool>> layer_types(const Fields& f, int64_t n_layer,
+                                             std::string_view marked) {
+    const json* types = f.find("layer_types");
+    if (!types) return std::nullopt;
+    if (!types->is_array() || static_cast<int64_t>(types->size()) != n_layer)
+        f.fail_field("layer_types", "expected a list of {} layer types", n_layer);
+    std::vector<bool> kinds(static_cast<size_t>(n_layer));
+    for (int64_t i = 0; i < n_layer; ++i) {
+        const json& t = (*types)[static_cast<size_t>(i)];
+        if (t == marked) {
+            kinds[i] = true;
+        } else if (t != "full_attention") {
+            f.fail_field("layer_types", "entry {} is {}, expected \"{}\" or \"full_attention\"", i,
+                         t.dump(), marked);
+        }
+    }
+    return kinds;
+}
+
 // Which layers use sliding-window attention: layer_types when given, else every
 // layer but each sliding_window_pattern-th (transformers' Gemma 3 rule).
 std::vector<bool> gemma3_sliding_layers(const Fields& f, int64_t n_layer) {
+    if (auto kinds = layer_types(f, n_layer, "sliding_attention")) return *kinds;
     std::vector<bool> sliding(static_cast<size_t>(n_layer));
-    if (const json* types = f.find("layer_types")) {
-        if (!types->is_array() || static_cast<int64_t>(types->size()) != n_layer)
-            f.fail_field("layer_types", "expected a list of {} layer types", n_layer);
-        for (int64_t i = 0; i < n_layer; ++i) {
-            const json& t = (*types)[static_cast<size_t>(i)];
-            if (t == "sliding_attention") {
-                sliding[i] = true;
-            } else if (t != "full_attention") {
-                f.fail_field("layer_types",
-                             "entry {} is {}, expected \"sliding_attention\" or \"full_attention\"",
-                             i, t.dump());
-            }
-        }
-        return sliding;
-    }
     const int64_t pattern = f.integer("sliding_window_pattern", 1, max_layers).value_or(6);
     for (int64_t i = 0; i < n_layer; ++i) sliding[i] = (i + 1) % pattern != 0;
     return sliding;
@@ -283,22 +290,8 @@ void parse_gemma3(const Fields& f, const std::string& path, ModelSpec& spec) {
 // LFM2's layer kinds: layer_types, else attention on full_attn_idxs (every
 // layer when that is absent too, as Lfm2Config defaults).
 std::vector<bool> lfm2_conv_layers(const Fields& f, int64_t n_layer) {
+    if (auto kinds = layer_types(f, n_layer, "conv")) return *kinds;
     std::vector<bool> conv(static_cast<size_t>(n_layer), false);
-    if (const json* types = f.find("layer_types")) {
-        if (!types->is_array() || static_cast<int64_t>(types->size()) != n_layer)
-            f.fail_field("layer_types", "expected a list of {} layer types", n_layer);
-        for (int64_t i = 0; i < n_layer; ++i) {
-            const json& t = (*types)[static_cast<size_t>(i)];
-            if (t == "conv") {
-                conv[i] = true;
-            } else if (t != "full_attention") {
-                f.fail_field("layer_types",
-                             "entry {} is {}, expected \"conv\" or \"full_attention\"", i,
-                             t.dump());
-            }
-        }
-        return conv;
-    }
     if (const json* idxs = f.find("full_attn_idxs")) {
         if (!idxs->is_array()) f.fail_field("full_attn_idxs", "expected a list of layer numbers");
         conv.assign(static_cast<size_t>(n_layer), true);
@@ -368,22 +361,8 @@ ModelSpec parse_lfm2(const Fields& f, const std::string& path, ModelSpec spec) {
 // Qwen3.5's layer kinds: layer_types, else full attention every
 // full_attention_interval-th layer (Qwen3_5TextConfig's rule).
 std::vector<bool> qwen3_5_delta_layers(const Fields& f, int64_t n_layer) {
+    if (auto kinds = layer_types(f, n_layer, "linear_attention")) return *kinds;
     std::vector<bool> delta(static_cast<size_t>(n_layer));
-    if (const json* types = f.find("layer_types")) {
-        if (!types->is_array() || static_cast<int64_t>(types->size()) != n_layer)
-            f.fail_field("layer_types", "expected a list of {} layer types", n_layer);
-        for (int64_t i = 0; i < n_layer; ++i) {
-            const json& t = (*types)[static_cast<size_t>(i)];
-            if (t == "linear_attention") {
-                delta[i] = true;
-            } else if (t != "full_attention") {
-                f.fail_field("layer_types",
-                             "entry {} is {}, expected \"linear_attention\" or \"full_attention\"",
-                             i, t.dump());
-            }
-        }
-        return delta;
-    }
     const int64_t interval = f.integer("full_attention_interval", 1, max_layers).value_or(4);
     for (int64_t i = 0; i < n_layer; ++i) delta[i] = (i + 1) % interval != 0;
     return delta;
