@@ -48,9 +48,7 @@ void build_gemma3_function(const ModelSpec& spec, const WeightStore& weights,
              spec.n_layer);
     if (spec.attention_bias) fail("{}: gemma3 with attention biases is not supported", spec.source);
     const int32_t rope_local = local_rope(spec, program);
-    ir::Function& fn = program.functions.emplace_back();
-    fn.name = shape.name;
-    fn.n_tokens = shape.n_tokens;
+    ir::Function& fn = add_function(program, shape);
     ir::Builder b(program, fn, weights);
     const float eps = static_cast<float>(spec.rms_norm_eps);
     constexpr float gain_offset = 1.0f;  // Gemma's norms scale by (1 + w)
@@ -104,14 +102,12 @@ void build_gemma3_function(const ModelSpec& spec, const WeightStore& weights,
         x = b.add(x, down, v("l_out"));
     }
 
-    if (!shape.all_logits) x = b.last_row(x, "last_token");
-    x = b.rms_norm(x, "model.norm.weight", eps, "output_norm", gain_offset);
-    const char* head = spec.tie_word_embeddings ? table : "lm_head.weight";
     if (spec.final_logit_softcapping > 0) {
-        const ir::ValueId raw = b.linear(x, head, "", "logits_uncapped");
+        const ir::ValueId raw =
+            lm_head(b, spec, shape, x, "model.norm.weight", gain_offset, "logits_uncapped");
         b.output(b.softcap(raw, static_cast<float>(spec.final_logit_softcapping), "logits"));
     } else {
-        b.output(b.linear(x, head, "", "logits"));
+        b.output(lm_head(b, spec, shape, x, "model.norm.weight", gain_offset));
     }
 }
 

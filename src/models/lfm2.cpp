@@ -9,9 +9,7 @@ namespace anelm {
 
 void build_lfm2_function(const ModelSpec& spec, const WeightStore& weights,
                          const FunctionShape& shape, ir::Program& program) {
-    ir::Function& fn = program.functions.emplace_back();
-    fn.name = shape.name;
-    fn.n_tokens = shape.n_tokens;
+    ir::Function& fn = add_function(program, shape);
     ir::Builder b(program, fn, weights);
     const float eps = static_cast<float>(spec.rms_norm_eps);
     const int64_t d = spec.n_embd;
@@ -73,10 +71,7 @@ void build_lfm2_function(const ModelSpec& spec, const WeightStore& weights,
         x = b.add(x, b.linear(act, w("feed_forward.w2.weight"), "", v("ffn_out")), v("l_out"));
     }
 
-    if (!shape.all_logits) x = b.last_row(x, "last_token");
-    x = b.rms_norm(x, "model.embedding_norm.weight", eps, "output_norm");
-    const char* head = spec.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
-    b.output(b.linear(x, head, "", "logits"));
+    b.output(lm_head(b, spec, shape, x, "model.embedding_norm.weight"));
 }
 
 }  // namespace anelm
