@@ -37,17 +37,22 @@ ValueId Builder::embed(ValueId ids, std::string_view weight_name, std::string na
     return append(std::move(n));
 }
 
-ValueId Builder::linear(ValueId x, std::string_view weight_name, std::string_view bias,
-                        std::string name) {
+ValueId Builder::linear_node(ValueId x, WeightId weight, WeightId bias, std::string name) {
     Node n;
     n.op = Op::linear;
     n.name = std::move(name);
     n.inputs = {x};
-    n.weight = weight(weight_name);
-    if (!bias.empty()) n.bias = weight(bias);
+    n.weight = weight;
+    n.bias = bias;
     n.per_token = node(x).per_token;
-    n.width = program_.weights[n.weight].view.shape.front();
+    n.width = program_.weights[weight].view.shape.front();
     return append(std::move(n));
+}
+
+ValueId Builder::linear(ValueId x, std::string_view weight_name, std::string_view bias,
+                        std::string name) {
+    const WeightId w = weight(weight_name);  // before the bias, as the program lists them
+    return linear_node(x, w, bias.empty() ? no_weight : weight(bias), std::move(name));
 }
 
 ValueId Builder::rms_norm(ValueId x, std::string_view gain, float eps, std::string name,
@@ -149,15 +154,9 @@ WeightId Builder::weight_rows(std::string_view name, int64_t row0, int64_t rows)
 
 ValueId Builder::linear_rows(ValueId x, std::string_view weight_name, std::string_view bias,
                              int64_t row0, int64_t rows, std::string name) {
-    Node n;
-    n.op = Op::linear;
-    n.name = std::move(name);
-    n.inputs = {x};
-    n.weight = weight_rows(weight_name, row0, rows);
-    if (!bias.empty()) n.bias = weight_rows(bias, row0, rows);
-    n.per_token = node(x).per_token;
-    n.width = rows;
-    return append(std::move(n));
+    const WeightId w = weight_rows(weight_name, row0, rows);
+    return linear_node(x, w, bias.empty() ? no_weight : weight_rows(bias, row0, rows),
+                       std::move(name));
 }
 
 ValueId Builder::causal_conv(ValueId x, ValueId positions, std::string_view weight_name,
@@ -207,38 +206,33 @@ ValueId Builder::gated_delta(ValueId qkv, ValueId b, ValueId a, ValueId position
     return append(std::move(n));
 }
 
+WeightId Builder::weight_strided_rows(std::string_view name, int64_t row0, int64_t rows,
+                                      int64_t stride) {
+    const std::string part = fmt::format("{}:{}+{}/{}", name, row0, rows, stride);
+    for (size_t i = 0; i < program_.weights.size(); ++i)
+        if (program_.weights[i].name == part) return static_cast<WeightId>(i);
+    const TensorView& whole = weights_.get(name);
+    const int64_t n_rows = whole.shape.at(0);
+    if (stride < 1 || n_rows % stride != 0 || row0 < 0 || row0 + rows > stride)
+        fail("{}: rows {}+{} of every {} of {}", name, row0, rows, stride, n_rows);
+    const size_t row_bytes = whole.n_bytes() / static_cast<size_t>(n_rows);
+    auto bytes = std::make_shared<std::vector<std::byte>>();
+    bytes->reserve(static_cast<size_t>(n_rows / stride * rows) * row_bytes);
+    for (int64_t k = 0; k < n_rows / stride; ++k) {
+        const std::byte* from = whole.data + static_cast<size_t>(k * stride + row0) * row_bytes;
+        bytes->insert(bytes->end(), from, from + static_cast<size_t>(rows) * row_bytes);
+    }
+    TensorView view = whole;
+    view.shape[0] = n_rows / stride * rows;
+    view.data = bytes->data();
+    program_.weights.push_back(Weight{part, view, nullptr, std::move(bytes)});
+    return static_cast<WeightId>(program_.weights.size() - 1);
+}
+
 ValueId Builder::linear_strided_rows(ValueId x, std::string_view weight_name, int64_t row0,
                                      int64_t rows, int64_t stride, std::string name) {
-    const std::string part = fmt::format("{}:{}+{}/{}", weight_name, row0, rows, stride);
-    WeightId id = -1;
-    for (size_t i = 0; i < program_.weights.size(); ++i)
-        if (program_.weights[i].name == part) id = static_cast<WeightId>(i);
-    if (id < 0) {
-        const TensorView& whole = weights_.get(weight_name);
-        const int64_t n_rows = whole.shape.at(0);
-        if (stride < 1 || n_rows % stride != 0 || row0 < 0 || row0 + rows > stride)
-            fail("{}: rows {}+{} of every {} of {}", weight_name, row0, rows, stride, n_rows);
-        const size_t row_bytes = whole.n_bytes() / static_cast<size_t>(n_rows);
-        auto bytes = std::make_shared<std::vector<std::byte>>();
-        bytes->reserve(static_cast<size_t>(n_rows / stride * rows) * row_bytes);
-        for (int64_t k = 0; k < n_rows / stride; ++k) {
-            const std::byte* from = whole.data + static_cast<size_t>(k * stride + row0) * row_bytes;
-            bytes->insert(bytes->end(), from, from + static_cast<size_t>(rows) * row_bytes);
-        }
-        TensorView view = whole;
-        view.shape[0] = n_rows / stride * rows;
-        view.data = bytes->data();
-        program_.weights.push_back(Weight{part, view, nullptr, std::move(bytes)});
-        id = static_cast<WeightId>(program_.weights.size() - 1);
-    }
-    Node n;
-    n.op = Op::linear;
-    n.name = std::move(name);
-    n.inputs = {x};
-    n.weight = id;
-    n.per_token = node(x).per_token;
-    n.width = program_.weights[id].view.shape[0];
-    return append(std::move(n));
+    return linear_node(x, weight_strided_rows(weight_name, row0, rows, stride), no_weight,
+                       std::move(name));
 }
 
 ValueId Builder::last_row(ValueId x, std::string name) {

@@ -57,6 +57,8 @@ private:
     ValueId append(Node node);
     WeightId weight(std::string_view name);
     WeightId weight_rows(std::string_view name, int64_t row0, int64_t rows);
+    WeightId weight_strided_rows(std::string_view name, int64_t row0, int64_t rows, int64_t stride);
+    ValueId linear_node(ValueId x, WeightId weight, WeightId bias, std::string name);
 
     Program& program_;
     Function& fn_;
