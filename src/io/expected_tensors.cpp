@@ -8,12 +8,44 @@ namespace anelm {
 
 namespace {
 
+// q, k and v of a layer whose queries take q_rows rows, and the output projection.
+void add_attention(std::vector<ExpectedTensor>& out, const std::string& p, const ModelSpec& spec,
+                   int64_t q_rows, const char* out_proj) {
+    const int64_t d = spec.n_embd, q_dim = spec.n_head * spec.head_dim;
+    const int64_t kv_dim = spec.n_head_kv * spec.head_dim;
+    out.push_back({p + "self_attn.q_proj.weight", {q_rows, d}});
+    out.push_back({p + "self_attn.k_proj.weight", {kv_dim, d}});
+    out.push_back({p + "self_attn.v_proj.weight", {kv_dim, d}});
+    out.push_back({p + "self_attn." + out_proj + ".weight", {d, q_dim}});
+}
+
+// The per-head q and k norms, under the family's names.
+void add_qk_norms(std::vector<ExpectedTensor>& out, const std::string& p, const ModelSpec& spec,
+                  const char* q_norm, const char* k_norm) {
+    out.push_back({p + "self_attn." + q_norm + ".weight", {spec.head_dim}});
+    out.push_back({p + "self_attn." + k_norm + ".weight", {spec.head_dim}});
+}
+
+// The SwiGLU feed-forward: gate, up, down under the family's names.
+void add_mlp(std::vector<ExpectedTensor>& out, const std::string& p, const ModelSpec& spec,
+             const char* gate, const char* up, const char* down) {
+    const int64_t d = spec.n_embd, ff = spec.n_ff;
+    out.push_back({p + gate + ".weight", {ff, d}});
+    out.push_back({p + up + ".weight", {ff, d}});
+    out.push_back({p + down + ".weight", {d, ff}});
+}
+
+// The final norm, and the LM head unless the embedding is tied.
+void add_output(std::vector<ExpectedTensor>& out, const ModelSpec& spec, const char* norm) {
+    out.push_back({norm, {spec.n_embd}});
+    if (!spec.tie_word_embeddings) out.push_back({"lm_head.weight", {spec.n_vocab, spec.n_embd}});
+}
+
 // LFM2: attention layers (Q/K norms, out_proj) or short-convolution blocks,
 // each followed by a SwiGLU feed-forward (w1 gate, w3 up, w2 down); the final
 // norm is named embedding_norm.
 std::vector<ExpectedTensor> lfm2_tensors(const ModelSpec& spec) {
-    const int64_t d = spec.n_embd, ff = spec.n_ff;
-    const int64_t q_dim = spec.n_head * spec.head_dim, kv_dim = spec.n_head_kv * spec.head_dim;
+    const int64_t d = spec.n_embd;
     std::vector<ExpectedTensor> out = {{"model.embed_tokens.weight", {spec.n_vocab, d}}};
     for (int64_t i = 0; i < spec.n_layer; ++i) {
         const std::string p = fmt::format("model.layers.{}.", i);
@@ -28,28 +60,20 @@ std::vector<ExpectedTensor> lfm2_tensors(const ModelSpec& spec) {
                 out.push_back({p + "conv.out_proj.bias", {d}});
             }
         } else {
-            out.push_back({p + "self_attn.q_proj.weight", {q_dim, d}});
-            out.push_back({p + "self_attn.k_proj.weight", {kv_dim, d}});
-            out.push_back({p + "self_attn.v_proj.weight", {kv_dim, d}});
-            out.push_back({p + "self_attn.out_proj.weight", {d, q_dim}});
-            out.push_back({p + "self_attn.q_layernorm.weight", {spec.head_dim}});
-            out.push_back({p + "self_attn.k_layernorm.weight", {spec.head_dim}});
+            add_attention(out, p, spec, spec.n_head * spec.head_dim, "out_proj");
+            add_qk_norms(out, p, spec, "q_layernorm", "k_layernorm");
         }
         out.push_back({p + "ffn_norm.weight", {d}});
-        out.push_back({p + "feed_forward.w1.weight", {ff, d}});
-        out.push_back({p + "feed_forward.w3.weight", {ff, d}});
-        out.push_back({p + "feed_forward.w2.weight", {d, ff}});
+        add_mlp(out, p, spec, "feed_forward.w1", "feed_forward.w3", "feed_forward.w2");
     }
-    out.push_back({"model.embedding_norm.weight", {d}});
-    if (!spec.tie_word_embeddings) out.push_back({"lm_head.weight", {spec.n_vocab, d}});
+    add_output(out, spec, "model.embedding_norm.weight");
     return out;
 }
 
 // Qwen3.5: Gated DeltaNet layers (linear_attn) and gated attention layers
 // (q_proj holds each head's query and gate), each followed by the MLP.
 std::vector<ExpectedTensor> qwen3_5_tensors(const ModelSpec& spec) {
-    const int64_t d = spec.n_embd, ff = spec.n_ff;
-    const int64_t q_dim = spec.n_head * spec.head_dim, kv_dim = spec.n_head_kv * spec.head_dim;
+    const int64_t d = spec.n_embd;
     const int64_t key_dim = spec.delta_n_head_k * spec.delta_head_dim_k;
     const int64_t value_dim = spec.delta_n_head_v * spec.delta_head_dim_v;
     const int64_t conv_dim = 2 * key_dim + value_dim, nv = spec.delta_n_head_v;
@@ -68,20 +92,13 @@ std::vector<ExpectedTensor> qwen3_5_tensors(const ModelSpec& spec) {
             out.push_back({p + "linear_attn.norm.weight", {spec.delta_head_dim_v}});
             out.push_back({p + "linear_attn.out_proj.weight", {d, value_dim}});
         } else {
-            out.push_back({p + "self_attn.q_proj.weight", {2 * q_dim, d}});
-            out.push_back({p + "self_attn.k_proj.weight", {kv_dim, d}});
-            out.push_back({p + "self_attn.v_proj.weight", {kv_dim, d}});
-            out.push_back({p + "self_attn.o_proj.weight", {d, q_dim}});
-            out.push_back({p + "self_attn.q_norm.weight", {spec.head_dim}});
-            out.push_back({p + "self_attn.k_norm.weight", {spec.head_dim}});
+            add_attention(out, p, spec, 2 * spec.n_head * spec.head_dim, "o_proj");  // with gates
+            add_qk_norms(out, p, spec, "q_norm", "k_norm");
         }
         out.push_back({p + "post_attention_layernorm.weight", {d}});
-        out.push_back({p + "mlp.gate_proj.weight", {ff, d}});
-        out.push_back({p + "mlp.up_proj.weight", {ff, d}});
-        out.push_back({p + "mlp.down_proj.weight", {d, ff}});
+        add_mlp(out, p, spec, "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj");
     }
-    out.push_back({"model.norm.weight", {d}});
-    if (!spec.tie_word_embeddings) out.push_back({"lm_head.weight", {spec.n_vocab, d}});
+    add_output(out, spec, "model.norm.weight");
     return out;
 }
 
@@ -90,37 +107,28 @@ std::vector<ExpectedTensor> qwen3_5_tensors(const ModelSpec& spec) {
 std::vector<ExpectedTensor> expected_tensors(const ModelSpec& spec) {
     if (spec.arch == Arch::lfm2) return lfm2_tensors(spec);
     if (spec.arch == Arch::qwen3_5) return qwen3_5_tensors(spec);
-    const int64_t d = spec.n_embd, ff = spec.n_ff;
+    const int64_t d = spec.n_embd;
     const int64_t q_dim = spec.n_head * spec.head_dim, kv_dim = spec.n_head_kv * spec.head_dim;
     std::vector<ExpectedTensor> out = {{"model.embed_tokens.weight", {spec.n_vocab, d}}};
     for (int64_t i = 0; i < spec.n_layer; ++i) {
         const std::string p = fmt::format("model.layers.{}.", i);
         out.push_back({p + "input_layernorm.weight", {d}});
-        out.push_back({p + "self_attn.q_proj.weight", {q_dim, d}});
-        out.push_back({p + "self_attn.k_proj.weight", {kv_dim, d}});
-        out.push_back({p + "self_attn.v_proj.weight", {kv_dim, d}});
-        out.push_back({p + "self_attn.o_proj.weight", {d, q_dim}});
+        add_attention(out, p, spec, q_dim, "o_proj");
         if (spec.attention_bias) {
             out.push_back({p + "self_attn.q_proj.bias", {q_dim}});
             out.push_back({p + "self_attn.k_proj.bias", {kv_dim}});
             out.push_back({p + "self_attn.v_proj.bias", {kv_dim}});
         }
         if (spec.attention_out_bias) out.push_back({p + "self_attn.o_proj.bias", {d}});
-        if (spec.qk_norm) {
-            out.push_back({p + "self_attn.q_norm.weight", {spec.head_dim}});
-            out.push_back({p + "self_attn.k_norm.weight", {spec.head_dim}});
-        }
+        if (spec.qk_norm) add_qk_norms(out, p, spec, "q_norm", "k_norm");
         out.push_back({p + "post_attention_layernorm.weight", {d}});
         if (spec.arch == Arch::gemma3) {  // norms around the MLP as well
             out.push_back({p + "pre_feedforward_layernorm.weight", {d}});
             out.push_back({p + "post_feedforward_layernorm.weight", {d}});
         }
-        out.push_back({p + "mlp.gate_proj.weight", {ff, d}});
-        out.push_back({p + "mlp.up_proj.weight", {ff, d}});
-        out.push_back({p + "mlp.down_proj.weight", {d, ff}});
+        add_mlp(out, p, spec, "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj");
     }
-    out.push_back({"model.norm.weight", {d}});
-    if (!spec.tie_word_embeddings) out.push_back({"lm_head.weight", {spec.n_vocab, d}});
+    add_output(out, spec, "model.norm.weight");
     return out;
 }
 
