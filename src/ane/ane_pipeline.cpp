@@ -88,6 +88,7 @@ AnePipeline::~AnePipeline() = default;
 
 void AnePipeline::reset() {
     states_.reset();
+    carried_.clear();
     pos_ = 0;
 }
 
@@ -98,7 +99,8 @@ Tensor AnePipeline::run_chunks(const std::vector<std::unique_ptr<milexec::Functi
     Tensor hidden;
     if (embeddings_) hidden = embeddings_->run({{"input_ids", ids}}, states_).at("hidden_states");
     std::map<std::string, Tensor> out;
-    for (const auto& fn : fns) {
+    for (size_t i = 0; i < fns.size(); ++i) {
+        const milexec::Function& fn = *fns[i];
         std::map<std::string, Tensor> in{{"position_ids", ints({t}, positions(pos_, t))},
                                          {"causal_mask", causal_rows(pos_, t, shape_.n_ctx)},
                                          {"current_pos", ints({1}, {static_cast<int32_t>(pos_)})}};
@@ -106,7 +108,21 @@ Tensor AnePipeline::run_chunks(const std::vector<std::unique_ptr<milexec::Functi
             in["hidden_states"] = std::move(hidden);
         else
             in["input_ids"] = ids;
-        out = fn->run(in, states_);
+        // Any other input is a carried state: zeros first, then what the last call returned.
+        for (const milexec::TensorSpec& spec : fn.inputs())
+            if (!in.contains(spec.name)) {
+                auto [it, fresh] = carried_[i].try_emplace(spec.name);
+                if (fresh) it->second = milexec::make_tensor(spec.dtype, spec.shape);
+                in[spec.name] = it->second;
+            }
+        out = fn.run(in, states_);
+        if (const auto carried = carried_.find(i); carried != carried_.end())
+            for (auto& [name, state] : carried->second) {
+                const auto next = out.find(name + "_out");
+                if (next == out.end())
+                    fail("{}: no {}_out for its input {}", fn.name(), name, name);
+                state = std::move(next->second);
+            }
         if (embeddings_) hidden = std::move(out.at("output_hidden_states"));
     }
     pos_ += t;
@@ -224,12 +240,15 @@ bool AnePipeline::can_verify(int64_t n) const {
 }
 
 bool AnePipeline::can_rewind(int64_t pos) const {
+    if (pos == 0 || pos == pos_) return true;
+    // A carried state holds only the latest position.
     const bool rotated = shape_.rotate_from > 0 && pos_ > shape_.rotate_from;
-    return pos == 0 || (pos > 0 && pos <= pos_ && !rotated);
+    return pos > 0 && pos < pos_ && !rotated && carried_.empty();
 }
 
 void AnePipeline::rewind(int64_t pos) {
     if (!can_rewind(pos)) fail("cannot rewind the packages to position {} from {}", pos, pos_);
+    if (pos == 0) carried_.clear();
     pos_ = pos;
 }
 

@@ -53,12 +53,18 @@ public:
     int64_t pos() const override { return pos_; }
     int64_t n_ctx() const override { return shape_.n_ctx; }
     // The caches are indexed by position, so any earlier position will do until
-    // the rotate functions have shifted them; then only a restart.
+    // the rotate functions have shifted them; then only a restart. Packages
+    // with carried states (conv windows, delta-rule matrices) restart only.
     void rewind(int64_t pos) override;
     bool can_rewind(int64_t pos) const override;
     void reset();
     // A state of the packages (the KV cache), as the interpreter holds it.
     const milexec::Tensor& state(const std::string& name) const { return states_.at(name); }
+    bool has_state(const std::string& name) const { return states_.contains(name); }
+    // The states chunk `chunk` carries as inputs and outputs, as its last call left them.
+    const std::map<std::string, milexec::Tensor>& carried(size_t chunk) const {
+        return carried_.at(chunk);
+    }
     // Up to `verify` tokens in one pass of the verify functions, which write
     // the cache for all T rows (a short call is padded with its last token):
     // a row past the position the loop rewinds to is written again before any
@@ -89,6 +95,9 @@ private:
     // The functions for a call at the current position.
     const std::vector<std::unique_ptr<milexec::Function>>& functions(bool batch) const;
     milexec::States states_;
+    // States carried as function inputs and outputs (conv windows, the delta
+    // rule's matrices), per chunk and input name; empty until the first call.
+    std::map<size_t, std::map<std::string, milexec::Tensor>> carried_;
     std::map<std::string, milexec::Tensor> last_outputs_;  // monolithic infer's head outputs
     std::vector<float> logits_;
     std::vector<float> verify_logits_;  // [tokens, n_vocab]

@@ -34,9 +34,15 @@ KvHandoff hand_off_kv(const AnePipeline& packages, Session& cpu) {
         fail("KV hand-off: {} positions, the CPU session's context holds {}", h.tokens,
              cpu.n_ctx());
     const std::vector<ir::StateDecl>& states = cpu.program().states;
-    for (size_t k = 0; k < states.size(); ++k)
+    for (size_t k = 0; k < states.size(); ++k) {
+        if (!packages.has_state(states[k].name))
+            fail(
+                "KV hand-off: the packages carry {} as function inputs and outputs (conv "
+                "windows, delta-rule states), which is not handed off: decode where the prompt ran",
+                states[k].name);
         h.bytes += hand_off_state(packages.state(states[k].name), states[k],
                                   cpu.state().buffers.at(k), h.tokens);
+    }
     cpu.advance_to(h.tokens);
     h.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return h;

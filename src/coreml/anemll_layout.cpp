@@ -100,6 +100,9 @@ void ConvertLayout::check(std::string_view what) const {
 
 std::string default_prefix(std::string_view model_type) {
     if (model_type == "qwen2") return "qwen25";
+    // The hybrids carry states ANEMLL's runners do not pass: a name of their own.
+    if (model_type == "qwen3_5") return "qwen35";
+    if (model_type == "lfm2") return "lfm2";
     if (model_type.starts_with("qwen")) return "qwen";
     if (model_type.starts_with("gemma3")) return "gemma3";
     return "llama";

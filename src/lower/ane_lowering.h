@@ -13,6 +13,7 @@
 #include "coreml/mil_builder.h"
 #include "coreml/package.h"
 #include "ir/program.h"
+#include "lower/ane_numerics.h"
 
 namespace anelm::lower {
 
@@ -28,6 +29,7 @@ struct AneOptions {
     std::map<std::string, std::string> metadata;  // Metadata.userDefined of every package
     std::string author = "anelm";
     std::string description;  // Metadata.shortDescription
+    AneNumerics numerics;
 };
 
 // A Core ML model in memory with its blobs, ready to write or to run.

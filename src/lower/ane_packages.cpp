@@ -120,8 +120,8 @@ int64_t layer_count(const ir::Program& program) {
 AnePackage lower_embeddings(const ir::Program& program, const AneOptions& options) {
     const ir::Function& fn = decode_function(program);
     const ProgramParts parts = split_parts(fn);
-    AnePackage pkg{new_model(options),
-                   std::make_shared<PackageContext>(program, context_length(program))};
+    AnePackage pkg{new_model(options), std::make_shared<PackageContext>(
+                                           program, context_length(program), options.numerics)};
     mil::Block& block = new_function(pkg.model, "main");
     FunctionLowering f(*pkg.context, fn, block, -1);
     f.input_ids = MilValue{"input_ids", mil::INT32, {1, -1}};
@@ -160,23 +160,42 @@ void bind_chunk_inputs(FunctionLowering& f, const ir::Program& program, int64_t 
     f.position_ids = MilValue{"position_ids", mil::INT32, {t}};
     f.causal_mask = MilValue{"causal_mask", mil::FLOAT16, {1, 1, t, n_ctx}};
     f.current_pos = MilValue{"current_pos", mil::INT32, {1}};
-    for (const ir::StateDecl& s : program.states)
-        f.state_values[s.name] = MilValue{s.name, mil::FLOAT16, s.shape};
+    for (size_t i = 0; i < program.states.size(); ++i) {
+        const ir::StateDecl& s = program.states[i];
+        if (!is_carried_state(program, static_cast<int32_t>(i)))
+            f.state_values[s.name] = MilValue{s.name, mil::FLOAT16, s.shape};
+    }
+}
+
+// The verify functions write every row's KV and the host rewinds past the
+// rejected ones; a carried state has no positions to rewind.
+void refuse_verify_with_carried_states(const ir::Program& program, const AneOptions& options) {
+    if (options.verify == 0) return;
+    for (size_t i = 0; i < program.states.size(); ++i)
+        if (is_carried_state(program, static_cast<int32_t>(i)))
+            fail(
+                "verify functions need a state that rolls back to any accepted row; {} is "
+                "carried from token to token (convert this model without --verify)",
+                program.states[i].name);
 }
 
 // Declares a function's inputs (first the given value, then positions, mask,
-// write position and states) and outputs in the program and the description.
+// write position, carried states and MLStates) and outputs in the program and
+// the description.
 void describe(AnePackage& pkg, const ir::Program& program, const std::string& name,
               const FunctionLowering& f, const MilValue& first_input,
               const std::vector<MilValue>& outputs) {
     mil::Function& mfn = pkg.model.mutable_mlprogram()->mutable_functions()->at(name);
     spec::FunctionDescription& fd = *pkg.model.mutable_description()->add_functions();
     fd.set_name(name);
-    for (const MilValue& v : {first_input, f.position_ids, f.causal_mask, f.current_pos}) {
+    std::vector<MilValue> inputs{first_input, f.position_ids, f.causal_mask, f.current_pos};
+    for (const auto& [state, c] : f.carried) inputs.push_back(c.input);
+    for (const MilValue& v : inputs) {
         add_input(mfn, v);
         *fd.add_input() = feature({v, {}});
     }
     for (const ir::StateDecl& s : program.states) {
+        if (!f.state_values.contains(s.name)) continue;
         add_state_input(mfn, s);
         *fd.add_state() = state_feature(s);
     }
@@ -310,8 +329,9 @@ AnePackage lower_chunk(const ir::Program& program, int64_t first, int64_t end,
     if (first < 0 || first >= end || end > n_layer)
         fail("layers {}..{} are not a chunk of a {}-layer model", first, end, n_layer);
     const bool last_chunk = end == n_layer;
-    AnePackage pkg{new_model(options),
-                   std::make_shared<PackageContext>(program, context_length(program))};
+    refuse_verify_with_carried_states(program, options);
+    AnePackage pkg{new_model(options), std::make_shared<PackageContext>(
+                                           program, context_length(program), options.numerics)};
 
     std::vector<ir::ValueId> nodes;
     for (int64_t l = first; l < end; ++l)
@@ -326,6 +346,7 @@ AnePackage lower_chunk(const ir::Program& program, int64_t first, int64_t end,
         FunctionLowering f(*pkg.context, fn, block, t);
         f.all_rows = kind == Rows::verify;
         bind_chunk_inputs(f, program, t);
+        f.carry_states(nodes);
         const MilValue hidden{"hidden_states", mil::FLOAT16, {1, t, h}};
         f.bind(in_id, f.to_channels(hidden, "hidden_in"));
         for (ir::ValueId id : nodes) f.lower(id);
@@ -338,9 +359,10 @@ AnePackage lower_chunk(const ir::Program& program, int64_t first, int64_t end,
             // Only the first row leaves the last chunk's prefill: the runner discards it.
             out = first_row(f, out);
         }
-        const MilValue rows = f.to_rows(out, "output_hidden_states");
-        f.builder().output(rows);
-        describe(pkg, program, name, f, hidden, {rows});
+        std::vector<MilValue> outputs{f.to_rows(out, "output_hidden_states")};
+        f.builder().output(outputs[0]);
+        for (const MilValue& o : f.carried_outputs()) outputs.push_back(o);
+        describe(pkg, program, name, f, hidden, outputs);
     }
     pkg.model.mutable_description()->set_defaultfunctionname("infer");
     return pkg;
@@ -350,8 +372,8 @@ AnePackage lower_lm_head(const ir::Program& program, const std::vector<int64_t>&
                          const AneOptions& options) {
     const ir::Function& fn = decode_function(program);
     const ProgramParts parts = split_parts(fn);
-    AnePackage pkg{new_model(options),
-                   std::make_shared<PackageContext>(program, context_length(program))};
+    AnePackage pkg{new_model(options), std::make_shared<PackageContext>(
+                                           program, context_length(program), options.numerics)};
     mil::Block& block = new_function(pkg.model, "main");
     const int64_t h = hidden_width(fn, parts.final_norm.back());
     // main for one token; with verify, a second function for T, and the model
@@ -386,8 +408,9 @@ AnePackage lower_monolithic(const ir::Program& program, const std::vector<int64_
                             const AneOptions& options) {
     const ir::Function& fn = decode_function(program);
     const ProgramParts parts = split_parts(fn);
-    AnePackage pkg{new_model(options),
-                   std::make_shared<PackageContext>(program, context_length(program))};
+    refuse_verify_with_carried_states(program, options);
+    AnePackage pkg{new_model(options), std::make_shared<PackageContext>(
+                                           program, context_length(program), options.numerics)};
     const ir::ValueId embedded = part_output(fn, parts.embedding);
     std::vector<ir::ValueId> layers;
     for (const auto& l : parts.layers) layers.insert(layers.end(), l.begin(), l.end());
@@ -399,6 +422,7 @@ AnePackage lower_monolithic(const ir::Program& program, const std::vector<int64_
         FunctionLowering f(*pkg.context, fn, block, t);
         f.all_rows = kind == Rows::verify;
         bind_chunk_inputs(f, program, t);
+        f.carry_states(layers);
         f.input_ids = MilValue{"input_ids", mil::INT32, {1, t}};
         for (ir::ValueId id : parts.embedding) f.lower(id);
         f.bind(embedded, f.to_channels(f.value(embedded), "hidden_in"));
@@ -407,8 +431,9 @@ AnePackage lower_monolithic(const ir::Program& program, const std::vector<int64_
         const bool batch = kind == Rows::batch;
         if (batch) f.bind(stream, first_row(f, f.value(stream)));
         for (ir::ValueId id : parts.final_norm) f.lower(id);
-        const std::vector<MilValue> outputs = lower_head(
-            f, fn, parts, f.value(parts.final_norm.back()), pieces, options.argmax && !batch);
+        std::vector<MilValue> outputs = lower_head(f, fn, parts, f.value(parts.final_norm.back()),
+                                                   pieces, options.argmax && !batch);
+        for (const MilValue& o : f.carried_outputs()) outputs.push_back(o);
         describe(pkg, program, name, f, f.input_ids, outputs);
     }
     pkg.model.mutable_description()->set_defaultfunctionname("infer");

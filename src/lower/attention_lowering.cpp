@@ -69,20 +69,34 @@ MilValue FunctionLowering::rope(const ir::Node& node, const std::string& name) {
     const int64_t hd = node.attrs.head_dim;
     const auto [cos, sin] = rope_rows(node.attrs.rope);
     const MilValue heads = reshape(x, {1, n, hd, t_}, name + "_heads");
-    const auto h = static_cast<int32_t>(hd / 2);
+    // A partial rotation (Qwen3.5) turns the leading dims of each head only.
+    const int64_t rd = cos.shape.at(2);
+    const auto h = static_cast<int32_t>(rd / 2);
     const auto ni = static_cast<int32_t>(n);
     const auto ti = static_cast<int32_t>(t_);
-    const MilValue x1 = slice(heads, {0, 0, 0, 0}, {1, ni, h, ti}, name + "_x1");
-    const MilValue x2 = slice(heads, {0, 0, h, 0}, {1, ni, 2 * h, ti}, name + "_x2");
+    const MilValue turned =
+        rd == hd ? heads : slice(heads, {0, 0, 0, 0}, {1, ni, 2 * h, ti}, name + "_turned");
+    const MilValue x1 = slice(turned, {0, 0, 0, 0}, {1, ni, h, ti}, name + "_x1");
+    const MilValue x2 = slice(turned, {0, 0, h, 0}, {1, ni, 2 * h, ti}, name + "_x2");
     const MilValue rotated =
         b_.op("concat", name + "_rotated",
               {{"values", std::vector<MilValue>{scalar_mul(x2, -1.0f, name + "_neg"), x1}},
                {"axis", MilParam::i32(2)},
                {"interleave", MilParam::boolean(false)}},
-              mil::FLOAT16, heads.shape);
-    const MilValue a = binary("mul", heads, cos, name + "_cos");
+              mil::FLOAT16, turned.shape);
+    const MilValue a = binary("mul", turned, cos, name + "_cos");
     const MilValue c = binary("mul", rotated, sin, name + "_sin");
-    return reshape(binary("add", a, c, name + "_sum"), {1, n * hd, 1, t_}, name);
+    MilValue out = binary("add", a, c, name + "_sum");
+    if (rd != hd) {
+        const MilValue kept =
+            slice(heads, {0, 0, 2 * h, 0}, {1, ni, static_cast<int32_t>(hd), ti}, name + "_kept");
+        out = b_.op("concat", name + "_joined",
+                    {{"values", std::vector<MilValue>{out, kept}},
+                     {"axis", MilParam::i32(2)},
+                     {"interleave", MilParam::boolean(false)}},
+                    mil::FLOAT16, heads.shape);
+    }
+    return reshape(out, {1, n * hd, 1, t_}, name);
 }
 
 MilValue FunctionLowering::kv_write(const std::string& state, const MilValue& update, int64_t slot,

@@ -125,11 +125,12 @@ MilValue FunctionLowering::lower_node(const ir::Node& node, const std::string& n
             return binary("add", in(0), in(1), name);
         case ir::Op::mul:
             return binary("mul", in(0), in(1), name);
-        case ir::Op::silu_mul: {
-            const MilValue sig = unary("sigmoid", in(0), name + "_sigmoid");
-            const MilValue silu = binary("mul", in(0), sig, name + "_silu");
-            return binary("mul", silu, in(1), name);
-        }
+        case ir::Op::silu_mul:
+            return binary("mul", silu(in(0), name + "_silu"), in(1), name);
+        case ir::Op::silu:
+            return silu(in(0), name);
+        case ir::Op::sigmoid_mul:
+            return binary("mul", unary("sigmoid", in(0), name + "_sigmoid"), in(1), name);
         case ir::Op::gelu_tanh_mul:
             return gelu_tanh_mul(in(0), in(1), name);
         case ir::Op::scale:
@@ -151,10 +152,10 @@ MilValue FunctionLowering::lower_node(const ir::Node& node, const std::string& n
             if (in(0).shape.back() != 1)
                 fail("{}: {} is lowered only for one token", fn_.name, node.name);
             return in(0);
-        case ir::Op::causal_conv:  // not yet: its history would be a state of its own
-        case ir::Op::silu:
-        case ir::Op::sigmoid_mul:
+        case ir::Op::causal_conv:
+            return causal_conv(node, name);
         case ir::Op::gated_delta:
+            return gated_delta(node, name);
         case ir::Op::input:
         case ir::Op::count:
             break;
@@ -231,6 +232,34 @@ MilValue FunctionLowering::gelu_tanh_mul(const MilValue& gate, const MilValue& u
     const MilValue half_g = scalar_mul(gate, 0.5f, name + "_half");
     const MilValue gelu = binary("mul", half_g, one_plus, name + "_gelu");
     return binary("mul", gelu, up, name);
+}
+
+MilValue FunctionLowering::silu(const MilValue& x, const std::string& name) {
+    if (!pkg_.numerics.tanh_silu || !pkg_.carries_states)
+        return binary("mul", x, unary("sigmoid", x, name + "_sigmoid"), name);
+    // x sigmoid(x) = 0.5 x (1 + tanh(x / 2))
+    const MilValue th = unary("tanh", scalar_mul(x, 0.5f, name + "_half_x"), name + "_tanh");
+    const MilValue one_plus = b_.op("add", name + "_one_plus",
+                                    {{"x", th}, {"y", MilParam::fp16(1.0f)}}, th.dtype, th.shape);
+    return binary("mul", scalar_mul(x, 0.5f, name + "_half"), one_plus, name);
+}
+
+MilValue FunctionLowering::softplus(const MilValue& x, const std::string& name) {
+    if (!pkg_.numerics.stable_softplus) {
+        // As written: exp(x) overflows fp16 above about 11.
+        const MilValue e = unary("exp", x, name + "_exp");
+        return unary("log",
+                     b_.op("add", name + "_one_plus", {{"x", e}, {"y", MilParam::fp16(1.0f)}},
+                           e.dtype, e.shape),
+                     name);
+    }
+    // log(1 + exp(x)) = max(x, 0) + log(1 + exp(-|x|)): exp never exceeds 1.
+    const MilValue neg_abs = scalar_mul(unary("abs", x, name + "_abs"), -1.0f, name + "_neg_abs");
+    const MilValue e = unary("exp", neg_abs, name + "_exp");
+    const MilValue one_plus =
+        b_.op("add", name + "_one_plus", {{"x", e}, {"y", MilParam::fp16(1.0f)}}, e.dtype, e.shape);
+    const MilValue tail = unary("log", one_plus, name + "_log");
+    return binary("add", unary("relu", x, name + "_relu"), tail, name);
 }
 
 }  // namespace anelm::lower

@@ -13,6 +13,7 @@
 
 #include "coreml/mil_builder.h"
 #include "ir/program.h"
+#include "lower/ane_numerics.h"
 #include "lower/ane_weights.h"
 
 namespace anelm::lower {
@@ -26,10 +27,26 @@ struct PackageContext {
     coreml::BlobSet blobs;
     AneWeights weights;
     int64_t n_ctx;
+    AneNumerics numerics;
+    bool carries_states;  // the program has conv or delta-rule states
     std::map<int32_t, std::pair<coreml::mil::Value, coreml::mil::Value>> rope_tables;  // cos, sin
 
-    PackageContext(const ir::Program& p, int64_t ctx) : program(p), weights(p, blobs), n_ctx(ctx) {}
+    PackageContext(const ir::Program& p, int64_t ctx, AneNumerics n = {});
 };
+
+// A state the packages carry as a function input and a function output
+// instead of an MLState (the notes: a second MLState in one graph fails at
+// predict time): the conv windows and the delta rule's matrices of the layers
+// one part holds, stacked on axis 0.
+struct CarriedState {
+    MilValue input;
+    std::map<int32_t, int64_t> index;  // the op's layer -> its place on axis 0
+    std::vector<MilValue> updated;     // by place, as each layer is lowered
+};
+
+// True when state `state` of the program belongs to a causal_conv or a
+// gated_delta: carried as inputs and outputs, not an MLState.
+bool is_carried_state(const ir::Program& program, int32_t state);
 
 class FunctionLowering {
 public:
@@ -43,7 +60,8 @@ public:
     // The function inputs the nodes read: token ids (embeddings), positions,
     // the write position and the causal mask (chunks).
     MilValue input_ids, position_ids, current_pos, causal_mask;
-    std::map<std::string, MilValue> state_values;  // by state name
+    std::map<std::string, MilValue> state_values;  // by state name (the MLStates)
+    std::map<int32_t, CarriedState> carried;       // by the program's state index
     // Rows of linear weights the head computes (its split into pieces); all when rows is 0.
     int64_t head_row0 = 0, head_rows = 0;
     std::string name_suffix;  // appended to every op name (the head's pieces)
@@ -64,12 +82,26 @@ public:
     MilValue binary(const char* op, const MilValue& x, const MilValue& y, const std::string& name);
     MilValue scalar_mul(const MilValue& x, float factor, const std::string& name);
     MilValue unary(const char* op, const MilValue& x, const std::string& name);
+    // The activations AneNumerics rewrites.
+    MilValue silu(const MilValue& x, const std::string& name);
+    MilValue softplus(const MilValue& x, const std::string& name);
+
+    // Declares the carried-state inputs the conv and delta-rule nodes among
+    // `nodes` read; after they are lowered, carried_outputs() stacks their
+    // updated states into one output per input (named as the input + "_out").
+    void carry_states(const std::vector<ir::ValueId>& nodes);
+    std::vector<MilValue> carried_outputs();
 
 private:
     MilValue lower_node(const ir::Node& node, const std::string& name);
     MilValue linear(const ir::Node& node, const std::string& name);
     MilValue rms_norm(const ir::Node& node, const std::string& name);
     MilValue gelu_tanh_mul(const MilValue& gate, const MilValue& up, const std::string& name);
+    MilValue causal_conv(const ir::Node& node, const std::string& name);
+    MilValue gated_delta(const ir::Node& node, const std::string& name);
+    // [1, n d, 1, T] -> [T, n, d]: per-token heads of the delta rule.
+    MilValue token_heads(const MilValue& x, int64_t n, int64_t d, const std::string& name);
+    MilValue l2_normalized(const MilValue& x, const std::string& name);
     MilValue rope(const ir::Node& node, const std::string& name);
     MilValue attention(const ir::Node& node, const std::string& name);
     MilValue window_mask(int64_t window);

@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "coreml/anemll_layout.h"
 #include "exec/tiny_model.h"
+#include "lower/lowering_support.h"
 #include "models/models.h"
 #include "passes/fp16_scale.h"
 #include "passes/rope_halves.h"
@@ -25,50 +26,15 @@
 namespace anelm {
 namespace {
 
-constexpr int64_t n_ctx = 32;
-constexpr int64_t batch = 4;
-
-struct Lowered {
-    lower::AnePackage embeddings, head;
-    std::vector<lower::AnePackage> chunks;
-    std::vector<int64_t> pieces;
-};
-
-ir::Program decode_program(const LoadedModel& m) {
-    ProgramOptions po;
-    po.n_ctx = n_ctx;
-    po.functions = {{"decode", 1, false}};
-    ir::Program program = build_program(m.spec, m.weights, po);
-    passes::rope_halves(program);
-    return program;
-}
+using test::argmax;
+using test::decode_program;
+using test::Lowered;
+using test::pipeline;
+constexpr int64_t n_ctx = test::lowering_ctx;
+constexpr int64_t batch = test::lowering_batch;
 
 Lowered lower_all(const ir::Program& program, int64_t n_vocab, bool argmax, int64_t verify = 0) {
-    lower::AneOptions options;
-    options.batch = batch;
-    options.argmax = argmax;
-    options.verify = verify;
-    Lowered l{
-        lower::lower_embeddings(program, options), {}, {}, coreml::lm_head_chunk_sizes(n_vocab, 4)};
-    const int64_t n_layer = lower::layer_count(program);
-    l.chunks.push_back(lower::lower_chunk(program, 0, 1, options));
-    l.chunks.push_back(lower::lower_chunk(program, 1, n_layer, options));
-    l.head = lower::lower_lm_head(program, l.pieces, options);
-    return l;
-}
-
-AnePipeline pipeline(const Lowered& l, bool argmax, milexec::Rounding rounding,
-                     int64_t verify = 0) {
-    auto part = [](const lower::AnePackage& p) { return AnePart{&p.model, &p.blobs()}; };
-    std::vector<AnePart> chunks;
-    for (const auto& c : l.chunks) chunks.push_back(part(c));
-    AnePipelineShape shape{n_ctx, batch, l.pieces, argmax};
-    shape.verify = verify;
-    return AnePipeline(part(l.embeddings), chunks, part(l.head), shape, rounding);
-}
-
-int32_t argmax(std::span<const float> v) {
-    return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+    return test::lower_all(program, n_vocab, test::lowering_options(argmax, verify));
 }
 
 class AneLoweringTest : public testing::TestWithParam<const char*> {};

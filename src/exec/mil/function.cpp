@@ -1,6 +1,7 @@
 #include "exec/mil/function.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "base/error.h"
 #include "coreml/model_values.h"
@@ -25,6 +26,15 @@ bool shape_fits(const std::vector<int64_t>& declared, const std::vector<int64_t>
 }
 
 }  // namespace
+
+void round_half_values(Rounding rounding, std::span<float> values) {
+    if (rounding == Rounding::none) return;
+    kernels::round_to_f16_row(values.data(), static_cast<int64_t>(values.size()));
+    if (rounding != Rounding::f16_flush) return;
+    constexpr float smallest_normal = 6.103515625e-05f;  // 2^-14
+    for (float& v : values)
+        if (std::fabs(v) < smallest_normal) v = std::copysign(0.0f, v);
+}
 
 Function::Function(const mil::Program& program, const std::string& function_name,
                    const coreml::BlobTable& blobs, Rounding rounding, ThreadPool* pool)
@@ -261,8 +271,7 @@ std::map<std::string, Tensor> Function::run(const std::map<std::string, Tensor>&
                  floats ? "float" : "integer");
         Tensor in = t;
         in.dtype = spec.dtype;
-        if (rounding_ == Rounding::f16 && spec.dtype == mil::FLOAT16)
-            kernels::round_to_f16_row(in.f.data(), in.numel());
+        if (spec.dtype == mil::FLOAT16) round_half_values(rounding_, in.f);
         slots[static_cast<size_t>(input_slots_[k])].tensor =
             std::make_shared<const Tensor>(std::move(in));
     }

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -18,8 +19,13 @@
 namespace anelm::milexec {
 
 // f16: every fp16-typed op output (and fp16 input) is rounded to IEEE half,
-// overflow to inf, as the Neural Engine stores values. none: f32 throughout.
-enum class Rounding { none, f16 };
+// overflow to inf, as the Neural Engine stores values. f16_flush: also
+// subnormal halves flushed to zero, as the Neural Engine computes. none: f32
+// throughout.
+enum class Rounding { none, f16, f16_flush };
+
+// Rounds the values of an fp16-typed tensor as `rounding` says (in place).
+void round_half_values(Rounding rounding, std::span<float> values);
 
 // A function input, state or output with its declared type; -1 marks an
 // unknown dimension.

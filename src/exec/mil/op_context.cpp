@@ -105,8 +105,7 @@ void OpContext::check_output(int i, const std::vector<int64_t>& shape, mil::Data
 
 void OpContext::set(int i, Tensor t) {
     check_output(i, t.shape, t.dtype);
-    if (rounding_ == Rounding::f16 && t.dtype == mil::FLOAT16)
-        kernels::round_to_f16_row(t.f.data(), t.numel());
+    if (t.dtype == mil::FLOAT16) round_half_values(rounding_, t.f);
     Slot s;
     s.tensor = std::make_shared<const Tensor>(std::move(t));
     slots_[static_cast<size_t>(op_.outputs[static_cast<size_t>(i)])] = std::move(s);

@@ -15,6 +15,7 @@ const std::vector<OpDef>& op_table() {
         {"relu", ops::unary, {"x"}},
         {"sigmoid", ops::unary, {"x"}},
         {"silu", ops::unary, {"x"}},
+        {"softplus", ops::unary, {"x"}},
         {"tanh", ops::unary, {"x"}},
         {"gelu", ops::unary, {"x"}},
         {"sin", ops::unary, {"x"}},

@@ -44,6 +44,8 @@ void unary(OpContext& ctx) {
     if (t == "relu") return map_floats(ctx, [](float v) { return v > 0.0f ? v : 0.0f; });
     if (t == "sigmoid") return map_floats(ctx, sigmoid);
     if (t == "silu") return map_floats(ctx, [](float v) { return v * sigmoid(v); });
+    if (t == "softplus")
+        return map_floats(ctx, [](float v) { return v > 20.0f ? v : std::log1p(std::exp(v)); });
     if (t == "tanh") return map_floats(ctx, [](float v) { return std::tanh(v); });
     if (t == "sin") return map_floats(ctx, [](float v) { return std::sin(v); });
     if (t == "cos") return map_floats(ctx, [](float v) { return std::cos(v); });

@@ -18,6 +18,7 @@ public:
     // throws Error when it exists with another type or shape.
     Tensor& get(const std::string& name, mil::DataType dtype, const std::vector<int64_t>& shape);
 
+    bool contains(const std::string& name) const { return states_.contains(name); }
     // The state called `name`; throws Error when there is none.
     const Tensor& at(const std::string& name) const;
     void reset();  // every state back to zeros
