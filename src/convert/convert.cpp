@@ -246,6 +246,10 @@ ConvertResult convert_model(const Model& model, const ConvertOptions& options, T
             const std::string name = coreml::package_name(stem);
             lower::write_ane_package(package, tmp.path() / name);
             result.files.push_back(name);
+            for (coreml::CarriedInput& c : lower::carried_inputs(package)) {
+                c.package = name;
+                result.carried.push_back(std::move(c));
+            }
         },
         &result.weights);
 
@@ -276,8 +280,9 @@ ConvertResult convert_model(const Model& model, const ConvertOptions& options, T
         tokenizer_files.push_back("tokenizer.bin");
     }
     result.files.insert(result.files.end(), tokenizer_files.begin(), tokenizer_files.end());
-    write_file_atomic((tmp.path() / "README.txt").string(),
-                      coreml::convert_readme_text(meta, tokenizer_files, options.out));
+    write_file_atomic(
+        (tmp.path() / "README.txt").string(),
+        coreml::convert_readme_text(meta, tokenizer_files, options.out, result.carried));
     result.files.push_back("README.txt");
     tmp.rename_to(out, options.force);
     return result;

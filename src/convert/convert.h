@@ -44,6 +44,7 @@ struct ConvertResult {
     coreml::ConvertLayout layout;
     std::vector<std::string> files;  // what the output folder holds, in writing order
     std::vector<WeightReport> weights;  // each matrix against the values it was read as
+    std::vector<coreml::CarriedInput> carried;  // the packages' carried state inputs
 };
 
 // "none", "4" (group 8) or "4,8": a LUT choice as ANEMLL's --lut options take it.

@@ -119,18 +119,58 @@ std::string shell_word(std::string_view s) {
     return quoted + "'";
 }
 
+std::string carried_words(std::string_view name) {
+    if (name == "conv_state")
+        return "each causal depthwise convolution's last inputs (kernel size - 1), per layer";
+    if (name == "delta_state")
+        return "each Gated DeltaNet layer's state matrices, per value head (stored times 64 "
+               "against fp16 subnormals; opaque to the runner)";
+    return "a state of the model";
+}
+
+// What a runner must do with the states the packages carry as inputs and outputs.
+std::string carried_notes(std::span<const CarriedInput> carried, int64_t batch,
+                          const std::string& dir) {
+    std::string t =
+        "\nStates beyond the KV cache\n"
+        "This model carries state from token to token that is not a KV cache. The KV cache is\n"
+        "the one MLState of each package (two MLStates in one graph fail at predict time on the\n"
+        "ANE); the rest are plain inputs whose updated values come back as outputs:\n";
+    for (const CarriedInput& c : carried)
+        t += fmt::format("  {}: {} fp16 [{}] -> {}_out\n      {}\n", c.package, c.name,
+                         fmt::join(c.shape, ", "), c.name, carried_words(c.name));
+    t += fmt::format(
+        "A runner must:\n"
+        "  - start every one of them at zeros for a new conversation (with the KV state);\n"
+        "  - pass each package, at every call of infer or prefill, the values its previous\n"
+        "    call returned (both functions share them);\n"
+        "  - call prefill only with full batches of {} real tokens and run the rest of a prompt\n"
+        "    through infer one token at a time: a padding token would enter the state;\n"
+        "  - never step back to an earlier position (no prompt-cache reuse of a shorter prefix,\n"
+        "    no speculative verify) except by starting again from zeros.\n"
+        "ANEMLL's runners (chat.py, chat_full.py, the Swift CLI and the app) do not know these\n"
+        "models or these inputs and cannot run this folder. anelm runs it:\n"
+        "  anelm generate {} -p \"Who are you?\"\n",
+        batch, dir);
+    return t;
+}
+
 }  // namespace
 
 std::string convert_readme_text(const MetaYaml& meta, std::span<const std::string> tokenizer_files,
-                                std::string_view out_dir) {
+                                std::string_view out_dir, std::span<const CarriedInput> carried) {
     const ConvertLayout& l = meta.layout;
     const std::string dir = shell_word(out_dir);
     const std::string meta_path = shell_word(fmt::format("{}/meta.yaml", out_dir));
     std::string t;
     t += fmt::format("{} for the Apple Neural Engine, converted by anelm{}{}\n\n", meta.model_name,
                      meta.anelm_version.empty() ? "" : " ", meta.anelm_version);
-    t += "These Core ML packages follow ANEMLL's layout (https://github.com/Anemll/Anemll): its\n"
-         "Python and Swift runners and the ANEMLL Chat app load this folder through meta.yaml.\n";
+    t += carried.empty()
+             ? "These Core ML packages follow ANEMLL's layout (https://github.com/Anemll/Anemll): "
+               "its\nPython and Swift runners and the ANEMLL Chat app load this folder through "
+               "meta.yaml.\n"
+             : "These Core ML packages follow ANEMLL's layout (https://github.com/Anemll/Anemll), "
+               "with\nstates its runners do not pass (below).\n";
     t += fmt::format("Context length {}, prefill batch {}, {}.\n", l.context_length, l.batch_size,
                      l.monolithic
                          ? "one monolithic file"
@@ -150,6 +190,7 @@ std::string convert_readme_text(const MetaYaml& meta, std::span<const std::strin
     for (const auto& [name, what] : lines) width = std::max(width, name.size());
     for (const auto& [name, what] : lines) t += fmt::format("  {:<{}}  {}\n", name, width, what);
     t += tokenizer_notes(tokenizer_files);
+    if (!carried.empty()) t += carried_notes(carried, l.batch_size, dir);
 
     t += "\nCompile, on a Mac with Xcode's command line tools (the Swift runner and the app load\n"
          "compiled .mlmodelc folders; chat.py also loads the .mlpackage files as they are):\n";
@@ -157,6 +198,7 @@ std::string convert_readme_text(const MetaYaml& meta, std::span<const std::strin
     for (const std::string& stem : l.package_stems())
         t += fmt::format("  xcrun coremlcompiler compile {} .\n", package_name(stem));
 
+    if (!carried.empty()) return t;  // ANEMLL's runners cannot: carried_notes says so
     t += "\nRun with ANEMLL's Python runner, from a checkout of its repository with its\n"
          "requirements installed:\n";
     t += fmt::format("  python tests/chat.py --meta {}\n", meta_path);

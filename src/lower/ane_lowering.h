@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "coreml/convert_readme.h"
 #include "coreml/mil_builder.h"
 #include "coreml/package.h"
 #include "ir/program.h"
@@ -60,6 +61,10 @@ AnePackage lower_lm_head(const ir::Program& program, const std::vector<int64_t>&
 // first row, never argmax; verify: every row's), on the same KV state.
 AnePackage lower_monolithic(const ir::Program& program, const std::vector<int64_t>& pieces,
                             const AneOptions& options);
+
+// The inputs a package's functions carry from call to call (conv windows,
+// delta-rule states), with their shapes; package names left empty.
+std::vector<coreml::CarriedInput> carried_inputs(const AnePackage& package);
 
 // Writes a lowered package (through a temporary folder renamed into place).
 void write_ane_package(const AnePackage& package, const std::filesystem::path& dir,

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <numeric>
+#include <set>
 
 #include "base/error.h"
 #include "coreml/write_package.h"
@@ -438,6 +439,20 @@ AnePackage lower_monolithic(const ir::Program& program, const std::vector<int64_
     }
     pkg.model.mutable_description()->set_defaultfunctionname("infer");
     return pkg;
+}
+
+std::vector<coreml::CarriedInput> carried_inputs(const AnePackage& package) {
+    std::vector<coreml::CarriedInput> carried;
+    const auto& functions = package.model.description().functions();
+    if (functions.empty()) return carried;
+    std::set<std::string> outputs;
+    for (const auto& o : functions[0].output()) outputs.insert(o.name());
+    for (const auto& in : functions[0].input())
+        if (outputs.contains(in.name() + "_out")) {
+            const auto& shape = in.type().multiarraytype().shape();
+            carried.push_back({"", in.name(), {shape.begin(), shape.end()}});
+        }
+    return carried;
 }
 
 void write_ane_package(const AnePackage& package, const std::filesystem::path& dir,

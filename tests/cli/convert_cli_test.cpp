@@ -75,7 +75,14 @@ TEST_P(ConvertTiny, ConvertedFolderGeneratesTheSameTokens) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cli, ConvertTiny,
-                         testing::Values("tiny-llama", "tiny-qwen3", "tiny-gemma3"));
+                         testing::Values("tiny-llama", "tiny-qwen3", "tiny-gemma3", "tiny-lfm2",
+                                         "tiny-qwen3.5"),
+                         [](const auto& info) {
+                             std::string s = info.param;
+                             std::ranges::replace(s, '.', '_');
+                             std::ranges::replace(s, '-', '_');
+                             return s;
+                         });
 
 TEST(CliConvert, Stories260KConvertedGeneratesTheSameTokens) {
     ANELM_REQUIRE_SHARED("models/stories260K/stories260K.bin");

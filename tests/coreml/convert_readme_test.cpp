@@ -88,5 +88,26 @@ TEST(ConvertReadme, SaysWhatTheTokenizerFilesServe) {
         EXPECT_TRUE(has(text, "use_fast=False")) << text;
 }
 
+// A model with carried states: the README lists them per package, says what
+// a runner must do, and does not send the user to ANEMLL's runners.
+TEST(ConvertReadme, CarriedStatesAndWhoCanRunThem) {
+    ConvertLayout layout = default_layout("qwen3_5", 248320);
+    layout.batch_size = 32;
+    const MetaYaml meta = make_meta_yaml(layout, "qwen3.5-0.8b");
+    const std::vector<CarriedInput> carried{
+        {"qwen35_FFN_PF_chunk_01of01.mlpackage", "conv_state", {18, 6144, 1, 3}},
+        {"qwen35_FFN_PF_chunk_01of01.mlpackage", "delta_state", {18, 16, 128, 128}}};
+    const std::string text = convert_readme_text(meta, {}, "/m/q35", carried);
+    EXPECT_TRUE(has(text, "conv_state fp16 [18, 6144, 1, 3] -> conv_state_out")) << text;
+    EXPECT_TRUE(has(text, "delta_state fp16 [18, 16, 128, 128] -> delta_state_out")) << text;
+    EXPECT_TRUE(has(text, "full batches of 32 real tokens")) << text;
+    EXPECT_TRUE(has(text, "anelm generate /m/q35")) << text;
+    EXPECT_FALSE(has(text, "chat.py --meta")) << text;
+    EXPECT_FALSE(has(text, "anemllcli")) << text;
+    const std::string plain = convert_readme_text(meta, {}, "/m/q35");
+    EXPECT_FALSE(has(plain, "States beyond the KV cache"));
+    EXPECT_TRUE(has(plain, "chat.py --meta"));
+}
+
 }  // namespace
 }  // namespace anelm::coreml
