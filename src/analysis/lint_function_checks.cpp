@@ -58,11 +58,11 @@ void check_states(const LintFunction& f, Findings& out) {
                 break;
             }
     }
-    if (states.size() > 2) {
+    if (states.size() > 1) {
         std::string names;
         for (const std::string& s : states) names += (names.empty() ? "" : ", ") + s;
-        out.add("ANE002", f.name(), states[2],
-                fmt::format("{} states ({}); two at most", states.size(), names));
+        out.add("ANE002", f.name(), states[1],
+                fmt::format("{} states ({}); one at most", states.size(), names));
     }
 }
 

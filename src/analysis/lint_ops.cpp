@@ -105,6 +105,16 @@ void check_conv(const LintFunction& f, const mil::Operation& op, Findings& out) 
         out.add("ANE007", f.name(), lint_op_name(op),
                 fmt::format("{} input and {} output channels (limit {})", cin, cout,
                             channel_limit - 1));
+    // Depthwise: one input channel per group, so the weight's second dimension is 1.
+    if (w == nullptr || cin <= 1 || coreml::tensor_shape(*w).size() < 2 ||
+        coreml::tensor_shape(*w)[1] != 1)
+        return;
+    const auto weight = LintFunction::input_names(op, "weight");
+    const mil::Operation* src = weight.empty() ? nullptr : source_op(f, weight[0]);
+    if (src != nullptr && src->type().starts_with("constexpr_"))
+        out.add("ANE018", f.name(), lint_op_name(op),
+                fmt::format("depthwise conv of {} channels reads {} ({})", cin, lint_op_name(*src),
+                            src->type()));
 }
 
 bool non_negative(const LintFunction& f, const std::string& value) {

@@ -11,17 +11,20 @@ namespace {
 
 using enum LintSeverity;
 
-constexpr std::array<LintRule, 17> rules{{
+constexpr std::array<LintRule, 18> rules{{
     {"ANE001", error, "state dimension neither a power of two nor a multiple of 32",
      "pad the dimension to a power of two or a multiple of 32 (head_dim 80 -> 128, a context "
      "of 80 -> 96)",
      "ane-llm-notes.txt, 'Core ML compile errors and KV state': 'Unable to compute the "
      "prediction using ML Program' when a state dimension is not a power of two (80 padded to "
      "128)"},
-    {"ANE002", error, "more than two states in a function",
-     "concatenate the per-layer K and V caches into at most two states",
+    {"ANE002", error, "more than one state in a function",
+     "concatenate the per-layer K and V caches into one state; carry any other state (conv "
+     "windows, recurrent matrices) as function inputs and outputs",
      "ane-llm-notes.txt, 'Core ML compile errors and KV state': too many states, fixed by "
-     "concatenating KV into 2 (56 -> 2); multi-state graphs fail with status 0x1d; "
+     "concatenating KV (56 -> 2); MLState error -14 on Gemma 4 E2B with two shapes, status 0x1d "
+     "with two states on LFM2.5; research/ane-peers-2026.md section 4: LFM2.5's two MLStates "
+     "failed at predict time, KV as the MLState with the conv state as I/O worked; "
      "research/anemll.md section 9: 3+ StateTypes per chunk fail at predict time"},
     {"ANE003", error, "per-block quantization (blocks smaller than the input dimension)",
      "quantize per channel or per tensor, or use LUT palettization (constexpr_lut_to_dense)",
@@ -91,6 +94,10 @@ constexpr std::array<LintRule, 17> rules{{
      "loaded function of a multifunction package wires its own copy of the weights, a 0.69 GB "
      "chunk +1.05 GB with one function loaded and +2.09 GB with two (1.51x the weights per "
      "function); budget: anelm plan's for the target's smallest device (docs/plan.md)"},
+    {"ANE018", error, "palettized or quantized weight on a depthwise conv",
+     "keep the depthwise conv's taps fp16 (they are a few kilobytes)",
+     "research/ane-peers-2026.md section 4 (LFM2.5): INT4 palettization of the depthwise conv "
+     "fails on the ANE, and padding the conv to 16 taps produced garbage"},
 }};
 
 }  // namespace

@@ -114,7 +114,7 @@ TEST(Lint, CatalogHasIdsSeveritiesFixesAndFacts) {
                     r.fact.find("research/") != std::string_view::npos)
             << r.id;
     }
-    EXPECT_EQ(lint_rules().size(), 17u);
+    EXPECT_EQ(lint_rules().size(), 18u);
 }
 
 TEST(Lint, StateDimensionNeitherPowerOfTwoNorMultipleOf32) {
@@ -157,14 +157,41 @@ TEST(Lint, NamesThatAreNotMilIdentifiers) {
         EXPECT_FALSE(lint::is_mil_identifier(name)) << name;
 }
 
-TEST(Lint, MoreThanTwoStates) {
+TEST(Lint, MoreThanOneState) {
     TestPackage bad;
-    for (const char* s : {"k_cache", "v_cache", "extra_cache"}) bad.state(s, {2, 2, 64, 64});
-    EXPECT_EQ(only(bad.lint(), "ANE002").op, "extra_cache");
+    for (const char* s : {"kv_cache", "conv_cache"}) bad.state(s, {2, 2, 64, 64});
+    EXPECT_EQ(only(bad.lint(), "ANE002").op, "conv_cache");
 
     TestPackage good;
-    for (const char* s : {"kv_cache_0", "kv_cache_1"}) good.state(s, {2, 2, 64, 64});
+    good.state("kv_cache_0", {4, 2, 64, 64});
     EXPECT_EQ(count(good.lint(), "ANE002"), 0);
+}
+
+// A depthwise conv (a group per channel) reading palettized taps; the same
+// taps in fp16, and a palettized 1x1 conv, are fine.
+TEST(Lint, PalettizedDepthwiseConv) {
+    auto build = [](bool lut, int64_t per_group) {
+        TestPackage p;
+        MilBuilder b = p.builder();
+        const MilValue x = p.input({"x", mil::FLOAT16, {1, 64, 1, 8}});
+        const std::vector<int64_t> shape{64, per_group, 1, per_group == 1 ? 3 : 1};
+        const MilValue w =
+            lut ? b.op_literal("constexpr_lut_to_dense", "taps",
+                               {{"indices", typed(mil::UINT4, shape)},
+                                {"lut", typed(mil::FLOAT16, {8, 1, 1, 1, 16, 1})}},
+                               mil::FLOAT16, shape)
+                : b.const_f16("taps", shape,
+                              std::vector<float>(static_cast<size_t>(64 * per_group * shape[3])));
+        b.op("conv", "conv",
+             {{"x", x}, {"weight", w}, {"groups", MilParam::i32(per_group == 1 ? 64 : 1)}},
+             mil::FLOAT16, {1, 64, 1, per_group == 1 ? 6 : 8});
+        return p.lint();
+    };
+    const LintFinding f = only(build(true, 1), "ANE018");
+    EXPECT_EQ(f.op, "conv");
+    EXPECT_EQ(f.severity, LintSeverity::error);
+    EXPECT_EQ(count(build(false, 1), "ANE018"), 0);
+    EXPECT_EQ(count(build(true, 64), "ANE018"), 0);
 }
 
 TEST(Lint, PerBlockQuantization) {
