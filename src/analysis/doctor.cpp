@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/half.h"
+#include "io/tensor_values.h"
 #include "models/models.h"
 #include "passes/fp16_scale.h"
 
@@ -149,7 +150,16 @@ public:
                 report_.values.push_back({layer_prefix(nodes[i].name) + "attn_scores", "attention",
                                           "attention_scores", info_[i].layer});
             }
+            if (nodes[i].op == ir::Op::gated_delta) {
+                const std::string prefix = layer_prefix(nodes[i].name);
+                for (const auto& [name, kind] : {std::pair{"softplus_input", "softplus_input"},
+                                                 {"delta_state", "recurrent_state"},
+                                                 {"delta_state_boosted", "recurrent_state"}})
+                    report_.values.push_back(
+                        {prefix + name, "gated_delta", kind, info_[i].layer, -half_max});
+            }
         }
+        tiny_.assign(report_.values.size(), {});
         report_.layers.resize(static_cast<size_t>(spec.n_layer));
         for (int32_t l = 0; l < spec.n_layer; ++l) report_.layers[l].layer = l;
     }
@@ -223,7 +233,9 @@ private:
             const size_t i = node_index(executor, node);
             ValuePeak& v = report_.values[value_of_node_[i]];
             v.peak = std::max(v.peak, peak_of(value));
+            count_tiny(value_of_node_[i], value, 1.0f);
             outputs_[i].assign(value.begin(), value.end());
+            if (node.op == ir::Op::gated_delta) measure_delta(node, value_of_node_[i], rows, state);
             if (node.op == ir::Op::attention) {
                 const auto& q = outputs_[static_cast<size_t>(node.inputs[0])];
                 ValuePeak& scores = report_.values[value_of_node_[i] + 1];
@@ -234,6 +246,40 @@ private:
         const auto logits = executor.run(0, prompt.tokens, 0, state);
         step();
         return {logits.begin(), logits.end()};
+    }
+
+    // Nonzero values that a half would hold as subnormals, once times `boost`.
+    void count_tiny(size_t value, std::span<const float> v, float boost) {
+        auto& [nonzero, tiny] = tiny_[value];
+        for (float x : v) {
+            const float a = std::abs(x) * boost;
+            nonzero += a > 0;
+            tiny += a > 0 && a < f16_min_normal;
+        }
+    }
+
+    // A delta rule's hazards: how far its softplus input reaches (a + dt_bias),
+    // and the state after the prompt, as an fp16 state would hold it and as
+    // the ANE lowering stores it (boosted).
+    void measure_delta(const ir::Node& node, size_t value, int64_t rows, const ExecState& state) {
+        const ir::Attrs& a = node.attrs;
+        const std::vector<float>& alpha = outputs_[static_cast<size_t>(node.inputs[2])];
+        std::vector<float> dt_bias(static_cast<size_t>(a.n_head));
+        read_f32(plain_.weights[static_cast<size_t>(node.bias)].view, 0, a.n_head, dt_bias.data());
+        ValuePeak& softplus = report_.values[value + 1];
+        for (size_t k = 0; k < alpha.size(); ++k)
+            softplus.peak = std::max(softplus.peak,
+                                     static_cast<double>(alpha[k] + dt_bias[k % dt_bias.size()]));
+        const std::vector<int64_t>& shape = plain_.states[static_cast<size_t>(a.state)].shape;
+        const int64_t slots = shape[2], per = shape[3];
+        const auto* ring =
+            reinterpret_cast<const float*>(state.buffers[static_cast<size_t>(a.state)].data());
+        const std::span<const float> last(ring + (a.layer * slots + (rows - 1) % slots) * per,
+                                          static_cast<size_t>(per));
+        for (size_t k : {value + 2, value + 3}) {
+            report_.values[k].peak = std::max(report_.values[k].peak, peak_of(last));
+            count_tiny(k, last, k == value + 3 ? ir::delta_state_boost : 1.0f);
+        }
     }
 
     // The unscaled device run: the first value whose relative error passes the
@@ -278,7 +324,11 @@ private:
     // Flags, per-layer maxima and the residual peak from the f32 measurements.
     void finish_peaks() {
         const auto& nodes = plain_.functions[0].nodes;
-        for (ValuePeak& v : report_.values) {
+        for (size_t k = 0; k < report_.values.size(); ++k) {
+            ValuePeak& v = report_.values[k];
+            const auto [nonzero, tiny] = tiny_[k];
+            v.subnormal = nonzero > 0 ? double(tiny) / double(nonzero) : 0.0;
+            if (v.kind == "softplus_input") continue;  // a signed reach, not a magnitude
             v.overflows = v.peak > half_max;
             v.at_risk = v.peak > half_max / 4;
             if (v.kind == "residual")
@@ -299,6 +349,7 @@ private:
     }
 
     const ModelSpec& spec_;
+    std::vector<std::pair<int64_t, int64_t>> tiny_;  // per value: nonzero, subnormal-sized
     const std::vector<DoctorPrompt>& prompts_;
     DoctorOptions options_;
     ProgressFn progress_;

@@ -32,9 +32,15 @@ struct DoctorOptions {
 struct ValuePeak {
     std::string name;    // blk.3.ffn_out
     std::string op;      // linear
-    std::string kind;    // residual, norm_input, attention_scores, mlp_hidden, other
+    // residual, norm_input, attention_scores, mlp_hidden, other; for a delta
+    // rule: softplus_input (a + dt_bias) and recurrent_state (the state after
+    // the prompt, as is and times the ANE lowering's boost)
+    std::string kind;
     int32_t layer = -1;  // -1 outside the layers
-    double peak = 0;
+    double peak = 0;     // softplus_input: the largest input itself, not its magnitude
+    // Share of the nonzero values below half's smallest normal (2^-14), which
+    // the Neural Engine flushes to zero.
+    double subnormal = 0;
     bool overflows = false;  // peak > 65,504
     bool at_risk = false;    // peak > 65,504 / 4
 };

@@ -37,6 +37,46 @@ std::vector<const ValuePeak*> flagged(const DoctorReport& r) {
     return out;
 }
 
+// Values that lose over 1% of their nonzero entries to the ANE's flush of
+// subnormal halves, most first.
+std::vector<const ValuePeak*> subnormal_values(const DoctorReport& r) {
+    std::vector<const ValuePeak*> out;
+    for (const ValuePeak& v : r.values)
+        if (v.subnormal > 0.01) out.push_back(&v);
+    std::stable_sort(out.begin(), out.end(), [](const ValuePeak* a, const ValuePeak* b) {
+        return a->subnormal > b->subnormal;
+    });
+    return out;
+}
+
+// The delta rules' hazards: the softplus input's reach and the state's
+// subnormal share, as is and as the ANE lowering stores it.
+std::string delta_rule_text(const DoctorReport& r) {
+    const ValuePeak* reach = nullptr;
+    double state = 0, boosted = 0, output = 0;
+    for (const ValuePeak& v : r.values) {
+        if (v.kind == "softplus_input" && (reach == nullptr || v.peak > reach->peak)) reach = &v;
+        if (v.op == "gated_delta" && v.kind != "softplus_input" && v.kind != "recurrent_state")
+            output = std::max(output, v.peak);
+        if (v.kind != "recurrent_state") continue;
+        double& share = v.name.ends_with("_boosted") ? boosted : state;
+        share = std::max(share, v.subnormal);
+    }
+    if (reach == nullptr) return "";
+    std::string out = fmt::format(
+        "softplus       input reaches {:.3g} ({}){}\n", reach->peak, reach->name,
+        reach->peak > 11 ? ": an fp16 softplus overflows above 11; convert writes the stable form"
+                         : "");
+    out += fmt::format(
+        "delta state    up to {:.1f}% of a layer's state below half's smallest normal; {:.1f}% "
+        "as convert stores it (times {:g})\n",
+        100 * state, 100 * boosted, ir::delta_state_boost);
+    const double inside = output * ir::delta_query_boost * ir::delta_state_boost;
+    out += fmt::format("delta output   peak {}, {} inside the packages ({} FP16's 65,504)\n",
+                       peak_text(output), peak_text(inside), inside > half_max ? "over" : "within");
+    return out;
+}
+
 std::string divergence_text(const DeviceRun& run) {
     if (run.first_value.empty()) return "no value diverged";
     return fmt::format(
@@ -191,6 +231,18 @@ std::string doctor_text(const DoctorReport& r) {
                                flags[i]->kind, peak_text(flags[i]->peak));
         if (flags.size() > 12) out += fmt::format("  ... and {} more\n", flags.size() - 12);
     }
+    out += delta_rule_text(r);
+    const auto tiny = subnormal_values(r);
+    if (!tiny.empty()) {
+        out += fmt::format(
+            "subnormal      {} values hold over 1% of their nonzero entries below 2^-14 (the ANE "
+            "flushes them to 0):\n",
+            tiny.size());
+        for (size_t i = 0; i < tiny.size() && i < 8; ++i)
+            out += fmt::format("  {:<28} {:<16} {:>6.1f}%\n", tiny[i]->name, tiny[i]->kind,
+                               100 * tiny[i]->subnormal);
+        if (tiny.size() > 8) out += fmt::format("  ... and {} more\n", tiny.size() - 8);
+    }
     out += fmt::format("{} run        {}\n", r.device_precision, divergence_text(r.unscaled));
     out += "  " + device_line("unscaled", r.unscaled) + "\n";
     out += fmt::format("alpha          {} (target {:g})\n", alpha_text(r.alpha), r.target);
@@ -233,6 +285,7 @@ nlohmann::ordered_json doctor_json(const DoctorReport& r) {
                           {"layer", v.layer},
                           {"peak", std::isinf(v.peak) ? nlohmann::ordered_json(nullptr)
                                                       : nlohmann::ordered_json(v.peak)},
+                          {"subnormal", v.subnormal},
                           {"overflows", v.overflows},
                           {"at_risk", v.at_risk}});
     return j;

@@ -8,6 +8,14 @@
 namespace anelm {
 
 constexpr float f16_max = 65504.0f;
+constexpr float f16_min_normal = 6.103515625e-05f;  // 2^-14
+
+// Zeroes what would be a subnormal half (keeping the sign), as the Neural
+// Engine computes: values already rounded to half, or about to be.
+inline void flush_f16_subnormals(float* v, int64_t n) {
+    for (int64_t i = 0; i < n; ++i)
+        if (v[i] > -f16_min_normal && v[i] < f16_min_normal) v[i] *= 0.0f;
+}
 
 constexpr float f16_to_f32(uint16_t h) {
     const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;

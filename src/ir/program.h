@@ -48,6 +48,13 @@ struct StateDecl {
     std::vector<int64_t> shape;
 };
 
+// A half-precision device holds the delta rule's state times this, so that its
+// small entries stay normal halves (the ANE lowering's value boost; the CPU's
+// ane precision stores the state the same way).
+constexpr float delta_state_boost = 64.0f;
+// And its queries times this (the output is then times both).
+constexpr float delta_query_boost = 16.0f;
+
 // Rotary frequencies shared by the rope ops of a program (head_dim / 2 values).
 struct RopeFreqs {
     std::vector<float> inv_freq;

@@ -4,6 +4,8 @@
 // switch so that a test can show what it fixes.
 #pragma once
 
+#include "ir/program.h"
+
 namespace anelm::lower {
 
 struct AneNumerics {
@@ -20,8 +22,8 @@ struct AneNumerics {
     // The delta rule's queries and values multiplied by these, the output
     // divided by their product: the state's small products stay out of fp16's
     // subnormals, which the ANE flushes to zero. 1 and 1: off.
-    float delta_q_boost = 16.0f;
-    float delta_v_boost = 64.0f;
+    float delta_q_boost = ir::delta_query_boost;
+    float delta_v_boost = ir::delta_state_boost;
 };
 
 }  // namespace anelm::lower

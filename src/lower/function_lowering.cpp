@@ -193,6 +193,9 @@ MilValue FunctionLowering::rms_norm(const ir::Node& node, const std::string& nam
     // Groups of g channels (one per head for q/k norms) on axis 2; the whole
     // width on axis 1 otherwise.
     const bool grouped = g != c;
+    // rms(b x) with epsilon b^2 eps is b rms(x): a boosted input normalizes the same.
+    const auto boost = boosted_.find(node.inputs.at(0));
+    const float b = boost == boosted_.end() ? 1.0f : boost->second;
     const MilValue xs = grouped ? reshape(x, {1, c / g, g, t}, name + "_groups") : x;
     const int axis = grouped ? 2 : 1;
     const MilValue neg = scalar_mul(xs, -1.0f, name + "_neg");
@@ -206,7 +209,7 @@ MilValue FunctionLowering::rms_norm(const ir::Node& node, const std::string& nam
     const MilValue normed = b_.op("layer_norm", name + "_ln",
                                   {{"x", both},
                                    {"axes", MilParam::i32s({axis})},
-                                   {"epsilon", MilParam::fp16(node.attrs.eps)}},
+                                   {"epsilon", MilParam::fp16(node.attrs.eps * b * b)}},
                                   mil::FLOAT16, both_shape);
     std::vector<int32_t> end(xs.shape.begin(), xs.shape.end());
     const MilValue half = slice(normed, {0, 0, 0, 0}, end, name + "_half");

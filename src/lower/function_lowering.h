@@ -116,6 +116,8 @@ private:
     std::map<ir::ValueId, MilValue> values_;
     std::map<int32_t, std::pair<MilValue, MilValue>> rope_rows_;
     std::map<int64_t, MilValue> window_masks_;
+    // Values left multiplied by a constant for the RMSNorms that read them.
+    std::map<ir::ValueId, float> boosted_;
 };
 
 // A MIL name for an IR value name: blk.3.attn_norm -> blk_3_attn_norm.

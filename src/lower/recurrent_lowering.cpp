@@ -9,6 +9,7 @@
 //   the recurrence written out token by token on [1, heads, dk, dv].
 // Both assume every token of a call is real: the runners give prefill full
 // batches only and the rest one token at a time (README.txt in OUT says so).
+#include <algorithm>
 #include <cmath>
 
 #include "base/error.h"
@@ -274,12 +275,20 @@ MilValue FunctionLowering::gated_delta(const ir::Node& node, const std::string& 
                                                  {"axis", MilParam::i32(0)},
                                                  {"interleave", MilParam::boolean(false)}},
                                                 mil::FLOAT16, {t_, nv, 1, dv});
-    // [T, nv, 1, dv] -> [1, nv dv, 1, T], with the boosts undone.
+    // [T, nv, 1, dv] -> [1, nv dv, 1, T]. The boosts are undone here, unless
+    // only RMSNorms read the result: they take it boosted (it would be tiny
+    // enough to flush), with their epsilon boosted to match.
     const MilValue cols = transpose(reshape(o, {t_, nv * dv}, name + "_flat"), {1, 0}, name + "_t");
-    const float undo = 1.0f / (num.delta_q_boost * num.delta_v_boost);
-    const MilValue out =
-        reshape(cols, {1, nv * dv, 1, t_}, undo == 1.0f ? name : name + "_boosted");
-    return undo == 1.0f ? out : scalar_mul(out, undo, name);
+    const float boost = num.delta_q_boost * num.delta_v_boost;
+    const auto id = static_cast<ir::ValueId>(&node - fn_.nodes.data());
+    const bool only_norms = std::ranges::all_of(fn_.nodes, [&](const ir::Node& n) {
+        return n.op == ir::Op::rms_norm || std::ranges::find(n.inputs, id) == n.inputs.end();
+    });
+    if (boost == 1.0f || only_norms) {
+        if (boost != 1.0f) boosted_[id] = boost;
+        return reshape(cols, {1, nv * dv, 1, t_}, name);
+    }
+    return scalar_mul(reshape(cols, {1, nv * dv, 1, t_}, name + "_boosted"), 1.0f / boost, name);
 }
 
 }  // namespace anelm::lower

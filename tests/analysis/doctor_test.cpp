@@ -179,6 +179,30 @@ TEST(Doctor, Gemma3OverflowInAnePrecision) {
     expect_alpha_restores_greedy_tokens(m, loud.store(), r.alpha, Precision::ane);
 }
 
+// Qwen3.5's delta rules: the softplus reach of each layer (a dt_bias of 14
+// in layer 0 takes it past fp16's overflow at 11), and the share of the state
+// that half precision would flush, far smaller as convert stores it (x 64).
+// Only `ane` flushes: its device run departs from f32 where f16's does not.
+TEST(Doctor, DeltaRuleHazards) {
+    const LoadedModel& m = test::tiny_model("tiny-qwen3.5");
+    const auto patched = with_edited(m.weights, "model.layers.0.linear_attn.dt_bias",
+                                     [](float, size_t) { return 14.0f; });
+    const DoctorReport r = doctor(m, patched.store(), Precision::ane);
+    EXPECT_GT(value(r, "blk.0.softplus_input").peak, 11.0);
+    EXPECT_LT(value(r, "blk.1.softplus_input").peak, 11.0);
+    const ValuePeak& state = value(r, "blk.1.delta_state");
+    const ValuePeak& stored = value(r, "blk.1.delta_state_boosted");
+    EXPECT_EQ(state.kind, "recurrent_state");
+    EXPECT_GT(state.subnormal, 0.05);
+    EXPECT_LT(stored.subnormal, state.subnormal / 4);
+    const std::string text = doctor_text(r);
+    EXPECT_NE(text.find("an fp16 softplus overflows above 11"), std::string::npos) << text;
+    EXPECT_NE(text.find("blk.1.delta_state "), std::string::npos) << text;
+    EXPECT_EQ(doctor_json(r)["values"][0].count("subnormal"), 1u);
+    EXPECT_FALSE(r.unscaled.first_value.empty());
+    EXPECT_TRUE(doctor(m, patched.store(), Precision::f16).unscaled.first_value.empty());
+}
+
 TEST(Doctor, EmptyPromptIsAnError) {
     const LoadedModel& m = test::tiny_model("tiny-llama");
     EXPECT_THROW(run_doctor(m.spec, m.weights, {{"empty", {}}}, {}), Error);

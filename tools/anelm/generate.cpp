@@ -106,10 +106,8 @@ int run_hybrid(const GenerateArgs& args, const Model& model, SessionOptions so) 
 int run_generate(const GenerateArgs& args) {
     if (is_converted_dir(args.model)) {
         const SpeculativeOptions& spec = args.speculative;
-        // Run as ANEMLL's runners do; f32 keeps activations in f32, f16 and ane
-        // round them to half as the Neural Engine stores them.
-        const auto rounding =
-            args.run.precision_name == "f32" ? milexec::Rounding::none : milexec::Rounding::f16;
+        // Run as ANEMLL's runners do, rounding as --precision says.
+        const auto rounding = converted_rounding(args.run.precision_name);
         ThreadPool pool(args.run.threads > 0 ? args.run.threads : ThreadPool::physical_cores());
         ConvertedModel converted(args.model, args.tokenizer, rounding, &pool);
         std::unique_ptr<DraftSource> draft;

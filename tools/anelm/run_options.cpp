@@ -54,6 +54,18 @@ std::unique_ptr<Session> open_session(const Model& model, SessionOptions options
     return session;
 }
 
+milexec::Rounding converted_rounding(const std::string& precision_name) {
+    switch (precision_from_name(precision_name)) {
+        case Precision::f32:
+            return milexec::Rounding::none;
+        case Precision::f16:
+            return milexec::Rounding::f16;
+        case Precision::ane:
+            return milexec::Rounding::f16_flush;
+    }
+    return milexec::Rounding::f16;
+}
+
 void add_run_options(CLI::App& app, RunOptions& options) {
     app.add_option("-t,--threads", options.threads, "threads (default: physical cores)");
     app.add_option("--ctx", options.n_ctx, "context length (KV cache size)")->capture_default_str();

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "exec/mil/function.h"
 #include "runtime/model.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
@@ -29,6 +30,10 @@ struct RunOptions {
 // --fp16-scale's value: none (1), auto (measured as anelm doctor does) or a
 // power of two; throws Error for anything else.
 float fp16_scale_option(const std::string& text, const Model& model, int threads);
+
+// How the MIL interpreter runs a converted folder at --precision: f32 in f32,
+// f16 rounded to half, ane rounded to half with subnormals flushed.
+milexec::Rounding converted_rounding(const std::string& precision_name);
 
 void add_run_options(CLI::App& app, RunOptions& options);
 // --quant, --quant-dot and --mmap (bench takes these without the rest of the run options).

@@ -70,8 +70,7 @@ std::shared_ptr<const server::ServedModel> load(const ServeArgs& args, Loaded& l
     if (is_converted_dir(args.model)) {
         if (args.parallel > 1)
             fmt::print(stderr, "anelm serve: a converted folder runs one request at a time\n");
-        const auto rounding =
-            args.run.precision_name == "f32" ? milexec::Rounding::none : milexec::Rounding::f16;
+        const auto rounding = converted_rounding(args.run.precision_name);
         l.pool = std::make_unique<ThreadPool>(args.run.threads > 0 ? args.run.threads
                                                                    : ThreadPool::physical_cores());
         l.converted =

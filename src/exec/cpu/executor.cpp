@@ -242,6 +242,7 @@ std::span<const float> Executor::run(size_t fn_index, std::span<const int32_t> t
         if (const float s = node.attrs.out_scale; s != 1.0f)
             for (int64_t k = 0; k < n; ++k) out[k] *= s;
         if (precision_ != Precision::f32) kernels::round_to_f16_row(out, n);
+        if (precision_ == Precision::ane) flush_f16_subnormals(out, n);
         if (observer_) observer_(node, {out, static_cast<size_t>(n)});
     }
     for (const ExecSegment& seg : segments_)

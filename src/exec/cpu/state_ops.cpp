@@ -5,10 +5,24 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "base/half.h"
 #include "exec/cpu/executor.h"
 #include "exec/cpu/kernels/kernels.h"
 
 namespace anelm {
+
+namespace {
+
+// The delta rule's state as a half-precision device keeps it between tokens:
+// boosted into half's normal range, rounded, subnormals flushed.
+void as_device_stores(std::vector<float>& s) {
+    for (float& v : s) v *= ir::delta_state_boost;
+    kernels::round_to_f16_row(s.data(), std::ssize(s));
+    flush_f16_subnormals(s.data(), std::ssize(s));
+    for (float& v : s) v /= ir::delta_state_boost;
+}
+
+}  // namespace
 
 // Each segment writes its rows into its own history and convolves over it,
 // so prefill, decode and any split of a sequence read the same rounded inputs.
@@ -120,6 +134,7 @@ void Executor::run_gated_delta(const ir::Node& node, const float* qkv, const flo
                         o[j] += si[j] * q[i];
                     }
                 }
+                if (precision_ == Precision::ane) as_device_stores(s);
                 if (t >= seg.rows - slots)
                     std::copy(s.begin(), s.end(), ring + ((seg.pos0 + t) % slots) * per + head);
             }

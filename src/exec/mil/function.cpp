@@ -1,9 +1,9 @@
 #include "exec/mil/function.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "base/error.h"
+#include "base/half.h"
 #include "coreml/model_values.h"
 #include "exec/cpu/kernels/kernels.h"
 #include "exec/mil/constexpr_ops.h"
@@ -30,10 +30,8 @@ bool shape_fits(const std::vector<int64_t>& declared, const std::vector<int64_t>
 void round_half_values(Rounding rounding, std::span<float> values) {
     if (rounding == Rounding::none) return;
     kernels::round_to_f16_row(values.data(), static_cast<int64_t>(values.size()));
-    if (rounding != Rounding::f16_flush) return;
-    constexpr float smallest_normal = 6.103515625e-05f;  // 2^-14
-    for (float& v : values)
-        if (std::fabs(v) < smallest_normal) v = std::copysign(0.0f, v);
+    if (rounding == Rounding::f16_flush)
+        flush_f16_subnormals(values.data(), static_cast<int64_t>(values.size()));
 }
 
 Function::Function(const mil::Program& program, const std::string& function_name,
