@@ -234,16 +234,23 @@ MilValue FunctionLowering::gated_delta(const ir::Node& node, const std::string& 
               name + "_decay"),
         "decay");
 
-    // The recurrence, one token after the other.
+    // The recurrence, one token after the other, on rows split off once per
+    // tensor. beta scales the key of the write: k (beta (v - S'k))^T.
     const auto ai = static_cast<int32_t>(at);
     const auto nvi = static_cast<int32_t>(nv), dki = static_cast<int32_t>(dk),
                dvi = static_cast<int32_t>(dv);
     MilValue s = slice(c.input, {ai, 0, 0, 0}, {ai + 1, nvi, dki, dvi}, name + "_state_in");
-    auto row = [&](const MilValue& x, int32_t t, const std::string& what) {
-        if (t_ == 1) return x;
-        std::vector<int32_t> end(x.shape.begin(), x.shape.end());
-        end[0] = t + 1;
-        return slice(x, {t, 0, 0, 0}, end, name + "_" + what);
+    const MilValue beta_k = binary("mul", k, beta, name + "_beta_k");
+    auto rows = [&](const MilValue& x, const std::string& what) {
+        if (t_ == 1) return std::vector<MilValue>{x};
+        std::vector<int64_t> shape = x.shape;
+        shape[0] = 1;
+        std::vector<MilValue> parts;
+        for (int64_t t = 0; t < t_; ++t)
+            parts.push_back({fmt::format("{}_{}{}", name, what, t), x.dtype, shape});
+        return b_.op_multi(
+            "split", name + "_" + what + "_rows",
+            {{"x", x}, {"num_splits", MilParam::i32(ti)}, {"axis", MilParam::i32(0)}}, parts);
     };
     auto matmul = [&](const MilValue& x, const MilValue& y, bool tx, std::vector<int64_t> shape,
                       const std::string& what) {
@@ -254,19 +261,17 @@ MilValue FunctionLowering::gated_delta(const ir::Node& node, const std::string& 
                       {"transpose_y", MilParam::boolean(false)}},
                      mil::FLOAT16, std::move(shape));
     };
+    const std::vector<MilValue> qs = rows(q, "q"), ks = rows(k, "k"), vs = rows(v, "v"),
+                                bks = rows(beta_k, "beta_k"), decays = rows(decay, "decay");
     std::vector<MilValue> outs;
-    for (int32_t t = 0; t < ti; ++t) {
+    for (size_t t = 0; t < qs.size(); ++t) {
         const std::string p = fmt::format("{}_t{}", name, t);
-        const MilValue kt = row(k, t, fmt::format("k{}", t));
-        s = binary("mul", s, row(decay, t, fmt::format("decay{}", t)), p + "_decayed");
-        const MilValue recalled = matmul(kt, s, false, {1, nv, 1, dv}, p + "_recalled");
-        const MilValue error =
-            binary("sub", row(v, t, fmt::format("v{}", t)), recalled, p + "_error");
-        const MilValue delta =
-            binary("mul", error, row(beta, t, fmt::format("beta{}", t)), p + "_delta");
-        s = binary("add", s, matmul(kt, delta, true, {1, nv, dk, dv}, p + "_write"), p + "_state");
-        outs.push_back(
-            matmul(row(q, t, fmt::format("q{}", t)), s, false, {1, nv, 1, dv}, p + "_out"));
+        s = binary("mul", s, decays[t], p + "_decayed");
+        const MilValue recalled = matmul(ks[t], s, false, {1, nv, 1, dv}, p + "_recalled");
+        const MilValue error = binary("sub", vs[t], recalled, p + "_error");
+        s = binary("add", s, matmul(bks[t], error, true, {1, nv, dk, dv}, p + "_write"),
+                   p + "_state");
+        outs.push_back(matmul(qs[t], s, false, {1, nv, 1, dv}, p + "_out"));
     }
     c.updated[static_cast<size_t>(at)] = s;
     const MilValue o = outs.size() == 1 ? outs[0]
