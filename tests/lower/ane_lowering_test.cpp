@@ -42,58 +42,13 @@ class AneLoweringTest : public testing::TestWithParam<const char*> {};
 // Logits after an 11-token prompt (two prefill batches and three infer
 // tokens) and after each of 8 decoded tokens agree with the f32 executor.
 TEST_P(AneLoweringTest, MatchesTheProgramInF32) {
-    const LoadedModel& m = test::tiny_model(GetParam());
-    const ir::Program program = decode_program(m);
-    const Lowered l = lower_all(program, m.spec.n_vocab, false);
-    AnePipeline ane = pipeline(l, false, milexec::Rounding::none);
-    SessionOptions so;
-    so.n_ctx = n_ctx;
-    so.prefill_batch = 8;
-    Session cpu(m.spec, m.weights, so);
-
-    const auto prompt = test::random_tokens(m.spec.n_vocab, 11, 3);
-    auto a = ane.prefill(prompt);
-    auto b = cpu.prefill(prompt);
-    double worst = test::relative_error(a, b);
-    for (int step = 0; step < 8; ++step) {
-        const int32_t next = argmax(b);
-        a = ane.decode(next);
-        b = cpu.decode(next);
-        worst = std::max(worst, test::relative_error(a, b));
-    }
-    EXPECT_LT(worst, 1e-2);
-    EXPECT_EQ(ane.pos(), cpu.pos());
+    EXPECT_LT(test::f32_lowering_error(test::tiny_model(GetParam())), 1e-2);
 }
 
 // In half precision (the ANE's storage) both greedy-decode the same tokens,
 // and the in-model argmax head picks what the logits head's logits pick.
 TEST_P(AneLoweringTest, SameGreedyTokensInF16) {
-    const LoadedModel& m = test::tiny_model(GetParam());
-    const ir::Program program = decode_program(m);
-    const Lowered logits = lower_all(program, m.spec.n_vocab, false);
-    const Lowered arg = lower_all(program, m.spec.n_vocab, true);
-    AnePipeline ane = pipeline(logits, false, milexec::Rounding::f16);
-    AnePipeline ane_argmax = pipeline(arg, true, milexec::Rounding::f16);
-    SessionOptions so;
-    so.n_ctx = n_ctx;
-    so.precision = Precision::ane;
-    Session cpu(m.spec, m.weights, so);
-
-    const auto prompt = test::random_tokens(m.spec.n_vocab, 6, 4);
-    int32_t t_ane = argmax(ane.prefill(prompt));
-    int32_t t_arg = argmax(ane_argmax.prefill(prompt));
-    int32_t t_cpu = argmax(cpu.prefill(prompt));
-    std::vector<int32_t> got, want, got_arg;
-    while (cpu.pos() < n_ctx) {
-        got.push_back(t_ane);
-        got_arg.push_back(t_arg);
-        want.push_back(t_cpu);
-        t_ane = argmax(ane.decode(t_ane));
-        t_arg = argmax(ane_argmax.decode(t_arg));
-        t_cpu = argmax(cpu.decode(t_cpu));
-    }
-    EXPECT_EQ(got, want);
-    EXPECT_EQ(got_arg, got);
+    test::expect_same_greedy_tokens(test::tiny_model(GetParam()), milexec::Rounding::f16, 6);
 }
 
 // The residual scale (out_scale on the stream's producers) is folded into the
@@ -167,21 +122,7 @@ TEST_P(AneLoweringTest, HybridPrefillThenCpuDecodeGivesEitherPathsTokens) {
 
 // The monolithic form computes what the split form computes.
 TEST_P(AneLoweringTest, MonolithicMatchesSplit) {
-    const LoadedModel& m = test::tiny_model(GetParam());
-    const ir::Program program = decode_program(m);
-    const Lowered l = lower_all(program, m.spec.n_vocab, false);
-    lower::AneOptions options;
-    options.batch = batch;
-    const lower::AnePackage mono = lower::lower_monolithic(program, l.pieces, options);
-    AnePipeline split = pipeline(l, false, milexec::Rounding::f16);
-    AnePipeline whole(AnePart{&mono.model, &mono.blobs()}, {n_ctx, batch, l.pieces, false},
-                      milexec::Rounding::f16);
-    const auto prompt = test::random_tokens(m.spec.n_vocab, 10, 8);
-    auto a = split.prefill(prompt);
-    auto b = whole.prefill(prompt);
-    EXPECT_LT(test::relative_error(a, b), 1e-3);
-    const int32_t next = argmax(a);
-    EXPECT_LT(test::relative_error(split.decode(next), whole.decode(next)), 1e-3);
+    test::expect_monolithic_matches_split(test::tiny_model(GetParam()));
 }
 
 // A verify pass scores each of its tokens as infer does one at a time (logits

@@ -37,22 +37,7 @@ SessionOptions session_options(Precision precision) {
 // tokens give the f32 executor's logits: the windows and states the packages
 // hand from call to call are the executor's.
 TEST_P(RecurrentLoweringTest, MatchesTheProgramInF32) {
-    const LoadedModel& m = test::tiny_model(GetParam());
-    const ir::Program program = decode_program(m);
-    const test::Lowered l = lower_all(program, m.spec.n_vocab, lowering_options(false));
-    AnePipeline ane = pipeline(l, false, milexec::Rounding::none);
-    Session cpu(m.spec, m.weights, session_options(Precision::f32));
-    const auto prompt = test::random_tokens(m.spec.n_vocab, 11, 3);
-    auto a = ane.prefill(prompt);
-    auto b = cpu.prefill(prompt);
-    double worst = test::relative_error(a, b);
-    for (int step = 0; step < 8; ++step) {
-        const int32_t next = argmax(b);
-        a = ane.decode(next);
-        b = cpu.decode(next);
-        worst = std::max(worst, test::relative_error(a, b));
-    }
-    EXPECT_LT(worst, 1e-2);
+    EXPECT_LT(test::f32_lowering_error(test::tiny_model(GetParam())), 1e-2);
 }
 
 // After a prompt, the windows the packages carry are the last K - 1 conv
@@ -157,46 +142,12 @@ TEST(RecurrentLowering, DeltaBoostsKeepTheStateOutOfSubnormals) {
 // greedy-decode the tokens the CPU decodes in its ANE precision, to the end
 // of the context.
 TEST_P(RecurrentLoweringTest, SameGreedyTokensInF16) {
-    const LoadedModel& m = test::tiny_model(GetParam());
-    const ir::Program program = decode_program(m);
-    const test::Lowered l = lower_all(program, m.spec.n_vocab, lowering_options(false));
-    const test::Lowered arg = lower_all(program, m.spec.n_vocab, lowering_options(true));
-    AnePipeline ane = pipeline(l, false, milexec::Rounding::f16_flush);
-    AnePipeline ane_argmax = pipeline(arg, true, milexec::Rounding::f16_flush);
-    Session cpu(m.spec, m.weights, session_options(Precision::ane));
-    const auto prompt = test::random_tokens(m.spec.n_vocab, 9, 4);
-    int32_t t_ane = argmax(ane.prefill(prompt));
-    int32_t t_arg = argmax(ane_argmax.prefill(prompt));
-    int32_t t_cpu = argmax(cpu.prefill(prompt));
-    std::vector<int32_t> got, want, got_arg;
-    while (cpu.pos() < lowering_ctx) {
-        got.push_back(t_ane);
-        got_arg.push_back(t_arg);
-        want.push_back(t_cpu);
-        t_ane = argmax(ane.decode(t_ane));
-        t_arg = argmax(ane_argmax.decode(t_arg));
-        t_cpu = argmax(cpu.decode(t_cpu));
-    }
-    EXPECT_EQ(got, want);
-    EXPECT_EQ(got_arg, got);
+    test::expect_same_greedy_tokens(test::tiny_model(GetParam()), milexec::Rounding::f16_flush, 9);
 }
 
 // The monolithic form carries the same states and computes the same.
 TEST_P(RecurrentLoweringTest, MonolithicMatchesSplit) {
-    const LoadedModel& m = test::tiny_model(GetParam());
-    const ir::Program program = decode_program(m);
-    const test::Lowered l = lower_all(program, m.spec.n_vocab, lowering_options(false));
-    const lower::AnePackage mono =
-        lower::lower_monolithic(program, l.pieces, lowering_options(false));
-    AnePipeline split = pipeline(l, false, milexec::Rounding::f16);
-    AnePipeline whole(test::part(mono), {lowering_ctx, test::lowering_batch, l.pieces, false},
-                      milexec::Rounding::f16);
-    const auto prompt = test::random_tokens(m.spec.n_vocab, 10, 8);
-    auto a = split.prefill(prompt);
-    auto b = whole.prefill(prompt);
-    EXPECT_LT(test::relative_error(a, b), 1e-3);
-    const int32_t next = argmax(a);
-    EXPECT_LT(test::relative_error(split.decode(next), whole.decode(next)), 1e-3);
+    test::expect_monolithic_matches_split(test::tiny_model(GetParam()));
 }
 
 // Every chunk function declares the KV cache as its one MLState (none where
