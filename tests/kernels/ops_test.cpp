@@ -89,6 +89,41 @@ TEST(SiluMul, DispatchedMatchesReference) {
     });
 }
 
+// The delta rule's step on one head, state rows of 128 (whole vector groups)
+// and of 20 and 3 (tails), against the reference: new state and output.
+TEST(DeltaRuleStep, DispatchedMatchesReference) {
+    test::for_each_isa([&](const char*) {
+        std::mt19937 rng(17);
+        for (const auto [dk, dv] : {std::pair<int64_t, int64_t>{128, 128}, {16, 20}, {5, 3}}) {
+            auto s = test::random_floats(rng, dk * dv, -1.0f, 1.0f);
+            auto want_s = s;
+            const auto q = test::random_floats(rng, dk, -0.3f, 0.3f);
+            const auto k = test::random_floats(rng, dk, -0.3f, 0.3f);
+            const auto v = test::random_floats(rng, dv, -2.0f, 2.0f);
+            std::vector<float> delta(static_cast<size_t>(dv)), o(delta.size()), want_o(o.size());
+            for (int step = 0; step < 3; ++step) {
+                delta_rule_step(s.data(), dk, dv, q.data(), k.data(), v.data(), 0.7f, 0.9f,
+                                delta.data(), o.data());
+                ref::delta_rule_step(want_s.data(), dk, dv, q.data(), k.data(), v.data(), 0.7f,
+                                     0.9f, delta.data(), want_o.data());
+            }
+            test::expect_close(s, want_s, 1e-5f, "state");
+            test::expect_close(o, want_o, 1e-5f, "output");
+        }
+    });
+}
+
+// One step by hand: dk = dv = 1, s = 2, decay 0.5, beta 0.5, k = 1, q = 3, v = 5:
+// s = 1, delta = 0.5 (5 - 1) = 2, s = 3, o = 9.
+TEST(DeltaRuleStep, ReferenceIsTheRule) {
+    float s = 2, delta = 0, o = 0;
+    const float q = 3, k = 1, v = 5;
+    ref::delta_rule_step(&s, 1, 1, &q, &k, &v, 0.5f, 0.5f, &delta, &o);
+    EXPECT_FLOAT_EQ(delta, 2.0f);
+    EXPECT_FLOAT_EQ(s, 3.0f);
+    EXPECT_FLOAT_EQ(o, 9.0f);
+}
+
 TEST(GeluTanhMul, ReferenceIsTheTanhFormula) {
     // gelu_tanh(1) = 0.5 (1 + tanh(sqrt(2 / pi) * 1.044715)) = 0.8411920, times up.
     const float gate[3] = {1.0f, 0.0f, -1.0f}, up[3] = {2.0f, 5.0f, 1.0f};

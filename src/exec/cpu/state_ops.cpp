@@ -116,24 +116,8 @@ void Executor::run_gated_delta(const ir::Node& node, const float* qkv, const flo
                 const float z = a[row * nv + h] + dt_bias[h];
                 const float softplus = z > 20.0f ? z : std::log1p(std::exp(z));
                 const float decay = std::exp(-std::exp(a_log[h]) * softplus);
-                std::fill(delta.begin(), delta.end(), 0.0f);
-                for (int64_t i = 0; i < dk; ++i) {
-                    float* si = s.data() + i * dv;
-                    for (int64_t j = 0; j < dv; ++j) {
-                        si[j] *= decay;
-                        delta[j] += si[j] * k[i];
-                    }
-                }
-                for (int64_t j = 0; j < dv; ++j) delta[j] = beta * (v[j] - delta[j]);
-                float* o = out + row * nv * dv + h * dv;
-                std::fill(o, o + dv, 0.0f);
-                for (int64_t i = 0; i < dk; ++i) {
-                    float* si = s.data() + i * dv;
-                    for (int64_t j = 0; j < dv; ++j) {
-                        si[j] += k[i] * delta[j];
-                        o[j] += si[j] * q[i];
-                    }
-                }
+                kernels::delta_rule_step(s.data(), dk, dv, q.data(), k.data(), v, beta, decay,
+                                         delta.data(), out + row * nv * dv + h * dv);
                 if (precision_ == Precision::ane) as_device_stores(s);
                 if (t >= seg.rows - slots)
                     std::copy(s.begin(), s.end(), ring + ((seg.pos0 + t) % slots) * per + head);

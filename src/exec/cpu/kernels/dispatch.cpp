@@ -116,6 +116,13 @@ void softmax(float* x, int64_t n) {
     isa ? isa->softmax(x, n) : ref::softmax(x, n);
 }
 
+void delta_rule_step(float* s, int64_t dk, int64_t dv, const float* q, const float* k,
+                     const float* v, float beta, float decay, float* delta, float* o) {
+    const Isa* isa = active();
+    isa ? isa->delta_rule_step(s, dk, dv, q, k, v, beta, decay, delta, o)
+        : ref::delta_rule_step(s, dk, dv, q, k, v, beta, decay, delta, o);
+}
+
 void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
     const Isa* isa = active();
     isa ? isa->silu_mul(gate, up, n, out) : ref::silu_mul(gate, up, n, out);

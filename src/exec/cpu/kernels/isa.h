@@ -47,6 +47,8 @@ struct Isa {
     void (*f32_to_f16_row)(const float* x, int64_t n, uint16_t* y);
     void (*f16_to_f32_row)(const uint16_t* x, int64_t n, float* y);
     void (*round_to_f16_row)(float* x, int64_t n);
+    void (*delta_rule_step)(float* s, int64_t dk, int64_t dv, const float* q, const float* k,
+                            const float* v, float beta, float decay, float* delta, float* o);
 };
 
 // The leaves in use, or null when the scalar reference runs (no SIMD path for

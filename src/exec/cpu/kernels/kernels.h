@@ -69,6 +69,12 @@ void f16_to_f32_row(const uint16_t* x, int64_t n, float* y);
 // x[i] = the value x[i] becomes when stored as IEEE half (overflow to inf).
 void round_to_f16_row(float* x, int64_t n);
 
+// One token of the gated delta rule on one head's state s (dk rows of dv):
+// s = decay s; delta = beta (v - s^T k); s += k delta^T; o = s^T q.
+// delta is scratch for dv values.
+void delta_rule_step(float* s, int64_t dk, int64_t dv, const float* q, const float* k,
+                     const float* v, float beta, float decay, float* delta, float* o);
+
 // Causal attention of a block of queries against an f16 KV cache.
 struct AttentionArgs {
     const float* q = nullptr;     // f32 [n_tokens, n_head, head_dim]
@@ -103,6 +109,8 @@ void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const f
 void f32_to_f16_row(const float* x, int64_t n, uint16_t* y);
 void f16_to_f32_row(const uint16_t* x, int64_t n, float* y);
 void round_to_f16_row(float* x, int64_t n);
+void delta_rule_step(float* s, int64_t dk, int64_t dv, const float* q, const float* k,
+                     const float* v, float beta, float decay, float* delta, float* o);
 void attention(const AttentionArgs& args, ThreadPool& pool);
 }  // namespace ref
 

@@ -70,6 +70,27 @@ void softmax(float* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
+void delta_rule_step(float* s, int64_t dk, int64_t dv, const float* q, const float* k,
+                     const float* v, float beta, float decay, float* delta, float* o) {
+    std::fill(delta, delta + dv, 0.0f);
+    for (int64_t i = 0; i < dk; ++i) {
+        float* si = s + i * dv;
+        for (int64_t j = 0; j < dv; ++j) {
+            si[j] *= decay;
+            delta[j] += si[j] * k[i];
+        }
+    }
+    for (int64_t j = 0; j < dv; ++j) delta[j] = beta * (v[j] - delta[j]);
+    std::fill(o, o + dv, 0.0f);
+    for (int64_t i = 0; i < dk; ++i) {
+        float* si = s + i * dv;
+        for (int64_t j = 0; j < dv; ++j) {
+            si[j] += k[i] * delta[j];
+            o[j] += si[j] * q[i];
+        }
+    }
+}
+
 void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
     for (int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }

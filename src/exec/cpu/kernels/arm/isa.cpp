@@ -20,6 +20,7 @@ const Isa neon_isa = {
     .f32_to_f16_row = neon::f32_to_f16_row,
     .f16_to_f32_row = neon::f16_to_f32_row,
     .round_to_f16_row = neon::round_to_f16_row,
+    .delta_rule_step = neon::delta_rule_step,
 };
 
 }  // namespace anelm::kernels

@@ -100,6 +100,8 @@ void attend(const float* q, int64_t n_q, const uint16_t* k, const uint16_t* v, i
 void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, float eps, float* y);
 void softmax(float* x, int64_t n);
 void silu_mul(const float* gate, const float* up, int64_t n, float* out);
+void delta_rule_step(float* s, int64_t dk, int64_t dv, const float* q, const float* k,
+                     const float* v, float beta, float decay, float* delta, float* o);
 void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out);
 void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin,
           bool interleaved);

@@ -26,6 +26,8 @@ void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const f
 void f32_to_f16_row(const float* x, int64_t n, uint16_t* y);
 void f16_to_f32_row(const uint16_t* x, int64_t n, float* y);
 void round_to_f16_row(float* x, int64_t n);
+void delta_rule_step(float* s, int64_t dk, int64_t dv, const float* q, const float* k,
+                     const float* v, float beta, float decay, float* delta, float* o);
 
 // x[i] = exp(x[i] - max(x)) over n > 0 values; returns their sum.
 float exp_sum(float* x, int64_t n);

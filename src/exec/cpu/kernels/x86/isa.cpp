@@ -20,6 +20,7 @@ const Isa avx2_isa = {
     .f32_to_f16_row = avx2::f32_to_f16_row,
     .f16_to_f32_row = avx2::f16_to_f32_row,
     .round_to_f16_row = avx2::round_to_f16_row,
+    .delta_rule_step = avx2::delta_rule_step,
 };
 
 }  // namespace anelm::kernels
