@@ -1,6 +1,8 @@
-// NEON row kernels: normalisation, softmax, SiLU, GELU, rotary embedding and the
-// half conversions (round to nearest even under the default FPCR, as base/half.h).
+// NEON row kernels: normalisation, softmax, SiLU, GELU, rotary embedding, the
+// delta rule's step and the half conversions (round to nearest even under the
+// default FPCR, as base/half.h).
 #include "exec/cpu/kernels/arm/neon.h"
+#include "exec/cpu/kernels/delta_rule_step.h"
 
 namespace anelm::kernels::neon {
 
@@ -83,54 +85,28 @@ void softmax(float* x, int64_t n) {
 
 namespace {
 
-// Columns [j, j + 4 V) of the delta step, or [j, j + len) for a partial V = 1
-// tail, as the AVX2 leaf does eight at a time.
-template <int V, bool Partial>
-void delta_columns(float* s, int64_t dk, int64_t dv, int64_t j, int64_t len, const float* q,
-                   const float* k, const float* v, float beta, float decay, float* delta,
-                   float* o) {
-    auto load = [&](const float* p) {
-        if constexpr (Partial) return load_partial<DType::f32>(p, len);
-        return vld1q_f32(p);
-    };
-    auto store = [&](float* p, float32x4_t x) {
-        if constexpr (Partial) return store_partial(p, x, len);
-        vst1q_f32(p, x);
-    };
-    float32x4_t acc[V], d[V];
-    for (int c = 0; c < V; ++c) acc[c] = vdupq_n_f32(0.0f);
-    for (int64_t i = 0; i < dk; ++i)
-        for (int c = 0; c < V; ++c) {
-            float* p = s + i * dv + j + 4 * c;
-            const float32x4_t decayed = vmulq_n_f32(load(p), decay);
-            store(p, decayed);
-            acc[c] = vfmaq_n_f32(acc[c], decayed, k[i]);
-        }
-    for (int c = 0; c < V; ++c) {
-        d[c] = vmulq_n_f32(vsubq_f32(load(v + j + 4 * c), acc[c]), beta);
-        store(delta + j + 4 * c, d[c]);
-        acc[c] = vdupq_n_f32(0.0f);
+// The vector layer delta_rule_step.h is written over.
+struct NeonVec {
+    using Reg = float32x4_t;
+    static constexpr int64_t lanes = 4;
+    static Reg zero() { return vdupq_n_f32(0.0f); }
+    static Reg set1(float f) { return vdupq_n_f32(f); }
+    static Reg load(const float* p) { return vld1q_f32(p); }
+    static void store(float* p, Reg r) { vst1q_f32(p, r); }
+    static Reg load_partial(const float* p, int64_t n) {
+        return neon::load_partial<DType::f32>(p, n);
     }
-    for (int64_t i = 0; i < dk; ++i)
-        for (int c = 0; c < V; ++c) {
-            float* p = s + i * dv + j + 4 * c;
-            const float32x4_t written = vfmaq_n_f32(load(p), d[c], k[i]);
-            store(p, written);
-            acc[c] = vfmaq_n_f32(acc[c], written, q[i]);
-        }
-    for (int c = 0; c < V; ++c) store(o + j + 4 * c, acc[c]);
-}
+    static void store_partial(float* p, Reg r, int64_t n) { neon::store_partial(p, r, n); }
+    static Reg mul(Reg a, Reg b) { return vmulq_f32(a, b); }
+    static Reg sub(Reg a, Reg b) { return vsubq_f32(a, b); }
+    static Reg fmadd(Reg a, Reg b, Reg c) { return vfmaq_f32(c, a, b); }
+};
 
 }  // namespace
 
 void delta_rule_step(float* s, int64_t dk, int64_t dv, const float* q, const float* k,
                      const float* v, float beta, float decay, float* delta, float* o) {
-    int64_t j = 0;
-    for (; j + 16 <= dv; j += 16)
-        delta_columns<4, false>(s, dk, dv, j, 16, q, k, v, beta, decay, delta, o);
-    for (; j + 4 <= dv; j += 4)
-        delta_columns<1, false>(s, dk, dv, j, 4, q, k, v, beta, decay, delta, o);
-    if (j < dv) delta_columns<1, true>(s, dk, dv, j, dv - j, q, k, v, beta, decay, delta, o);
+    delta_rule_step_with<NeonVec>(s, dk, dv, q, k, v, beta, decay, delta, o);
 }
 
 void silu_mul(const float* gate, const float* up, int64_t n, float* out) {

@@ -1,5 +1,7 @@
-// AVX2 row kernels: normalisation, softmax, SiLU, GELU, rotary embedding and the
-// F16C conversions (round to nearest even, as base/half.h).
+// AVX2 row kernels: normalisation, softmax, SiLU, GELU, rotary embedding, the
+// delta rule's step and the F16C conversions (round to nearest even, as
+// base/half.h).
+#include "exec/cpu/kernels/delta_rule_step.h"
 #include "exec/cpu/kernels/x86/avx2.h"
 
 namespace anelm::kernels::avx2 {
@@ -103,61 +105,28 @@ void gated(const float* gate, const float* up, int64_t n, float* out, F f) {
 
 namespace {
 
-// Columns [j, j + 8 V) of the delta step, or [j, j + len) for a partial V = 1
-// tail: V independent vectors per row keep the FMA chains apart. The first
-// pass decays the rows and gathers s^T k, the second writes k delta^T and
-// gathers s^T q.
-template <int V, bool Partial>
-void delta_columns(float* s, int64_t dk, int64_t dv, int64_t j, int64_t len, const float* q,
-                   const float* k, const float* v, float beta, float decay, float* delta,
-                   float* o) {
-    auto load = [&](const float* p) {
-        if constexpr (Partial) return load_partial<DType::f32>(p, len);
-        return _mm256_loadu_ps(p);
-    };
-    auto store = [&](float* p, __m256 x) {
-        if constexpr (Partial) return store_partial(p, x, len);
-        _mm256_storeu_ps(p, x);
-    };
-    const __m256 vdecay = _mm256_set1_ps(decay);
-    __m256 acc[V], d[V];
-    for (int c = 0; c < V; ++c) acc[c] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < dk; ++i) {
-        const __m256 ki = _mm256_set1_ps(k[i]);
-        for (int c = 0; c < V; ++c) {
-            float* p = s + i * dv + j + 8 * c;
-            const __m256 decayed = _mm256_mul_ps(load(p), vdecay);
-            store(p, decayed);
-            acc[c] = _mm256_fmadd_ps(decayed, ki, acc[c]);
-        }
+// The vector layer delta_rule_step.h is written over.
+struct Avx2Vec {
+    using Reg = __m256;
+    static constexpr int64_t lanes = 8;
+    static Reg zero() { return _mm256_setzero_ps(); }
+    static Reg set1(float f) { return _mm256_set1_ps(f); }
+    static Reg load(const float* p) { return _mm256_loadu_ps(p); }
+    static void store(float* p, Reg r) { _mm256_storeu_ps(p, r); }
+    static Reg load_partial(const float* p, int64_t n) {
+        return avx2::load_partial<DType::f32>(p, n);
     }
-    for (int c = 0; c < V; ++c) {
-        d[c] = _mm256_mul_ps(_mm256_set1_ps(beta), _mm256_sub_ps(load(v + j + 8 * c), acc[c]));
-        store(delta + j + 8 * c, d[c]);
-        acc[c] = _mm256_setzero_ps();
-    }
-    for (int64_t i = 0; i < dk; ++i) {
-        const __m256 ki = _mm256_set1_ps(k[i]), qi = _mm256_set1_ps(q[i]);
-        for (int c = 0; c < V; ++c) {
-            float* p = s + i * dv + j + 8 * c;
-            const __m256 written = _mm256_fmadd_ps(ki, d[c], load(p));
-            store(p, written);
-            acc[c] = _mm256_fmadd_ps(written, qi, acc[c]);
-        }
-    }
-    for (int c = 0; c < V; ++c) store(o + j + 8 * c, acc[c]);
-}
+    static void store_partial(float* p, Reg r, int64_t n) { avx2::store_partial(p, r, n); }
+    static Reg mul(Reg a, Reg b) { return _mm256_mul_ps(a, b); }
+    static Reg sub(Reg a, Reg b) { return _mm256_sub_ps(a, b); }
+    static Reg fmadd(Reg a, Reg b, Reg c) { return _mm256_fmadd_ps(a, b, c); }
+};
 
 }  // namespace
 
 void delta_rule_step(float* s, int64_t dk, int64_t dv, const float* q, const float* k,
                      const float* v, float beta, float decay, float* delta, float* o) {
-    int64_t j = 0;
-    for (; j + 32 <= dv; j += 32)
-        delta_columns<4, false>(s, dk, dv, j, 32, q, k, v, beta, decay, delta, o);
-    for (; j + 8 <= dv; j += 8)
-        delta_columns<1, false>(s, dk, dv, j, 8, q, k, v, beta, decay, delta, o);
-    if (j < dv) delta_columns<1, true>(s, dk, dv, j, dv - j, q, k, v, beta, decay, delta, o);
+    delta_rule_step_with<Avx2Vec>(s, dk, dv, q, k, v, beta, decay, delta, o);
 }
 
 void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
