@@ -241,8 +241,11 @@ std::span<const float> Executor::run(size_t fn_index, std::span<const int32_t> t
         const int64_t n = node_rows * node.width;
         if (const float s = node.attrs.out_scale; s != 1.0f)
             for (int64_t k = 0; k < n; ++k) out[k] *= s;
-        if (precision_ != Precision::f32) kernels::round_to_f16_row(out, n);
-        if (precision_ == Precision::ane) flush_f16_subnormals(out, n);
+        if (precision_ == Precision::ane) {
+            store_as_device(node, out, n);
+        } else if (precision_ == Precision::f16) {
+            kernels::round_to_f16_row(out, n);
+        }
         if (observer_) observer_(node, {out, static_cast<size_t>(n)});
     }
     for (const ExecSegment& seg : segments_)
@@ -283,6 +286,17 @@ size_t Executor::stack_linears(const ir::Function& fn, const Plan& plan, size_t 
     }
     kernels::matvec_stacked(ws, arena_.data() + plan.offset[first.inputs[0]], ys, pool_);
     return end;
+}
+
+void Executor::store_as_device(const ir::Node& node, float* out, int64_t n) {
+    const float held =
+        node.op == ir::Op::gated_delta ? ir::delta_query_boost * ir::delta_state_boost : 1.0f;
+    if (held != 1.0f)
+        for (int64_t k = 0; k < n; ++k) out[k] *= held;
+    kernels::round_to_f16_row(out, n);
+    flush_f16_subnormals(out, n);
+    if (held != 1.0f)
+        for (int64_t k = 0; k < n; ++k) out[k] /= held;
 }
 
 void Executor::run_node(const ir::Function& fn, const Plan& plan, size_t index, int64_t rows) {

@@ -75,6 +75,10 @@ private:
     struct Plan;
     const Plan& plan_for(size_t fn);
     void run_node(const ir::Function& fn, const Plan& plan, size_t index, int64_t rows);
+    // An op's output as the Neural Engine stores it (the ane precision): half,
+    // subnormals flushed; the delta rule's output held times its q and v
+    // boosts, as the packages carry it into its RMSNorm.
+    static void store_as_device(const ir::Node& node, float* out, int64_t n);
     int64_t n_segments() const { return static_cast<int64_t>(segments_.size()); }
     void run_attention(const ir::Node& node, const float* q, const float* k, const float* v,
                        int64_t kv_width, float* out);
