@@ -7,7 +7,7 @@
 
 namespace anelm {
 
-enum class Arch : uint8_t { llama, qwen2, qwen3, gemma3, lfm2, qwen3_5 };
+enum class Arch : uint8_t { llama, qwen2, qwen3, gemma3, lfm2, qwen3_5, gemma4 };
 
 // How rotary embedding pairs dimensions: Hugging Face's rotate-half (i, i + d/2),
 // or the interleaved (2i, 2i + 1) form of llama2.c checkpoints.
@@ -64,11 +64,29 @@ struct ModelSpec {
     // Value head h reads key head h mod key heads (llama.cpp's order), not
     // h / (value heads / key heads) (Hugging Face's).
     bool delta_heads_tiled = false;
+    // Gemma 4 (and Gemma 3's sliding_layers, rope_local_base_freq, final softcap)
+    int64_t global_head_dim = 0;  // heads of the full-attention layers; 0: head_dim
+    // Full layers' "proportional" rope: this fraction of the head's frequencies
+    // turn (over exponents of the whole head), the rest stay zero.
+    double rope_global_fraction = 1.0;
+    int64_t n_kv_shared_layers = 0;  // the last layers attend with an earlier layer's K/V
+    bool double_wide_mlp = false;    // ... and have MLPs twice n_ff wide
+    int64_t per_layer_dim = 0;       // per-layer embeddings: width per layer; 0: none
+    int64_t per_layer_vocab = 0;     // rows of their table
     std::string torch_dtype;        // as declared in config.json, informational
     int32_t bos_token_id = -1;
     std::vector<int32_t> eos_token_ids;
 };
 
 const char* arch_name(Arch arch);
+
+// Gemma 4's per-layer shapes (every other family: the spec's one size).
+// The head size of layer il: global_head_dim on full-attention layers.
+int64_t layer_head_dim(const ModelSpec& spec, int64_t il);
+// The MLP width of layer il: doubled on the KV-sharing layers when double_wide_mlp.
+int64_t layer_ff(const ModelSpec& spec, int64_t il);
+// The layer whose K/V layer il attends with: itself, or for the last
+// n_kv_shared_layers the last earlier layer of the same kind that has its own.
+int64_t kv_source_layer(const ModelSpec& spec, int64_t il);
 
 }  // namespace anelm

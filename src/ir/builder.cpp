@@ -69,6 +69,18 @@ ValueId Builder::rms_norm(ValueId x, std::string_view gain, float eps, std::stri
     return append(std::move(n));
 }
 
+ValueId Builder::rms_norm_plain(ValueId x, int64_t group, float eps, std::string name) {
+    Node n;
+    n.op = Op::rms_norm;
+    n.name = std::move(name);
+    n.inputs = {x};
+    n.attrs.eps = eps;
+    n.attrs.head_dim = group;
+    n.per_token = node(x).per_token;
+    n.width = node(x).width;
+    return append(std::move(n));
+}
+
 static Node elementwise(Op op, const Node& a, ValueId ia, ValueId ib, std::string name) {
     Node n;
     n.op = op;
@@ -138,6 +150,24 @@ ValueId Builder::attention(ValueId q, ValueId k, ValueId v, ValueId positions, c
     n.inputs = {q, k, v, positions};
     n.attrs = attrs;
     n.width = attrs.n_head * attrs.head_dim;
+    return append(std::move(n));
+}
+
+ValueId Builder::shared_attention(ValueId q, ValueId positions, const Attrs& attrs,
+                                  std::string name) {
+    Node n;
+    n.op = Op::shared_attention;
+    n.name = std::move(name);
+    n.inputs = {q, positions};
+    n.attrs = attrs;
+    n.width = attrs.n_head * attrs.head_dim;
+    return append(std::move(n));
+}
+
+ValueId Builder::columns(ValueId x, int64_t col0, int64_t width, std::string name) {
+    Node n = unary(Op::columns, node(x), x, std::move(name));
+    n.attrs.col0 = col0;
+    n.width = width;
     return append(std::move(n));
 }
 

@@ -21,6 +21,8 @@ public:
     ValueId linear(ValueId x, std::string_view weight, std::string_view bias, std::string name);
     ValueId rms_norm(ValueId x, std::string_view gain, float eps, std::string name,
                      float gain_offset = 0);
+    // x / rms(x) per group of `group` columns, with no gain.
+    ValueId rms_norm_plain(ValueId x, int64_t group, float eps, std::string name);
     ValueId add(ValueId a, ValueId b, std::string name);
     ValueId mul(ValueId a, ValueId b, std::string name);
     ValueId silu_mul(ValueId gate, ValueId up, std::string name);
@@ -31,6 +33,10 @@ public:
                  std::string name);
     ValueId attention(ValueId q, ValueId k, ValueId v, ValueId positions, const Attrs& attrs,
                       std::string name);
+    // Attention over the K/V that the attention op of slot attrs.layer wrote.
+    ValueId shared_attention(ValueId q, ValueId positions, const Attrs& attrs, std::string name);
+    // Columns [col0, col0 + width) of x.
+    ValueId columns(ValueId x, int64_t col0, int64_t width, std::string name);
     ValueId last_row(ValueId x, std::string name);
     // Rows [row0, row0 + rows) of the weight (and of the bias, when given):
     // one of several outputs a stored matrix packs together.

@@ -7,11 +7,27 @@ namespace anelm::ir {
 namespace {
 
 constexpr std::string_view names[] = {
-    "input",    "embed",         "linear", "rms_norm",    "add",         "mul",
-    "silu_mul", "gelu_tanh_mul", "scale",  "softcap",     "rope",        "attention",
-    "last_row", "causal_conv",   "silu",   "sigmoid_mul", "gated_delta",
+    "input",
+    "embed",
+    "linear",
+    "rms_norm",
+    "add",
+    "mul",
+    "silu_mul",
+    "gelu_tanh_mul",
+    "scale",
+    "softcap",
+    "rope",
+    "attention",
+    "last_row",
+    "causal_conv",
+    "silu",
+    "sigmoid_mul",
+    "gated_delta",
+    "columns",
+    "shared_attention",
 };
-constexpr int arities[] = {0, 1, 1, 1, 2, 2, 2, 2, 1, 1, 2, 4, 1, 2, 1, 2, 4};
+constexpr int arities[] = {0, 1, 1, 1, 2, 2, 2, 2, 1, 1, 2, 4, 1, 2, 1, 2, 4, 1, 2};
 
 static_assert(std::size(names) == op_count && std::size(arities) == op_count);
 

@@ -11,7 +11,8 @@ enum class Op : uint8_t {
     input,          // a function input: i32 [T] token ids or positions
     embed,          // (ids) gather rows of weight [n_vocab, n_embd] -> [T, n_embd]
     linear,         // (x) x · weightᵀ (+ bias) -> [T, n_out]
-    rms_norm,       // (x) x / rms * (gain_offset + gain), per group of gain's width
+    rms_norm,       // (x) x / rms * (gain_offset + gain), per group of gain's width; without
+                    // a gain x / rms per group of attrs.head_dim
     add,            // (a, b)
     mul,            // (a, b)
     silu_mul,       // (gate, up) silu(gate) * up
@@ -25,11 +26,14 @@ enum class Op : uint8_t {
     causal_conv,    // (x, positions) depthwise causal convolution along each sequence: writes x
                   // into the state's history at its positions; y[p] = Σ_j w[:, j] x[p - K + 1 + j]
                   // (+ bias), x before position 0 being zero
-    silu,         // (x) x * sigmoid(x)
-    sigmoid_mul,  // (gate, x) sigmoid(gate) * x
-    gated_delta,  // (qkv, b, a, positions) the gated delta rule (Gated DeltaNet): per value
-                  // head a [dk, dv] state decayed by exp(g) and corrected toward v at key k,
-                  // read at query q; g and beta from a and b with weight A_log, bias dt_bias
+    silu,              // (x) x * sigmoid(x)
+    sigmoid_mul,       // (gate, x) sigmoid(gate) * x
+    gated_delta,       // (qkv, b, a, positions) the gated delta rule (Gated DeltaNet): per value
+                       // head a [dk, dv] state decayed by exp(g) and corrected toward v at key k,
+                       // read at query q; g and beta from a and b with weight A_log, bias dt_bias
+    columns,           // (x) x[:, attrs.col0 : attrs.col0 + width]
+    shared_attention,  // (q, positions) attention over the K/V another layer's attention op
+                       // wrote at state slot attrs.layer; writes nothing
     count
 };
 

@@ -69,16 +69,18 @@ struct Attrs {
     int64_t window = 0;       // attention: keys in the last `window` positions only; 0: all
     int64_t n_head = 0;       // rope, attention (query heads)
     int64_t n_head_kv = 0;    // attention
-    int64_t head_dim = 0;     // rope, attention; gated_delta: the key size
+    int64_t head_dim = 0;     // rope, attention; gated_delta: the key size; rms_norm
+                              // without a gain: the group
     // gated_delta: n_head value heads of value_dim, n_head_kv key heads of
     // head_dim; value head h reads key head h % n_head_kv when heads_tiled,
     // else h / (n_head / n_head_kv).
     int64_t value_dim = 0;
     bool heads_tiled = false;
-    int32_t layer = -1;       // attention: K at state slot layer, V at n_layer + layer;
+    int32_t layer = -1;       // (shared_)attention: K at state slot layer, V at n_layer + layer;
                               // causal_conv: its history at state slot layer
-    int32_t state = -1;       // attention, causal_conv, gated_delta: which state holds it
+    int32_t state = -1;       // (shared_)attention, causal_conv, gated_delta: which state holds it
     int32_t rope = -1;        // rope: index into Program::ropes
+    int64_t col0 = 0;         // columns: the first one taken
     // Any op: its output multiplied by this constant. The FP16 residual scaling
     // sets it on the ops that feed the residual stream; an emitter folds it into
     // the op's weights (a power of two, so folding is exact).

@@ -49,7 +49,8 @@ void verify_node(const Checker& c) {
             break;
         }
         case Op::rms_norm: {
-            const int64_t group = c.weight(n.weight).numel();
+            const int64_t group =
+                n.weight == no_weight ? n.attrs.head_dim : c.weight(n.weight).numel();
             c.require(group > 0 && n.width % group == 0, "gain of {} does not divide width {}",
                       group, n.width);
             c.require(n.attrs.eps > 0, "eps must be positive");
@@ -80,13 +81,16 @@ void verify_node(const Checker& c) {
                 c.program.ropes[a.rope].inv_freq.size(), a.head_dim);
             break;
         }
-        case Op::attention: {
+        case Op::attention:
+        case Op::shared_attention: {
             const auto& a = n.attrs;
             c.require(a.n_head_kv > 0 && a.n_head % a.n_head_kv == 0,
                       "n_head_kv must divide n_head");
             c.require(c.in(0).width == a.n_head * a.head_dim, "q width");
-            c.require(c.in(1).width == a.n_head_kv * a.head_dim, "k width");
-            c.require(c.in(2).width == a.n_head_kv * a.head_dim, "v width");
+            if (n.op == Op::attention) {
+                c.require(c.in(1).width == a.n_head_kv * a.head_dim, "k width");
+                c.require(c.in(2).width == a.n_head_kv * a.head_dim, "v width");
+            }
             c.require(a.state >= 0 && a.state < static_cast<int32_t>(c.program.states.size()),
                       "no state {}", a.state);
             const auto& shape = c.program.states[a.state].shape;
@@ -99,6 +103,11 @@ void verify_node(const Checker& c) {
         }
         case Op::last_row:
         case Op::silu:
+            break;
+        case Op::columns:
+            c.require(n.attrs.col0 >= 0 && n.width > 0 && n.attrs.col0 + n.width <= c.in(0).width,
+                      "columns {} to {} of {}", n.attrs.col0, n.attrs.col0 + n.width,
+                      c.in(0).width);
             break;
         case Op::sigmoid_mul:
             c.require(c.in(0).width == c.in(1).width, "widths {} and {} differ", c.in(0).width,

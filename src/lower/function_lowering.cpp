@@ -156,6 +156,8 @@ MilValue FunctionLowering::lower_node(const ir::Node& node, const std::string& n
             return causal_conv(node, name);
         case ir::Op::gated_delta:
             return gated_delta(node, name);
+        case ir::Op::columns:
+        case ir::Op::shared_attention:
         case ir::Op::input:
         case ir::Op::count:
             break;

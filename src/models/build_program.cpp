@@ -18,10 +18,13 @@ ir::Program build_program(const ModelSpec& spec, const WeightStore& weights,
         static_cast<int64_t>(std::count(spec.conv_layers.begin(), spec.conv_layers.end(), true));
     const auto n_delta =
         static_cast<int64_t>(std::count(spec.delta_layers.begin(), spec.delta_layers.end(), true));
-    program.states.push_back(
-        {"model_model_kv_cache_0",
-         DType::f16,
-         {2 * (spec.n_layer - n_conv - n_delta), spec.n_head_kv, n_ctx, spec.head_dim}});
+    if (spec.arch == Arch::gemma4)
+        add_gemma4_caches(spec, n_ctx, program);
+    else
+        program.states.push_back(
+            {"model_model_kv_cache_0",
+             DType::f16,
+             {2 * (spec.n_layer - n_conv - n_delta), spec.n_head_kv, n_ctx, spec.head_dim}});
     if (n_conv > 0)
         program.states.push_back(
             {"model_model_conv_cache_0", DType::f16, {n_conv, 1, n_ctx, spec.n_embd}});
@@ -58,6 +61,9 @@ ir::Program build_program(const ModelSpec& spec, const WeightStore& weights,
                 break;
             case Arch::qwen3_5:
                 build_qwen3_5_function(spec, weights, shape, program);
+                break;
+            case Arch::gemma4:
+                build_gemma4_function(spec, weights, shape, program);
                 break;
         }
     }

@@ -31,6 +31,14 @@ ir::ValueId lm_head(ir::Builder& b, const ModelSpec& spec, const FunctionShape& 
                     ir::ValueId x, const char* norm, float gain_offset = 0,
                     std::string name = "logits");
 
+// transformers multiplies embeddings by a constant cast to the table's dtype
+// (a bf16 model scales by the bf16 rounding of the root): that constant.
+float scale_as_stored(double factor, DType table);
+// Sliding-window layers rotate with rope_local_base_freq over head_dim and no
+// scaling; the other layers with the program's rope 0. Returns the sliding
+// table's index, adding it on the first function built.
+int32_t sliding_rope(const ModelSpec& spec, ir::Program& program);
+
 void build_llama_function(const ModelSpec& spec, const WeightStore& weights,
                           const FunctionShape& shape, ir::Program& program);
 void build_gemma3_function(const ModelSpec& spec, const WeightStore& weights,
@@ -39,5 +47,10 @@ void build_lfm2_function(const ModelSpec& spec, const WeightStore& weights,
                          const FunctionShape& shape, ir::Program& program);
 void build_qwen3_5_function(const ModelSpec& spec, const WeightStore& weights,
                             const FunctionShape& shape, ir::Program& program);
+// Gemma 4's KV caches: one for the full layers and one for the sliding ones
+// (their heads differ in size), holding only the layers that compute K/V.
+void add_gemma4_caches(const ModelSpec& spec, int64_t n_ctx, ir::Program& program);
+void build_gemma4_function(const ModelSpec& spec, const WeightStore& weights,
+                           const FunctionShape& shape, ir::Program& program);
 
 }  // namespace anelm

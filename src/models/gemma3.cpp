@@ -4,42 +4,10 @@
 #include <cmath>
 
 #include "base/error.h"
-#include "base/half.h"
 #include "ir/builder.h"
 #include "models/families.h"
 
 namespace anelm {
-
-namespace {
-
-// transformers multiplies the embeddings by sqrt(n_embd) cast to the table's
-// dtype, so a bf16 model scales by the bf16 rounding of the root.
-float embedding_scale(const ModelSpec& spec, DType table) {
-    const auto root = static_cast<float>(std::sqrt(static_cast<double>(spec.n_embd)));
-    switch (table) {
-        case DType::bf16:
-            return bf16_to_f32(f32_to_bf16(root));
-        case DType::f16:
-            return round_to_f16(root);
-        default:
-            return root;
-    }
-}
-
-// Sliding-window layers rotate with rope_local_base_freq and no scaling; global
-// layers with rope_theta and rope_scaling (the program's rope 0). Returns the
-// local table's index, adding it on the first function built.
-int32_t local_rope(const ModelSpec& spec, ir::Program& program) {
-    if (program.ropes.size() < 2) {
-        ModelSpec local = spec;
-        local.rope_theta = spec.rope_local_base_freq;
-        local.rope_scaling = {};
-        program.ropes.push_back({rope_inv_freq(local), spec.rope_style == RopeStyle::interleaved});
-    }
-    return 1;
-}
-
-}  // namespace
 
 void build_gemma3_function(const ModelSpec& spec, const WeightStore& weights,
                            const FunctionShape& shape, ir::Program& program) {
@@ -47,7 +15,7 @@ void build_gemma3_function(const ModelSpec& spec, const WeightStore& weights,
         fail("{}: {} layer types for {} layers", spec.source, spec.sliding_layers.size(),
              spec.n_layer);
     if (spec.attention_bias) fail("{}: gemma3 with attention biases is not supported", spec.source);
-    const int32_t rope_local = local_rope(spec, program);
+    const int32_t rope_local = sliding_rope(spec, program);
     ir::Function& fn = add_function(program, shape);
     ir::Builder b(program, fn, weights);
     const float eps = static_cast<float>(spec.rms_norm_eps);
@@ -67,7 +35,9 @@ void build_gemma3_function(const ModelSpec& spec, const WeightStore& weights,
     const ir::ValueId ids = b.input("input_ids");
     const ir::ValueId pos = b.input("position_ids");
     ir::ValueId x = b.embed(ids, table, "token_embd");
-    x = b.scale(x, embedding_scale(spec, weights.get(table).dtype), "token_embd_scaled");
+    x = b.scale(
+        x, scale_as_stored(std::sqrt(static_cast<double>(spec.n_embd)), weights.get(table).dtype),
+        "token_embd_scaled");
 
     for (int64_t il = 0; il < spec.n_layer; ++il) {
         auto w = [&](const char* s) { return layer_weight(il, s); };

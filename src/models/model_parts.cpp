@@ -1,3 +1,4 @@
+#include "base/half.h"
 #include "ir/builder.h"
 #include "models/families.h"
 
@@ -16,6 +17,30 @@ ir::ValueId lm_head(ir::Builder& b, const ModelSpec& spec, const FunctionShape& 
     x = b.rms_norm(x, norm, static_cast<float>(spec.rms_norm_eps), "output_norm", gain_offset);
     const char* head = spec.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
     return b.linear(x, head, "", std::move(name));
+}
+
+float scale_as_stored(double factor, DType table) {
+    const auto f = static_cast<float>(factor);
+    switch (table) {
+        case DType::bf16:
+            return bf16_to_f32(f32_to_bf16(f));
+        case DType::f16:
+            return round_to_f16(f);
+        default:
+            return f;
+    }
+}
+
+int32_t sliding_rope(const ModelSpec& spec, ir::Program& program) {
+    if (program.ropes.size() < 2) {
+        ModelSpec local = spec;
+        local.rope_theta = spec.rope_local_base_freq;
+        local.rope_scaling = {};
+        local.global_head_dim = 0;
+        local.rope_global_fraction = 1.0;
+        program.ropes.push_back({rope_inv_freq(local), spec.rope_style == RopeStyle::interleaved});
+    }
+    return 1;
 }
 
 }  // namespace anelm

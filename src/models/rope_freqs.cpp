@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -7,10 +8,17 @@
 namespace anelm {
 
 std::vector<float> rope_inv_freq(const ModelSpec& spec) {
-    const int64_t dims = spec.rope_dims > 0 ? spec.rope_dims : spec.head_dim;
+    // Gemma 4's table is its full layers', whose heads are global_head_dim wide.
+    const int64_t head = spec.global_head_dim > 0 ? spec.global_head_dim : spec.head_dim;
+    const int64_t dims = spec.rope_dims > 0 ? spec.rope_dims : head;
     const int64_t half = dims / 2;
-    std::vector<float> inv_freq(static_cast<size_t>(half));
-    for (int64_t i = 0; i < half; ++i) {
+    // "Proportional" rope turns only the first frequencies (Hugging Face's
+    // int(fraction * head_dim // 2)); the rest are zero, leaving their pairs as they are.
+    const auto turning =
+        std::min(half, static_cast<int64_t>(
+                           std::floor(spec.rope_global_fraction * static_cast<double>(dims) / 2)));
+    std::vector<float> inv_freq(static_cast<size_t>(half), 0.0f);
+    for (int64_t i = 0; i < turning; ++i) {
         // Hugging Face: 1 / base ** (arange(0, dim, 2) / dim), in float32.
         const float exponent = static_cast<float>(2 * i) / static_cast<float>(dims);
         inv_freq[i] = 1.0f / std::pow(static_cast<float>(spec.rope_theta), exponent);

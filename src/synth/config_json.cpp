@@ -128,6 +128,57 @@ std::string qwen3_5_config_json(const ModelSpec& s, DType dtype) {
     return j.dump(2) + "\n";
 }
 
+// A text-only Gemma 4 config (Gemma4ForCausalLM), as Gemma4TextConfig writes
+// its fields.
+std::string gemma4_config_json(const SynthPreset& preset, DType dtype) {
+    const ModelSpec& s = preset.spec;
+    json types = json::array();
+    for (bool sliding : s.sliding_layers)
+        types.push_back(sliding ? "sliding_attention" : "full_attention");
+    json full = {{"rope_theta", s.rope_theta},
+                 {"rope_type", "proportional"},
+                 {"partial_rotary_factor", s.rope_global_fraction}};
+    if (s.rope_scaling.type == RopeScaling::Type::linear) full["factor"] = s.rope_scaling.factor;
+    const json j = {
+        {"architectures", {"Gemma4ForCausalLM"}},
+        {"attention_bias", false},
+        {"attention_k_eq_v", false},
+        {"bos_token_id", s.bos_token_id},
+        {"enable_moe_block", false},
+        {"eos_token_id", ids_json(s.eos_token_ids)},
+        {"final_logit_softcapping", optional_number(s.final_logit_softcapping)},
+        {"global_head_dim", s.global_head_dim},
+        {"head_dim", s.head_dim},
+        {"hidden_activation", "gelu_pytorch_tanh"},
+        {"hidden_size", s.n_embd},
+        {"hidden_size_per_layer_input",
+         s.per_layer_dim > 0 ? json(s.per_layer_dim) : json(nullptr)},
+        {"intermediate_size", s.n_ff},
+        {"layer_types", types},
+        {"max_position_embeddings", s.n_ctx_train},
+        {"model_type", "gemma4_text"},
+        {"num_attention_heads", s.n_head},
+        {"num_hidden_layers", s.n_layer},
+        {"num_key_value_heads", s.n_head_kv},
+        {"num_kv_shared_layers", s.n_kv_shared_layers},
+        {"pad_token_id", special_token_id(family_of(s.arch), preset.n_vocab_bpe, "<pad>")},
+        {"rms_norm_eps", s.rms_norm_eps},
+        {"rope_parameters",
+         {{"full_attention", full},
+          {"sliding_attention",
+           {{"rope_theta", s.rope_local_base_freq}, {"rope_type", "default"}}}}},
+        {"sliding_window", s.sliding_window},
+        {"tie_word_embeddings", s.tie_word_embeddings},
+        {"torch_dtype", torch_dtype(dtype)},
+        {"transformers_version", "5.5.0"},
+        {"use_cache", true},
+        {"use_double_wide_mlp", s.double_wide_mlp},
+        {"vocab_size", s.n_vocab},
+        {"vocab_size_per_layer_input", s.per_layer_vocab},
+    };
+    return j.dump(2) + "\n";
+}
+
 }  // namespace
 
 void check_preset(const SynthPreset& preset) {
@@ -154,15 +205,17 @@ void check_preset(const SynthPreset& preset) {
         fail("synth: preset {}: {} has no config for these attention biases", name,
              arch_name(s.arch));
     if (s.qk_norm != (s.arch == Arch::qwen3 || s.arch == Arch::gemma3 || s.arch == Arch::lfm2 ||
-                      s.arch == Arch::qwen3_5))
-        fail("synth: preset {}: q/k norms come with qwen3, gemma3, lfm2 and qwen3_5 only", name);
+                      s.arch == Arch::qwen3_5 || s.arch == Arch::gemma4))
+        fail("synth: preset {}: q/k norms come with qwen3, gemma3, lfm2, qwen3_5 and gemma4 only",
+             name);
     if (s.arch == Arch::lfm2 && (static_cast<int64_t>(s.conv_layers.size()) != s.n_layer ||
                                  s.conv_kernel < 1 || s.head_dim * s.n_head != s.n_embd))
         fail(
             "synth: preset {}: lfm2 needs a kind for each of its {} layers, a kernel, and "
             "heads that divide the width",
             name, s.n_layer);
-    if (s.arch == Arch::gemma3 && static_cast<int64_t>(s.sliding_layers.size()) != s.n_layer)
+    if ((s.arch == Arch::gemma3 || s.arch == Arch::gemma4) &&
+        static_cast<int64_t>(s.sliding_layers.size()) != s.n_layer)
         fail("synth: preset {}: {} layer types for {} layers", name, s.sliding_layers.size(),
              s.n_layer);
     if (s.arch == Arch::qwen2 && s.rope_scaling.type != RopeScaling::Type::none)
@@ -194,6 +247,7 @@ std::string config_json(const SynthPreset& preset, DType dtype) {
     };
     if (s.arch == Arch::lfm2) return lfm2_config_json(s, dtype);
     if (s.arch == Arch::qwen3_5) return qwen3_5_config_json(s, dtype);
+    if (s.arch == Arch::gemma4) return gemma4_config_json(preset, dtype);
     if (s.arch != Arch::gemma3) j["hidden_act"] = "silu";
     switch (s.arch) {
         case Arch::llama:
@@ -240,6 +294,7 @@ std::string config_json(const SynthPreset& preset, DType dtype) {
         }
         case Arch::lfm2:
         case Arch::qwen3_5:
+        case Arch::gemma4:
             break;
     }
     return j.dump(2) + "\n";

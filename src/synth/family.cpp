@@ -156,6 +156,7 @@ const Family& family_of(Arch arch) {
         case Arch::qwen3:
             return qwen3;
         case Arch::gemma3:
+        case Arch::gemma4:  // the synthetic tokenizer and turns of Gemma 3
             return gemma3;
         case Arch::lfm2:
             return lfm2;

@@ -71,6 +71,12 @@ constexpr std::array rows = {
         248320, 248044, 262144, 1e7, 1e-6, true, 0},
     Row{"tiny-qwen3.5", "tiny test model, Qwen3.5 layout", Arch::qwen3_5, 64, 4, 4, 2, 16, 128, 640,
         608, 1024, 1e7, 1e-6, true, 0},
+    Row{"gemma-4-e2b", "google/gemma-4-E2B-it (its text model)", Arch::gemma4, 1536, 35, 8, 1, 256,
+        6144, 262144, 256000, 131072, 1e6, 1e-6, true, 0},
+    Row{"gemma-4-e4b", "google/gemma-4-E4B-it (its text model)", Arch::gemma4, 2560, 42, 8, 2, 256,
+        10240, 262144, 256000, 131072, 1e6, 1e-6, true, 0},
+    Row{"tiny-gemma4", "tiny test model, Gemma 4 layout", Arch::gemma4, 64, 6, 4, 2, 16, 128, 640,
+        608, 1024, 1e6, 1e-6, true, 0},
 };
 
 // What LFM2 adds to a row: which layers are short-convolution blocks ('c') and
@@ -161,6 +167,45 @@ void add_qwen3_5_fields(std::string_view name, ModelSpec& s) {
     fail("synth: preset {} has no Qwen3.5 fields", name);
 }
 
+// What Gemma 4 adds: each layer's kind ('s' sliding, 'f' full), the full
+// layers' head size, the window, how many last layers share K/V and whether
+// their MLPs are twice as wide, the per-layer embeddings' width, the logit
+// softcap. The tiny one shares K/V of both kinds and has a window of 8.
+struct Gemma4Row {
+    const char* name;
+    const char* layers;
+    int64_t global_head_dim, sliding_window, n_kv_shared;
+    bool double_wide_mlp;
+    int64_t per_layer_dim;
+    double final_logit_softcapping;
+};
+
+constexpr std::array gemma4_rows = {
+    Gemma4Row{"gemma-4-e2b", "ssssfssssfssssfssssfssssfssssfssssf", 512, 512, 20, true, 256, 30},
+    Gemma4Row{"gemma-4-e4b", "sssssfsssssfsssssfsssssfsssssfsssssfsssssf", 512, 512, 18, false, 256,
+              30},
+    Gemma4Row{"tiny-gemma4", "sfsfsf", 32, 8, 3, true, 8, 30},
+};
+
+void add_gemma4_fields(std::string_view name, ModelSpec& s) {
+    for (const Gemma4Row& g : gemma4_rows) {
+        if (name != g.name) continue;
+        for (const char* c = g.layers; *c; ++c) s.sliding_layers.push_back(*c == 's');
+        s.global_head_dim = g.global_head_dim;
+        s.sliding_window = g.sliding_window;
+        s.n_kv_shared_layers = g.n_kv_shared;
+        s.double_wide_mlp = g.double_wide_mlp;
+        s.per_layer_dim = g.per_layer_dim;
+        s.per_layer_vocab = s.n_vocab;
+        s.final_logit_softcapping = g.final_logit_softcapping;
+        s.rope_local_base_freq = 10000.0;
+        s.rope_global_fraction = 0.25;
+        s.qk_norm = true;
+        return;
+    }
+    fail("synth: preset {} has no Gemma 4 fields", name);
+}
+
 void add_lfm2_fields(std::string_view name, ModelSpec& s) {
     for (const Lfm2Row& l : lfm2_rows) {
         if (name != l.name) continue;
@@ -204,6 +249,7 @@ SynthPreset make_preset(const Row& r) {
     if (r.arch == Arch::gemma3) add_gemma3_fields(r.name, s);
     if (r.arch == Arch::lfm2) add_lfm2_fields(r.name, s);
     if (r.arch == Arch::qwen3_5) add_qwen3_5_fields(r.name, s);
+    if (r.arch == Arch::gemma4) add_gemma4_fields(r.name, s);
     s.torch_dtype = "bfloat16";
 
     const auto& family = synth::family_of(r.arch);

@@ -38,6 +38,10 @@ float norm_init(Arch arch, const std::string& name) {
     return 1.0f;
 }
 
+// Gemma 4's per-layer output scalar: not one, so a forward pass that skips it
+// gives a different answer.
+constexpr float layer_scalar_init = 0.75f;
+
 void write_text(const fs::path& path, const std::string& text) {
     std::ofstream out(path, std::ios::binary);
     out << text;
@@ -52,7 +56,9 @@ void write_weights(const SynthPreset& preset, const fs::path& path, const SynthO
     ThreadPool pool(options.n_threads > 0 ? options.n_threads : ThreadPool::physical_cores());
     write_safetensors(path.string(), specs,
                       [&](size_t i, std::span<std::byte> out) {
-                          if (is_norm(specs[i].name)) {
+                          if (specs[i].name.ends_with("layer_scalar")) {
+                              synth::fill_constant(out, options.dtype, layer_scalar_init);
+                          } else if (is_norm(specs[i].name)) {
                               synth::fill_constant(out, options.dtype,
                                                    norm_init(preset.spec.arch, specs[i].name));
                           } else {

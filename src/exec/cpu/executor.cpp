@@ -343,8 +343,12 @@ void Executor::run_node(const ir::Function& fn, const Plan& plan, size_t index, 
             break;
         }
         case ir::Op::rms_norm: {
-            const std::vector<float>& gain = weight_f32(node.weight);
-            const auto group = static_cast<int64_t>(gain.size());
+            if (node.weight == ir::no_weight)
+                unit_gain_.resize(static_cast<size_t>(node.attrs.head_dim), 1.0f);
+            const std::vector<float>& gain =
+                node.weight == ir::no_weight ? unit_gain_ : weight_f32(node.weight);
+            const auto group = node.weight == ir::no_weight ? node.attrs.head_dim
+                                                            : static_cast<int64_t>(gain.size());
             const float* x = in(0);
             for (int64_t g = 0; g < n_rows * width; g += group)
                 kernels::rms_norm(x + g, gain.data(), node.attrs.gain_offset, group, node.attrs.eps,
@@ -409,6 +413,16 @@ void Executor::run_node(const ir::Function& fn, const Plan& plan, size_t index, 
         case ir::Op::attention:
             run_attention(node, in(0), in(1), in(2), in_node(1).width, out);
             break;
+        case ir::Op::shared_attention:
+            run_attention(node, in(0), nullptr, nullptr, 0, out);
+            break;
+        case ir::Op::columns: {
+            const int64_t in_width = in_node(0).width;
+            for (int64_t t = 0; t < n_rows; ++t)
+                std::memcpy(out + t * width, in(0) + t * in_width + node.attrs.col0,
+                            static_cast<size_t>(width) * sizeof(float));
+            break;
+        }
         case ir::Op::causal_conv:
             run_causal_conv(node, in(0), out);
             break;
@@ -452,7 +466,7 @@ void Executor::run_attention(const ir::Node& node, const float* q, const float* 
     for (const ExecSegment& seg : segments_) {
         uint16_t* k_cache = seg.state->buffers[a.state].data() + slot * a.layer;
         uint16_t* v_cache = seg.state->buffers[a.state].data() + slot * (n_layer + a.layer);
-        for (int64_t t = 0; t < seg.rows; ++t)
+        for (int64_t t = 0; k && t < seg.rows; ++t)
             for (int64_t h = 0; h < a.n_head_kv; ++h) {
                 const size_t dst = static_cast<size_t>((h * n_ctx + seg.pos0 + t) * a.head_dim);
                 const int64_t src = (row0 + t) * kv_width + h * a.head_dim;

@@ -80,6 +80,7 @@ private:
     // boosts, as the packages carry it into its RMSNorm.
     static void store_as_device(const ir::Node& node, float* out, int64_t n);
     int64_t n_segments() const { return static_cast<int64_t>(segments_.size()); }
+    // k and v null: attend over what another attention op wrote (shared_attention).
     void run_attention(const ir::Node& node, const float* q, const float* k, const float* v,
                        int64_t kv_width, float* out);
     void run_causal_conv(const ir::Node& node, const float* x, float* out);
@@ -106,6 +107,7 @@ private:
     std::vector<std::vector<float>> weights_f32_;     // small weights (gains, biases) as f32
     std::vector<std::vector<uint16_t>> weights_f16_;  // `ane`: weights not stored as f16
     std::vector<TensorView> weight_views_;            // `ane`: views of weights_f16_
+    std::vector<float> unit_gain_;                    // ones: the gain of an rms_norm without one
     std::vector<float> arena_;
     std::vector<int32_t> ids_, positions_;
     std::vector<ExecSegment> segments_;  // of this call
