@@ -19,6 +19,31 @@ double ModelShape::kv_elems(int64_t n_ctx) const {
     return kv_per_pos * n_ctx + kv_window_per_pos * std::min(n_ctx, window) + state_elems;
 }
 
+namespace {
+
+// Gemma 4: heads and MLP widths per layer, no K/V projections or cache on the
+// layers that share another's, and per-layer embeddings: a second table looked
+// up like the first, plus a projection of the embedding and a gate and a
+// projection in every layer.
+void add_gemma4(const ModelSpec& s, ModelShape& m) {
+    const double e = double(s.n_embd), pl = double(s.per_layer_dim), kvh = double(s.n_head_kv);
+    m.layer_params = s.n_layer * pl * e;  // per_layer_model_projection
+    m.embed_params += double(s.per_layer_vocab) * s.n_layer * pl;
+    m.kv_per_pos = m.kv_window_per_pos = m.attn_q_dim_sum = 0;
+    for (int64_t il = 0; il < s.n_layer; ++il) {
+        const double hd = double(layer_head_dim(s, il)), q_dim = double(s.n_head) * hd;
+        const bool own = kv_source_layer(s, il) == il;
+        m.layer_params += 2 * e * q_dim + (own ? 2 * e * kvh * hd : 0) +
+                          3 * e * double(layer_ff(s, il)) + 2 * e * pl;
+        m.attn_q_dim_sum += q_dim;
+        if (!own) continue;
+        const bool sliding = s.sliding_layers[static_cast<size_t>(il)];
+        (sliding ? m.kv_window_per_pos : m.kv_per_pos) += 2.0 * kvh * hd;
+    }
+}
+
+}  // namespace
+
 ModelShape shape_from_spec(const ModelSpec& s, std::string name) {
     const double q_dim = double(s.n_head) * s.head_dim, kv_dim = double(s.n_head_kv) * s.head_dim;
     const double e = double(s.n_embd);
@@ -72,6 +97,7 @@ ModelShape shape_from_spec(const ModelSpec& s, std::string name) {
                                    double(s.conv_kernel - 1) * conv);
         m.attn_q_dim_sum = n_attn * q_dim;
     }
+    if (s.arch == Arch::gemma4) add_gemma4(s, m);
     m.big_n_out = std::max({s.n_ff, int64_t(q_dim), s.n_embd});
     m.big_n_in = m.big_n_out == s.n_ff ? s.n_embd : std::max<int64_t>(s.n_embd, int64_t(q_dim));
     return m;

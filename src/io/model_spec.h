@@ -88,5 +88,8 @@ int64_t layer_ff(const ModelSpec& spec, int64_t il);
 // The layer whose K/V layer il attends with: itself, or for the last
 // n_kv_shared_layers the last earlier layer of the same kind that has its own.
 int64_t kv_source_layer(const ModelSpec& spec, int64_t il);
+// K and V values a position adds to the cache: attention layers that compute
+// their own (not LFM2's convolutions, Qwen3.5's DeltaNet, Gemma 4's sharing layers).
+int64_t kv_values_per_position(const ModelSpec& spec);
 
 }  // namespace anelm

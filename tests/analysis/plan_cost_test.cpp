@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "analysis/plan_cost.h"
+#include "analysis/plan_shape.h"
 #include "base/error.h"
 #include "synth/synth.h"
 
@@ -271,6 +272,20 @@ TEST(PlanCost, BadNamesAreOneLineErrors) {
             EXPECT_NE(what.find("known:"), std::string::npos) << what;
         }
     }
+}
+
+// Gemma 4 E2B: the parameters the cost model counts are the synthetic
+// model's, but for the norms and scalars; only the first 15 layers hold K/V
+// (12 sliding within their window, 3 full of 512-wide heads).
+TEST(PlanCost, Gemma4ShapeCountsSharedLayersAndPerLayerEmbeddings) {
+    const SynthPreset preset = synth_preset("gemma-4-e2b");
+    const ModelShape m = shape_from_spec(preset.spec, "gemma-4-e2b");
+    EXPECT_NEAR(m.params() / double(synth_param_count(preset)), 1.0, 1e-4);
+    EXPECT_NEAR(m.params() / 1e9, 4.63, 0.01);  // 2.35 B of them the per-layer table
+    EXPECT_DOUBLE_EQ(m.kv_per_pos, 3 * 2 * 512);
+    EXPECT_DOUBLE_EQ(m.kv_window_per_pos, 12 * 2 * 256);
+    EXPECT_EQ(m.window, 512);
+    EXPECT_EQ(kv_values_per_position(preset.spec), 3 * 2 * 512 + 12 * 2 * 256);
 }
 
 }  // namespace

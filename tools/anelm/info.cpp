@@ -55,6 +55,26 @@ WeightSummary summarize(const GgufFile& gguf) {
     return w;
 }
 
+// Gemma 4: the layer kinds (upper case where a layer reads another's K/V),
+// their heads and rope, which layers lend K/V, the per-layer embeddings.
+void print_gemma4_layers(const ModelSpec& s) {
+    std::string kinds;
+    for (int64_t il = 0; il < s.n_layer; ++il) {
+        const char kind = s.sliding_layers[static_cast<size_t>(il)] ? 's' : 'f';
+        kinds += kv_source_layer(s, il) == il ? kind : static_cast<char>(kind - 'a' + 'A');
+    }
+    const auto turning =
+        static_cast<int64_t>(s.rope_global_fraction * double(s.global_head_dim) / 2);
+    fmt::print(
+        "layers         {} (s: sliding window {}, heads of {}; f: full, heads of {}, {} of {} "
+        "frequencies turn; upper case: reads K/V of the last s / f layer before them)\n",
+        kinds, s.sliding_window, s.head_dim, s.global_head_dim, turning, s.global_head_dim / 2);
+    if (s.per_layer_dim > 0)
+        fmt::print("per-layer      {} per layer, table of {} rows{}\n", s.per_layer_dim,
+                   s.per_layer_vocab,
+                   s.double_wide_mlp ? "; sharing layers' MLPs twice as wide" : "");
+}
+
 int run_info(const InfoArgs& args) {
     if (is_coreml_package(args.model)) return run_coreml_info(args.model, args.json);
     if (is_converted_dir(args.model)) return run_converted_info(args.model, args.json);
@@ -101,6 +121,15 @@ int run_info(const InfoArgs& args) {
             j["conv_kernel"] = s.conv_kernel;
             j["rope_dims"] = s.rope_dims;
         }
+        if (s.arch == Arch::gemma4) {
+            j["sliding_layers"] = s.sliding_layers;
+            j["sliding_window"] = s.sliding_window;
+            j["global_head_dim"] = s.global_head_dim;
+            j["rope_global_fraction"] = s.rope_global_fraction;
+            j["n_kv_shared_layers"] = s.n_kv_shared_layers;
+            j["per_layer_dim"] = s.per_layer_dim;
+        }
+        j["kv_bytes_per_position"] = 2 * kv_values_per_position(s);
         j["n_tensors"] = w.n_tensors;
         fmt::print("{}\n", j.dump(2));
         return 0;
@@ -133,6 +162,10 @@ int run_info(const InfoArgs& args) {
             kinds, s.delta_n_head_k, s.delta_n_head_v, s.delta_head_dim_k, s.delta_head_dim_v,
             s.rope_dims, s.head_dim);
     }
+    if (s.arch == Arch::gemma4) print_gemma4_layers(s);
+    fmt::print(
+        "kv cache       {:.1f} KiB per position (f16 K and V of the layers that compute them)\n",
+        2.0 * static_cast<double>(kv_values_per_position(s)) / 1024.0);
     fmt::print("eos ids        [{}]\n", fmt::join(s.eos_token_ids, ", "));
     return 0;
 }
