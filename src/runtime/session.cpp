@@ -156,7 +156,7 @@ void Session::advance_to(int64_t pos) {
 size_t Session::decode_weight_bytes() const {
     std::set<ir::WeightId> used;
     for (const ir::Node& n : program_.functions[decode_fn].nodes)
-        if (n.op == ir::Op::linear || n.op == ir::Op::rms_norm) {
+        if ((n.op == ir::Op::linear || n.op == ir::Op::rms_norm) && n.weight != ir::no_weight) {
             used.insert(n.weight);
             if (n.bias != ir::no_weight) used.insert(n.bias);
         }

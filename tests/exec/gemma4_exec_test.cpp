@@ -141,5 +141,16 @@ TEST(Gemma4, SharedLayersHoldNoCache) {
     EXPECT_EQ(shared, 3);
 }
 
+// What a decode step reads: the matrices and gains, not the gain-less v norm
+// (it has no weight) and not the per-layer table (a lookup of one row).
+TEST(Gemma4, DecodeWeightBytesSkipNormsWithoutAGain) {
+    const LoadedModel& m = test::tiny_model("tiny-gemma4");
+    Session session(m.spec, m.weights, all_logits(4));
+    const size_t table = m.weights.get("model.embed_tokens_per_layer.weight").n_bytes();
+    const size_t projection = m.weights.get("model.per_layer_model_projection.weight").n_bytes();
+    EXPECT_GE(session.decode_weight_bytes(), projection);
+    EXPECT_LT(session.decode_weight_bytes(), m.weights.total_bytes() - table);
+}
+
 }  // namespace
 }  // namespace anelm
