@@ -97,7 +97,14 @@ Tensor AnePipeline::run_chunks(const std::vector<std::unique_ptr<milexec::Functi
     const auto t = static_cast<int64_t>(tokens.size());
     Tensor ids = ints({1, t}, {tokens.begin(), tokens.end()});
     Tensor hidden;
-    if (embeddings_) hidden = embeddings_->run({{"input_ids", ids}}, states_).at("hidden_states");
+    // What the embeddings compute beside the hidden state (Gemma 4's per-layer
+    // inputs): the chunks read it by name.
+    std::map<std::string, Tensor> side;
+    if (embeddings_) {
+        side = embeddings_->run({{"input_ids", ids}}, states_);
+        hidden = std::move(side.at("hidden_states"));
+        side.erase("hidden_states");
+    }
     std::map<std::string, Tensor> out;
     for (size_t i = 0; i < fns.size(); ++i) {
         const milexec::Function& fn = *fns[i];
@@ -110,7 +117,9 @@ Tensor AnePipeline::run_chunks(const std::vector<std::unique_ptr<milexec::Functi
             in["input_ids"] = ids;
         // Any other input is a carried state: zeros first, then what the last call returned.
         for (const milexec::TensorSpec& spec : fn.inputs())
-            if (!in.contains(spec.name)) {
+            if (const auto s = side.find(spec.name); s != side.end() && !in.contains(spec.name)) {
+                in[spec.name] = s->second;
+            } else if (!in.contains(spec.name)) {
                 auto [it, fresh] = carried_[i].try_emplace(spec.name);
                 if (fresh) it->second = milexec::make_tensor(spec.dtype, spec.shape);
                 in[spec.name] = it->second;

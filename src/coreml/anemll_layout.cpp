@@ -103,6 +103,8 @@ std::string default_prefix(std::string_view model_type) {
     // The hybrids carry states ANEMLL's runners do not pass: a name of their own.
     if (model_type == "qwen3_5") return "qwen35";
     if (model_type == "lfm2") return "lfm2";
+    // Gemma 4's packages read per-layer inputs and shared K/V no ANEMLL runner passes.
+    if (model_type == "gemma4") return "gemma4";
     if (model_type.starts_with("qwen")) return "qwen";
     if (model_type.starts_with("gemma3")) return "gemma3";
     return "llama";

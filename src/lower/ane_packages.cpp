@@ -108,6 +108,20 @@ int64_t hidden_width(const ir::Function& fn, ir::ValueId id) {
     return fn.nodes.at(static_cast<size_t>(id)).width;
 }
 
+// The hidden state leaving the embeddings: what layer 0's first node reads.
+ir::ValueId embedding_stream(const ir::Function& fn, const ProgramParts& parts) {
+    const ir::Node& first = fn.nodes.at(static_cast<size_t>(parts.layers.at(0).at(0)));
+    for (ir::ValueId in : first.inputs)
+        if (fn.nodes.at(static_cast<size_t>(in)).op != ir::Op::input) return in;
+    fail("{}: layer 0 starts without reading the embeddings", fn.name);
+}
+
+// The name a value the embeddings compute beside the hidden state (Gemma 4's
+// per-layer inputs) has as their output and as the chunks' input.
+std::string side_input_name(const ir::Function& fn, ir::ValueId id) {
+    return mil_name(fn.nodes.at(static_cast<size_t>(id)).name) + "_rows";
+}
+
 }  // namespace
 
 const coreml::BlobSet& AnePackage::blobs() const {
@@ -127,20 +141,31 @@ AnePackage lower_embeddings(const ir::Program& program, const AneOptions& option
     FunctionLowering f(*pkg.context, fn, block, -1);
     f.input_ids = MilValue{"input_ids", mil::INT32, {1, -1}};
     for (ir::ValueId id : parts.embedding) f.lower(id);
-    const ir::ValueId out_id = part_output(fn, parts.embedding);
-    // The op computing the part's output is the last one; it takes the output's name.
+    const std::vector<ir::ValueId> outs = part_outputs(fn, parts.embedding);
+    const ir::ValueId out_id = embedding_stream(fn, parts);
     MilValue out = f.value(out_id);
+    std::vector<MilValue> outputs;
     mil::Operation& last = *block.mutable_operations()->rbegin();
-    if (last.outputs(0).name() != out.name)
-        fail("{}: the embeddings' output is not their last op", fn.name);
-    last.mutable_outputs(0)->set_name("hidden_states");
-    (*last.mutable_attributes())["name"]
-        .mutable_immediatevalue()
-        ->mutable_tensor()
-        ->mutable_strings()
-        ->set_values(0, "hidden_states");
-    out.name = "hidden_states";
-    f.builder().output(out);
+    if (outs.size() == 1) {
+        // The op computing the part's output is the last one; it takes the output's name.
+        if (last.outputs(0).name() != out.name)
+            fail("{}: the embeddings' output is not their last op", fn.name);
+        last.mutable_outputs(0)->set_name("hidden_states");
+        (*last.mutable_attributes())["name"]
+            .mutable_immediatevalue()
+            ->mutable_tensor()
+            ->mutable_strings()
+            ->set_values(0, "hidden_states");
+        out.name = "hidden_states";
+        outputs.push_back(out);
+    } else {
+        // Gemma 4's per-layer inputs leave beside the hidden state, as rows.
+        for (ir::ValueId id : outs) {
+            const std::string name = id == out_id ? "hidden_states" : side_input_name(fn, id);
+            outputs.push_back(f.to_rows(f.channels(id), name));
+        }
+    }
+    for (const MilValue& o : outputs) f.builder().output(o);
 
     mil::Function& mfn = pkg.model.mutable_mlprogram()->mutable_functions()->at("main");
     add_input(mfn, f.input_ids);
@@ -149,23 +174,21 @@ AnePackage lower_embeddings(const ir::Program& program, const AneOptions& option
     if (options.verify > 0 && options.verify != options.batch)
         shapes.push_back({1, options.verify});
     *d.add_input() = feature({f.input_ids, shapes});
-    *d.add_output() = feature({MilValue{"hidden_states", mil::FLOAT16, {}}, {}});
+    for (const MilValue& o : outputs)
+        *d.add_output() = feature({MilValue{o.name, o.dtype, {}}, {}});
     return pkg;
 }
 
 namespace {
 
 // The inputs every chunk function reads besides its hidden state or tokens.
-void bind_chunk_inputs(FunctionLowering& f, const ir::Program& program, int64_t t) {
-    const int64_t n_ctx = context_length(program);
+void bind_chunk_inputs(FunctionLowering& f, const PackageContext& pkg, int64_t t) {
+    const int64_t n_ctx = context_length(pkg.program);
     f.position_ids = MilValue{"position_ids", mil::INT32, {t}};
     f.causal_mask = MilValue{"causal_mask", mil::FLOAT16, {1, 1, t, n_ctx}};
     f.current_pos = MilValue{"current_pos", mil::INT32, {1}};
-    for (size_t i = 0; i < program.states.size(); ++i) {
-        const ir::StateDecl& s = program.states[i];
-        if (!is_carried_state(program, static_cast<int32_t>(i)))
-            f.state_values[s.name] = MilValue{s.name, mil::FLOAT16, s.shape};
-    }
+    f.state_values[pkg.kv.state.name] =
+        MilValue{pkg.kv.state.name, mil::FLOAT16, pkg.kv.state.shape};
 }
 
 // The verify functions write every row's KV and the host rewinds past the
@@ -183,23 +206,23 @@ void refuse_verify_with_carried_states(const ir::Program& program, const AneOpti
 // Declares a function's inputs (first the given value, then positions, mask,
 // write position, carried states and MLStates) and outputs in the program and
 // the description.
-void describe(AnePackage& pkg, const ir::Program& program, const std::string& name,
-              const FunctionLowering& f, const MilValue& first_input,
-              const std::vector<MilValue>& outputs) {
+void describe(AnePackage& pkg, const std::string& name, const FunctionLowering& f,
+              const MilValue& first_input, const std::vector<MilValue>& outputs,
+              const std::vector<MilValue>& side_inputs = {}) {
     mil::Function& mfn = pkg.model.mutable_mlprogram()->mutable_functions()->at(name);
     spec::FunctionDescription& fd = *pkg.model.mutable_description()->add_functions();
     fd.set_name(name);
-    std::vector<MilValue> inputs{first_input, f.position_ids, f.causal_mask, f.current_pos};
+    std::vector<MilValue> inputs{first_input};
+    inputs.insert(inputs.end(), side_inputs.begin(), side_inputs.end());
+    for (const MilValue& v : {f.position_ids, f.causal_mask, f.current_pos}) inputs.push_back(v);
     for (const auto& [state, c] : f.carried) inputs.push_back(c.input);
     for (const MilValue& v : inputs) {
         add_input(mfn, v);
         *fd.add_input() = feature({v, {}});
     }
-    for (const ir::StateDecl& s : program.states) {
-        if (!f.state_values.contains(s.name)) continue;
-        add_state_input(mfn, s);
-        *fd.add_state() = state_feature(s);
-    }
+    const ir::StateDecl& kv = pkg.context->kv.state;
+    add_state_input(mfn, kv);
+    *fd.add_state() = state_feature(kv);
     for (const MilValue& o : outputs) *fd.add_output() = feature({o, {}});
 }
 
@@ -337,7 +360,11 @@ AnePackage lower_chunk(const ir::Program& program, int64_t first, int64_t end,
     std::vector<ir::ValueId> nodes;
     for (int64_t l = first; l < end; ++l)
         nodes.insert(nodes.end(), parts.layers[l].begin(), parts.layers[l].end());
-    const ir::ValueId in_id = part_input(fn, nodes);
+    // The hidden state comes in; so may values the embeddings computed beside
+    // it (Gemma 4's per-layer inputs), as inputs named after them.
+    std::vector<ir::ValueId> side = part_inputs(fn, nodes);
+    const ir::ValueId in_id = side.front();
+    side.erase(side.begin());
     const ir::ValueId out_id = part_output(fn, nodes);
     const int64_t h = hidden_width(fn, in_id);
 
@@ -346,10 +373,16 @@ AnePackage lower_chunk(const ir::Program& program, int64_t first, int64_t end,
         mil::Block& block = new_function(pkg.model, name);
         FunctionLowering f(*pkg.context, fn, block, t);
         f.all_rows = kind == Rows::verify;
-        bind_chunk_inputs(f, program, t);
+        bind_chunk_inputs(f, *pkg.context, t);
         f.carry_states(nodes);
         const MilValue hidden{"hidden_states", mil::FLOAT16, {1, t, h}};
         f.bind(in_id, f.to_channels(hidden, "hidden_in"));
+        std::vector<MilValue> side_inputs;
+        for (ir::ValueId id : side) {
+            const std::string n = side_input_name(fn, id);
+            side_inputs.push_back(MilValue{n, mil::FLOAT16, {1, t, hidden_width(fn, id)}});
+            f.bind(id, f.to_channels(side_inputs.back(), n + "_channels"));
+        }
         for (ir::ValueId id : nodes) f.lower(id);
         MilValue out = f.value(out_id);
         if (last_chunk && kind != Rows::batch) {
@@ -363,7 +396,7 @@ AnePackage lower_chunk(const ir::Program& program, int64_t first, int64_t end,
         std::vector<MilValue> outputs{f.to_rows(out, "output_hidden_states")};
         f.builder().output(outputs[0]);
         for (const MilValue& o : f.carried_outputs()) outputs.push_back(o);
-        describe(pkg, program, name, f, hidden, outputs);
+        describe(pkg, name, f, hidden, outputs, side_inputs);
     }
     pkg.model.mutable_description()->set_defaultfunctionname("infer");
     return pkg;
@@ -412,7 +445,7 @@ AnePackage lower_monolithic(const ir::Program& program, const std::vector<int64_
     refuse_verify_with_carried_states(program, options);
     AnePackage pkg{new_model(options), std::make_shared<PackageContext>(
                                            program, context_length(program), options.numerics)};
-    const ir::ValueId embedded = part_output(fn, parts.embedding);
+    const std::vector<ir::ValueId> embedded = part_outputs(fn, parts.embedding);
     std::vector<ir::ValueId> layers;
     for (const auto& l : parts.layers) layers.insert(layers.end(), l.begin(), l.end());
     const ir::ValueId stream = part_output(fn, layers);
@@ -422,11 +455,14 @@ AnePackage lower_monolithic(const ir::Program& program, const std::vector<int64_
         mil::Block& block = new_function(pkg.model, name);
         FunctionLowering f(*pkg.context, fn, block, t);
         f.all_rows = kind == Rows::verify;
-        bind_chunk_inputs(f, program, t);
+        bind_chunk_inputs(f, *pkg.context, t);
         f.carry_states(layers);
         f.input_ids = MilValue{"input_ids", mil::INT32, {1, t}};
         for (ir::ValueId id : parts.embedding) f.lower(id);
-        f.bind(embedded, f.to_channels(f.value(embedded), "hidden_in"));
+        for (ir::ValueId id : embedded)
+            if (f.in_rows(id))
+                f.bind(id, embedded.size() == 1 ? f.to_channels(f.value(id), "hidden_in")
+                                                : f.channels(id));
         for (ir::ValueId id : layers) f.lower(id);
         // Prefill's result is discarded by the runners: only its first row goes on.
         const bool batch = kind == Rows::batch;
@@ -435,7 +471,7 @@ AnePackage lower_monolithic(const ir::Program& program, const std::vector<int64_
         std::vector<MilValue> outputs = lower_head(f, fn, parts, f.value(parts.final_norm.back()),
                                                    pieces, options.argmax && !batch);
         for (const MilValue& o : f.carried_outputs()) outputs.push_back(o);
-        describe(pkg, program, name, f, f.input_ids, outputs);
+        describe(pkg, name, f, f.input_ids, outputs);
     }
     pkg.model.mutable_description()->set_defaultfunctionname("infer");
     return pkg;

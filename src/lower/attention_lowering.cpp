@@ -152,31 +152,87 @@ MilValue FunctionLowering::window_mask(int64_t window) {
     return mask;
 }
 
+KvLayout kv_layout(const ir::Program& program) {
+    std::vector<int32_t> caches;
+    for (size_t i = 0; i < program.states.size(); ++i)
+        if (!is_carried_state(program, static_cast<int32_t>(i)))
+            caches.push_back(static_cast<int32_t>(i));
+    if (caches.empty()) fail("the program has no KV state");
+    KvLayout kv;
+    kv.state = program.states[static_cast<size_t>(caches[0])];
+    int64_t width = kv.state.shape.at(3);
+    for (int32_t c : caches)
+        width = std::min(width, program.states[static_cast<size_t>(c)].shape.at(3));
+    int64_t k_rows = 0;
+    for (int32_t c : caches) {
+        const auto& s = program.states[static_cast<size_t>(c)].shape;  // [2 layers, kvh, ctx, hd]
+        if (s.at(1) != kv.state.shape[1] || s.at(2) != kv.state.shape[2] || s.at(3) % width != 0)
+            fail("KV caches {} and {} differ in heads or context, or {} is not a multiple of {}",
+                 kv.state.name, program.states[static_cast<size_t>(c)].name, s[3], width);
+        k_rows += s[0] / 2 * (s[3] / width);
+    }
+    int64_t row = 0;
+    for (int32_t c : caches) {
+        const auto& s = program.states[static_cast<size_t>(c)].shape;
+        const int64_t parts = s[3] / width;
+        for (int64_t layer = 0; layer < s[0] / 2; ++layer, row += parts)
+            kv.rows[{c, static_cast<int32_t>(layer)}] = {row, k_rows + row, parts};
+    }
+    kv.state.shape = {2 * k_rows, kv.state.shape[1], kv.state.shape[2], width};
+    return kv;
+}
+
+MilValue FunctionLowering::cached(const MilValue& cache, int64_t row0, int64_t parts,
+                                  int64_t n_head_kv, const std::string& name) {
+    const auto& s = cache.shape;
+    std::vector<MilValue> pieces;
+    for (int64_t p = 0; p < parts; ++p)
+        pieces.push_back(slice(cache, {static_cast<int32_t>(row0 + p), 0, 0, 0},
+                               {static_cast<int32_t>(row0 + p + 1), static_cast<int32_t>(n_head_kv),
+                                static_cast<int32_t>(s[2]), static_cast<int32_t>(s[3])},
+                               parts == 1 ? name : fmt::format("{}_{}", name, p)));
+    if (parts == 1) return pieces[0];
+    return b_.op(
+        "concat", name,
+        {{"values", pieces}, {"axis", MilParam::i32(3)}, {"interleave", MilParam::boolean(false)}},
+        mil::FLOAT16, {1, n_head_kv, s[2], s[3] * parts});
+}
+
 MilValue FunctionLowering::attention(const ir::Node& node, const std::string& name) {
     const ir::Attrs& a = node.attrs;
-    const ir::StateDecl& decl = pkg_.program.states.at(static_cast<size_t>(a.state));
-    const int64_t n_layer = decl.shape.at(0) / 2;
-    const int64_t nh = a.n_head, nkv = a.n_head_kv, hd = a.head_dim, c = decl.shape.at(2);
+    const KvLayout& kv = pkg_.kv;
+    const KvLayout::Rows rows = kv.rows.at({a.state, a.layer});
+    const int64_t nh = a.n_head, nkv = a.n_head_kv, hd = a.head_dim, c = kv.state.shape.at(2);
     const int64_t rep = nh / nkv;
     const auto as_heads = [&](const MilValue& x, int64_t n, const std::string& what) {
         // [1, n hd, 1, T] -> [1, n, T, hd]
         return transpose(reshape(x, {1, n, hd, t_}, name + "_" + what + "_heads"), {0, 1, 3, 2},
                          name + "_" + what + "_t");
     };
-    const MilValue k = as_heads(value(node.inputs.at(1)), nkv, "k");
-    const MilValue v = as_heads(value(node.inputs.at(2)), nkv, "v");
-    kv_write(decl.name, k, a.layer, name + "_write_k");
-    kv_write(decl.name, v, n_layer + a.layer, name + "_write_v");
-    const MilValue cache = b_.op("read_state", name + "_cache",
-                                 {{"input", state_values.at(decl.name)}}, mil::FLOAT16, decl.shape);
-    const auto layer_slice = [&](int64_t slot, const std::string& what) {
-        return slice(cache, {static_cast<int32_t>(slot), 0, 0, 0},
-                     {static_cast<int32_t>(slot + 1), static_cast<int32_t>(nkv),
-                      static_cast<int32_t>(c), static_cast<int32_t>(hd)},
-                     name + "_cached_" + what);
-    };
-    const MilValue keys = layer_slice(a.layer, "k");
-    const MilValue vals = layer_slice(n_layer + a.layer, "v");
+    // A layer sharing another's K/V (shared_attention) writes none.
+    if (node.op == ir::Op::attention) {
+        const int64_t w = kv.state.shape[3];
+        const auto write = [&](const MilValue& x, int64_t row0, const std::string& what) {
+            for (int64_t p = 0; p < rows.parts; ++p) {
+                const MilValue part =
+                    rows.parts == 1 ? x
+                                    : slice(x, {0, 0, 0, static_cast<int32_t>(p * w)},
+                                            {1, static_cast<int32_t>(nkv), static_cast<int32_t>(t_),
+                                             static_cast<int32_t>((p + 1) * w)},
+                                            fmt::format("{}_{}_part{}", name, what, p));
+                kv_write(kv.state.name, part, row0 + p,
+                         rows.parts == 1 ? name + "_write_" + what
+                                         : fmt::format("{}_write_{}{}", name, what, p));
+            }
+        };
+        write(as_heads(value(node.inputs.at(1)), nkv, "k"), rows.k, "k");
+        write(as_heads(value(node.inputs.at(2)), nkv, "v"), rows.v, "v");
+    }
+    const MilValue cache =
+        b_.op("read_state", name + "_cache", {{"input", state_values.at(kv.state.name)}},
+              mil::FLOAT16, kv.state.shape);
+    const MilValue keys = cached(cache, rows.k, rows.parts, nkv, name + "_cached_k");
+    const MilValue vals = cached(cache, rows.v, rows.parts, nkv, name + "_cached_v");
 
     const MilValue q =
         scalar_mul(as_heads(value(node.inputs.at(0)), nh, "q"), a.scale, name + "_q_scaled");

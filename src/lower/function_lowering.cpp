@@ -1,5 +1,6 @@
 #include "lower/function_lowering.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "base/error.h"
@@ -56,13 +57,20 @@ MilValue FunctionLowering::transpose(const MilValue& x, std::vector<int32_t> per
 
 MilValue FunctionLowering::slice(const MilValue& x, std::vector<int32_t> begin,
                                  std::vector<int32_t> end, const std::string& name) {
+    // A dimension of unknown size (-1: the embeddings' flexible tokens) is
+    // taken whole through end_mask; an end of -1 would drop its last element.
     std::vector<int64_t> shape;
-    for (size_t i = 0; i < begin.size(); ++i) shape.push_back(end[i] - begin[i]);
-    return b_.op("slice_by_index", name,
-                 {{"x", x},
-                  {"begin", MilParam::i32s(std::move(begin))},
-                  {"end", MilParam::i32s(std::move(end))}},
-                 x.dtype, std::move(shape));
+    std::vector<bool> whole(begin.size(), false);
+    for (size_t i = 0; i < begin.size(); ++i) {
+        whole[i] = x.shape.at(i) < 0 && begin[i] == 0 && end[i] < 0;
+        shape.push_back(whole[i] ? -1 : end[i] - begin[i]);
+    }
+    std::vector<coreml::MilInput> params{{"x", x},
+                                         {"begin", MilParam::i32s(std::move(begin))},
+                                         {"end", MilParam::i32s(std::move(end))}};
+    if (std::ranges::find(whole, true) != whole.end())
+        params.emplace_back("end_mask", MilParam::bools(std::move(whole)));
+    return b_.op("slice_by_index", name, std::move(params), x.dtype, std::move(shape));
 }
 
 MilValue FunctionLowering::binary(const char* op, const MilValue& x, const MilValue& y,
@@ -91,20 +99,46 @@ MilValue FunctionLowering::to_rows(const MilValue& channels, const std::string& 
     return transpose(s, {0, 2, 1}, name);
 }
 
+const MilValue& FunctionLowering::channels(ir::ValueId id) {
+    if (!rows_.contains(id)) return value(id);
+    if (const auto it = channels_.find(id); it != channels_.end()) return it->second;
+    return channels_[id] = to_channels(value(id), value(id).name + "_channels");
+}
+
+namespace {
+
+// Ops that compute the same in either layout: they keep the row layout of the
+// embeddings when all their inputs have it.
+bool layout_free(ir::Op op) {
+    return op == ir::Op::scale || op == ir::Op::softcap || op == ir::Op::add || op == ir::Op::mul;
+}
+
+}  // namespace
+
 void FunctionLowering::lower(ir::ValueId id) {
     const ir::Node& node = fn_.nodes[static_cast<size_t>(id)];
     const std::string name = mil_name(node.name) + name_suffix;
-    const bool folds_scale =
-        node.op == ir::Op::linear || node.op == ir::Op::rms_norm || node.op == ir::Op::embed;
-    if (node.attrs.out_scale == 1.0f || folds_scale) {
+    const bool folds_scale = node.op == ir::Op::linear || node.op == ir::Op::embed ||
+                             (node.op == ir::Op::rms_norm && node.weight != ir::no_weight);
+    const bool rows =
+        node.op == ir::Op::embed ||
+        (layout_free(node.op) &&
+         std::ranges::all_of(node.inputs, [&](ir::ValueId in) { return rows_.contains(in); }));
+    if (node.attrs.out_scale == 1.0f || folds_scale)
         values_[id] = lower_node(node, name);
-        return;
-    }
-    values_[id] = scalar_mul(lower_node(node, name + "_unscaled"), node.attrs.out_scale, name);
+    else
+        values_[id] = scalar_mul(lower_node(node, name + "_unscaled"), node.attrs.out_scale, name);
+    if (rows) rows_.insert(id);
 }
 
 MilValue FunctionLowering::lower_node(const ir::Node& node, const std::string& name) {
-    auto in = [&](size_t k) -> const MilValue& { return value(node.inputs.at(k)); };
+    // Inputs in the row layout stay so for the ops that keep it, else turn.
+    const bool keeps_rows =
+        layout_free(node.op) &&
+        std::ranges::all_of(node.inputs, [&](ir::ValueId in) { return rows_.contains(in); });
+    auto in = [&](size_t k) -> const MilValue& {
+        return keeps_rows ? value(node.inputs.at(k)) : channels(node.inputs.at(k));
+    };
     switch (node.op) {
         case ir::Op::embed: {
             const MilValue table =
@@ -156,8 +190,14 @@ MilValue FunctionLowering::lower_node(const ir::Node& node, const std::string& n
             return causal_conv(node, name);
         case ir::Op::gated_delta:
             return gated_delta(node, name);
-        case ir::Op::columns:
+        case ir::Op::columns: {
+            const auto t = static_cast<int32_t>(in(0).shape.at(3));
+            const auto col0 = static_cast<int32_t>(node.attrs.col0);
+            return slice(in(0), {0, col0, 0, 0}, {1, col0 + static_cast<int32_t>(node.width), 1, t},
+                         name);
+        }
         case ir::Op::shared_attention:
+            return attention(node, name);
         case ir::Op::input:
         case ir::Op::count:
             break;
@@ -166,7 +206,7 @@ MilValue FunctionLowering::lower_node(const ir::Node& node, const std::string& n
 }
 
 MilValue FunctionLowering::linear(const ir::Node& node, const std::string& name) {
-    const MilValue& x = value(node.inputs.at(0));
+    const MilValue& x = channels(node.inputs.at(0));
     const ir::Weight& w = pkg_.program.weights.at(static_cast<size_t>(node.weight));
     const int64_t row0 = head_rows ? head_row0 : 0;
     const int64_t rows = head_rows ? head_rows : w.view.shape.at(0);
@@ -187,10 +227,12 @@ MilValue FunctionLowering::linear(const ir::Node& node, const std::string& name)
 }
 
 MilValue FunctionLowering::rms_norm(const ir::Node& node, const std::string& name) {
-    const MilValue& x = value(node.inputs.at(0));  // [1, C, 1, T]
-    const ir::Weight& gain = pkg_.program.weights.at(static_cast<size_t>(node.weight));
+    const MilValue& x = channels(node.inputs.at(0));  // [1, C, 1, T]
+    const bool has_gain = node.weight != ir::no_weight;
     const int64_t c = x.shape.at(1);
-    const int64_t g = gain.view.numel();
+    const int64_t g = has_gain
+                          ? pkg_.program.weights.at(static_cast<size_t>(node.weight)).view.numel()
+                          : node.attrs.head_dim;
     const int64_t t = x.shape.at(3);
     // Groups of g channels (one per head for q/k norms) on axis 2; the whole
     // width on axis 1 otherwise.
@@ -214,6 +256,10 @@ MilValue FunctionLowering::rms_norm(const ir::Node& node, const std::string& nam
                                    {"epsilon", MilParam::fp16(node.attrs.eps * b * b)}},
                                   mil::FLOAT16, both_shape);
     std::vector<int32_t> end(xs.shape.begin(), xs.shape.end());
+    if (!has_gain) {  // lower() applies an out_scale, which has no gain to fold into
+        const MilValue half = slice(normed, {0, 0, 0, 0}, end, grouped ? name + "_half" : name);
+        return grouped ? reshape(half, {1, c, 1, t}, name) : half;
+    }
     const MilValue half = slice(normed, {0, 0, 0, 0}, end, name + "_half");
     std::vector<int64_t> gain_shape{1, 1, 1, 1};
     gain_shape[static_cast<size_t>(axis)] = g;

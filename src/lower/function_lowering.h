@@ -7,6 +7,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +22,20 @@ namespace anelm::lower {
 using coreml::MilBuilder;
 using coreml::MilValue;
 
+// The KV caches as the packages hold them: one MLState (the notes: a second
+// MLState in one graph fails at predict time), its rows as wide as the
+// narrowest head, a wider head's K and V taking `parts` rows each (Gemma 4's
+// full layers: two). A program with one KV cache keeps it as it is.
+struct KvLayout {
+    struct Rows {
+        int64_t k = 0, v = 0, parts = 1;
+    };
+    ir::StateDecl state;
+    std::map<std::pair<int32_t, int32_t>, Rows> rows;  // by (program state, layer)
+};
+
+KvLayout kv_layout(const ir::Program& program);
+
 // What one package's functions share: its blobs, weights and rotary tables.
 struct PackageContext {
     const ir::Program& program;
@@ -29,6 +44,7 @@ struct PackageContext {
     int64_t n_ctx;
     AneNumerics numerics;
     bool carries_states;  // the program has conv or delta-rule states
+    KvLayout kv;
     std::map<int32_t, std::pair<coreml::mil::Value, coreml::mil::Value>> rope_tables;  // cos, sin
 
     PackageContext(const ir::Program& p, int64_t ctx, AneNumerics n = {});
@@ -67,7 +83,15 @@ public:
     std::string name_suffix;  // appended to every op name (the head's pieces)
     bool all_rows = false;    // every token's result goes on: last_row keeps them all
 
-    void bind(ir::ValueId id, MilValue value) { values_[id] = std::move(value); }
+    // Binds a value in the channel layout.
+    void bind(ir::ValueId id, MilValue value) {
+        values_[id] = std::move(value);
+        rows_.erase(id);
+    }
+    // Whether a lowered value is still in the row layout [1, T, C] of the
+    // embeddings (and the elementwise ops on them); channels() turns it.
+    bool in_rows(ir::ValueId id) const { return rows_.contains(id); }
+    const MilValue& channels(ir::ValueId id);
     const MilValue& value(ir::ValueId id) const;
     void lower(ir::ValueId id);
 
@@ -104,6 +128,9 @@ private:
     MilValue l2_normalized(const MilValue& x, const std::string& name);
     MilValue rope(const ir::Node& node, const std::string& name);
     MilValue attention(const ir::Node& node, const std::string& name);
+    // K or V rows of a layer from the cache read `cache`: [1, n_head_kv, n_ctx, head_dim].
+    MilValue cached(const MilValue& cache, int64_t row0, int64_t parts, int64_t n_head_kv,
+                    const std::string& name);
     MilValue window_mask(int64_t window);
     std::pair<MilValue, MilValue> rope_rows(int32_t rope);
     MilValue kv_write(const std::string& state, const MilValue& update, int64_t slot,
@@ -114,6 +141,8 @@ private:
     MilBuilder b_;
     int64_t t_;
     std::map<ir::ValueId, MilValue> values_;
+    std::set<ir::ValueId> rows_;                // values in the row layout
+    std::map<ir::ValueId, MilValue> channels_;  // and their channel-layout forms
     std::map<int32_t, std::pair<MilValue, MilValue>> rope_rows_;
     std::map<int64_t, MilValue> window_masks_;
     // Values left multiplied by a constant for the RMSNorms that read them.

@@ -1,5 +1,6 @@
 #include "lower/program_parts.h"
 
+#include <algorithm>
 #include <charconv>
 #include <set>
 #include <string_view>
@@ -55,6 +56,21 @@ ProgramParts split_parts(const ir::Function& fn) {
     return parts;
 }
 
+std::vector<ir::ValueId> part_inputs(const ir::Function& fn,
+                                     const std::vector<ir::ValueId>& nodes) {
+    const std::set<ir::ValueId> inside(nodes.begin(), nodes.end());
+    std::vector<ir::ValueId> outside;
+    for (ir::ValueId id : nodes)
+        for (ir::ValueId in : fn.nodes[static_cast<size_t>(id)].inputs)
+            if (!inside.contains(in) && fn.nodes[static_cast<size_t>(in)].op != ir::Op::input &&
+                std::ranges::find(outside, in) == outside.end())
+                outside.push_back(in);
+    if (outside.empty())
+        fail("{}: a part starting at {} reads nothing from before it", fn.name,
+             fn.nodes[static_cast<size_t>(nodes.at(0))].name);
+    return outside;
+}
+
 ir::ValueId part_input(const ir::Function& fn, const std::vector<ir::ValueId>& nodes) {
     const std::set<ir::ValueId> inside(nodes.begin(), nodes.end());
     std::set<ir::ValueId> from_outside;
@@ -68,7 +84,8 @@ ir::ValueId part_input(const ir::Function& fn, const std::vector<ir::ValueId>& n
     return *from_outside.begin();
 }
 
-ir::ValueId part_output(const ir::Function& fn, const std::vector<ir::ValueId>& nodes) {
+std::vector<ir::ValueId> part_outputs(const ir::Function& fn,
+                                      const std::vector<ir::ValueId>& nodes) {
     const std::set<ir::ValueId> inside(nodes.begin(), nodes.end());
     std::set<ir::ValueId> used_after;
     for (size_t i = static_cast<size_t>(nodes.back()) + 1; i < fn.nodes.size(); ++i)
@@ -76,10 +93,15 @@ ir::ValueId part_output(const ir::Function& fn, const std::vector<ir::ValueId>& 
             if (inside.contains(in)) used_after.insert(in);
     for (ir::ValueId out : fn.outputs)
         if (inside.contains(out)) used_after.insert(out);
+    return {used_after.begin(), used_after.end()};
+}
+
+ir::ValueId part_output(const ir::Function& fn, const std::vector<ir::ValueId>& nodes) {
+    const std::vector<ir::ValueId> used_after = part_outputs(fn, nodes);
     if (used_after.size() != 1)
         fail("{}: a part ending at {} leaves {} values to what follows, expected one", fn.name,
              fn.nodes[static_cast<size_t>(nodes.back())].name, used_after.size());
-    return *used_after.begin();
+    return used_after[0];
 }
 
 }  // namespace anelm::lower

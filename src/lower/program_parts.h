@@ -24,7 +24,14 @@ ProgramParts split_parts(const ir::Function& fn);
 // The one value computed before `nodes` (and not a function input) that they
 // read: the hidden state entering a part. Throws when there is not exactly one.
 ir::ValueId part_input(const ir::Function& fn, const std::vector<ir::ValueId>& nodes);
+// Every value computed before `nodes` that they read, the one the first node
+// reads first (the hidden state entering a part, and what else the part reads).
+std::vector<ir::ValueId> part_inputs(const ir::Function& fn, const std::vector<ir::ValueId>& nodes);
 // The one value of `nodes` read after them: the hidden state leaving a part.
 ir::ValueId part_output(const ir::Function& fn, const std::vector<ir::ValueId>& nodes);
+// Every value of `nodes` read after them (Gemma 4's embeddings leave the
+// hidden state and the per-layer inputs), in the order they were computed.
+std::vector<ir::ValueId> part_outputs(const ir::Function& fn,
+                                      const std::vector<ir::ValueId>& nodes);
 
 }  // namespace anelm::lower

@@ -49,7 +49,12 @@ bool is_carried_state(const ir::Program& program, int32_t state) {
 }
 
 PackageContext::PackageContext(const ir::Program& p, int64_t ctx, AneNumerics n)
-    : program(p), weights(p, blobs), n_ctx(ctx), numerics(n), carries_states(false) {
+    : program(p),
+      weights(p, blobs),
+      n_ctx(ctx),
+      numerics(n),
+      carries_states(false),
+      kv(kv_layout(p)) {
     for (size_t i = 0; i < p.states.size(); ++i)
         carries_states = carries_states || is_carried_state(p, static_cast<int32_t>(i));
 }

@@ -58,6 +58,7 @@ TEST(AnemllLayout, DefaultsPerFamily) {
     EXPECT_EQ(default_prefix("qwen3"), "qwen");
     EXPECT_EQ(default_prefix("gemma3_text"), "gemma3");
     EXPECT_EQ(default_prefix("gemma3"), "gemma3");
+    EXPECT_EQ(default_prefix("gemma4"), "gemma4");
     EXPECT_EQ(lm_head_split("llama"), 8);
     EXPECT_EQ(lm_head_split("qwen2"), 16);
     EXPECT_EQ(lm_head_split("qwen3"), 16);
