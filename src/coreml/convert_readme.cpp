@@ -128,6 +128,23 @@ std::string carried_words(std::string_view name) {
     return "a state of the model";
 }
 
+// What a runner must pass the packages besides ANEMLL's inputs: per-layer
+// inputs from the embeddings to the chunks (Gemma 4).
+std::string passed_notes(std::span<const CarriedInput> passed) {
+    std::string t =
+        "\nPer-layer inputs\n"
+        "The embeddings package returns, beside hidden_states, every layer's per-layer input\n"
+        "(Gemma 4's per-layer embeddings, combined with a projection of the token's embedding);\n"
+        "each chunk reads the layers' part it needs. A runner passes that output, unchanged, to\n"
+        "every chunk with the hidden state, in infer and prefill alike:\n";
+    for (const CarriedInput& c : passed)
+        t += fmt::format("  {}: {} fp16 [{}]\n", c.package, c.name, fmt::join(c.shape, ", "));
+    t += "The layers that reuse an earlier layer's K and V read that layer's rows of the KV\n"
+         "state: create one state and pass it to every chunk, as ANEMLL's chat.py does.\n"
+         "ANEMLL's runners do not pass these inputs and cannot run this folder. anelm runs it:\n";
+    return t;
+}
+
 // What a runner must do with the states the packages carry as inputs and outputs.
 std::string carried_notes(std::span<const CarriedInput> carried, int64_t batch,
                           const std::string& dir) {
@@ -170,7 +187,7 @@ std::string convert_readme_text(const MetaYaml& meta, std::span<const std::strin
                "its\nPython and Swift runners and the ANEMLL Chat app load this folder through "
                "meta.yaml.\n"
              : "These Core ML packages follow ANEMLL's layout (https://github.com/Anemll/Anemll), "
-               "with\nstates its runners do not pass (below).\n";
+               "with\ninputs its runners do not pass (below).\n";
     t += fmt::format("Context length {}, prefill batch {}, {}.\n", l.context_length, l.batch_size,
                      l.monolithic
                          ? "one monolithic file"
@@ -190,7 +207,12 @@ std::string convert_readme_text(const MetaYaml& meta, std::span<const std::strin
     for (const auto& [name, what] : lines) width = std::max(width, name.size());
     for (const auto& [name, what] : lines) t += fmt::format("  {:<{}}  {}\n", name, width, what);
     t += tokenizer_notes(tokenizer_files);
-    if (!carried.empty()) t += carried_notes(carried, l.batch_size, dir);
+    std::vector<CarriedInput> returned, passed;
+    for (const CarriedInput& c : carried) (c.returned ? returned : passed).push_back(c);
+    if (!passed.empty()) t += passed_notes(passed);
+    if (!returned.empty()) t += carried_notes(returned, l.batch_size, dir);
+    if (returned.empty() && !passed.empty())
+        t += fmt::format("  anelm generate {} -p \"Who are you?\"\n", dir);
 
     t += "\nCompile, on a Mac with Xcode's command line tools (the Swift runner and the app load\n"
          "compiled .mlmodelc folders; chat.py also loads the .mlpackage files as they are):\n";

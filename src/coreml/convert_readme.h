@@ -11,12 +11,15 @@
 
 namespace anelm::coreml {
 
-// An input a package carries from call to call besides the KV state (LFM2's
-// and Qwen3.5's conv windows and delta-rule states), returned as name + "_out".
+// An input a package reads besides the hidden state, positions, mask and KV
+// state: one it carries from call to call (LFM2's and Qwen3.5's conv windows
+// and delta-rule states), returned as name + "_out"; or one the embeddings
+// compute beside the hidden state (Gemma 4's per-layer inputs), passed along.
 struct CarriedInput {
     std::string package;  // file name
     std::string name;
     std::vector<int64_t> shape;
+    bool returned = true;  // false: the embeddings' output of the same name
 };
 
 // `out_dir` names the directory in the commands (absolute reads best: the run

@@ -62,8 +62,13 @@ AnePackage lower_lm_head(const ir::Program& program, const std::vector<int64_t>&
 AnePackage lower_monolithic(const ir::Program& program, const std::vector<int64_t>& pieces,
                             const AneOptions& options);
 
+// The end of the name of a value the embeddings return beside the hidden
+// state and the chunks read (Gemma 4's per-layer inputs: per_layer_inp_rows).
+inline constexpr std::string_view side_input_suffix = "_rows";
+
 // The inputs a package's functions carry from call to call (conv windows,
-// delta-rule states), with their shapes; package names left empty.
+// delta-rule states), and those the embeddings pass them, with their shapes;
+// package names left empty.
 std::vector<coreml::CarriedInput> carried_inputs(const AnePackage& package);
 
 // Writes a lowered package (through a temporary folder renamed into place).

@@ -119,7 +119,7 @@ ir::ValueId embedding_stream(const ir::Function& fn, const ProgramParts& parts) 
 // The name a value the embeddings compute beside the hidden state (Gemma 4's
 // per-layer inputs) has as their output and as the chunks' input.
 std::string side_input_name(const ir::Function& fn, ir::ValueId id) {
-    return mil_name(fn.nodes.at(static_cast<size_t>(id)).name) + "_rows";
+    return mil_name(fn.nodes.at(static_cast<size_t>(id)).name) + std::string(side_input_suffix);
 }
 
 }  // namespace
@@ -483,11 +483,13 @@ std::vector<coreml::CarriedInput> carried_inputs(const AnePackage& package) {
     if (functions.empty()) return carried;
     std::set<std::string> outputs;
     for (const auto& o : functions[0].output()) outputs.insert(o.name());
-    for (const auto& in : functions[0].input())
-        if (outputs.contains(in.name() + "_out")) {
-            const auto& shape = in.type().multiarraytype().shape();
+    for (const auto& in : functions[0].input()) {
+        const auto& shape = in.type().multiarraytype().shape();
+        if (outputs.contains(in.name() + "_out"))
             carried.push_back({"", in.name(), {shape.begin(), shape.end()}});
-        }
+        else if (in.name().ends_with(side_input_suffix))
+            carried.push_back({"", in.name(), {shape.begin(), shape.end()}, false});
+    }
     return carried;
 }
 

@@ -76,7 +76,7 @@ TEST_P(ConvertTiny, ConvertedFolderGeneratesTheSameTokens) {
 
 INSTANTIATE_TEST_SUITE_P(Cli, ConvertTiny,
                          testing::Values("tiny-llama", "tiny-qwen3", "tiny-gemma3", "tiny-lfm2",
-                                         "tiny-qwen3.5"),
+                                         "tiny-qwen3.5", "tiny-gemma4"),
                          [](const auto& info) {
                              std::string s = info.param;
                              std::ranges::replace(s, '.', '_');

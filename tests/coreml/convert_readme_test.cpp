@@ -109,5 +109,25 @@ TEST(ConvertReadme, CarriedStatesAndWhoCanRunThem) {
     EXPECT_TRUE(has(plain, "chat.py --meta"));
 }
 
+// Gemma 4's chunks read the embeddings' per-layer inputs: the text says to
+// pass them along (nothing comes back) and sends the reader to anelm.
+TEST(ConvertReadme, PerLayerInputsAndWhoCanRunThem) {
+    ConvertLayout layout = default_layout("gemma4", 262144);
+    layout.n_chunks = 2;
+    const MetaYaml meta = make_meta_yaml(layout, "gemma-4-e2b");
+    const std::vector<CarriedInput> passed{
+        {"gemma4_FFN_PF_chunk_01of02.mlpackage", "per_layer_inp_rows", {1, 1, 8960}, false},
+        {"gemma4_FFN_PF_chunk_02of02.mlpackage", "per_layer_inp_rows", {1, 1, 8960}, false}};
+    const std::string text = convert_readme_text(meta, {}, "/m/e2b", passed);
+    EXPECT_TRUE(
+        has(text, "gemma4_FFN_PF_chunk_02of02.mlpackage: per_layer_inp_rows fp16 [1, 1, 8960]"))
+        << text;
+    EXPECT_TRUE(has(text, "pass it to every chunk")) << text;
+    EXPECT_FALSE(has(text, "per_layer_inp_rows_out")) << text;
+    EXPECT_FALSE(has(text, "States beyond the KV cache")) << text;
+    EXPECT_TRUE(has(text, "anelm generate /m/e2b")) << text;
+    EXPECT_FALSE(has(text, "chat.py --meta")) << text;
+}
+
 }  // namespace
 }  // namespace anelm::coreml
