@@ -35,9 +35,11 @@ void add_gemma4(const ModelSpec& s, ModelShape& m) {
         const bool own = kv_source_layer(s, il) == il;
         m.layer_params += 2 * e * q_dim + (own ? 2 * e * kvh * hd : 0) +
                           3 * e * double(layer_ff(s, il)) + 2 * e * pl;
-        m.attn_q_dim_sum += q_dim;
-        if (!own) continue;
         const bool sliding = s.sliding_layers[static_cast<size_t>(il)];
+        // The sliding layers' attention stops at the window: only the full ones
+        // grow with the context.
+        if (!sliding) m.attn_q_dim_sum += q_dim;
+        if (!own) continue;
         (sliding ? m.kv_window_per_pos : m.kv_per_pos) += 2.0 * kvh * hd;
     }
 }
@@ -152,37 +154,6 @@ std::vector<ModelShape> build_known_shapes() {
         m.attn_q_dim_sum = 6 * 8 * 256;
         m.big_n_out = 8192;
         m.big_n_in = 2048;
-        out.push_back(m);
-    }
-    {
-        // Gemma 4 E2B text decoder, from CoreML-LLM docs/GEMMA4_ARCHITECTURE_VERIFIED.md
-        // (checked there against Hugging Face's config.json and llama.cpp): hidden 1536, 35
-        // layers, every 5th full attention (head_dim 512) and the rest sliding (256, window
-        // 512), 8 query heads, 1 KV head, only layers 0-14 compute K and V, FFN 6144 (12288 in
-        // the KV-shared layers 15-34), vocab 262144 tied, per-layer embeddings of 35 x 256
-        // (a 262144 x 8960 table, a 1536 x 8960 projection, a gate and projection per layer).
-        ModelShape m;
-        m.name = "gemma-4-e2b";
-        m.source = "CoreML-LLM docs/GEMMA4_ARCHITECTURE_VERIFIED.md";
-        m.n_layer = 35;
-        m.n_embd = 1536;
-        m.n_vocab = 262144;
-        const double e = 1536;
-        const double sliding_kv = 2 * e * 2048 + 2 * e * 256, full_kv = 2 * e * 4096 + 2 * e * 512;
-        const double sliding_q = 2 * e * 2048, full_q = 2 * e * 4096;
-        const double attn = 12 * sliding_kv + 3 * full_kv + 16 * sliding_q + 4 * full_q;
-        const double ffn = 15 * 3 * e * 6144 + 20 * 3 * e * 12288;
-        const double per_layer_input = 35 * 2 * e * 256 + e * 8960;
-        m.layer_params = attn + ffn + per_layer_input;
-        m.embed_params = 262144 * e + 262144.0 * 8960;
-        m.head_params = 262144 * e;
-        m.tied = true;
-        m.kv_per_pos = 3 * 2 * 512.0;
-        m.kv_window_per_pos = 12 * 2 * 256.0;
-        m.window = 512;
-        m.attn_q_dim_sum = 7 * 4096;  // full-attention layers; sliding ones stop at 512
-        m.big_n_out = 12288;
-        m.big_n_in = 1536;
         out.push_back(m);
     }
     return out;
