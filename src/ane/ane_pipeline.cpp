@@ -101,7 +101,9 @@ Tensor AnePipeline::run_chunks(const std::vector<std::unique_ptr<milexec::Functi
     // inputs): the chunks read it by name.
     std::map<std::string, Tensor> side;
     if (embeddings_) {
-        side = embeddings_->run({{"input_ids", ids}}, states_);
+        std::map<std::string, Tensor> in{{"input_ids", ids}};
+        add_per_layer_rows(*embeddings_, tokens, in);
+        side = embeddings_->run(in, states_);
         hidden = std::move(side.at("hidden_states"));
         side.erase("hidden_states");
     }
@@ -115,6 +117,7 @@ Tensor AnePipeline::run_chunks(const std::vector<std::unique_ptr<milexec::Functi
             in["hidden_states"] = std::move(hidden);
         else
             in["input_ids"] = ids;
+        if (!embeddings_) add_per_layer_rows(fn, tokens, in);
         // Any other input is a carried state: zeros first, then what the last call returned.
         for (const milexec::TensorSpec& spec : fn.inputs())
             if (const auto s = side.find(spec.name); s != side.end() && !in.contains(spec.name)) {
@@ -138,6 +141,20 @@ Tensor AnePipeline::run_chunks(const std::vector<std::unique_ptr<milexec::Functi
     if (embeddings_) return hidden;
     last_outputs_ = std::move(out);
     return {};
+}
+
+void AnePipeline::add_per_layer_rows(const milexec::Function& fn, std::span<const int32_t> tokens,
+                                     std::map<std::string, Tensor>& in) const {
+    for (const milexec::TensorSpec& spec : fn.inputs()) {
+        if (spec.name != coreml::per_layer_lookup) continue;
+        if (!per_layer_)
+            fail("{}: takes {}, the per-layer table's rows, and no table was given", fn.name(),
+                 spec.name);
+        const auto t = static_cast<int64_t>(tokens.size());
+        Tensor rows = milexec::make_tensor(coreml::mil::FLOAT16, {1, t, per_layer_->cols()});
+        per_layer_->lookup(tokens, rows.f);
+        in[spec.name] = std::move(rows);
+    }
 }
 
 const std::vector<std::unique_ptr<milexec::Function>>& AnePipeline::functions(bool batch) const {

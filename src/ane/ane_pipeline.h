@@ -14,6 +14,7 @@
 #include "coreml/anemll_layout.h"
 #include "coreml/blob_table.h"
 #include "coreml/package.h"
+#include "coreml/per_layer_table.h"
 #include "exec/mil/function.h"
 #include "runtime/token_model.h"
 #include "tokenizer/tokenizer.h"
@@ -58,6 +59,9 @@ public:
     void rewind(int64_t pos) override;
     bool can_rewind(int64_t pos) const override;
     void reset();
+    // Gemma 4's per-layer table, kept beside the packages: its rows are looked
+    // up for the embeddings (or monolithic) function that takes them.
+    void set_per_layer_table(const coreml::PerLayerTable* table) { per_layer_ = table; }
     // A state of the packages (the KV cache), as the interpreter holds it.
     const milexec::Tensor& state(const std::string& name) const { return states_.at(name); }
     bool has_state(const std::string& name) const { return states_.contains(name); }
@@ -101,6 +105,10 @@ private:
     std::map<std::string, milexec::Tensor> last_outputs_;  // monolithic infer's head outputs
     std::vector<float> logits_;
     std::vector<float> verify_logits_;  // [tokens, n_vocab]
+    const coreml::PerLayerTable* per_layer_ = nullptr;
+    // The table's rows for `tokens` into `in`, when `fn` takes them.
+    void add_per_layer_rows(const milexec::Function& fn, std::span<const int32_t> tokens,
+                            std::map<std::string, milexec::Tensor>& in) const;
     int64_t pos_ = 0;
 };
 
@@ -126,6 +134,7 @@ private:
     std::vector<int32_t> stop_ids_;
     std::vector<std::unique_ptr<coreml::Package>> packages_;
     std::unique_ptr<AnePipeline> pipeline_;
+    std::unique_ptr<coreml::PerLayerTable> per_layer_;
     coreml::ConvertLayout layout_;
 };
 

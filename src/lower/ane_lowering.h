@@ -27,6 +27,10 @@ struct AneOptions {
     // Tokens of a `verify` function in every package (speculative decoding): it
     // writes the KV state as prefill does and returns every row's result; 0: none.
     int64_t verify = 0;
+    // Gemma 4's per-layer table stays outside the packages: the embeddings (or
+    // monolithic) function takes its looked-up rows as the input
+    // per_layer_token_embd [1, T, layers x width] instead of gathering them.
+    bool per_layer_rows_input = false;
     std::map<std::string, std::string> metadata;  // Metadata.userDefined of every package
     std::string author = "anelm";
     std::string description;  // Metadata.shortDescription

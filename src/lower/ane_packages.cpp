@@ -1,8 +1,10 @@
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <set>
 
 #include "base/error.h"
+#include "coreml/per_layer_table.h"
 #include "coreml/write_package.h"
 #include "lower/ane_lowering.h"
 #include "lower/function_lowering.h"
@@ -124,6 +126,33 @@ std::string side_input_name(const ir::Function& fn, ir::ValueId id) {
 
 }  // namespace
 
+namespace {
+
+// Lowers the embeddings' nodes. With per_layer_rows_input, the per-layer
+// table's lookup becomes a function input of its name: the rows, for T tokens.
+std::optional<MilValue> lower_embedding_part(FunctionLowering& f, const ir::Function& fn,
+                                             const ProgramParts& parts, const AneOptions& options,
+                                             int64_t t) {
+    std::optional<MilValue> rows;
+    for (ir::ValueId id : parts.embedding) {
+        const ir::Node& node = fn.nodes.at(static_cast<size_t>(id));
+        if (!options.per_layer_rows_input || node.name != coreml::per_layer_lookup) {
+            f.lower(id);
+            continue;
+        }
+        if (node.attrs.out_scale != 1.0f)
+            fail("{}: {} is scaled by {}; a looked-up input cannot be", fn.name, node.name,
+                 node.attrs.out_scale);
+        rows = MilValue{node.name, mil::FLOAT16, {1, t, node.width}};
+        f.bind_rows(id, *rows);
+    }
+    if (options.per_layer_rows_input && !rows)
+        fail("{}: no {} to take as an input", fn.name, coreml::per_layer_lookup);
+    return rows;
+}
+
+}  // namespace
+
 const coreml::BlobSet& AnePackage::blobs() const {
     return context->blobs;
 }
@@ -140,7 +169,7 @@ AnePackage lower_embeddings(const ir::Program& program, const AneOptions& option
     mil::Block& block = new_function(pkg.model, "main");
     FunctionLowering f(*pkg.context, fn, block, -1);
     f.input_ids = MilValue{"input_ids", mil::INT32, {1, -1}};
-    for (ir::ValueId id : parts.embedding) f.lower(id);
+    const std::optional<MilValue> rows_input = lower_embedding_part(f, fn, parts, options, -1);
     const std::vector<ir::ValueId> outs = part_outputs(fn, parts.embedding);
     const ir::ValueId out_id = embedding_stream(fn, parts);
     MilValue out = f.value(out_id);
@@ -174,6 +203,12 @@ AnePackage lower_embeddings(const ir::Program& program, const AneOptions& option
     if (options.verify > 0 && options.verify != options.batch)
         shapes.push_back({1, options.verify});
     *d.add_input() = feature({f.input_ids, shapes});
+    if (rows_input) {
+        add_input(mfn, *rows_input);
+        std::vector<std::vector<int64_t>> row_shapes;
+        for (const auto& s : shapes) row_shapes.push_back({1, s[1], rows_input->shape[2]});
+        *d.add_input() = feature({*rows_input, row_shapes});
+    }
     for (const MilValue& o : outputs)
         *d.add_output() = feature({MilValue{o.name, o.dtype, {}}, {}});
     return pkg;
@@ -458,7 +493,7 @@ AnePackage lower_monolithic(const ir::Program& program, const std::vector<int64_
         bind_chunk_inputs(f, *pkg.context, t);
         f.carry_states(layers);
         f.input_ids = MilValue{"input_ids", mil::INT32, {1, t}};
-        for (ir::ValueId id : parts.embedding) f.lower(id);
+        const std::optional<MilValue> rows_input = lower_embedding_part(f, fn, parts, options, t);
         for (ir::ValueId id : embedded)
             if (f.in_rows(id))
                 f.bind(id, embedded.size() == 1 ? f.to_channels(f.value(id), "hidden_in")
@@ -471,7 +506,8 @@ AnePackage lower_monolithic(const ir::Program& program, const std::vector<int64_
         std::vector<MilValue> outputs = lower_head(f, fn, parts, f.value(parts.final_norm.back()),
                                                    pieces, options.argmax && !batch);
         for (const MilValue& o : f.carried_outputs()) outputs.push_back(o);
-        describe(pkg, name, f, f.input_ids, outputs);
+        describe(pkg, name, f, f.input_ids, outputs,
+                 rows_input ? std::vector<MilValue>{*rows_input} : std::vector<MilValue>{});
     }
     pkg.model.mutable_description()->set_defaultfunctionname("infer");
     return pkg;

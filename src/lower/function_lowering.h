@@ -92,6 +92,11 @@ public:
     // embeddings (and the elementwise ops on them); channels() turns it.
     bool in_rows(ir::ValueId id) const { return rows_.contains(id); }
     const MilValue& channels(ir::ValueId id);
+    // Binds a value in the row layout (a function input standing for an embedding lookup).
+    void bind_rows(ir::ValueId id, MilValue value) {
+        values_[id] = std::move(value);
+        rows_.insert(id);
+    }
     const MilValue& value(ir::ValueId id) const;
     void lower(ir::ValueId id);
 

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include "ane/ane_pipeline.h"
+#include "base/error.h"
 #include "coreml/anemll_layout.h"
+#include "coreml/per_layer_table.h"
 #include "exec/tiny_model.h"
 #include "lower/ane_lowering.h"
 #include "lower/lowering_support.h"
@@ -127,6 +129,47 @@ TEST(Gemma4Lowering, ChunksComputeWhatTheSinglePackageComputes) {
         a = split.decode(next);
         b = whole.decode(next);
         EXPECT_LT(test::relative_error(a, b), 1e-3) << step;
+    }
+}
+
+// The per-layer table kept beside the packages (E2B's is 4.7 GB in f16): the
+// embeddings take its looked-up rows as an input. At 16 bits the logits are
+// the in-package table's, bit for bit; at 8 bits (a scale per layer's slice)
+// close to them.
+TEST(Gemma4Lowering, PerLayerTableBesideThePackages) {
+    const LoadedModel& m = test::tiny_model("tiny-gemma4");
+    const ir::Program program = test::decode_program(m);
+    lower::AneOptions options = test::lowering_options(false);
+    const Monolithic mono = lower_tiny();
+    test::Lowered inside{lower::lower_embeddings(program, options), {}, {}, mono.pieces};
+    options.per_layer_rows_input = true;
+    test::Lowered beside{lower::lower_embeddings(program, options), {}, {}, mono.pieces};
+    EXPECT_EQ(beside.embeddings.model.description().input_size(), 2);
+    for (test::Lowered* l : {&inside, &beside}) {
+        l->chunks.push_back(lower::lower_chunk(program, 0, 3, options));
+        l->chunks.push_back(lower::lower_chunk(program, 3, 6, options));
+        l->head = lower::lower_lm_head(program, l->pieces, options);
+    }
+    const auto dir = test::temp_dir("gemma4-per-layer");
+    const TensorView& table = m.weights.get("model.embed_tokens_per_layer.weight");
+    AnePipeline reference = test::pipeline(inside, false, milexec::Rounding::f16);
+    const auto prompt = test::random_tokens(m.spec.n_vocab, 10, 8);
+    const auto want_span = reference.prefill(prompt);
+    const std::vector<float> want(want_span.begin(), want_span.end());
+    for (int bits : {16, 8}) {
+        SCOPED_TRACE(bits);
+        const std::string path = (dir / fmt::format("table{}.bin", bits)).string();
+        coreml::write_per_layer_table(path, table, bits, m.spec.per_layer_dim);
+        const coreml::PerLayerTable file(path);
+        AnePipeline ane = test::pipeline(beside, false, milexec::Rounding::f16);
+        EXPECT_THROW(ane.prefill(prompt), Error);  // no table given
+        ane.reset();
+        ane.set_per_layer_table(&file);
+        const auto got = ane.prefill(prompt);
+        if (bits == 16)
+            EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin(), want.end()));
+        else
+            EXPECT_LT(test::relative_error(got, want), 2e-2);
     }
 }
 
