@@ -310,6 +310,11 @@ ConvertedModel::ConvertedModel(const std::string& dir, const std::string& tokeni
                                                   rounding, pool);
     }
     layout_ = layout;
+    if (layout.per_layer_bits > 0) {
+        per_layer_ = std::make_unique<coreml::PerLayerTable>(
+            (fs::path(dir) / layout.per_layer_table_file()).string());
+        pipeline_->set_per_layer_table(per_layer_.get());
+    }
 
     // A llama2.c conversion holds both: tokenizer.bin prints as run.c does.
     std::string tok = tokenizer_path;

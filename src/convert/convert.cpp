@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "coreml/convert_readme.h"
 #include "coreml/meta_yaml.h"
+#include "coreml/per_layer_table.h"
 #include "coreml/tokenizer_files.h"
 #include "io/gguf.h"
 #include "lower/ane_lowering.h"
@@ -138,6 +139,11 @@ coreml::ConvertLayout lower_converted(const Model& model, const ConvertOptions& 
         layout.single_cache = true;  // one cache; sliding layers mask what they do not see
     }
 
+    if (spec.per_layer_dim > 0 && options.per_layer_table != "package") {
+        if (options.per_layer_table != "8" && options.per_layer_table != "16")
+            fail("--per-layer-table: {}, expected 8, 16 or package", options.per_layer_table);
+        layout.per_layer_bits = options.per_layer_table == "8" ? 8 : 16;
+    }
     if (options.chunks > spec.n_layer)
         fail("--chunks: {} chunks for {} layers", options.chunks, spec.n_layer);
     if (!coreml::valid_verify_tokens(options.verify, options.ctx))
@@ -182,6 +188,7 @@ coreml::ConvertLayout lower_converted(const Model& model, const ConvertOptions& 
     ane.argmax = options.argmax;
     ane.rotate = layout.rotates();
     ane.verify = layout.verify_tokens;
+    ane.per_layer_rows_input = layout.per_layer_bits > 0;
     ane.description =
         fmt::format("{} converted by anelm for the Apple Neural Engine", source_name(model.path));
     ane.metadata = {{"com.anemll.info", "Converted with anelm"},
@@ -252,6 +259,14 @@ ConvertResult convert_model(const Model& model, const ConvertOptions& options, T
             }
         },
         &result.weights);
+    if (result.layout.per_layer_bits > 0) {
+        const std::string file = result.layout.per_layer_table_file();
+        coreml::write_per_layer_table((tmp.path() / file).string(),
+                                      model.weights().get("model.embed_tokens_per_layer.weight"),
+                                      result.layout.per_layer_bits, model.spec().per_layer_dim,
+                                      stage ? stage("per-layer table") : ProgressFn{});
+        result.files.push_back(file);
+    }
 
     coreml::MetaYaml meta = coreml::make_meta_yaml(result.layout, source_name(model.path));
     if (const fs::path gen = fs::path(model.path) / "generation_config.json"; fs::exists(gen))

@@ -33,6 +33,9 @@ struct ConvertOptions {
     std::string prefix;        // empty: ANEMLL's default for the architecture
     bool monolithic = false;   // one {prefix}_monolithic_full package instead of the split
     int64_t verify = 0;        // tokens of a verify function in every package; 0: none
+    // Gemma 4's per-layer table: beside the packages at 8 or 16 bits, or
+    // "package" (inside the embeddings).
+    std::string per_layer_table = "8";
     bool force = false;        // replace an existing output
     std::string command_line;  // recorded in meta.yaml's comment block
 };

@@ -35,6 +35,11 @@ std::string ConvertLayout::embeddings_stem() const {
     return prefix + "_embeddings" + lut_suffix(lut_embed);
 }
 
+std::string ConvertLayout::per_layer_table_file() const {
+    return fmt::format("{}_per_layer_embeddings_{}.bin", prefix,
+                       per_layer_bits == 16 ? "f16" : "int8");
+}
+
 std::string ConvertLayout::lm_head_stem() const {
     return prefix + "_lm_head" + lut_suffix(lut_head);
 }

@@ -36,6 +36,9 @@ struct ConvertLayout {
     int64_t sliding_window = 0;  // keys a sliding-window layer sees; 0: no such layers
     bool single_cache = false;   // sliding-window model with one KV cache
     int64_t verify_tokens = 0;   // tokens of every package's verify function; 0: none
+    // Gemma 4's per-layer table beside the packages, at 16 or 8 bits (the
+    // embeddings take its rows as an input); 0: none, or inside the embeddings.
+    int per_layer_bits = 0;
 
     bool operator==(const ConvertLayout&) const = default;
 
@@ -44,6 +47,8 @@ struct ConvertLayout {
     std::string lm_head_stem() const;             // {prefix}_lm_head[_lutN]
     std::string ffn_chunk_stem(int chunk) const;  // {prefix}_FFN_PF[_lutN]_chunk_XXofYY, 1-based
     std::string monolithic_stem() const;          // {prefix}_monolithic_full[_lutN] (FFN's LUT)
+    // {prefix}_per_layer_embeddings_{f16,int8}.bin (per_layer_bits > 0).
+    std::string per_layer_table_file() const;
     // Every package, in the order a runner uses them (embeddings, chunks, LM
     // head; or the monolithic one).
     std::vector<std::string> package_stems() const;

@@ -100,6 +100,12 @@ std::vector<std::pair<std::string, std::string>> file_lines(
         lines.emplace_back(package_name(l.lm_head_stem()),
                            fmt::format("LM head: {}; {}", head_outputs(l), lut_words(l.lut_head)));
     }
+    if (l.per_layer_bits > 0)
+        lines.emplace_back(
+            l.per_layer_table_file(),
+            fmt::format(
+                "per-layer embedding table, a row per token; {}",
+                l.per_layer_bits == 16 ? "f16" : "int8 with an f16 scale per layer's slice"));
     lines.emplace_back("meta.yaml", "what the runners read: file names, sizes and flags");
     for (const std::string& name : tokenizer_files)
         lines.emplace_back(name, tokenizer_file_words(name));
@@ -128,20 +134,33 @@ std::string carried_words(std::string_view name) {
     return "a state of the model";
 }
 
-// What a runner must pass the packages besides ANEMLL's inputs: per-layer
-// inputs from the embeddings to the chunks (Gemma 4).
-std::string passed_notes(std::span<const CarriedInput> passed) {
-    std::string t =
-        "\nPer-layer inputs\n"
-        "The embeddings package returns, beside hidden_states, every layer's per-layer input\n"
-        "(Gemma 4's per-layer embeddings, combined with a projection of the token's embedding);\n"
-        "each chunk reads the layers' part it needs. A runner passes that output, unchanged, to\n"
-        "every chunk with the hidden state, in infer and prefill alike:\n";
-    for (const CarriedInput& c : passed)
-        t += fmt::format("  {}: {} fp16 [{}]\n", c.package, c.name, fmt::join(c.shape, ", "));
-    t += "The layers that reuse an earlier layer's K and V read that layer's rows of the KV\n"
-         "state: create one state and pass it to every chunk, as ANEMLL's chat.py does.\n"
-         "ANEMLL's runners do not pass these inputs and cannot run this folder. anelm runs it:\n";
+// What a runner must pass the packages besides ANEMLL's inputs (Gemma 4):
+// the per-layer table's rows to the embeddings, their per-layer inputs to
+// the chunks.
+std::string per_layer_notes(const ConvertLayout& l, std::span<const CarriedInput> passed) {
+    std::string t = "\nPer-layer inputs\n";
+    if (l.per_layer_bits > 0)
+        t += fmt::format(
+            "{} holds each token's per-layer embedding row (Gemma 4),\n"
+            "too large for a package. The {} takes the prompt's rows as\n"
+            "per_layer_token_embd fp16 [1, T, row width]:\n"
+            "after the 40-byte header (\"ANELMPLT\", u32 version, u32 bits, u64 rows, cols,\n"
+            "group) each row is {}.\n",
+            l.per_layer_table_file(), l.monolithic ? "monolithic package" : "embeddings package",
+            l.per_layer_bits == 16 ? "cols f16 values"
+                                   : "cols int8 codes then an f16 scale per group (value = code "
+                                     "x scale)");
+    if (!passed.empty()) {
+        t +=
+            "The embeddings package returns, beside hidden_states, every layer's per-layer input;\n"
+            "each chunk reads the layers' part it needs. A runner passes that output, unchanged,\n"
+            "to every chunk with the hidden state, in infer and prefill alike:\n";
+        for (const CarriedInput& c : passed)
+            t += fmt::format("  {}: {} fp16 [{}]\n", c.package, c.name, fmt::join(c.shape, ", "));
+        t += "The layers that reuse an earlier layer's K and V read that layer's rows of the KV\n"
+             "state: create one state and pass it to every chunk, as ANEMLL's chat.py does.\n";
+    }
+    t += "ANEMLL's runners do not pass these inputs and cannot run this folder. anelm runs it:\n";
     return t;
 }
 
@@ -182,7 +201,7 @@ std::string convert_readme_text(const MetaYaml& meta, std::span<const std::strin
     std::string t;
     t += fmt::format("{} for the Apple Neural Engine, converted by anelm{}{}\n\n", meta.model_name,
                      meta.anelm_version.empty() ? "" : " ", meta.anelm_version);
-    t += carried.empty()
+    t += carried.empty() && l.per_layer_bits == 0
              ? "These Core ML packages follow ANEMLL's layout (https://github.com/Anemll/Anemll): "
                "its\nPython and Swift runners and the ANEMLL Chat app load this folder through "
                "meta.yaml.\n"
@@ -209,9 +228,10 @@ std::string convert_readme_text(const MetaYaml& meta, std::span<const std::strin
     t += tokenizer_notes(tokenizer_files);
     std::vector<CarriedInput> returned, passed;
     for (const CarriedInput& c : carried) (c.returned ? returned : passed).push_back(c);
-    if (!passed.empty()) t += passed_notes(passed);
+    const bool per_layer = !passed.empty() || l.per_layer_bits > 0;
+    if (per_layer) t += per_layer_notes(l, passed);
     if (!returned.empty()) t += carried_notes(returned, l.batch_size, dir);
-    if (returned.empty() && !passed.empty())
+    if (returned.empty() && per_layer)
         t += fmt::format("  anelm generate {} -p \"Who are you?\"\n", dir);
 
     t += "\nCompile, on a Mac with Xcode's command line tools (the Swift runner and the app load\n"
@@ -220,7 +240,8 @@ std::string convert_readme_text(const MetaYaml& meta, std::span<const std::strin
     for (const std::string& stem : l.package_stems())
         t += fmt::format("  xcrun coremlcompiler compile {} .\n", package_name(stem));
 
-    if (!carried.empty()) return t;  // ANEMLL's runners cannot: carried_notes says so
+    // ANEMLL's runners cannot: carried_notes and per_layer_notes say so.
+    if (!carried.empty() || l.per_layer_bits > 0) return t;
     t += "\nRun with ANEMLL's Python runner, from a checkout of its repository with its\n"
          "requirements installed:\n";
     t += fmt::format("  python tests/chat.py --meta {}\n", meta_path);

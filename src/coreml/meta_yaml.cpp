@@ -62,6 +62,11 @@ void emit_head_and_flags(YAML::Emitter& out, const ConvertLayout& l) {
         out << YAML::Key << "verify_function" << YAML::Value << "verify";
         out << YAML::Key << "verify_tokens" << YAML::Value << l.verify_tokens;
     }
+    // anelm's own: Gemma 4's per-layer table beside the packages.
+    if (l.per_layer_bits > 0) {
+        out << YAML::Key << "per_layer_table" << YAML::Value << l.per_layer_table_file();
+        out << YAML::Key << "per_layer_table_bits" << YAML::Value << l.per_layer_bits;
+    }
     // chat.py's causal-mask width and KV length: the context, as the functions take them.
     out << YAML::Key << "attention_size" << YAML::Value << l.context_length;
     out << YAML::Key << "state_length" << YAML::Value << l.context_length;
@@ -449,6 +454,9 @@ MetaYaml read_meta_yaml(const std::string& path) {
     if (!valid_verify_tokens(l.verify_tokens, l.context_length))
         p.bad("verify_tokens", fmt::format("{}, expected 2 to the context of {}", l.verify_tokens,
                                            l.context_length));
+    l.per_layer_bits = static_cast<int>(p.optional_integer("per_layer_table_bits").value_or(0));
+    if (l.per_layer_bits != 0 && l.per_layer_bits != 16 && l.per_layer_bits != 8)
+        p.bad("per_layer_table_bits", fmt::format("{}, expected 16 or 8", l.per_layer_bits));
     if (p.has("recommended_sampling")) {
         const Fields s = p.map("recommended_sampling");
         RecommendedSampling r;

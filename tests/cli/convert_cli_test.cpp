@@ -201,6 +201,40 @@ TEST(CliConvert, BadInputIsOneLineAndWritesNothing) {
     EXPECT_NE(r.err.find("already exists"), std::string::npos) << r.err;
 }
 
+// Gemma 4's per-layer table: beside the packages at 16 bits (meta.yaml names
+// it; the folder runs the source's tokens), or inside the embeddings; any
+// other choice is one line and writes nothing.
+TEST(CliConvert, Gemma4PerLayerTableBesideOrInside) {
+    const std::string model = tiny_model("tiny-gemma4");
+    const fs::path dir = test::temp_dir("cli-convert-gemma4");
+    const std::string common = " --lut-ffn none --lut-head none --chunks 2 --ctx 96 --batch 16";
+    const fs::path beside = dir / "beside";
+    auto r = test::run_anelm("convert " + shell_word(model) + " -o " + shell_word(beside) + common +
+                             " --per-layer-table 16");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(fs::exists(beside / "gemma4_per_layer_embeddings_f16.bin"));
+    std::ifstream meta(beside / "meta.yaml");
+    const std::string text((std::istreambuf_iterator<char>(meta)), {});
+    EXPECT_NE(text.find("per_layer_table: gemma4_per_layer_embeddings_f16.bin"), std::string::npos);
+    expect_same_greedy_text(shell_word(model), beside, 40);
+
+    const fs::path inside = dir / "inside";
+    r = test::run_anelm("convert " + shell_word(model) + " -o " + shell_word(inside) + common +
+                        " --per-layer-table package");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const auto& entry : fs::directory_iterator(inside))
+        EXPECT_NE(entry.path().extension(), ".bin") << entry.path();
+    expect_same_greedy_text(shell_word(model), inside, 40);
+
+    const fs::path bad = dir / "bad";
+    r = test::run_anelm("convert " + shell_word(model) + " -o " + shell_word(bad) + common +
+                        " --per-layer-table 4");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find("--per-layer-table"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(bad));
+}
+
 // Sets element 0 of a bf16 tensor of a safetensors file to `value`, in place.
 void set_first_bf16(const fs::path& file, const std::string& tensor, float value) {
     std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);

@@ -106,6 +106,10 @@ std::function<int()> setup(CLI::App& app) {
     app.add_option("--verify", o.verify,
                    "add a verify function of N tokens to every package (speculative decoding: "
                    "generate OUT --lookup; 8 verifies 7 drafts)");
+    app.add_option("--per-layer-table", o.per_layer_table,
+                   "Gemma 4's per-layer embeddings: beside the packages at 8 or 16 bits, or "
+                   "package (inside the embeddings)")
+        ->capture_default_str();
     app.add_flag("--force", o.force, "replace an existing output folder");
     app.add_option("-t,--threads", args->threads, "threads (default: physical cores)");
     return [args] {
