@@ -396,14 +396,25 @@ void parse_qwen3_5_rope(const Fields& f, const std::string& path, const std::str
                      spec.rope_dims, spec.head_dim);
 }
 
-// Qwen3.5's text model: its fields under text_config in the released
-// (multimodal) checkpoints, at the top level in a text-only one.
-ModelSpec parse_qwen3_5(const Fields& top, const std::string& path, ModelSpec spec) {
+// A multimodal config's language model: its fields under text_config (the
+// prefix its error messages give them), else the top level's.
+std::string text_prefix(const Fields& top) {
     const json* text = top.find("text_config");
     if (text && !text->is_object())
         top.fail_field("text_config", "expected an object, got {}", json_type_words(*text));
-    const std::string prefix = text ? "text_config." : "";
-    const Fields f = text ? Fields(*text, path, prefix) : top;
+    return text ? "text_config." : "";
+}
+
+Fields text_fields(const Fields& top, const std::string& path) {
+    const json* text = text_prefix(top).empty() ? nullptr : top.find("text_config");
+    return text ? Fields(*text, path, "text_config.") : top;
+}
+
+// Qwen3.5's text model: its fields under text_config in the released
+// (multimodal) checkpoints, at the top level in a text-only one.
+ModelSpec parse_qwen3_5(const Fields& top, const std::string& path, ModelSpec spec) {
+    const std::string prefix = text_prefix(top);
+    const Fields f = text_fields(top, path);
     if (auto act = f.string("hidden_act"); act && *act != "silu")
         f.fail_field("hidden_act", "unsupported activation \"{}\" (supported: silu)", *act);
     if (f.boolean("attention_bias", false)) f.fail_field("attention_bias", "true is not supported");
@@ -496,11 +507,8 @@ std::vector<bool> gemma4_sliding_layers(const Fields& f, int64_t n_layer) {
 // text_config in the released (multimodal) checkpoints, at the top level in a
 // text-only one. The dense E2B/E4B layout only: no MoE, no k = v attention.
 ModelSpec parse_gemma4(const Fields& top, const std::string& path, ModelSpec spec) {
-    const json* text = top.find("text_config");
-    if (text && !text->is_object())
-        top.fail_field("text_config", "expected an object, got {}", json_type_words(*text));
-    const std::string prefix = text ? "text_config." : "";
-    const Fields f = text ? Fields(*text, path, prefix) : top;
+    const std::string prefix = text_prefix(top);
+    const Fields f = text_fields(top, path);
     if (auto act = f.string("hidden_activation"); act && *act != "gelu_pytorch_tanh")
         f.fail_field("hidden_activation",
                      "unsupported activation \"{}\" (supported: gelu_pytorch_tanh)", *act);

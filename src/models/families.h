@@ -34,6 +34,9 @@ ir::ValueId lm_head(ir::Builder& b, const ModelSpec& spec, const FunctionShape& 
 // transformers multiplies embeddings by a constant cast to the table's dtype
 // (a bf16 model scales by the bf16 rounding of the root): that constant.
 float scale_as_stored(double factor, DType table);
+// Gemma's embeddings: the token's row times sqrt(n_embd) as stored.
+ir::ValueId scaled_embedding(ir::Builder& b, const ModelSpec& spec, const WeightStore& weights,
+                             ir::ValueId ids);
 // Sliding-window layers rotate with rope_local_base_freq over head_dim and no
 // scaling; the other layers with the program's rope 0. Returns the sliding
 // table's index, adding it on the first function built.

@@ -31,13 +31,9 @@ void build_gemma3_function(const ModelSpec& spec, const WeightStore& weights,
     attn.softcap = static_cast<float>(spec.attn_logit_softcapping);
     attn.state = 0;
 
-    const char* table = "model.embed_tokens.weight";
     const ir::ValueId ids = b.input("input_ids");
     const ir::ValueId pos = b.input("position_ids");
-    ir::ValueId x = b.embed(ids, table, "token_embd");
-    x = b.scale(
-        x, scale_as_stored(std::sqrt(static_cast<double>(spec.n_embd)), weights.get(table).dtype),
-        "token_embd_scaled");
+    ir::ValueId x = scaled_embedding(b, spec, weights, ids);
 
     for (int64_t il = 0; il < spec.n_layer; ++il) {
         auto w = [&](const char* s) { return layer_weight(il, s); };

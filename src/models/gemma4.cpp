@@ -102,13 +102,9 @@ void build_gemma4_function(const ModelSpec& spec, const WeightStore& weights,
     ir::Builder b(program, fn, weights);
     const auto eps = static_cast<float>(spec.rms_norm_eps);
 
-    const char* table = "model.embed_tokens.weight";
     const ir::ValueId ids = b.input("input_ids");
     const ir::ValueId pos = b.input("position_ids");
-    ir::ValueId x = b.embed(ids, table, "token_embd");
-    x = b.scale(
-        x, scale_as_stored(std::sqrt(static_cast<double>(spec.n_embd)), weights.get(table).dtype),
-        "token_embd_scaled");
+    ir::ValueId x = scaled_embedding(b, spec, weights, ids);
     const ir::ValueId per_layer =
         spec.per_layer_dim > 0 ? per_layer_inputs(b, spec, weights, ids, x) : -1;
 

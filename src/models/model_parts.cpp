@@ -1,3 +1,5 @@
+#include <cmath>
+
 #include "base/half.h"
 #include "ir/builder.h"
 #include "models/families.h"
@@ -29,6 +31,15 @@ float scale_as_stored(double factor, DType table) {
         default:
             return f;
     }
+}
+
+ir::ValueId scaled_embedding(ir::Builder& b, const ModelSpec& spec, const WeightStore& weights,
+                             ir::ValueId ids) {
+    const char* table = "model.embed_tokens.weight";
+    const ir::ValueId x = b.embed(ids, table, "token_embd");
+    return b.scale(
+        x, scale_as_stored(std::sqrt(static_cast<double>(spec.n_embd)), weights.get(table).dtype),
+        "token_embd_scaled");
 }
 
 int32_t sliding_rope(const ModelSpec& spec, ir::Program& program) {

@@ -18,23 +18,6 @@
 namespace anelm {
 namespace {
 
-struct Reference {
-    std::vector<int32_t> tokens;
-    std::vector<float> logits;  // [tokens, vocab]
-};
-
-Reference read_reference() {
-    const std::string path = std::string(ANELM_SOURCE_DIR) + "/tests/data/gemma4/tiny-gemma4.json";
-    std::ifstream in(path);
-    if (!in) throw std::runtime_error(path + ": missing");
-    const auto j = nlohmann::json::parse(in);
-    Reference r;
-    r.tokens = j["tokens"].get<std::vector<int32_t>>();
-    for (const auto& row : j["logits"])
-        for (double v : row) r.logits.push_back(static_cast<float>(v));
-    return r;
-}
-
 SessionOptions all_logits(int64_t batch, Precision precision = Precision::f32) {
     SessionOptions so;
     so.n_ctx = 64;
@@ -50,7 +33,7 @@ SessionOptions all_logits(int64_t batch, Precision precision = Precision::f32) {
 // rest is float64 against the executor's f32.
 TEST(Gemma4, LogitsMatchTheFloat64Reference) {
     const LoadedModel& m = test::tiny_model("tiny-gemma4");
-    const Reference want = read_reference();
+    const test::ReferenceLogits want = test::read_reference_logits("gemma4/tiny-gemma4.json");
     Session session(m.spec, m.weights, all_logits(32));
     const auto got = session.prefill(want.tokens);
     ASSERT_EQ(got.size(), want.logits.size());

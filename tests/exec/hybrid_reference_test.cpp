@@ -13,23 +13,6 @@
 namespace anelm {
 namespace {
 
-struct Reference {
-    std::vector<int32_t> tokens;
-    std::vector<float> logits;  // [tokens, vocab]
-};
-
-Reference read_reference(const std::string& name) {
-    const std::string path = std::string(ANELM_SOURCE_DIR) + "/tests/data/hybrid/" + name;
-    std::ifstream in(path);
-    if (!in) throw std::runtime_error(path + ": missing");
-    const auto j = nlohmann::json::parse(in);
-    Reference r;
-    r.tokens = j["tokens"].get<std::vector<int32_t>>();
-    for (const auto& row : j["logits"])
-        for (double v : row) r.logits.push_back(static_cast<float>(v));
-    return r;
-}
-
 SessionOptions all_logits(int64_t batch) {
     SessionOptions so;
     so.n_ctx = 64;
@@ -46,7 +29,7 @@ class HybridModels : public ::testing::TestWithParam<std::pair<const char*, cons
 TEST_P(HybridModels, LogitsMatchTheFloat64Reference) {
     const auto [preset, file] = GetParam();
     const LoadedModel& m = test::tiny_model(preset);
-    const Reference want = read_reference(file);
+    const test::ReferenceLogits want = test::read_reference_logits(std::string("hybrid/") + file);
     Session session(m.spec, m.weights, all_logits(32));
     const auto got = session.prefill(want.tokens);
     ASSERT_EQ(got.size(), want.logits.size());

@@ -5,8 +5,10 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <span>
 #include <string>
@@ -89,6 +91,25 @@ public:
 private:
     WeightStore store_;
 };
+
+// A reference script's output (tests/data/*/README.md): the tokens and every
+// position's logits [tokens, vocab].
+struct ReferenceLogits {
+    std::vector<int32_t> tokens;
+    std::vector<float> logits;
+};
+
+inline ReferenceLogits read_reference_logits(const std::string& rel) {
+    const std::string path = std::string(ANELM_SOURCE_DIR) + "/tests/data/" + rel;
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error(path + ": missing");
+    const auto j = nlohmann::json::parse(in);
+    ReferenceLogits r;
+    r.tokens = j["tokens"].get<std::vector<int32_t>>();
+    for (const auto& row : j["logits"])
+        for (double v : row) r.logits.push_back(static_cast<float>(v));
+    return r;
+}
 
 // The values of an f32 tensor, to patch.
 inline std::vector<float> tensor_values(const WeightStore& weights, const std::string& name) {
