@@ -13,11 +13,13 @@
 #include "coreml/per_layer_table.h"
 #include "coreml/tokenizer_files.h"
 #include "io/gguf.h"
+#include "io/tensor_values.h"
 #include "lower/ane_lowering.h"
 #include "lower/program_parts.h"
 #include "models/models.h"
 #include "passes/fp16_scale.h"
 #include "passes/rope_halves.h"
+#include "quant/quant_error.h"
 #include "quant/quantize_program.h"
 #include "quant/quantized_matrix.h"
 #include "tokenizer/gguf_vocab.h"
@@ -97,6 +99,26 @@ std::string join(const std::vector<int64_t>& v) {
     std::string s;
     for (int64_t x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
     return s;
+}
+
+// Every row of a per-layer table file against the table it was written from.
+quant::QuantError table_error(const coreml::PerLayerTable& table, const TensorView& original) {
+    quant::QuantError e;
+    const auto cols = static_cast<size_t>(table.cols());
+    std::vector<float> want(cols), got(cols);
+    for (int32_t r = 0; r < table.rows(); ++r) {
+        read_f32(original, int64_t{r} * table.cols(), table.cols(), want.data());
+        table.lookup(std::span(&r, 1), got);
+        for (size_t c = 0; c < cols; ++c) {
+            const double w = want[c], q = got[c];
+            e.sum_ww += w * w;
+            e.sum_qq += q * q;
+            e.sum_wq += w * q;
+            e.sum_dd += (w - q) * (w - q);
+            e.max_abs = std::max(e.max_abs, std::abs(w - q));
+        }
+    }
+    return e;
 }
 
 }  // namespace
@@ -266,6 +288,13 @@ ConvertResult convert_model(const Model& model, const ConvertOptions& options, T
                                       result.layout.per_layer_bits, model.spec().per_layer_dim,
                                       stage ? stage("per-layer table") : ProgressFn{});
         result.files.push_back(file);
+        // The report's line for the table: what the file holds, not the embeddings.
+        for (WeightReport& r : result.weights)
+            if (r.name == "model.embed_tokens_per_layer.weight") {
+                r.written = result.layout.per_layer_bits == 16 ? "f16 file" : "int8 file";
+                r.error = table_error(coreml::PerLayerTable((tmp.path() / file).string()),
+                                      model.weights().get(r.name));
+            }
     }
 
     coreml::MetaYaml meta = coreml::make_meta_yaml(result.layout, source_name(model.path));
