@@ -75,6 +75,11 @@ std::vector<NodeInfo> describe(const ir::Function& fn) {
     return info;
 }
 
+// Attention, and attention over another layer's keys (Gemma 4's sharing layers).
+bool reads_keys(ir::Op op) {
+    return op == ir::Op::attention || op == ir::Op::shared_attention;
+}
+
 // The largest |q · k| * scale over the causal pairs of one attention node, from
 // its query value and the keys the node has just written to the f16 cache.
 double attention_score_peak(const ir::Program& program, const ir::Node& attn,
@@ -146,7 +151,7 @@ public:
             report_.values.push_back({nodes[i].name, std::string(ir::op_name(nodes[i].op)),
                                       info_[i].kind, info_[i].layer});
             value_of_node_[i] = report_.values.size() - 1;
-            if (nodes[i].op == ir::Op::attention) {
+            if (reads_keys(nodes[i].op)) {
                 report_.values.push_back({layer_prefix(nodes[i].name) + "attn_scores", "attention",
                                           "attention_scores", info_[i].layer});
             }
@@ -236,7 +241,7 @@ private:
             count_tiny(value_of_node_[i], value, 1.0f);
             outputs_[i].assign(value.begin(), value.end());
             if (node.op == ir::Op::gated_delta) measure_delta(node, value_of_node_[i], rows, state);
-            if (node.op == ir::Op::attention) {
+            if (reads_keys(node.op)) {
                 const auto& q = outputs_[static_cast<size_t>(node.inputs[0])];
                 ValuePeak& scores = report_.values[value_of_node_[i] + 1];
                 scores.peak =

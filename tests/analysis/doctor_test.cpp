@@ -103,7 +103,8 @@ TEST_P(HealthyModels, NothingFlaggedAndAlphaIsOne) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, HealthyModels,
-                         ::testing::Values("tiny-llama", "tiny-qwen3", "tiny-gemma3"));
+                         ::testing::Values("tiny-llama", "tiny-qwen3", "tiny-gemma3",
+                                           "tiny-gemma4"));
 
 TEST(Doctor, FindsTheOverflowingLayerAndScalingFixesIt) {
     const LoadedModel& m = test::tiny_model("tiny-llama");

@@ -235,6 +235,22 @@ TEST(CliConvert, Gemma4PerLayerTableBesideOrInside) {
     EXPECT_FALSE(fs::exists(bad));
 }
 
+// info counts the cache of the layers that compute K/V only: tiny-gemma4's
+// layers 0 and 2 (2 x 2 heads x 16) and 1 (2 x 2 x 32), not the sharing 3-5.
+TEST(CliInfo, Gemma4KvBytesCountOnlyLayersThatComputeKv) {
+    const std::string model = tiny_model("tiny-gemma4");
+    const auto json = test::run_anelm("info " + shell_word(model) + " --json");
+    ASSERT_EQ(json.exit_code, 0) << json.err;
+    const auto j = nlohmann::json::parse(json.out);
+    EXPECT_EQ(j["kv_bytes_per_position"], 2 * (2 * 64 + 128));
+    EXPECT_EQ(j["n_kv_shared_layers"], 3);
+    EXPECT_EQ(j["global_head_dim"], 32);
+    const auto text = test::run_anelm("info " + shell_word(model));
+    EXPECT_NE(text.out.find("layers         sfsFSF"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("4 of 16 frequencies turn"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("0.5 KiB per position"), std::string::npos) << text.out;
+}
+
 // Sets element 0 of a bf16 tensor of a safetensors file to `value`, in place.
 void set_first_bf16(const fs::path& file, const std::string& tensor, float value) {
     std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
