@@ -173,5 +173,34 @@ TEST(Gemma4Lowering, PerLayerTableBesideThePackages) {
     }
 }
 
+// A verify pass (speculative decoding) writes the K/V of its rows as prefill
+// does; the sharing layers of the second chunk read them in the same pass, so
+// each row scores as infer does one token at a time.
+TEST(Gemma4Lowering, VerifyScoresEveryRowAsInferDoes) {
+    const LoadedModel& m = test::tiny_model("tiny-gemma4");
+    const ir::Program program = test::decode_program(m);
+    constexpr int64_t t = 4;
+    const lower::AneOptions options = test::lowering_options(false, t);
+    test::Lowered l{lower::lower_embeddings(program, options), {}, {}, lower_tiny().pieces};
+    l.chunks.push_back(lower::lower_chunk(program, 0, 3, options));
+    l.chunks.push_back(lower::lower_chunk(program, 3, 6, options));
+    l.head = lower::lower_lm_head(program, l.pieces, options);
+    AnePipeline verifier = test::pipeline(l, false, milexec::Rounding::f16, t);
+    AnePipeline stepper = test::pipeline(l, false, milexec::Rounding::f16, t);
+    const auto prompt = test::random_tokens(m.spec.n_vocab, 10, 5);
+    verifier.prefill(prompt);
+    stepper.prefill(prompt);
+    const std::vector<int32_t> fed{prompt[3], prompt[4], prompt[5], prompt[6]};
+    const std::span<const float> scored = verifier.verify(fed);
+    const std::vector<float> rows(scored.begin(), scored.end());
+    const size_t vocab = rows.size() / fed.size();
+    for (size_t r = 0; r < fed.size(); ++r) {
+        const std::span<const float> want = stepper.decode(fed[r]);
+        const std::span<const float> got(rows.data() + r * vocab, vocab);
+        EXPECT_EQ(argmax(got), argmax(want)) << "row " << r;
+        EXPECT_LT(test::relative_error(got, want), 1e-3) << "row " << r;
+    }
+}
+
 }  // namespace
 }  // namespace anelm
