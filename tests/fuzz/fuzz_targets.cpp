@@ -1,0 +1,106 @@
+#include "fuzz_targets.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "base/error.h"
+#include "chat/chat_template.h"
+#include "coreml/meta_yaml.h"
+#include "coreml/per_layer_table.h"
+#include "io/gguf.h"
+#include "io/gguf_model.h"
+#include "io/hf_config.h"
+#include "io/model_loader.h"
+#include "io/safetensors.h"
+#include "tokenizer/tokenizer.h"
+
+namespace anelm::fuzz {
+
+namespace {
+
+std::string_view text(std::span<const uint8_t> bytes) {
+    return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
+// The readers that take a path get the bytes as a file of this process's own
+// (its name ends as the reader expects: llama2c by .bin, meta by meta.yaml).
+std::string as_file(std::span<const uint8_t> bytes, const std::string& name) {
+    const auto dir =
+        std::filesystem::temp_directory_path() / ("anelm-fuzz-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const std::string path = (dir / name).string();
+    std::ofstream(path, std::ios::binary | std::ios::trunc)
+        .write(reinterpret_cast<const char*>(bytes.data()),
+               static_cast<std::streamsize>(bytes.size()));
+    return path;
+}
+
+void hf_config(std::span<const uint8_t> bytes) {
+    parse_hf_config(text(bytes), "fuzz/config.json");
+}
+
+void safetensors(std::span<const uint8_t> bytes) {
+    WeightStore store;
+    load_safetensors(as_file(bytes, "model.safetensors"), store);
+}
+
+void gguf(std::span<const uint8_t> bytes) {
+    const GgufFile file(as_file(bytes, "model.gguf"));
+    gguf_model_spec(file);
+}
+
+void llama2c(std::span<const uint8_t> bytes) {
+    load_model(as_file(bytes, "model.bin"));
+}
+
+void meta_yaml(std::span<const uint8_t> bytes) {
+    coreml::read_meta_yaml(as_file(bytes, "meta.yaml"));
+}
+
+void per_layer_table(std::span<const uint8_t> bytes) {
+    const coreml::PerLayerTable table(as_file(bytes, "table.bin"));
+    const int32_t last = static_cast<int32_t>(table.rows() - 1);
+    std::vector<float> row(static_cast<size_t>(table.cols()));
+    table.lookup(std::span(&last, 1), row);
+}
+
+void tokenizer_json(std::span<const uint8_t> bytes) {
+    const auto tokenizer = load_tokenizer(as_file(bytes, "tokenizer.json"));
+    tokenizer->encode("Hello, world! 12345 <|im_start|> ünïcödé", true);
+}
+
+void jinja(std::span<const uint8_t> bytes) {
+    const ChatTemplate t(std::string(text(bytes)), "fuzz");
+    const auto messages = nlohmann::ordered_json::parse(
+        R"([{"role": "system", "content": "s"}, {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "a"}])");
+    t.render(messages, true);
+}
+
+constexpr Target all[] = {
+    {"hf_config", hf_config},
+    {"safetensors", safetensors},
+    {"gguf", gguf},
+    {"llama2c", llama2c},
+    {"meta_yaml", meta_yaml},
+    {"per_layer_table", per_layer_table},
+    {"tokenizer_json", tokenizer_json},
+    {"jinja", jinja},
+};
+
+}  // namespace
+
+std::span<const Target> targets() {
+    return all;
+}
+
+const Target* find_target(std::string_view name) {
+    for (const Target& t : all)
+        if (name == t.name) return &t;
+    return nullptr;
+}
+
+}  // namespace anelm::fuzz
