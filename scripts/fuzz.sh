@@ -10,7 +10,14 @@ cd "$(dirname "$0")/.."
 jobs=$(getconf _NPROCESSORS_ONLN 2>/dev/null || sysctl -n hw.ncpu)
 seconds="${FUZZ_SECONDS:-20}"
 
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+# libFuzzer comes with LLVM's clang (Debian's clang; Homebrew's llvm, not Apple's).
+cc=clang
+cxx=clang++
+if command -v brew >/dev/null 2>&1 && [ -x "$(brew --prefix llvm 2>/dev/null)/bin/clang++" ]; then
+  cc="$(brew --prefix llvm)/bin/clang"
+  cxx="$(brew --prefix llvm)/bin/clang++"
+fi
+CC="$cc" CXX="$cxx" cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DANELM_SANITIZE=ON -DANELM_FUZZ=ON -DANELM_BUILD_BENCH=OFF > /dev/null
 cmake --build build-fuzz -j "$jobs" --target anelm_fuzz
 

@@ -8,12 +8,13 @@ debian_packages=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libpcre2-dev libutf8proc-dev
   libprotobuf-dev protobuf-compiler
   libyaml-cpp-dev libcpp-httplib-dev
+  clang libclang-rt-dev
 )
 # The server's tests drive it with the openai Node client and the chat page in
 # headless Chromium; a Node.js from elsewhere (nodesource, nvm) is kept.
 command -v npm >/dev/null 2>&1 || debian_packages+=(nodejs npm)
 command -v chromium >/dev/null 2>&1 || debian_packages+=(chromium)
-brew_packages=(cmake ninja pkg-config googletest google-benchmark nlohmann-json cli11 fmt pcre2 utf8proc protobuf yaml-cpp cpp-httplib node)
+brew_packages=(cmake ninja pkg-config googletest google-benchmark nlohmann-json cli11 fmt pcre2 utf8proc protobuf yaml-cpp cpp-httplib node llvm)
 
 if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   missing=()

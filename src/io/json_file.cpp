@@ -14,6 +14,11 @@ nlohmann::json parse_json(std::string_view text, const std::string& path, size_t
         if (what.starts_with("[json.exception.")) what.remove_prefix(what.find("] ") + 2);
         fail("{}: not valid JSON at byte {}: {}", path,
              file_offset + (e.byte == 0 ? 0 : e.byte - 1), what);
+    } catch (const nlohmann::json::exception& e) {
+        // A number past double's range ("1e999") is out_of_range, not a parse error.
+        std::string_view what = e.what();
+        if (what.starts_with("[json.exception.")) what.remove_prefix(what.find("] ") + 2);
+        fail("{}: not valid JSON: {}", path, what);
     }
 }
 

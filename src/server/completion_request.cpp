@@ -170,6 +170,9 @@ nlohmann::ordered_json parse_body(const std::string& body) {
     } catch (const nlohmann::json::parse_error& e) {
         throw ApiError(400, "invalid_request_error", "", "",
                        fmt::format("the body is not valid JSON (byte {})", e.byte));
+    } catch (const nlohmann::json::exception&) {  // a number past double's range
+        throw ApiError(400, "invalid_request_error", "", "",
+                       "the body is not valid JSON (a number out of range)");
     }
 }
 

@@ -397,6 +397,9 @@ TEST(ConfigErrors, RejectsBadJson) {
                  {"m/config.json: not valid JSON at byte"});
     expect_error([] { parse_hf_config("[]", "m/config.json"); },
                  {"m/config.json: expected a JSON object, got an array"});
+    // Found by fuzzing: a number past double's range is not a parse error to the library.
+    expect_error([] { parse_hf_config("{\"hidden_size\": 666E6666666}", "m/config.json"); },
+                 {"m/config.json: not valid JSON", "number overflow"});
 }
 
 TEST(ConfigGeneration, MergesEosAndReplacesBos) {

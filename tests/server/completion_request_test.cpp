@@ -121,6 +121,7 @@ TEST(CompletionRequest, MalformedBodiesAreRefused) {
     EXPECT_THROW(parse_body("{\"messages\": ["), ApiError);
     EXPECT_THROW(parse_body("[1, 2]"), ApiError);
     EXPECT_THROW(parse_body(""), ApiError);
+    EXPECT_THROW(parse_body(R"({"max_tokens": 1e999})"), ApiError);  // past double's range
 }
 
 }  // namespace
