@@ -9,7 +9,9 @@
 #include "base/error.h"
 #include "chat/chat_template.h"
 #include "coreml/meta_yaml.h"
+#include "coreml/package.h"
 #include "coreml/per_layer_table.h"
+#include "exec/mil/function.h"
 #include "io/gguf.h"
 #include "io/gguf_model.h"
 #include "io/hf_config.h"
@@ -80,6 +82,43 @@ void jinja(std::span<const uint8_t> bytes) {
     t.render(messages, true);
 }
 
+// A Core ML package of tests/fuzz/package's three files (a tiny LM head: its
+// Manifest.json, model.mlmodel and weight blob file) with one of them the
+// input; read, then every function prepared to run (ops, types, weights).
+void package_with(std::span<const uint8_t> bytes, const std::string& replaced) {
+    namespace fs = std::filesystem;
+    const fs::path fixture = fs::path(ANELM_SOURCE_DIR) / "tests/fuzz/package";
+    const fs::path dir = fs::path(as_file({}, "placeholder")).parent_path() / "fuzz.mlpackage";
+    const fs::path data = dir / "Data/com.apple.CoreML";
+    fs::create_directories(data / "weights");
+    const std::pair<const char*, fs::path> files[] = {{"Manifest.json", dir / "Manifest.json"},
+                                                      {"model.mlmodel", data / "model.mlmodel"},
+                                                      {"weight.bin", data / "weights/weight.bin"}};
+    for (const auto& [name, path] : files) {
+        if (name == replaced)
+            std::ofstream(path, std::ios::binary | std::ios::trunc)
+                .write(reinterpret_cast<const char*>(bytes.data()),
+                       static_cast<std::streamsize>(bytes.size()));
+        else
+            fs::copy_file(fixture / name, path, fs::copy_options::overwrite_existing);
+    }
+    const coreml::Package package(dir);
+    for (const auto& [name, fn] : package.model().mlprogram().functions())
+        const milexec::Function prepared(package.model().mlprogram(), name, package);
+}
+
+void mlmodel(std::span<const uint8_t> bytes) {
+    package_with(bytes, "model.mlmodel");
+}
+
+void manifest(std::span<const uint8_t> bytes) {
+    package_with(bytes, "Manifest.json");
+}
+
+void weight_blob(std::span<const uint8_t> bytes) {
+    package_with(bytes, "weight.bin");
+}
+
 constexpr Target all[] = {
     {"hf_config", hf_config},
     {"safetensors", safetensors},
@@ -89,6 +128,9 @@ constexpr Target all[] = {
     {"per_layer_table", per_layer_table},
     {"tokenizer_json", tokenizer_json},
     {"jinja", jinja},
+    {"mlmodel", mlmodel},
+    {"manifest", manifest},
+    {"weight_blob", weight_blob},
 };
 
 }  // namespace

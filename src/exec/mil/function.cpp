@@ -252,10 +252,10 @@ std::map<std::string, Tensor> Function::run(const std::map<std::string, Tensor>&
                                             States& states) const {
     std::vector<Slot> slots = constants_;
     std::vector<bool> is_state_input(slots.size(), false);
-    for (const auto& [name, t] : inputs)
+    for (const auto& given : inputs)
         if (std::none_of(inputs_.begin(), inputs_.end(),
-                         [&](const TensorSpec& s) { return s.name == name; }))
-            fail("function {}: {} is not an input", name_, name);
+                         [&](const TensorSpec& s) { return s.name == given.first; }))
+            fail("function {}: {} is not an input", name_, given.first);
     for (size_t k = 0; k < inputs_.size(); ++k) {
         const TensorSpec& spec = inputs_[k];
         auto it = inputs.find(spec.name);
