@@ -12,6 +12,8 @@
 #include "coreml/package.h"
 #include "coreml/per_layer_table.h"
 #include "exec/mil/function.h"
+#include "grammar/grammar.h"
+#include "grammar/matcher.h"
 #include "io/gguf.h"
 #include "io/gguf_model.h"
 #include "io/hf_config.h"
@@ -119,6 +121,19 @@ void weight_blob(std::span<const uint8_t> bytes) {
     package_with(bytes, "weight.bin");
 }
 
+// A client's response_format schema (the server compiles it for every
+// request), then a matcher run over a JSON text. Bytes that are not JSON at
+// all never reach the compiler: the server refuses the body first.
+void json_schema(std::span<const uint8_t> bytes) {
+    const auto schema = nlohmann::ordered_json::parse(text(bytes), nullptr, false);
+    if (schema.is_discarded()) return;
+    const grammar::Grammar g = grammar::Grammar::from_json_schema(schema, "fuzz.schema");
+    grammar::Matcher m(g);
+    for (std::string_view piece : {"{\"a\": [1, -2.5e3, \"x\\u00e9\", true, null]", ", \"b\": {}}"})
+        if (!m.advance(piece)) break;
+    m.accepts_end();
+}
+
 constexpr Target all[] = {
     {"hf_config", hf_config},
     {"safetensors", safetensors},
@@ -131,6 +146,7 @@ constexpr Target all[] = {
     {"mlmodel", mlmodel},
     {"manifest", manifest},
     {"weight_blob", weight_blob},
+    {"json_schema", json_schema},
 };
 
 }  // namespace
