@@ -13,7 +13,6 @@
 #include "coreml/per_layer_table.h"
 #include "coreml/tokenizer_files.h"
 #include "io/gguf.h"
-#include "io/tensor_values.h"
 #include "lower/ane_lowering.h"
 #include "lower/program_parts.h"
 #include "models/models.h"
@@ -99,26 +98,6 @@ std::string join(const std::vector<int64_t>& v) {
     std::string s;
     for (int64_t x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
     return s;
-}
-
-// Every row of a per-layer table file against the table it was written from.
-quant::QuantError table_error(const coreml::PerLayerTable& table, const TensorView& original) {
-    quant::QuantError e;
-    const auto cols = static_cast<size_t>(table.cols());
-    std::vector<float> want(cols), got(cols);
-    for (int32_t r = 0; r < table.rows(); ++r) {
-        read_f32(original, int64_t{r} * table.cols(), table.cols(), want.data());
-        table.lookup(std::span(&r, 1), got);
-        for (size_t c = 0; c < cols; ++c) {
-            const double w = want[c], q = got[c];
-            e.sum_ww += w * w;
-            e.sum_qq += q * q;
-            e.sum_wq += w * q;
-            e.sum_dd += (w - q) * (w - q);
-            e.max_abs = std::max(e.max_abs, std::abs(w - q));
-        }
-    }
-    return e;
 }
 
 }  // namespace
@@ -292,8 +271,13 @@ ConvertResult convert_model(const Model& model, const ConvertOptions& options, T
         for (WeightReport& r : result.weights)
             if (r.name == "model.embed_tokens_per_layer.weight") {
                 r.written = result.layout.per_layer_bits == 16 ? "f16 file" : "int8 file";
-                r.error = table_error(coreml::PerLayerTable((tmp.path() / file).string()),
-                                      model.weights().get(r.name));
+                const coreml::PerLayerTable table((tmp.path() / file).string());
+                r.error = quant::stand_in_error(
+                    model.weights().get(r.name), pool, [&](int64_t o, float* out) {
+                        const auto id = static_cast<int32_t>(o);
+                        table.lookup(std::span(&id, 1),
+                                     std::span(out, static_cast<size_t>(table.cols())));
+                    });
             }
     }
 

@@ -77,4 +77,10 @@ QuantError half_rounding_error(const TensorView& w, ThreadPool& pool) {
     });
 }
 
+QuantError stand_in_error(const TensorView& w, ThreadPool& pool,
+                          const std::function<void(int64_t o, float* out)>& row) {
+    return compare_rows(w, matrix_shape(w), pool,
+                        [&](int64_t o, const float*, float* out) { row(o, out); });
+}
+
 }  // namespace anelm::quant

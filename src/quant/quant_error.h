@@ -1,6 +1,8 @@
 // How far a quantized matrix is from the weight it came from.
 #pragma once
 
+#include <functional>
+
 #include "base/tensor.h"
 #include "base/thread_pool.h"
 #include "quant/quantized_matrix.h"
@@ -24,5 +26,10 @@ QuantError quant_error(const TensorView& w, const QuantizedMatrix& q, ThreadPool
 // The same for w against w rounded to half precision (what a dense weight
 // loses when written as f16).
 QuantError half_rounding_error(const TensorView& w, ThreadPool& pool);
+
+// The same for w against any stand-in for it: `row(o, out)` writes its row o
+// (a file's copy read back, say); called from several threads at once.
+QuantError stand_in_error(const TensorView& w, ThreadPool& pool,
+                          const std::function<void(int64_t o, float* out)>& row);
 
 }  // namespace anelm::quant

@@ -18,23 +18,13 @@
 namespace anelm {
 namespace {
 
-SessionOptions all_logits(int64_t batch, Precision precision = Precision::f32) {
-    SessionOptions so;
-    so.n_ctx = 64;
-    so.threads = 2;
-    so.prefill_batch = batch;
-    so.all_logits = true;
-    so.precision = precision;
-    return so;
-}
-
 // The reference rounds cached K and V to half as the executor stores them
 // (alone that moves these logits by 3.4e-3: the attention is unscaled); the
 // rest is float64 against the executor's f32.
 TEST(Gemma4, LogitsMatchTheFloat64Reference) {
     const LoadedModel& m = test::tiny_model("tiny-gemma4");
     const test::ReferenceLogits want = test::read_reference_logits("gemma4/tiny-gemma4.json");
-    Session session(m.spec, m.weights, all_logits(32));
+    Session session(m.spec, m.weights, test::all_logits(32));
     const auto got = session.prefill(want.tokens);
     ASSERT_EQ(got.size(), want.logits.size());
     EXPECT_LT(test::relative_error(got, want.logits), 1e-4);
@@ -45,12 +35,12 @@ TEST(Gemma4, LogitsMatchTheFloat64Reference) {
 TEST(Gemma4, AnySplitIntoCallsGivesTheSameLogits) {
     const LoadedModel& m = test::tiny_model("tiny-gemma4");
     const auto tokens = test::random_tokens(m.spec.n_vocab, 20, 9);
-    Session whole(m.spec, m.weights, all_logits(32));
+    Session whole(m.spec, m.weights, test::all_logits(32));
     const auto a = whole.prefill(tokens);
     const std::vector<float> want(a.begin(), a.end());
     for (int64_t piece : {3, 1}) {
         SCOPED_TRACE(piece);
-        Session split(m.spec, m.weights, all_logits(piece));
+        Session split(m.spec, m.weights, test::all_logits(piece));
         std::vector<float> got;
         for (size_t t = 0; t < tokens.size(); t += static_cast<size_t>(piece)) {
             const size_t n = std::min(static_cast<size_t>(piece), tokens.size() - t);
@@ -67,8 +57,8 @@ TEST(Gemma4, AnySplitIntoCallsGivesTheSameLogits) {
 TEST(Gemma4, HalfPrecisionFollowsF32) {
     const LoadedModel& m = test::tiny_model("tiny-gemma4");
     const auto tokens = test::random_tokens(m.spec.n_vocab, 16, 3);
-    Session f32(m.spec, m.weights, all_logits(16));
-    Session f16(m.spec, m.weights, all_logits(16, Precision::ane));
+    Session f32(m.spec, m.weights, test::all_logits(16));
+    Session f16(m.spec, m.weights, test::all_logits(16, Precision::ane));
     const auto a = f32.prefill(tokens);
     const std::vector<float> want(a.begin(), a.end());
     const auto got = f16.prefill(tokens);
@@ -128,7 +118,7 @@ TEST(Gemma4, SharedLayersHoldNoCache) {
 // (it has no weight) and not the per-layer table (a lookup of one row).
 TEST(Gemma4, DecodeWeightBytesSkipNormsWithoutAGain) {
     const LoadedModel& m = test::tiny_model("tiny-gemma4");
-    Session session(m.spec, m.weights, all_logits(4));
+    Session session(m.spec, m.weights, test::all_logits(4));
     const size_t table = m.weights.get("model.embed_tokens_per_layer.weight").n_bytes();
     const size_t projection = m.weights.get("model.per_layer_model_projection.weight").n_bytes();
     EXPECT_GE(session.decode_weight_bytes(), projection);

@@ -13,15 +13,6 @@
 namespace anelm {
 namespace {
 
-SessionOptions all_logits(int64_t batch) {
-    SessionOptions so;
-    so.n_ctx = 64;
-    so.threads = 2;
-    so.prefill_batch = batch;
-    so.all_logits = true;
-    return so;
-}
-
 class HybridModels : public ::testing::TestWithParam<std::pair<const char*, const char*>> {};
 
 // The executor keeps K, V and the convolutions' inputs in half precision, so
@@ -30,7 +21,7 @@ TEST_P(HybridModels, LogitsMatchTheFloat64Reference) {
     const auto [preset, file] = GetParam();
     const LoadedModel& m = test::tiny_model(preset);
     const test::ReferenceLogits want = test::read_reference_logits(std::string("hybrid/") + file);
-    Session session(m.spec, m.weights, all_logits(32));
+    Session session(m.spec, m.weights, test::all_logits(32));
     const auto got = session.prefill(want.tokens);
     ASSERT_EQ(got.size(), want.logits.size());
     EXPECT_LT(test::relative_error(got, want.logits), 3e-4);
@@ -40,13 +31,13 @@ TEST_P(HybridModels, LogitsMatchTheFloat64Reference) {
 TEST_P(HybridModels, AnySplitIntoCallsGivesTheSameLogits) {
     const LoadedModel& m = test::tiny_model(GetParam().first);
     const auto tokens = test::random_tokens(m.spec.n_vocab, 20, 9);
-    Session whole(m.spec, m.weights, all_logits(32));
+    Session whole(m.spec, m.weights, test::all_logits(32));
     const auto a = whole.prefill(tokens);
     const std::vector<float> want(a.begin(), a.end());
     const auto n_vocab = static_cast<size_t>(m.spec.n_vocab);
     for (int64_t piece : {3, 1}) {
         SCOPED_TRACE(piece);
-        Session split(m.spec, m.weights, all_logits(piece));
+        Session split(m.spec, m.weights, test::all_logits(piece));
         std::vector<float> got;
         for (size_t t = 0; t < tokens.size(); t += static_cast<size_t>(piece)) {
             const size_t n = std::min(static_cast<size_t>(piece), tokens.size() - t);

@@ -92,6 +92,18 @@ private:
     WeightStore store_;
 };
 
+// A session of 64 positions on two threads that returns every position's
+// logits, prefilling `batch` tokens per call.
+inline SessionOptions all_logits(int64_t batch, Precision precision = Precision::f32) {
+    SessionOptions so;
+    so.n_ctx = 64;
+    so.threads = 2;
+    so.prefill_batch = batch;
+    so.all_logits = true;
+    so.precision = precision;
+    return so;
+}
+
 // A reference script's output (tests/data/*/README.md): the tokens and every
 // position's logits [tokens, vocab].
 struct ReferenceLogits {
