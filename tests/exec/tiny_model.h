@@ -104,6 +104,28 @@ inline SessionOptions all_logits(int64_t batch, Precision precision = Precision:
     return so;
 }
 
+// The largest relative error of every position's logits when `tokens` are
+// prefilled in calls of 3 tokens and of 1 against one call: whatever a
+// session carries from call to call must give the same result.
+inline double split_call_error(const LoadedModel& m, std::span<const int32_t> tokens) {
+    Session whole(m.spec, m.weights, all_logits(32));
+    const auto a = whole.prefill(tokens);
+    const std::vector<float> want(a.begin(), a.end());
+    double worst = 0;
+    for (size_t piece : {size_t{3}, size_t{1}}) {
+        Session split(m.spec, m.weights, all_logits(static_cast<int64_t>(piece)));
+        std::vector<float> got;
+        for (size_t t = 0; t < tokens.size(); t += piece) {
+            const auto l = split.prefill(tokens.subspan(t, std::min(piece, tokens.size() - t)));
+            got.insert(got.end(), l.begin(), l.end());
+        }
+        if (got.size() != want.size())
+            fail("split calls gave {} logits, not {}", got.size(), want.size());
+        worst = std::max(worst, relative_error(got, want));
+    }
+    return worst;
+}
+
 // A reference script's output (tests/data/*/README.md): the tokens and every
 // position's logits [tokens, vocab].
 struct ReferenceLogits {
