@@ -118,15 +118,18 @@ Tensor AnePipeline::run_chunks(const std::vector<std::unique_ptr<milexec::Functi
         else
             in["input_ids"] = ids;
         if (!embeddings_) add_per_layer_rows(fn, tokens, in);
-        // Any other input is a carried state: zeros first, then what the last call returned.
-        for (const milexec::TensorSpec& spec : fn.inputs())
-            if (const auto s = side.find(spec.name); s != side.end() && !in.contains(spec.name)) {
+        // Any other input is one the embeddings returned, or a carried state:
+        // zeros first, then what the last call returned.
+        for (const milexec::TensorSpec& spec : fn.inputs()) {
+            if (in.contains(spec.name)) continue;
+            if (const auto s = side.find(spec.name); s != side.end()) {
                 in[spec.name] = s->second;
-            } else if (!in.contains(spec.name)) {
-                auto [it, fresh] = carried_[i].try_emplace(spec.name);
-                if (fresh) it->second = milexec::make_tensor(spec.dtype, spec.shape);
-                in[spec.name] = it->second;
+                continue;
             }
+            auto [it, fresh] = carried_[i].try_emplace(spec.name);
+            if (fresh) it->second = milexec::make_tensor(spec.dtype, spec.shape);
+            in[spec.name] = it->second;
+        }
         out = fn.run(in, states_);
         if (const auto carried = carried_.find(i); carried != carried_.end())
             for (auto& [name, state] : carried->second) {

@@ -110,23 +110,11 @@ int64_t hidden_width(const ir::Function& fn, ir::ValueId id) {
     return fn.nodes.at(static_cast<size_t>(id)).width;
 }
 
-// The hidden state leaving the embeddings: what layer 0's first node reads.
-ir::ValueId embedding_stream(const ir::Function& fn, const ProgramParts& parts) {
-    const ir::Node& first = fn.nodes.at(static_cast<size_t>(parts.layers.at(0).at(0)));
-    for (ir::ValueId in : first.inputs)
-        if (fn.nodes.at(static_cast<size_t>(in)).op != ir::Op::input) return in;
-    fail("{}: layer 0 starts without reading the embeddings", fn.name);
-}
-
 // The name a value the embeddings compute beside the hidden state (Gemma 4's
 // per-layer inputs) has as their output and as the chunks' input.
 std::string side_input_name(const ir::Function& fn, ir::ValueId id) {
     return mil_name(fn.nodes.at(static_cast<size_t>(id)).name) + std::string(side_input_suffix);
 }
-
-}  // namespace
-
-namespace {
 
 // Lowers the embeddings' nodes. With per_layer_rows_input, the per-layer
 // table's lookup becomes a function input of its name: the rows, for T tokens.
@@ -171,7 +159,7 @@ AnePackage lower_embeddings(const ir::Program& program, const AneOptions& option
     f.input_ids = MilValue{"input_ids", mil::INT32, {1, -1}};
     const std::optional<MilValue> rows_input = lower_embedding_part(f, fn, parts, options, -1);
     const std::vector<ir::ValueId> outs = part_outputs(fn, parts.embedding);
-    const ir::ValueId out_id = embedding_stream(fn, parts);
+    const ir::ValueId out_id = part_inputs(fn, parts.layers.at(0)).front();  // the hidden state
     MilValue out = f.value(out_id);
     std::vector<MilValue> outputs;
     mil::Operation& last = *block.mutable_operations()->rbegin();

@@ -105,25 +105,20 @@ const MilValue& FunctionLowering::channels(ir::ValueId id) {
     return channels_[id] = to_channels(value(id), value(id).name + "_channels");
 }
 
-namespace {
-
-// Ops that compute the same in either layout: they keep the row layout of the
-// embeddings when all their inputs have it.
-bool layout_free(ir::Op op) {
-    return op == ir::Op::scale || op == ir::Op::softcap || op == ir::Op::add || op == ir::Op::mul;
+bool FunctionLowering::keeps_rows(const ir::Node& node) const {
+    // These compute the same in either layout.
+    const bool layout_free = node.op == ir::Op::scale || node.op == ir::Op::softcap ||
+                             node.op == ir::Op::add || node.op == ir::Op::mul;
+    return layout_free &&
+           std::ranges::all_of(node.inputs, [&](ir::ValueId in) { return rows_.contains(in); });
 }
-
-}  // namespace
 
 void FunctionLowering::lower(ir::ValueId id) {
     const ir::Node& node = fn_.nodes[static_cast<size_t>(id)];
     const std::string name = mil_name(node.name) + name_suffix;
     const bool folds_scale = node.op == ir::Op::linear || node.op == ir::Op::embed ||
                              (node.op == ir::Op::rms_norm && node.weight != ir::no_weight);
-    const bool rows =
-        node.op == ir::Op::embed ||
-        (layout_free(node.op) &&
-         std::ranges::all_of(node.inputs, [&](ir::ValueId in) { return rows_.contains(in); }));
+    const bool rows = node.op == ir::Op::embed || keeps_rows(node);
     if (node.attrs.out_scale == 1.0f || folds_scale)
         values_[id] = lower_node(node, name);
     else
@@ -133,11 +128,9 @@ void FunctionLowering::lower(ir::ValueId id) {
 
 MilValue FunctionLowering::lower_node(const ir::Node& node, const std::string& name) {
     // Inputs in the row layout stay so for the ops that keep it, else turn.
-    const bool keeps_rows =
-        layout_free(node.op) &&
-        std::ranges::all_of(node.inputs, [&](ir::ValueId in) { return rows_.contains(in); });
+    const bool rows = keeps_rows(node);
     auto in = [&](size_t k) -> const MilValue& {
-        return keeps_rows ? value(node.inputs.at(k)) : channels(node.inputs.at(k));
+        return rows ? value(node.inputs.at(k)) : channels(node.inputs.at(k));
     };
     switch (node.op) {
         case ir::Op::embed: {

@@ -122,6 +122,8 @@ public:
     std::vector<MilValue> carried_outputs();
 
 private:
+    // The op keeps the row layout: it is elementwise and all its inputs have it.
+    bool keeps_rows(const ir::Node& node) const;
     MilValue lower_node(const ir::Node& node, const std::string& name);
     MilValue linear(const ir::Node& node, const std::string& name);
     MilValue rms_norm(const ir::Node& node, const std::string& name);

@@ -71,19 +71,6 @@ std::vector<ir::ValueId> part_inputs(const ir::Function& fn,
     return outside;
 }
 
-ir::ValueId part_input(const ir::Function& fn, const std::vector<ir::ValueId>& nodes) {
-    const std::set<ir::ValueId> inside(nodes.begin(), nodes.end());
-    std::set<ir::ValueId> from_outside;
-    for (ir::ValueId id : nodes)
-        for (ir::ValueId in : fn.nodes[static_cast<size_t>(id)].inputs)
-            if (!inside.contains(in) && fn.nodes[static_cast<size_t>(in)].op != ir::Op::input)
-                from_outside.insert(in);
-    if (from_outside.size() != 1)
-        fail("{}: a part starting at {} reads {} values from before it, expected one", fn.name,
-             fn.nodes[static_cast<size_t>(nodes.at(0))].name, from_outside.size());
-    return *from_outside.begin();
-}
-
 std::vector<ir::ValueId> part_outputs(const ir::Function& fn,
                                       const std::vector<ir::ValueId>& nodes) {
     const std::set<ir::ValueId> inside(nodes.begin(), nodes.end());

@@ -21,9 +21,6 @@ struct ProgramParts {
 // shape (a layer's nodes interleaved with another's, no norm in the tail).
 ProgramParts split_parts(const ir::Function& fn);
 
-// The one value computed before `nodes` (and not a function input) that they
-// read: the hidden state entering a part. Throws when there is not exactly one.
-ir::ValueId part_input(const ir::Function& fn, const std::vector<ir::ValueId>& nodes);
 // Every value computed before `nodes` that they read, the one the first node
 // reads first (the hidden state entering a part, and what else the part reads).
 std::vector<ir::ValueId> part_inputs(const ir::Function& fn, const std::vector<ir::ValueId>& nodes);
