@@ -29,4 +29,25 @@ void write_file_atomic(const std::string& path, std::string_view content) {
     }
 }
 
+void move_folder_into_place(const std::filesystem::path& tmp, const std::filesystem::path& target,
+                            bool replace) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::path aside;
+    if (replace && fs::exists(target, ec)) {
+        aside = target;
+        aside += fmt::format(".old-{}", ::getpid());
+        fs::remove_all(aside, ec);
+        fs::rename(target, aside, ec);
+        if (ec) fail("{}: cannot move the old output aside: {}", target.string(), ec.message());
+    }
+    fs::rename(tmp, target, ec);
+    if (ec) {
+        std::error_code ignored;
+        if (!aside.empty()) fs::rename(aside, target, ignored);
+        fail("{}: cannot rename {} to it: {}", target.string(), tmp.string(), ec.message());
+    }
+    if (!aside.empty()) fs::remove_all(aside, ec);
+}
+
 }  // namespace anelm

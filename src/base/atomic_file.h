@@ -1,7 +1,8 @@
-// Writing a whole file so that readers never see half of it: the bytes go to
-// a temporary name beside the target, which is renamed over it when complete.
+// Writing a whole file or folder so that readers never see half of it: it
+// goes to a temporary name beside the target and is renamed when complete.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <string_view>
 
@@ -9,5 +10,12 @@ namespace anelm {
 
 // Throws Error naming the path when any step fails; the temporary is removed.
 void write_file_atomic(const std::string& path, std::string_view content);
+
+// Renames the finished folder `tmp` (beside `target`) to `target`. An existing
+// target, when `replace`, is renamed aside first and removed after, so at any
+// moment the target is the old folder whole, the new one, or (between the two
+// renames) absent; removing it in place would leave half of it to a kill.
+void move_folder_into_place(const std::filesystem::path& tmp, const std::filesystem::path& target,
+                            bool replace);
 
 }  // namespace anelm

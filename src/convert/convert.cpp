@@ -82,10 +82,7 @@ public:
     }
     const fs::path& path() const { return path_; }
     void rename_to(const fs::path& out, bool replace) {
-        std::error_code ec;
-        if (replace) fs::remove_all(out, ec);
-        fs::rename(path_, out, ec);
-        if (ec) fail("{}: cannot rename to {}: {}", path_.string(), out.string(), ec.message());
+        move_folder_into_place(path_, out, replace);
         done_ = true;
     }
 

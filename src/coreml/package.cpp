@@ -8,6 +8,7 @@
 #include <fstream>
 #include <vector>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/mapped_file.h"
 #include "coreml/mil_types.h"
@@ -142,10 +143,7 @@ void PackageWriter::finish(const spec::Model& model) {
     };
     write_file(model_path, bytes);
     write_file(tmp_ / "Manifest.json", manifest_json(manifest_));
-    std::error_code ec;
-    if (overwrite_) fs::remove_all(dir_, ec);
-    fs::rename(tmp_, dir_, ec);
-    if (ec) fail("{}: cannot rename to {}: {}", tmp_.string(), dir_.string(), ec.message());
+    move_folder_into_place(tmp_, dir_, overwrite_);
     finished_ = true;
 }
 

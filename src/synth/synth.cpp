@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/thread_pool.h"
 #include "io/expected_tensors.h"
@@ -105,8 +106,7 @@ void synth_write(const SynthPreset& preset, const std::string& dir, const SynthO
         fail("{}: cannot create: {}", tmp.string(), ec.message());
     try {
         write_folder(preset, tmp, options);
-        fs::remove_all(target);
-        fs::rename(tmp, target);
+        move_folder_into_place(tmp, target, true);
     } catch (const fs::filesystem_error& e) {
         fs::remove_all(tmp, ec);
         fail("{}: {}", dir, e.code().message());

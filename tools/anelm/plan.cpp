@@ -3,12 +3,12 @@
 // cost model against published measurements. The model is in docs/plan.md.
 #include <fmt/core.h>
 
-#include <filesystem>
 #include <fstream>
 
 #include "analysis/plan_cost.h"
 #include "analysis/plan_report.h"
 #include "analysis/plan_validate.h"
+#include "base/atomic_file.h"
 #include "base/error.h"
 #include "command.h"
 
@@ -24,23 +24,6 @@ struct PlanArgs {
     std::string svg;
     bool validate = false;
 };
-
-// Written beside the target and renamed, so a reader never sees half a file.
-void write_file(const std::string& path, const std::string& text) {
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream f(tmp, std::ios::binary);
-        if (!f) fail("{}: cannot create", tmp);
-        f << text;
-        if (!f.flush()) fail("{}: write failed", tmp);
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-        std::filesystem::remove(tmp, ec);
-        fail("{}: cannot rename to {}", tmp, path);
-    }
-}
 
 int run_plan(const PlanArgs& args) {
     if (args.validate) {
@@ -62,7 +45,7 @@ int run_plan(const PlanArgs& args) {
     for (const plan::Chip& chip : plan::select_chips(args.chip))
         plans.push_back(plan::plan_chip(chip, in));
 
-    if (!args.svg.empty()) write_file(args.svg, plan::plan_svg(in, plans));
+    if (!args.svg.empty()) write_file_atomic(args.svg, plan::plan_svg(in, plans));
     if (args.json)
         fmt::print("{}\n", plan::plan_json(in, plans).dump(2));
     else
