@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
+#include <system_error>
+#include <vector>
 
 namespace anelm::test {
 
@@ -17,12 +20,23 @@ inline std::filesystem::path shared_dir() {
 
 inline std::filesystem::path shared_path(const std::string& rel) { return shared_dir() / rel; }
 
-// A fresh temporary directory, removed by the caller's fixture if it wishes.
+// A fresh temporary directory of this test process, removed when it exits.
 inline std::filesystem::path temp_dir(const std::string& name) {
+    struct RemovedAtExit {
+        std::vector<std::filesystem::path> dirs;
+        ~RemovedAtExit() {
+            std::error_code ignored;
+            for (const auto& dir : dirs) std::filesystem::remove_all(dir, ignored);
+        }
+    };
+    static RemovedAtExit created;
+    std::string flat = name;  // a parameterized test's name has slashes
+    std::replace(flat.begin(), flat.end(), '/', '_');
     auto dir = std::filesystem::temp_directory_path() /
-               ("anelm-test-" + name + "-" + std::to_string(::getpid()));
+               ("anelm-test-" + flat + "-" + std::to_string(::getpid()));
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
+    created.dirs.push_back(dir);
     return dir;
 }
 

@@ -19,6 +19,10 @@
 #include "io/hf_config.h"
 #include "io/model_loader.h"
 #include "io/safetensors.h"
+#include "server/api_error.h"
+#include "server/completion_request.h"
+#include "server/openai_json.h"
+#include "server/stop_text.h"
 #include "tokenizer/tokenizer.h"
 
 namespace anelm::fuzz {
@@ -31,11 +35,19 @@ std::string_view text(std::span<const uint8_t> bytes) {
 
 // The readers that take a path get the bytes as a file of this process's own
 // (its name ends as the reader expects: llama2c by .bin, meta by meta.yaml).
+// The folder goes when the process exits.
 std::string as_file(std::span<const uint8_t> bytes, const std::string& name) {
-    const auto dir =
-        std::filesystem::temp_directory_path() / ("anelm-fuzz-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir);
-    const std::string path = (dir / name).string();
+    struct ProcessFolder {
+        std::filesystem::path dir =
+            std::filesystem::temp_directory_path() / ("anelm-fuzz-" + std::to_string(::getpid()));
+        ProcessFolder() { std::filesystem::create_directories(dir); }
+        ~ProcessFolder() {
+            std::error_code ignored;
+            std::filesystem::remove_all(dir, ignored);
+        }
+    };
+    static const ProcessFolder folder;
+    const std::string path = (folder.dir / name).string();
     std::ofstream(path, std::ios::binary | std::ios::trunc)
         .write(reinterpret_cast<const char*>(bytes.data()),
                static_cast<std::streamsize>(bytes.size()));
@@ -134,6 +146,57 @@ void json_schema(std::span<const uint8_t> bytes) {
     m.accepts_end();
 }
 
+// A stream's text through the stop strings a piece at a time, as the engine
+// hands it over: what is shown is the text up to the first stop, never a stop.
+void check_stop_text(const std::vector<std::string>& stops, const std::string& text) {
+    server::StopText filter(stops);
+    std::string shown;
+    for (size_t at = 0, piece = 1; at < text.size(); at += piece, piece = piece % 5 + 1)
+        shown += filter.push(std::string_view(text).substr(at, piece));
+    shown += filter.flush();
+    size_t first = std::string::npos;
+    for (const std::string& s : stops) first = std::min(first, text.find(s));
+    if (shown != text.substr(0, first)) throw std::logic_error("stop strings: wrong text shown");
+}
+
+// One SSE event: a single `data:` line whose JSON parses back, whatever the
+// bytes of the text (part of a UTF-8 character included).
+void check_sse_event(const server::ResponseHead& head, const std::string& piece) {
+    const std::string event =
+        server::sse_event(server::chunk_json(head, &piece, true, "", nullptr));
+    const std::string_view frame = "data: ";
+    if (event.rfind(frame, 0) != 0 || !event.ends_with("\n\n") ||
+        event.find('\n') != event.size() - 2)
+        throw std::logic_error("SSE event is not one data line");
+    const auto parsed = nlohmann::json::parse(event.substr(frame.size()), nullptr, false);
+    if (parsed.is_discarded()) throw std::logic_error("SSE event data is not JSON");
+}
+
+// A client's request body as the server reads it (JSON, then the fields of a
+// chat and of a text completion); then the text it carries through the stop
+// strings and, with the raw bytes too, through the stream's event writer.
+void server_request(std::span<const uint8_t> bytes) {
+    nlohmann::ordered_json body;
+    try {
+        body = server::parse_body(std::string(text(bytes)));
+    } catch (const server::ApiError&) {
+        return;
+    }
+    for (const bool chat : {true, false}) {
+        server::CompletionRequest request;
+        try {
+            request = server::parse_completion_request(body, chat, SamplerParams{});
+        } catch (const server::ApiError&) {
+            continue;
+        }
+        const std::string carried = chat ? request.messages.dump() : request.prompt;
+        check_stop_text(request.stop, carried);
+        const server::ResponseHead head = server::new_response_head(chat, request.model);
+        check_sse_event(head, carried);
+        check_sse_event(head, std::string(text(bytes)));
+    }
+}
+
 constexpr Target all[] = {
     {"hf_config", hf_config},
     {"safetensors", safetensors},
@@ -147,6 +210,7 @@ constexpr Target all[] = {
     {"manifest", manifest},
     {"weight_blob", weight_blob},
     {"json_schema", json_schema},
+    {"server_request", server_request},
 };
 
 }  // namespace
