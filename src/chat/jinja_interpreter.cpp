@@ -13,6 +13,10 @@ namespace {
 // Macro calls and recursive loops nest at most this deep (Python would stop
 // with RecursionError somewhat later).
 constexpr int max_call_depth = 64;
+// Loop iterations and calls a render may take in all: a chat template over a
+// long conversation with tools takes thousands; nested ranges or a macro that
+// calls itself twice would otherwise run for hours.
+constexpr int64_t max_steps = 1'000'000;
 
 class LoopContext;
 
@@ -149,7 +153,13 @@ void Frame::set(std::string_view name, Value value) {
     }
 }
 
+void Interpreter::step() {
+    if (++steps_ > max_steps)
+        raise("the template ran more than {} loop iterations and calls", max_steps);
+}
+
 Interpreter::Depth::Depth(Interpreter& in) : in(in) {
+    in.step();
     if (++in.depth_ > max_call_depth) {
         --in.depth_;
         raise("maximum recursion depth exceeded");
@@ -509,6 +519,7 @@ Interpreter::Flow Interpreter::exec_for(const ForStmt& s, const Value& iterable,
     if (s.condition) {
         std::vector<Value> kept;
         for (Value& item : items) {
+            step();
             frame_ = std::make_shared<Frame>(Frame{saved, {}});
             assign(s.target, item);
             if (truthy(eval(*s.condition))) kept.push_back(std::move(item));
@@ -525,6 +536,7 @@ Interpreter::Flow Interpreter::exec_for(const ForStmt& s, const Value& iterable,
         track(loop);
         const Value loop_value = Value::object(loop);
         for (size_t i = 0; i < n; ++i) {
+            step();
             loop->index0 = i;
             enter_scope(s.body_unset);
             frame_->set("loop", loop_value);

@@ -61,6 +61,9 @@ private:
     Value lookup(std::string_view name) const;
     void assign(const Target& target, const Value& value);
 
+    // One more loop iteration or call; a render is allowed max_steps of them.
+    void step();
+
     struct Depth {
         explicit Depth(Interpreter& in);
         ~Depth() { --in.depth_; }
@@ -71,6 +74,7 @@ private:
     FramePtr frame_;
     const Value* block_input_ = nullptr;  // the body text a filter block filters
     int depth_ = 0;
+    int64_t steps_ = 0;
     std::vector<std::weak_ptr<Object>> tracked_;
 };
 

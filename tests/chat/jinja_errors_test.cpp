@@ -32,6 +32,25 @@ TEST(JinjaErrors, RuntimeErrorsReportTheStatementLine) {
               "t:1: 'NoneType' object is not iterable");
 }
 
+TEST(JinjaErrors, RendersStopAfterAMillionLoopIterationsAndCalls) {
+    const std::string limit = "t:1: the template ran more than 1000000 loop iterations and calls";
+    EXPECT_EQ(render_error("{% for a in range(2000) %}{% for b in range(1000) %}{% endfor %}"
+                           "{% endfor %}"),
+              limit);
+    // Each call recurses twice: 2^40 calls within the depth limit.
+    EXPECT_EQ(render_error("{% macro m(n) %}{% if n %}{{ m(n - 1) }}{{ m(n - 1) }}{% endif %}"
+                           "{% endmacro %}{{ m(40) }}"),
+              limit);
+    EXPECT_EQ(render_error("{% for a in range(100000) if a > 0 %}{% endfor %}"
+                           "{% for a in range(100000) %}{% for b in range(10) if b %}{% endfor %}"
+                           "{% endfor %}"),
+              limit);
+    // Just under the budget renders.
+    EXPECT_EQ(
+        render("{% for a in range(999) %}{% for b in range(1000) %}{% endfor %}{% endfor %}ok"),
+        "ok");
+}
+
 TEST(JinjaErrors, SyntaxErrors) {
     EXPECT_EQ(
         render_error("\n\n{% if x %}"),
