@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every reader's fuzz target (tests/fuzz) under libFuzzer with ASan and
-# UBSan for FUZZ_SECONDS each (default 20), starting from the committed corpus.
+# UBSan for FUZZ_SECONDS each (default 20), starting from the committed corpus
+# with the format's dictionary (tests/fuzz/dict/TARGET.dict).
 # New inputs stay in a scratch folder; an input that crashes a reader is saved
 # as build-fuzz/crash-TARGET-* and fails the run: fix the reader and commit the
 # input to tests/fuzz/corpus/TARGET, where the suite replays it.
@@ -30,10 +31,12 @@ trap 'rm -rf "$scratch"' EXIT
 status=0
 for t in "${targets[@]}"; do
   mkdir -p "$scratch/$t"
+  dict=()
+  if [ -f "tests/fuzz/dict/$t.dict" ]; then dict=(-dict="tests/fuzz/dict/$t.dict"); fi
   echo "fuzz $t: ${seconds} s"
   if ! ANELM_FUZZ_TARGET="$t" build-fuzz/tests/anelm_fuzz "$scratch/$t" "tests/fuzz/corpus/$t" \
       -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=4096 -timeout=10 \
-      -artifact_prefix="build-fuzz/crash-$t-" -print_final_stats=1 > "$scratch/$t.log" 2>&1; then
+      -artifact_prefix="build-fuzz/crash-$t-" -print_final_stats=1 ${dict[@]+"${dict[@]}"} > "$scratch/$t.log" 2>&1; then
     tail -n 40 "$scratch/$t.log"
     echo "fuzz $t: FAILED (the input is build-fuzz/crash-$t-*)"
     status=1
