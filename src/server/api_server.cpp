@@ -213,7 +213,14 @@ void ApiServer::routes() {
 
     http_->Get("/health", [this](const Request&, Response& res) {
         std::lock_guard lock(mutex_);
-        if (model_)
+        if (model_ && model_->engine) {
+            const EngineLoad load = model_->engine->load();
+            send_json(res, 200,
+                      {{"status", "ok"},
+                       {"slots_idle", model_->engine->slots() - load.processing},
+                       {"slots_processing", load.processing},
+                       {"requests_waiting", load.waiting}});
+        } else if (model_)
             send_json(res, 200, {{"status", "ok"}});
         else
             send_json(res, 503, {{"status", "loading"}});

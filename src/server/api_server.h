@@ -38,7 +38,9 @@ struct ServerOptions {
     std::string api_key;  // "": none required
     size_t max_body = size_t{1} << 20;
     int timeout_seconds = 600;  // a socket read or write that stalls this long ends
-    int connections = 64;       // requests handled at once (beyond them, they queue)
+    // Connections served at once, a thread each (beyond them, they queue): room
+    // for 64 streaming clients with /health and the page still answered.
+    int connections = 128;
 };
 
 class ApiServer {

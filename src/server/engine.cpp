@@ -1,5 +1,9 @@
 #include "server/engine.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <cmath>
 
@@ -28,6 +32,12 @@ struct Engine::Slot {
 };
 
 namespace {
+
+void release_free_memory() {
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
 
 // Log-probabilities of the chosen id and the top ones, from raw logits.
 TokenLogprob logprobs_of(std::span<const float> logits, int32_t id, int top) {
@@ -126,6 +136,11 @@ std::shared_ptr<Job> Engine::submit(JobSpec spec) {
     return job;
 }
 
+EngineLoad Engine::load() const {
+    std::lock_guard lock(mutex_);
+    return {processing_.load(), pending_.size()};
+}
+
 void Engine::loop() {
     while (true) {
         {
@@ -133,7 +148,12 @@ void Engine::loop() {
             const auto busy = [&] {
                 return std::any_of(slots_.begin(), slots_.end(), [](auto& s) { return s->job; });
             };
-            wake_.wait(lock, [&] { return stopping_ || !pending_.empty() || busy(); });
+            const auto woken = [&] { return stopping_ || !pending_.empty() || busy(); };
+            if (!woken()) {
+                // Idle after a burst: what the requests freed goes back to the system.
+                release_free_memory();
+                wake_.wait(lock, woken);
+            }
             if (stopping_) break;
             try {
                 admit(lock);
@@ -167,6 +187,7 @@ void Engine::fail_running(const std::string& why) {
             ev.error = why;
             slot->job->push(std::move(ev));
             slot->job.reset();
+            --processing_;
         }
         slot->cached.clear();
         slot->decoding = false;
@@ -220,6 +241,7 @@ void Engine::admit(std::unique_lock<std::mutex>&) {
         const int64_t room = model_.n_ctx() - static_cast<int64_t>(prompt.size());
         slot.max_tokens = spec.max_tokens < 0 ? room : std::min(spec.max_tokens, room);
         slot.job = std::move(job);
+        ++processing_;
         slot.decoding = false;
         slot.generated = 0;
         slot.history = prompt;
@@ -388,6 +410,7 @@ void Engine::finish(Slot& slot, const std::string& reason, Event ev) {
     ev.finish_reason = reason;
     slot.job->push(std::move(ev));
     slot.job.reset();
+    --processing_;
     slot.decoding = false;
     slot.last_used = ++step_;
 }

@@ -98,6 +98,12 @@ struct SpeculationStats {
     int64_t accepted = 0;  // drafts the requests kept
 };
 
+// What the engine is doing now, for /health.
+struct EngineLoad {
+    int processing = 0;  // slots with a request
+    size_t waiting = 0;  // requests queued for a slot
+};
+
 class Engine {
 public:
     Engine(SlotModel& model, const Tokenizer& tokenizer, std::vector<int32_t> stop_ids,
@@ -110,6 +116,7 @@ public:
     std::shared_ptr<Job> submit(JobSpec spec);
     int64_t n_ctx() const { return model_.n_ctx(); }
     int slots() const { return model_.slots(); }
+    EngineLoad load() const;
     SpeculationStats speculation_stats() const;
 
 private:
@@ -135,10 +142,11 @@ private:
     std::vector<std::unique_ptr<Slot>> slots_;
     uint64_t step_ = 0;  // for least-recently-used slot choice
 
-    std::mutex mutex_;
+    mutable std::mutex mutex_;
     std::condition_variable wake_;
     std::deque<std::shared_ptr<Job>> pending_;
     bool stopping_ = false;
+    std::atomic<int> processing_{0};  // slots whose job is set (the engine thread changes them)
     std::thread thread_;
 
     Speculation speculation_;

@@ -29,7 +29,7 @@ async function waitReady(url, child, timeoutMs) {
   throw new Error(`anelm serve did not become ready within ${timeoutMs} ms`);
 }
 
-// Returns { url, stderr(), stop() }; extraArgs are appended to the command line.
+// Returns { url, pid, stderr(), stop() }; extraArgs are appended to the command line.
 export async function startServer(extraArgs = []) {
   const port = await freePort();
   const args = ['serve', process.env.ANELM_TEST_MODEL, '--host', '127.0.0.1', '--port', String(port),
@@ -46,6 +46,7 @@ export async function startServer(extraArgs = []) {
   }
   return {
     url,
+    pid: child.pid,
     stderr: () => log,
     stop: () => new Promise((resolve) => {
       if (child.exitCode !== null) return resolve(child.exitCode);
