@@ -15,12 +15,6 @@ uint64_t align_up(uint64_t n) {
     return (n + blob_alignment - 1) / blob_alignment * blob_alignment;
 }
 
-uint64_t element_count(const std::vector<int64_t>& shape) {
-    uint64_t n = 1;
-    for (int64_t d : shape) n *= static_cast<uint64_t>(d);
-    return n;
-}
-
 mil::Value immediate(mil::DataType dtype, const std::vector<int64_t>& shape) {
     mil::Value v;
     *v.mutable_type() = tensor_value_type(dtype, shape);
@@ -99,7 +93,8 @@ Blob BlobSet::blob(const mil::Value& value) const {
     if (!expected || *expected != b.dtype)
         fail("blob at offset {} holds {}, the value's type is {}", offset, blob_dtype_name(b.dtype),
              value_type_text(value.type()));
-    if (b.numel() != element_count(tensor_shape(value.type().tensortype())))
+    const std::optional<int64_t> n = element_count(tensor_shape(value.type().tensortype()));
+    if (!n || b.numel() != static_cast<uint64_t>(*n))
         fail("blob at offset {} holds {} elements, the value's type is {}", offset, b.numel(),
              value_type_text(value.type()));
     return b;
@@ -214,9 +209,11 @@ mil::Value blob_value(BlobSet& blobs, mil::DataType dtype, const std::vector<int
     if (!code) fail("a {} tensor cannot be stored as a blob", mil_dtype_name(dtype));
     mil::Value v;
     *v.mutable_type() = tensor_value_type(dtype, shape);
+    const std::optional<int64_t> n = element_count(shape);
+    if (!n) fail("a {} tensor cannot be stored as a blob", value_type_text(v.type()));
     mil::Value::BlobFileValue& ref = *v.mutable_blobfilevalue();
     ref.set_filename(weight_file_name);
-    ref.set_offset(blobs.add(*code, element_count(shape), bytes, std::move(owner)));
+    ref.set_offset(blobs.add(*code, static_cast<uint64_t>(*n), bytes, std::move(owner)));
     return v;
 }
 

@@ -104,6 +104,14 @@ std::vector<int64_t> tensor_shape(const mil::TensorType& type) {
     return shape;
 }
 
+std::optional<int64_t> element_count(const std::vector<int64_t>& shape) {
+    int64_t n = 1;
+    for (int64_t d : shape)
+        if (d < 0 || __builtin_mul_overflow(n, d, &n) || n > max_tensor_elements)
+            return std::nullopt;
+    return n;
+}
+
 std::string value_type_text(const mil::ValueType& type) {
     if (type.has_tensortype()) {
         const mil::TensorType& t = type.tensortype();

@@ -24,6 +24,14 @@ std::optional<BlobDType> blob_dtype_of(mil::DataType dtype);
 // Dimensions of a tensor type, -1 for an unknown one.
 std::vector<int64_t> tensor_shape(const mil::TensorType& type);
 
+// No tensor may have more elements: none needs them, and every element count
+// and byte size then fits in 64 bits with room to spare.
+inline constexpr int64_t max_tensor_elements = int64_t{1} << 40;
+
+// The element count of a shape, or nothing when a dimension is negative
+// (unknown) or the count exceeds max_tensor_elements.
+std::optional<int64_t> element_count(const std::vector<int64_t>& shape);
+
 // "fp16[1, 2, 16, 8]", "state<fp16[2, 4]>", "int32[]" for a scalar.
 std::string value_type_text(const mil::ValueType& type);
 

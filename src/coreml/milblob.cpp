@@ -1,5 +1,6 @@
 #include "coreml/milblob.h"
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -151,7 +152,8 @@ Blob BlobFile::blob(uint64_t offset) const {
 
 std::vector<Blob> BlobFile::blobs() const {
     std::vector<Blob> out;
-    out.reserve(count_);
+    // The header's count is not trusted: each blob takes a record in the file.
+    out.reserve(std::min<uint64_t>(count_, (file_.size() - header_size) / record_size));
     uint64_t offset = header_size;
     for (uint32_t i = 0; i < count_; ++i) {
         if (offset >= file_.size())

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <fstream>
 #include <vector>
@@ -37,12 +38,6 @@ void check_program(const std::string& path, const spec::Model& model) {
                  function.opset());
 }
 
-uint64_t element_count(const mil::TensorType& type) {
-    uint64_t n = 1;
-    for (int64_t d : tensor_shape(type)) n *= d < 0 ? 0 : static_cast<uint64_t>(d);
-    return n;
-}
-
 }  // namespace
 
 Package::Package(const fs::path& dir) : dir_(dir) {
@@ -52,6 +47,10 @@ Package::Package(const fs::path& dir) : dir_(dir) {
     const std::string path = model_path_.string();
     {
         const MappedFile file(path);
+        // protobuf takes an int size.
+        if (file.size() > INT_MAX)
+            fail("{}: {} bytes, more than the {} a Model protobuf can have", path, file.size(),
+                 INT_MAX);
         if (!model_.ParseFromArray(file.data(), static_cast<int>(file.size())))
             fail("{}: not a Core ML Model protobuf: {}", path,
                  diagnose_parse_failure(file.bytes(), *spec::Model::descriptor()));
@@ -93,9 +92,15 @@ Blob Package::blob(const mil::Value& value) const {
     if (!expected || *expected != b.dtype)
         fail("{}: blob at offset {} holds {}, the value's type is {}", file.path(), ref.offset(),
              blob_dtype_name(b.dtype), mil_dtype_name(type.datatype()));
-    if (b.numel() != element_count(type))
+    const std::optional<int64_t> n = element_count(tensor_shape(type));
+    if (!n)
+        fail(
+            "{}: blob at offset {} belongs to a value of type {}: an unknown shape or more than "
+            "2^40 elements",
+            file.path(), ref.offset(), value_type_text(value.type()));
+    if (b.numel() != static_cast<uint64_t>(*n))
         fail("{}: blob at offset {} holds {} elements, the value's type {} has {}", file.path(),
-             ref.offset(), b.numel(), value_type_text(value.type()), element_count(type));
+             ref.offset(), b.numel(), value_type_text(value.type()), *n);
     return b;
 }
 

@@ -40,10 +40,17 @@ bool valid_utf8(std::span<const std::byte> s) {
     return true;
 }
 
+// Messages nested deeper are a problem in themselves, as they are to protobuf
+// (whose limit is 100); the walk's recursion stays bounded.
+constexpr int max_depth = 100;
+
 // The first problem in bytes[begin, end) read as `type` (null: unknown field
-// content, checked only for framing), or "" when there is none.
+// content, checked only for framing) at nesting `depth`, or "" when there is none.
 std::string walk(std::span<const std::byte> bytes, size_t begin, size_t end, const Descriptor* type,
-                 const std::string& path) {
+                 const std::string& path, int depth) {
+    if (depth > max_depth)
+        return fmt::format("{} at byte {}: messages nested more than {} deep", path, begin,
+                           max_depth);
     size_t pos = begin;
     const std::span<const std::byte> range = bytes.first(end);
     while (pos < end) {
@@ -80,7 +87,7 @@ std::string walk(std::span<const std::byte> bytes, size_t begin, size_t end, con
                                        name, at, *len, end - pos);
                 const size_t stop = pos + *len;
                 if (f && f->type() == FieldDescriptor::TYPE_MESSAGE) {
-                    std::string inner = walk(bytes, pos, stop, f->message_type(), name);
+                    std::string inner = walk(bytes, pos, stop, f->message_type(), name, depth + 1);
                     if (!inner.empty()) return inner;
                 } else if (f && f->type() == FieldDescriptor::TYPE_STRING &&
                            !valid_utf8(bytes.subspan(pos, *len))) {
@@ -99,7 +106,7 @@ std::string walk(std::span<const std::byte> bytes, size_t begin, size_t end, con
 }  // namespace
 
 std::string diagnose_parse_failure(std::span<const std::byte> bytes, const Descriptor& type) {
-    std::string problem = walk(bytes, 0, bytes.size(), &type, "");
+    std::string problem = walk(bytes, 0, bytes.size(), &type, "", 0);
     if (problem.empty())
         return fmt::format("{} bytes of invalid {} data", bytes.size(), type.name());
     return problem;

@@ -181,6 +181,16 @@ TEST_F(MilBlobTest, DamagedFilesGiveOneLineErrors) {
     expect_error([&] { BlobFile(file).blob(100); }, {file, "offset 100"});
 }
 
+TEST_F(MilBlobTest, HeaderCountIsNotTrusted) {
+    // A bare header claiming 2^32 - 1 blobs: refused without reserving room for them.
+    const std::string file = path("weight.bin");
+    std::string header(64, '\0');
+    header.replace(0, 8, std::string("\xff\xff\xff\xff\x02\0\0\0", 8));
+    write_file(file, header);
+    expect_error([&] { BlobFile(file).blobs(); },
+                 {file, "counts 4294967295 blobs but the file ends after 0"});
+}
+
 TEST_F(MilBlobTest, WriterRefusesMismatchedPayloads) {
     BlobWriter w(path("weight.bin"));
     const std::vector<uint8_t> three(3);

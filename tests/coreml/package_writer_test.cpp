@@ -174,6 +174,83 @@ TEST_F(PackageWriterTest, DamagedModelNamesFileAndField) {
     expect_error([&] { Package p(pkg); }, {model_file, "cannot open"});
 }
 
+// A package of one function whose program is `program` (nothing by default).
+fs::path write_package(const fs::path& out, const spec::MILSpec::Program& program = {}) {
+    spec::Model model;
+    model.set_specificationversion(9);
+    *model.mutable_mlprogram() = program;
+    model.mutable_mlprogram()->set_version(1);
+    auto& function = (*model.mutable_mlprogram()->mutable_functions())["main"];
+    function.set_opset("CoreML8");
+    (*function.mutable_block_specializations())["CoreML8"];
+    PackageWriter writer(out);
+    writer.weights().add(BlobDType::f16, 0, {});  // at offset 64
+    writer.finish(model);
+    return out;
+}
+
+TEST_F(PackageWriterTest, ElementCountsDoNotWrap) {
+    // fp16[2^62, 4] has 2^64 elements, 0 once wrapped: the empty blob must not fit it.
+    namespace mil = spec::MILSpec;
+    mil::Program program;
+    mil::Operation& op =
+        *(*(*program.mutable_functions())["main"].mutable_block_specializations())["CoreML8"]
+             .add_operations();
+    op.set_type("const");
+    mil::Value& val = (*op.mutable_attributes())["val"];
+    mil::TensorType& type = *val.mutable_type()->mutable_tensortype();
+    type.set_datatype(mil::FLOAT16);
+    type.set_rank(2);
+    type.add_dimensions()->mutable_constant()->set_size(uint64_t{1} << 62);
+    type.add_dimensions()->mutable_constant()->set_size(4);
+    val.mutable_blobfilevalue()->set_filename(weight_file_name);
+    val.mutable_blobfilevalue()->set_offset(64);
+    const fs::path pkg = write_package(dir_ / "wrap.mlpackage", program);
+    expect_error([&] { Package p(pkg); }, {"weight.bin", "offset 64", "more than 2^40 elements"});
+}
+
+TEST_F(PackageWriterTest, ModelOverTwoGigabytesIsRefused) {
+    // protobuf takes an int size: 2^31 bytes (sparse) would have become negative.
+    const fs::path pkg = write_package(dir_ / "huge.mlpackage");
+    const std::string model_file = (pkg / model_rel).string();
+    fs::resize_file(model_file, uint64_t{1} << 31);
+    expect_error([&] { Package p(pkg); }, {model_file, "2147483648 bytes", "2147483647"});
+}
+
+// A length-delimited protobuf field's tag and length.
+std::string field_header(uint32_t number, uint64_t length) {
+    std::string out;
+    for (uint64_t v : {uint64_t{number} << 3 | 2, length}) {
+        for (; v >= 0x80; v >>= 7) out.push_back(static_cast<char>(v | 0x80));
+        out.push_back(static_cast<char>(v));
+    }
+    return out;
+}
+
+std::string field(uint32_t number, const std::string& payload) {
+    return field_header(number, payload.size()) + payload;
+}
+
+TEST_F(PackageWriterTest, DeeplyNestedModelIsDiagnosedBriefly) {
+    // A function input of type list<list<...>> 2 * 10^5 messages deep: protobuf
+    // refuses it (its limit is 100) and the diagnosis stops at 100 levels too.
+    constexpr int pairs = 100000;
+    std::vector<uint64_t> size(pairs + 1, 0);  // of the ValueType at each level, innermost 0
+    auto list_size = [&](int k) { return field_header(1, size[k - 1]).size() + size[k - 1]; };
+    for (int k = 1; k <= pairs; ++k) size[k] = field_header(2, list_size(k)).size() + list_size(k);
+    std::string value_type;
+    for (int k = pairs; k >= 1; --k)  // ValueType.listType = 2, ListType.type = 1
+        value_type += field_header(2, list_size(k)) + field_header(1, size[k - 1]);
+    const std::string function = field(1, field(2, value_type));  // inputs[0].type
+    const std::string model = field(502, field(2, field(1, "main") + field(2, function)));
+
+    const fs::path pkg = write_package(dir_ / "deep.mlpackage");
+    const std::string model_file = (pkg / model_rel).string();
+    write_file(model_file, model);
+    expect_error([&] { Package p(pkg); },
+                 {model_file, "not a Core ML Model protobuf", "nested more than 100 deep"});
+}
+
 TEST_F(PackageWriterTest, DamagedWeightsNameFileAndOffset) {
     ANELM_REQUIRE_SHARED("coreml-samples/palettized.mlpackage");
     const fs::path pkg = copy_files("palettized");

@@ -79,23 +79,31 @@ float value_at(const Tensor& t, int64_t k) {
 // straight into fp16 bits, so a large weight never exists as f32.
 class Dense {
 public:
-    Dense(const mil::Operation& op, const std::string& where) : where_(where) {
-        const mil::TensorType& type = op.outputs(0).type().tensortype();
-        shape_ = coreml::tensor_shape(type);
+    Dense(const mil::Operation& op, const std::string& where)
+        : where_(where), dtype_(op.outputs(0).type().tensortype().datatype()) {
+        shape_ = coreml::tensor_shape(op.outputs(0).type().tensortype());
         for (int64_t d : shape_)
             if (d < 0) fail("{}: result of unknown shape {}", where, shape_text(shape_));
-        if (type.datatype() == mil::FLOAT16)
-            bits_.resize(static_cast<size_t>(shape_numel(shape_)));
-        else
-            t_ = make_tensor(type.datatype(), shape_);
     }
 
-    bool is_f16() const { return !bits_.empty(); }
+    // Allocates the result once the inputs say how many elements the op
+    // produces: a count other than the declared one fails before anything is
+    // allocated or written, so set(k) has k below the declared count.
+    void start(int64_t produced) {
+        if (produced != shape_numel(shape_, where_))
+            fail("{}: result has {} elements, declared {}", where_, produced, shape_text(shape_));
+        if (is_f16())
+            bits_.resize(static_cast<size_t>(produced));
+        else
+            t_ = make_tensor(dtype_, shape_);
+    }
+
+    bool is_f16() const { return dtype_ == mil::FLOAT16; }
     void set_bits(int64_t k, uint16_t h) { bits_[static_cast<size_t>(k)] = h; }
 
     void set(int64_t k, float v) {
         const size_t j = static_cast<size_t>(k);
-        if (!bits_.empty())
+        if (is_f16())
             bits_[j] = f32_to_f16(v);
         else if (!t_.f.empty())
             t_.f[j] = v;
@@ -103,11 +111,8 @@ public:
             t_.i[j] = static_cast<int32_t>(v);
     }
 
-    // Checks that the op produced exactly the declared element count.
-    Slot finish(int64_t produced) {
-        if (produced != shape_numel(shape_))
-            fail("{}: result has {} elements, declared {}", where_, produced, shape_text(shape_));
-        if (!bits_.empty()) return slot_from_f16(shape_, std::move(bits_));
+    Slot finish() {
+        if (is_f16()) return slot_from_f16(shape_, std::move(bits_));
         Slot s;
         s.tensor = std::make_shared<const Tensor>(std::move(t_));
         return s;
@@ -115,6 +120,7 @@ public:
 
 private:
     const std::string& where_;
+    mil::DataType dtype_;
     std::vector<int64_t> shape_;
     std::vector<uint16_t> bits_;
     Tensor t_;
@@ -147,6 +153,7 @@ void for_each_block(const std::vector<int64_t>& shape, const std::vector<int64_t
             strides.push_back(bstride[d]);
         }
     if (dims.empty()) return fn(0, 0);
+    if (std::count(dims.begin(), dims.end(), 0)) return;  // no elements, nor a row width
     // Rows of the last dimension: the outer dimensions fix the row's first block.
     const size_t last = dims.size() - 1;
     const int64_t width = dims[last], rows = shape_numel(dims) / width;
@@ -170,15 +177,15 @@ Slot lut_ios16(const Tensor& indices, const Tensor& lut, const Tensor& shape, De
     if (entries < 2 || !std::has_single_bit(static_cast<uint64_t>(entries)) || entries > 256)
         fail("{}: a lut of {} entries", where, entries);
     const int nbits = std::countr_zero(static_cast<uint64_t>(entries));
-    int64_t n = 1;
-    for (int32_t d : shape.i) n *= d;
+    const int64_t n = shape_numel({shape.i.begin(), shape.i.end()}, where);
     const std::vector<uint8_t> packed(indices.i.begin(), indices.i.end());
     if (static_cast<int64_t>(packed.size()) < quant::packed_bytes(n, nbits))
         fail("{}: {} index bytes for {} {}-bit codes", where, packed.size(), n, nbits);
+    out.start(n);
     std::vector<uint8_t> codes(static_cast<size_t>(n));
     quant::unpack_codes(packed.data(), n, nbits, codes.data());
     for (int64_t k = 0; k < n; ++k) out.set(k, value_at(lut, codes[static_cast<size_t>(k)]));
-    return out.finish(n);
+    return out.finish();
 }
 
 // iOS18: `lut` is [g0, .., g(K-1), 2^nbits, vector size]; element idx of
@@ -188,6 +195,7 @@ Slot lut_ios18(Codes& indices, const Tensor& lut, Dense& out, const std::string&
     if (lut.shape.size() != rank + 2) fail("{}: lut rank must be indices rank + 2", where);
     if (lut.shape[rank + 1] != 1) fail("{}: vector palettization is not supported", where);
     const int64_t entries = lut.shape[rank];
+    out.start(shape_numel(indices.shape(), where));
     std::vector<int64_t> groups(lut.shape.begin(), lut.shape.begin() + static_cast<long>(rank));
     // Palette entries converted once, not per element.
     std::vector<float> table(static_cast<size_t>(lut.numel()));
@@ -206,18 +214,19 @@ Slot lut_ios18(Codes& indices, const Tensor& lut, Dense& out, const std::string&
         else
             out.set(k, table[j]);
     });
-    return out.finish(shape_numel(indices.shape()));
+    return out.finish();
 }
 
 // out = scale * (data - offset), scale and offset repeated over blocks of data.
 Slot shift_scale(const Tensor& data, const Tensor& scale, const Tensor* offset, Dense& out,
                  const std::string& where) {
     if (offset && offset->shape != scale.shape) fail("{}: offset and scale shapes differ", where);
+    out.start(data.numel());
     for_each_block(data.shape, scale.shape, where, [&](int64_t k, int64_t p) {
         const float zero = offset ? value_at(*offset, p) : 0.0f;
         out.set(k, value_at(scale, p) * (value_at(data, k) - zero));
     });
-    return out.finish(data.numel());
+    return out.finish();
 }
 
 // A scalar or a vector along `axis` as a tensor of the data's rank, `like`'s
@@ -278,8 +287,9 @@ Slot evaluate(const mil::Operation& op, const ConstParam& param, const coreml::B
     }
     // constexpr_cast: the source's values in the declared output type.
     const Numbers source = get("source");
+    out.start(source->numel());
     for (int64_t k = 0; k < source->numel(); ++k) out.set(k, value_at(*source, k));
-    return out.finish(source->numel());
+    return out.finish();
 }
 
 // What makes two constexpr ops equal: their type, result type and literal

@@ -63,7 +63,7 @@ size_t element_bytes(mil::DataType dtype) {
 // payload is borrowed, not copied, when large.
 Slot bytes_to_slot(mil::DataType dtype, std::vector<int64_t> shape, std::span<const uint8_t> bytes,
                    bool borrow, const std::string& where) {
-    const int64_t n = shape_numel(shape);
+    const int64_t n = shape_numel(shape, where);
     if (const int bits = sub_byte_bits(dtype)) {
         if (static_cast<int64_t>(bytes.size()) < quant::packed_bytes(n, bits))
             fail("{}: {} bytes hold fewer than {} {}-bit elements", where, bytes.size(), n, bits);
@@ -134,10 +134,12 @@ Slot bytes_to_slot(mil::DataType dtype, std::vector<int64_t> shape, std::span<co
 template <typename Values>
 Slot repeated_to_slot(mil::DataType dtype, std::vector<int64_t> shape, const Values& values,
                       const std::string& where) {
+    // Counted before allocating: one value must not zero-fill a huge declared shape.
+    const int64_t n = shape_numel(shape, where);
+    if (static_cast<int64_t>(values.size()) != n)
+        fail("{}: {} values for a tensor of {} elements", where, values.size(), n);
     Tensor t = make_tensor(dtype, std::move(shape));
-    if (static_cast<int64_t>(values.size()) != t.numel())
-        fail("{}: {} values for a tensor of {} elements", where, values.size(), t.numel());
-    for (int64_t k = 0; k < t.numel(); ++k) {
+    for (int64_t k = 0; k < n; ++k) {
         if (is_float_type(dtype))
             t.f[k] = static_cast<float>(values[static_cast<int>(k)]);
         else

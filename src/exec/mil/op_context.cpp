@@ -10,6 +10,11 @@ std::string OpContext::where() const {
     return fmt::format("function {}, op {} ({})", function_, op_.name, type());
 }
 
+int64_t OpContext::numel(const std::vector<int64_t>& shape) const {
+    if (const std::optional<int64_t> n = coreml::element_count(shape)) return *n;
+    return shape_numel(shape, where());  // throws; where() only formatted then
+}
+
 int OpContext::count(std::string_view key) const {
     auto it = op_.inputs.find(key);
     return it == op_.inputs.end() ? 0 : static_cast<int>(it->second.size());
@@ -86,6 +91,9 @@ mil::DataType OpContext::out_dtype(int i) const {
 }
 
 Tensor OpContext::output(int i, std::vector<int64_t> shape) const {
+    // Checked before allocating, so a hostile shape fails without taking the memory.
+    check_output(i, shape, out_dtype(i));
+    numel(shape);
     return make_tensor(out_dtype(i), std::move(shape));
 }
 

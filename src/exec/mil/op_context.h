@@ -70,7 +70,8 @@ public:
 
     int n_outputs() const { return static_cast<int>(op_.outputs.size()); }
     mil::DataType out_dtype(int i) const;
-    // A zero-filled tensor for output i: its declared type, this shape.
+    // A zero-filled tensor for output i: its declared type, this shape, which
+    // is checked against the declaration first.
     Tensor output(int i, std::vector<int64_t> shape) const;
     // Stores output i after checking its shape against the declaration.
     void set(int i, Tensor t);
@@ -80,6 +81,9 @@ public:
     // Gives live values that read this state a copy of it, before it changes.
     void detach_readers(const Tensor* state, int except_slot);
     int slot_index(std::string_view key) const;
+
+    // The element count of a shape; fails naming the op as shape_numel does.
+    int64_t numel(const std::vector<int64_t>& shape) const;
 
     std::string where() const;
     template <typename... Args>

@@ -12,22 +12,25 @@ std::vector<int64_t> reshaped(OpContext& ctx, const std::vector<int64_t>& in) {
     std::vector<int64_t> out;
     if (ctx.type() == "reshape") {
         const std::vector<int64_t> shape = ctx.get_ints("shape");
-        int64_t infer = -1, known = 1;
+        int64_t infer = -1;
         for (size_t d = 0; d < shape.size(); ++d) {
             int64_t v = shape[d];
             if (v == 0) {  // copies the input's dimension at the same position
                 if (static_cast<int64_t>(d) >= rank) ctx.fail("shape 0 at {} beyond rank", d);
                 v = in[d];
             }
+            if (v < -1) ctx.fail("shape {} has a negative dimension", shape_text(shape));
             if (v == -1) {
                 if (infer >= 0) ctx.fail("more than one -1 in shape");
                 infer = static_cast<int64_t>(d);
-            } else {
-                known *= v;
+                v = 1;  // until the known dimensions are counted
             }
             out.push_back(v);
         }
-        if (infer >= 0) out[static_cast<size_t>(infer)] = known ? shape_numel(in) / known : 0;
+        if (infer >= 0) {
+            const int64_t known = ctx.numel(out);
+            out[static_cast<size_t>(infer)] = known ? shape_numel(in) / known : 0;
+        }
     } else if (ctx.type() == "squeeze") {
         std::vector<bool> drop(in.size(), false);
         if (ctx.has("axes")) {
@@ -50,9 +53,19 @@ std::vector<int64_t> reshaped(OpContext& ctx, const std::vector<int64_t>& in) {
         for (int64_t d = 0; d < out_rank; ++d)
             out.push_back(added[static_cast<size_t>(d)] ? 1 : in[next++]);
     }
-    if (shape_numel(out) != shape_numel(in))
+    if (ctx.numel(out) != shape_numel(in))
         ctx.fail("cannot reshape {} to {}", shape_text(in), shape_text(out));
     return out;
+}
+
+// fill, range_1d and tile take their output's size from values rather than
+// from an input's size: more elements than this are refused before allocating.
+constexpr int64_t max_computed_elements = int64_t{1} << 31;
+
+Tensor computed_output(OpContext& ctx, const std::vector<int64_t>& shape) {
+    if (ctx.numel(shape) > max_computed_elements)
+        ctx.fail("output shape {} has more than 2^31 elements", shape_text(shape));
+    return ctx.output(0, shape);
 }
 
 template <typename T>
@@ -216,8 +229,10 @@ void tile(OpContext& ctx) {
     const std::vector<int64_t> reps = ctx.get_ints("reps");
     if (reps.size() != x.shape.size()) ctx.fail("reps must have {} entries", x.shape.size());
     std::vector<int64_t> shape(x.shape.size());
-    for (size_t d = 0; d < shape.size(); ++d) shape[d] = x.shape[d] * reps[d];
-    Tensor out = ctx.output(0, shape);
+    for (size_t d = 0; d < shape.size(); ++d)
+        if (reps[d] < 0 || __builtin_mul_overflow(x.shape[d], reps[d], &shape[d]))
+            ctx.fail("reps {} do not fit x {}", shape_text(reps), shape_text(x.shape));
+    Tensor out = computed_output(ctx, shape);
     const std::vector<int64_t> in_strides = strides_of(x.shape);
     std::vector<int64_t> idx(shape.size(), 0);
     for (int64_t o = 0; o < out.numel(); ++o) {
@@ -256,7 +271,7 @@ void band_part(OpContext& ctx) {
 void fill(OpContext& ctx) {
     const std::vector<int64_t> shape = ctx.get_ints("shape");
     const float value = ctx.get_float("value", 0.0f);
-    Tensor out = ctx.output(0, shape);
+    Tensor out = computed_output(ctx, shape);
     std::fill(out.f.begin(), out.f.end(), value);
     std::fill(out.i.begin(), out.i.end(), static_cast<int32_t>(value));
     ctx.set(0, std::move(out));
@@ -267,8 +282,12 @@ void range_1d(OpContext& ctx) {
     const double start = ctx.get_float("start", 0.0f), end = ctx.get_float("end", 0.0f),
                  step = ctx.get_float("step", 1.0f);
     if (step == 0.0) ctx.fail("step is 0");
-    const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((end - start) / step)));
-    Tensor out = ctx.output(0, {n});
+    const double count = std::max(0.0, std::ceil((end - start) / step));
+    // Compared as a double: a count past int64 has no integer value.
+    if (count > static_cast<double>(max_computed_elements))
+        ctx.fail("{} to {} in steps of {} is more than 2^31 elements", start, end, step);
+    const int64_t n = static_cast<int64_t>(count);
+    Tensor out = computed_output(ctx, {n});
     for (int64_t k = 0; k < n; ++k) {
         const double v = start + static_cast<double>(k) * step;
         if (out.f.empty())

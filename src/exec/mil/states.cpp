@@ -9,7 +9,10 @@ namespace anelm::milexec {
 Tensor& States::get(const std::string& name, mil::DataType dtype,
                     const std::vector<int64_t>& shape) {
     auto it = states_.find(name);
-    if (it == states_.end()) return states_.emplace(name, make_tensor(dtype, shape)).first->second;
+    if (it == states_.end()) {
+        shape_numel(shape, fmt::format("state {}", name));  // no unknown dimensions
+        return states_.emplace(name, make_tensor(dtype, shape)).first->second;
+    }
     if (it->second.dtype != dtype || it->second.shape != shape)
         fail("state {}: exists as {}{}, a function declares it {}{}", name,
              coreml::mil_dtype_name(it->second.dtype), shape_text(it->second.shape),

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "base/error.h"
+
 namespace anelm::milexec {
 
 int64_t Tensor::numel() const {
@@ -14,10 +16,12 @@ bool is_float_type(mil::DataType dtype) {
            dtype == mil::BFLOAT16;
 }
 
-int64_t shape_numel(const std::vector<int64_t>& shape) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    return n;
+int64_t shape_numel(const std::vector<int64_t>& shape, std::string_view where) {
+    if (const std::optional<int64_t> n = coreml::element_count(shape)) return *n;
+    for (int64_t d : shape)
+        if (d < 0)
+            fail("{}: shape {} has an unknown or negative dimension", where, shape_text(shape));
+    fail("{}: shape {} has more than 2^40 elements", where, shape_text(shape));
 }
 
 std::string shape_text(const std::vector<int64_t>& shape) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "coreml/mil_types.h"
@@ -24,7 +25,9 @@ struct Tensor {
 // FLOAT16, FLOAT32, FLOAT64, BFLOAT16: held in Tensor::f; everything else in Tensor::i.
 bool is_float_type(mil::DataType dtype);
 
-int64_t shape_numel(const std::vector<int64_t>& shape);
+// The element count of a shape; throws Error, `where` first, when a dimension
+// is negative (unknown) or there are more than coreml::max_tensor_elements.
+int64_t shape_numel(const std::vector<int64_t>& shape, std::string_view where = "tensor");
 std::string shape_text(const std::vector<int64_t>& shape);  // "[1, 4, 16]"
 
 // A zero-filled tensor of this type and shape.
