@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "chat/jinja_template.h"
 #include "io/gguf.h"
+#include "io/json_file.h"
 
 namespace anelm {
 namespace fs = std::filesystem;
@@ -25,8 +26,10 @@ std::string read_file(const fs::path& path) {
 }
 
 ojson read_json(const fs::path& path) {
+    const std::string text = read_file(path);
+    check_json_depth(text, path.string());
     try {
-        return ojson::parse(read_file(path));
+        return ojson::parse(text);
     } catch (const ojson::exception& e) {
         fail("{}: invalid JSON: {}", path.string(), e.what());
     }

@@ -21,6 +21,8 @@
 namespace anelm::jinja {
 namespace {
 
+constexpr int64_t max_batch_fill = 100000;
+
 using Items = std::vector<Value>;
 
 Value lowered(const Value& v) {
@@ -172,8 +174,11 @@ Value f_batch(Interpreter& in, const Value& v, CallArgs& args) {
             tmp.push_back(std::move(*item));
         }
         if (!tmp.empty()) {
-            if (bind.get(1) && !bind.get(1)->is_none())
+            if (bind.get(1) && !bind.get(1)->is_none()) {
+                // The fill pads the last batch to linecount items: no more than range() allows.
+                if (n > max_batch_fill) raise("batch() linecount too large to fill");
                 while (static_cast<int64_t>(tmp.size()) < n) tmp.push_back(*bind.get(1));
+            }
             out.push_back(list_of(std::move(tmp)));
         }
         return out;

@@ -12,6 +12,7 @@ namespace {
 // Python's recursion limit stops Jinja2 on deeply nested templates; this
 // keeps the C++ stack safe the same way.
 constexpr int max_nesting = 100;
+constexpr int max_links = 1000;
 
 std::string describe(const Token& t) {
     switch (t.type) {
@@ -61,6 +62,7 @@ private:
     std::vector<Token> toks_;
     size_t i_ = 0;
     int depth_ = 0;
+    int links_ = 0;  // operator links on the open expressions' left spines
     int loop_depth_ = 0;
     std::vector<std::vector<std::string>> end_stack_;
     std::vector<std::string> tag_stack_;
@@ -93,6 +95,20 @@ private:
         }
         ~Nest() { --p.depth_; }
         Parser& p;
+    };
+
+    // A chain of left-associative operators (a + b + c, x.y[z](), v | f | g)
+    // builds a tree as deep as the chain is long, and rendering recurses
+    // through it: the links of all open chains are bounded together.
+    struct Chain {
+        explicit Chain(Parser& p) : p(p) {}
+        void link() {
+            ++added;
+            if (++p.links_ > max_links) p.fail("expression too long");
+        }
+        ~Chain() { p.links_ -= added; }
+        Parser& p;
+        int added = 0;
     };
 
     const Token& cur() const { return toks_[i_]; }
@@ -477,16 +493,22 @@ private:
     ExprPtr parse_or() {
         const int line = cur().line;
         ExprPtr left = parse_and();
-        while (skip_name("or"))
+        Chain chain(*this);
+        while (skip_name("or")) {
+            chain.link();
             left = std::make_unique<LogicalExpr>(line, false, std::move(left), parse_and());
+        }
         return left;
     }
 
     ExprPtr parse_and() {
         const int line = cur().line;
         ExprPtr left = parse_not();
-        while (skip_name("and"))
+        Chain chain(*this);
+        while (skip_name("and")) {
+            chain.link();
             left = std::make_unique<LogicalExpr>(line, true, std::move(left), parse_not());
+        }
         return left;
     }
 
@@ -534,7 +556,9 @@ private:
     ExprPtr parse_math1() {
         const int line = cur().line;
         ExprPtr left = parse_concat();
+        Chain chain(*this);
         while (is_op("+") || is_op("-")) {
+            chain.link();
             const BinaryOp op = next().value == "+" ? BinaryOp::add : BinaryOp::sub;
             left = std::make_unique<BinaryExpr>(line, op, std::move(left), parse_concat());
         }
@@ -554,7 +578,9 @@ private:
     ExprPtr parse_math2() {
         const int line = cur().line;
         ExprPtr left = parse_pow();
+        Chain chain(*this);
         while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
+            chain.link();
             const std::string op = next().value;
             const BinaryOp b = op == "*"    ? BinaryOp::mul
                                : op == "/"  ? BinaryOp::div
@@ -568,9 +594,12 @@ private:
     ExprPtr parse_pow() {
         const int line = cur().line;
         ExprPtr left = parse_unary(true);
-        while (skip_op("**"))
+        Chain chain(*this);
+        while (skip_op("**")) {
+            chain.link();
             left = std::make_unique<BinaryExpr>(line, BinaryOp::pow, std::move(left),
                                                 parse_unary(true));
+        }
         return left;
     }
 
@@ -660,7 +689,9 @@ private:
     }
 
     ExprPtr parse_postfix(ExprPtr node) {
+        Chain chain(*this);
         while (true) {
+            chain.link();
             if (is_op(".") || is_op("[")) {
                 node = parse_subscript(std::move(node));
             } else if (is_op("(")) {
@@ -672,7 +703,9 @@ private:
     }
 
     ExprPtr parse_filter_expr(ExprPtr node) {
+        Chain chain(*this);
         while (true) {
+            chain.link();
             if (is_op("|")) {
                 node = parse_filter(std::move(node), false);
             } else if (is_name("is")) {
@@ -781,7 +814,9 @@ private:
     }
 
     ExprPtr parse_filter(ExprPtr node, bool start_inline) {
+        Chain chain(*this);
         while (is_op("|") || start_inline) {
+            chain.link();
             if (!start_inline) next();
             start_inline = false;
             const int line = cur().line;

@@ -6,6 +6,7 @@
 
 #include "chat/jinja_error.h"
 #include "chat/jinja_format.h"
+#include "chat/jinja_ops.h"
 #include "chat/jinja_text.h"
 
 namespace anelm::jinja {
@@ -183,6 +184,8 @@ std::string percent_format(std::string_view format, const Value& args) {
         if (i >= format.size()) raise("incomplete format");
         spec.conversion = format[i++];
         out += percent_one(spec, arg ? *arg : take());
+        // Each conversion may pad to 100000 characters; a long format repeats them.
+        if (out.size() > max_result_size) raise("result too large");
     }
     // Python takes any non-tuple, non-str argument with [] (list, dict) as a mapping,
     // which never leaves arguments unconverted.

@@ -407,11 +407,15 @@ MetaYaml read_meta_yaml(const std::string& path) {
     ConvertLayout& l = meta.layout;
     l.prefix = p.optional_text("model_prefix").value_or("llama");
     l.architecture = info.optional_text("architecture").value_or(l.prefix);
-    l.context_length = p.integer("context_length");
-    l.batch_size = p.integer("batch_size");
-    if (l.context_length < 1)
-        p.bad("context_length", fmt::format("{}, expected at least 1", l.context_length));
-    if (l.batch_size < 1) p.bad("batch_size", fmt::format("{}, expected at least 1", l.batch_size));
+    // Runners size buffers from these numbers: each has a ceiling far above any
+    // model's, so a hostile file cannot ask for terabytes.
+    const auto in_range = [&](std::string_view key, int64_t v, int64_t lo, int64_t hi) {
+        if (v < lo || v > hi) p.bad(key, fmt::format("{}, expected {} to {}", v, lo, hi));
+        return v;
+    };
+    constexpr int64_t max_context = int64_t{1} << 20, max_vocab = int64_t{1} << 24;
+    l.context_length = in_range("context_length", p.integer("context_length"), 1, max_context);
+    l.batch_size = in_range("batch_size", p.integer("batch_size"), 1, max_context);
 
     const std::optional<std::string> model_type = info.optional_text("model_type");
     if (model_type && *model_type == "monolithic") {
@@ -420,20 +424,22 @@ MetaYaml read_meta_yaml(const std::string& path) {
         read_chunked(p, meta);
     }
 
-    const int64_t split = p.optional_integer("split_lm_head").value_or(8);
-    if (split < 1) p.bad("split_lm_head", fmt::format("{}, expected at least 1", split));
-    l.split_lm_head = static_cast<int>(split);
+    l.split_lm_head = static_cast<int>(
+        in_range("split_lm_head", p.optional_integer("split_lm_head").value_or(8), 1, 1024));
     l.argmax_in_model = p.flag("argmax_in_model", false);
-    l.vocab_size = p.optional_integer("vocab_size").value_or(0);
+    l.vocab_size =
+        in_range("vocab_size", p.optional_integer("vocab_size").value_or(0), 0, max_vocab);
     if (auto sizes = p.integers("lm_head_chunk_sizes")) {
         if (std::ssize(*sizes) != l.split_lm_head)
             p.bad("lm_head_chunk_sizes",
                   fmt::format("{} pieces, split_lm_head is {}", sizes->size(), l.split_lm_head));
         int64_t sum = 0;
         for (int64_t s : *sizes) {
-            if (s < 1) p.bad("lm_head_chunk_sizes", fmt::format("a piece of {}", s));
+            if (s < 1 || s > max_vocab)
+                p.bad("lm_head_chunk_sizes", fmt::format("a piece of {}", s));
             sum += s;
         }
+        in_range("lm_head_chunk_sizes", sum, 1, max_vocab);
         if (l.vocab_size != 0 && sum != l.vocab_size)
             p.bad("lm_head_chunk_sizes",
                   fmt::format("sum {}, vocab_size is {}", sum, l.vocab_size));

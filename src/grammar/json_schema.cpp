@@ -87,6 +87,8 @@ private:
     std::map<std::string, int32_t> refs_;
     std::map<int32_t, std::string> any_of_paths_;
     int32_t any_ = -1;
+    static constexpr int max_depth = 64;
+    int depth_ = 0;
 };
 
 uint32_t count_field(const ojson& s, const char* key, uint32_t absent, const std::string& path) {
@@ -104,6 +106,15 @@ bool has_any(const ojson& s, std::initializer_list<const char*> keys) {
 }
 
 int32_t Compiler::compile(const ojson& s, const std::string& path) {
+    // Nesting and chains of references recurse here (and in flatten) once per level.
+    struct Nest {
+        explicit Nest(int& depth) : depth(depth) { ++depth; }
+        ~Nest() { --depth; }
+        int& depth;
+    } nest(depth_);
+    if (depth_ > max_depth)
+        fail("{}: the schema nests more than {} levels deep (references included)", path,
+             max_depth);
     if (s.is_boolean()) {
         if (!s.get<bool>()) fail("{}: schema false matches nothing", path);
         return any_value();

@@ -5,7 +5,36 @@
 
 namespace anelm {
 
+size_t json_too_deep_at(std::string_view text) {
+    size_t depth = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (c == '\\')
+                ++i;
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > max_json_depth) return i;
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            --depth;
+        }
+    }
+    return std::string_view::npos;
+}
+
+void check_json_depth(std::string_view text, const std::string& path, size_t file_offset) {
+    const size_t at = json_too_deep_at(text);
+    if (at != std::string_view::npos)
+        fail("{}: JSON nested more than {} levels deep at byte {}", path, max_json_depth,
+             file_offset + at);
+}
+
 nlohmann::json parse_json(std::string_view text, const std::string& path, size_t file_offset) {
+    check_json_depth(text, path, file_offset);
     try {
         return nlohmann::json::parse(text.begin(), text.end());
     } catch (const nlohmann::json::parse_error& e) {

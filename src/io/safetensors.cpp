@@ -76,10 +76,15 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
         fail_entry(path, name, "shape",
                    fmt::format("expected an array, got {}", json_type_words(shape)));
     uint64_t n_bytes = dtype_size(e.dtype);
+    // The bytes of the nonzero dimensions too: an empty tensor's other
+    // dimensions must still multiply within range wherever shapes are multiplied.
+    uint64_t nonzero_bytes = n_bytes;
     for (const json& d : shape) {
         const uint64_t dim = to_count(path, name, "shape", d);
         if (dim > static_cast<uint64_t>(INT64_MAX) ||
-            __builtin_mul_overflow(n_bytes, dim, &n_bytes))
+            __builtin_mul_overflow(n_bytes, dim, &n_bytes) ||
+            __builtin_mul_overflow(nonzero_bytes, std::max<uint64_t>(dim, 1), &nonzero_bytes) ||
+            nonzero_bytes > static_cast<uint64_t>(INT64_MAX))
             fail_entry(path, name, "shape", fmt::format("shape {} is too large", shape.dump()));
         e.shape.push_back(static_cast<int64_t>(dim));
     }

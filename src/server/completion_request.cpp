@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "io/json_file.h"
 #include "server/api_error.h"
 
 namespace anelm::server {
@@ -162,6 +163,10 @@ const ojson& body_field(const ojson& body, const char* name) {
 }
 
 nlohmann::ordered_json parse_body(const std::string& body) {
+    if (const size_t at = json_too_deep_at(body); at != std::string::npos)
+        throw ApiError(
+            400, "invalid_request_error", "", "",
+            fmt::format("the body nests more than {} levels deep (byte {})", max_json_depth, at));
     try {
         ojson j = ojson::parse(body);
         if (!j.is_object())

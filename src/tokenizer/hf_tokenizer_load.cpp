@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "base/mapped_file.h"
+#include "io/json_file.h"
 #include "tokenizer/hf_tokenizer.h"
 #include "tokenizer/json_fields.h"
 #include "tokenizer/json_scan.h"
@@ -18,6 +19,7 @@ namespace anelm {
 namespace {
 
 nlohmann::json parse_part(std::string_view raw, const std::string& where) {
+    check_json_depth(raw, where);
     try {
         return nlohmann::json::parse(raw);
     } catch (const nlohmann::json::exception& e) {
@@ -122,6 +124,14 @@ void HfTokenizer::load_json(std::string_view text, const std::string& path) {
     nlohmann::json model_fields = nlohmann::json::object();
     MergeList merges;
     bool has_model = false, has_vocab = false;
+    // Tables are indexed by id: an id beyond what a file this size can number
+    // (each token takes bytes of it) would only allocate holes.
+    const int64_t id_limit = std::max<int64_t>(static_cast<int64_t>(text.size()), 1 << 16);
+    auto checked_id = [&](int64_t id, std::string_view token, const std::string& where) {
+        if (id < 0 || id >= id_limit)
+            fail("{}: id {} of \"{}\" is out of range (0 to {})", where, id, token, id_limit - 1);
+        return static_cast<int32_t>(id);
+    };
     scan.read_object([&](const std::string& key) {
         if (key != "model") {
             parts[key] = parse_part(scan.skip_value(), fmt::format("{}: {}", path, key));
@@ -132,7 +142,7 @@ void HfTokenizer::load_json(std::string_view text, const std::string& path) {
             if (field == "vocab") {
                 has_vocab = true;
                 scan.read_object([&](const std::string& t) {
-                    model_.add_token(t, static_cast<int32_t>(scan.read_int()));
+                    model_.add_token(t, checked_id(scan.read_int(), t, path + ": model.vocab"));
                 });
             } else if (field == "merges") {
                 read_merges(scan, merges, path + ": model.merges");
@@ -172,9 +182,8 @@ void HfTokenizer::load_json(std::string_view text, const std::string& path) {
         t.content = string_field(added[i], "content", where);
         // As in Hugging Face: a content already in the vocabulary keeps that id.
         const int32_t in_vocab = model_.token_to_id(t.content);
-        t.id =
-            in_vocab >= 0 ? in_vocab : static_cast<int32_t>(int_field(added[i], "id", -1, where));
-        if (t.id < 0) fail("{}.id: expected a non-negative integer", where);
+        t.id = in_vocab >= 0 ? in_vocab
+                             : checked_id(int_field(added[i], "id", -1, where), t.content, where);
         t.special = bool_field(added[i], "special", false, where);
         t.lstrip = bool_field(added[i], "lstrip", false, where);
         t.rstrip = bool_field(added[i], "rstrip", false, where);

@@ -51,6 +51,26 @@ TEST(JinjaErrors, RendersStopAfterAMillionLoopIterationsAndCalls) {
         "ok");
 }
 
+TEST(JinjaErrors, OutputsAndExpressionsHaveCeilings) {
+    // printf-style padding repeated past the output cap.
+    std::string many;
+    for (int i = 0; i < 1000; ++i) many += "%(a)99999d";
+    EXPECT_EQ(render_error("{{ '" + many + "' % {'a': 1} }}"), "t:1: result too large");
+    EXPECT_EQ(render_error("{{ [1] | batch(1000000000000, 0) | list }}"),
+              "t:1: batch() linecount too large to fill");
+    EXPECT_EQ(render("{{ [1, 2, 3] | batch(2, 0) | list }}"), "[[1, 2], [3, 0]]");
+    // A chain of operators is a tree as deep as it is long.
+    std::string sum = "1";
+    for (int i = 0; i < 5000; ++i) sum += " + 1";
+    EXPECT_EQ(render_error("{{ " + sum + " }}"), "t:1: expression too long");
+    std::string filters = "'x'";
+    for (int i = 0; i < 5000; ++i) filters += " | trim";
+    EXPECT_EQ(render_error("{{ " + filters + " }}"), "t:1: expression too long");
+    std::string short_sum = "0";
+    for (int i = 0; i < 500; ++i) short_sum += " + 1";
+    EXPECT_EQ(render("{{ " + short_sum + " }}"), "500");
+}
+
 TEST(JinjaErrors, SyntaxErrors) {
     EXPECT_EQ(
         render_error("\n\n{% if x %}"),

@@ -291,6 +291,13 @@ TEST_F(MetaYamlTest, ErrorsNameTheFileAndTheKey) {
     refused(edited("vocab_size: 151936", "vocab_size: 151937"),
             {"model_info.parameters.lm_head_chunk_sizes: sum 151936, vocab_size is 151937"});
     refused(edited("# fp16_scale: 0.125", "# fp16_scale: 3"), {"# fp16_scale: '3'"});
+    // Sizes runners allocate from: far above any model, far below a terabyte.
+    refused(edited("context_length: 512", "context_length: 1099511627776"),
+            {"model_info.parameters.context_length: 1099511627776, expected 1 to 1048576"});
+    refused(edited("split_lm_head: 16", "split_lm_head: 2147483648"),
+            {"model_info.parameters.split_lm_head: 2147483648, expected 1 to 1024"});
+    refused(edited("vocab_size: 151936", "vocab_size: 4294967296"),
+            {"model_info.parameters.vocab_size: 4294967296, expected 0 to 16777216"});
     refused(edited("  parameters:", "  params:"), {"model_info.parameters: missing"});
     refused("model: 1\n", {"model_info: missing"});
     refused("- 1\n", {"expected a mapping with model_info"});

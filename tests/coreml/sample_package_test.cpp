@@ -84,8 +84,9 @@ TEST_P(SamplePackageTest, SummaryMatchesDumpText) {
     const auto expected = dump_ops(text);
     ASSERT_EQ(s.functions.size(), expected.size());
     for (const auto& [function, ops] : expected) {
-        const auto it = std::find_if(s.functions.begin(), s.functions.end(),
-                                     [&](const FunctionSummary& f) { return f.name == function; });
+        const auto it =
+            std::find_if(s.functions.begin(), s.functions.end(),
+                         [&name = function](const FunctionSummary& f) { return f.name == name; });
         ASSERT_NE(it, s.functions.end()) << function;
         std::vector<std::string> types;
         for (const OpInfo& op : it->ops) types.push_back(op.type);

@@ -1,5 +1,6 @@
 // The matcher byte by byte: documents a schema allows are taken whole, others are
 // refused at the first byte that cannot continue them; bad schemas name their path.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "base/error.h"
@@ -11,7 +12,7 @@ namespace {
 using grammar::Grammar;
 using grammar::Matcher;
 
-Grammar schema(const char* text) {
+Grammar schema(const std::string& text) {
     return Grammar::from_json_schema(ojson::parse(text), "schema");
 }
 
@@ -144,7 +145,7 @@ TEST(GrammarMatcher, OptionalPropertiesInOrder) {
     expect_refused(g, R"({"a":1,})", 7);
 }
 
-std::string compile_error(const char* text) {
+std::string compile_error(const std::string& text) {
     try {
         schema(text);
     } catch (const Error& e) {
@@ -181,6 +182,21 @@ TEST(GrammarSchema, ErrorsNameThePath) {
               "schema.allOf: only a single schema with nothing beside it is supported");
     EXPECT_EQ(compile_error(R"({"type":"array","items":{"$ref":"http://x/y"}})"),
               "schema.items.$ref: \"http://x/y\" is not a reference into this schema");
+}
+
+TEST(GrammarSchema, NestingAndReferenceChainsHaveACeiling) {
+    std::string nested = R"({"type":"string"})";
+    for (int i = 0; i < 70; ++i) nested = R"({"type":"array","items":)" + nested + "}";
+    EXPECT_NE(compile_error(nested).find("the schema nests more than 64 levels deep"),
+              std::string::npos);
+    // A flat document whose references chain a -> b -> c ...
+    std::string defs;
+    for (int i = 0; i < 100; ++i)
+        defs += fmt::format(R"({}"d{}":{{"$ref":"#/$defs/d{}"}})", i ? "," : "", i, i + 1);
+    defs += R"(,"d100":{"type":"string"})";
+    EXPECT_NE(compile_error(R"({"$defs":{)" + defs + R"(},"$ref":"#/$defs/d0"})")
+                  .find("references included"),
+              std::string::npos);
 }
 
 TEST(GrammarSchema, AnnotationsAreIgnored) {

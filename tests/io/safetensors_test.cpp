@@ -208,6 +208,20 @@ TEST_F(SafetensorsTest, RejectsBadJson) {
                {"expected an object, got an array (tensor x)"});
 }
 
+TEST_F(SafetensorsTest, RejectsShapesPastRangeEvenWhenEmpty) {
+    expect_bad(
+        safetensors_bytes(
+            R"({"w":{"dtype":"F32","shape":[0,4611686018427387904,4611686018427387904],"data_offsets":[0,0]}})",
+            ""),
+        {"shape [0,4611686018427387904,4611686018427387904] is too large"});
+}
+
+TEST_F(SafetensorsTest, RejectsHeadersNestedTooDeep) {
+    const std::string deep = std::string(200, '[') + std::string(200, ']');
+    expect_bad(safetensors_bytes(R"({"__metadata__":{"x":)" + deep + "}}", ""),
+               {"JSON nested more than 128 levels deep at byte 155"});
+}
+
 TEST_F(SafetensorsTest, RejectsMissingFields) {
     expect_bad(
         safetensors_bytes(R"({"w":{"shape":[1],"data_offsets":[0,4]}})", std::string(4, '\0')),

@@ -29,6 +29,19 @@ std::string refused(const std::string& body, bool is_chat = true) {
     return "<accepted>";
 }
 
+TEST(CompletionRequest, RefusesBodiesNestedTooDeep) {
+    const std::string deep = std::string(1000, '[') + std::string(1000, ']');
+    try {
+        parse_body(R"({"messages": [{"role": "user", "content": "x"}], "x": )" + deep + "}");
+        FAIL() << "accepted";
+    } catch (const ApiError& e) {
+        EXPECT_EQ(e.status, 400);
+        EXPECT_NE(std::string(e.what()).find("nests more than 128 levels deep"), std::string::npos);
+    }
+    // Brackets inside strings do not count.
+    EXPECT_NO_THROW(parse_body(R"({"prompt": ")" + deep + R"("})"));
+}
+
 TEST(CompletionRequest, ReadsAChatRequest) {
     const auto r = chat(R"({"model":"m","messages":[{"role":"system","content":"be brief"},
         {"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}],

@@ -178,6 +178,24 @@ void expect_error(const json& j, const std::string& name, const std::string& nee
     }
 }
 
+TEST(Errors, IdsAndNestingBeyondWhatTheFileCanHoldAreRefused) {
+    json j = llama2_style();
+    j["model"]["vocab"]["<far>"] = int64_t{1} << 31;
+    expect_error(j, "far", "model.vocab: id 2147483648 of \"<far>\" is out of range");
+    j = llama2_style();
+    j["model"]["vocab"]["<far>"] = 40000000;  // a 24 GiB table from a small file
+    expect_error(j, "far2", "out of range (0 to 65535)");
+    j = llama2_style();
+    j["added_tokens"] = json::array({{{"id", 2147483647}, {"content", "<x>"}}});
+    expect_error(j, "added", "added_tokens[0]: id 2147483647 of \"<x>\" is out of range");
+    // Sequences in Sequences, deeper than JSON may nest here.
+    json seq = {{"type", "Lowercase"}};
+    for (int i = 0; i < 200; ++i) seq = {{"type", "Sequence"}, {"normalizers", json::array({seq})}};
+    j = llama2_style();
+    j["normalizer"] = seq;
+    expect_error(j, "deep", "normalizer: JSON nested more than 128 levels deep at byte");
+}
+
 TEST(Errors, UnsupportedComponentsAreNamed) {
     json j = llama2_style();
     j["normalizer"] = {{"type", "Lowercase"}};
