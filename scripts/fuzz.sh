@@ -3,7 +3,7 @@
 # UBSan for FUZZ_SECONDS each (default 20), starting from the committed corpus
 # with the format's dictionary (tests/fuzz/dict/TARGET.dict).
 # New inputs stay in a scratch folder; an input that crashes a reader is saved
-# as build-fuzz/crash-TARGET-* and fails the run: fix the reader and commit the
+# as build-san/crash-TARGET-* and fails the run: fix the reader and commit the
 # input to tests/fuzz/corpus/TARGET, where the suite replays it.
 # Usage: scripts/fuzz.sh [TARGET...]
 set -euo pipefail
@@ -11,16 +11,8 @@ cd "$(dirname "$0")/.."
 jobs=$(getconf _NPROCESSORS_ONLN 2>/dev/null || sysctl -n hw.ncpu)
 seconds="${FUZZ_SECONDS:-20}"
 
-# libFuzzer comes with LLVM's clang (Debian's clang; Homebrew's llvm, not Apple's).
-cc=clang
-cxx=clang++
-if command -v brew >/dev/null 2>&1 && [ -x "$(brew --prefix llvm 2>/dev/null)/bin/clang++" ]; then
-  cc="$(brew --prefix llvm)/bin/clang"
-  cxx="$(brew --prefix llvm)/bin/clang++"
-fi
-CC="$cc" CXX="$cxx" cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DANELM_SANITIZE=ON -DANELM_FUZZ=ON -DANELM_BUILD_BENCH=OFF > /dev/null
-cmake --build build-fuzz -j "$jobs" --target anelm_fuzz
+scripts/configure-sanitized.sh
+cmake --build build-san -j "$jobs" --target anelm_fuzz
 
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
@@ -34,11 +26,11 @@ for t in "${targets[@]}"; do
   dict=()
   if [ -f "tests/fuzz/dict/$t.dict" ]; then dict=(-dict="tests/fuzz/dict/$t.dict"); fi
   echo "fuzz $t: ${seconds} s"
-  if ! ANELM_FUZZ_TARGET="$t" build-fuzz/tests/anelm_fuzz "$scratch/$t" "tests/fuzz/corpus/$t" \
+  if ! ANELM_FUZZ_TARGET="$t" build-san/tests/anelm_fuzz "$scratch/$t" "tests/fuzz/corpus/$t" \
       -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=4096 -timeout=10 \
-      -artifact_prefix="build-fuzz/crash-$t-" -print_final_stats=1 ${dict[@]+"${dict[@]}"} > "$scratch/$t.log" 2>&1; then
+      -artifact_prefix="build-san/crash-$t-" -print_final_stats=1 ${dict[@]+"${dict[@]}"} > "$scratch/$t.log" 2>&1; then
     tail -n 40 "$scratch/$t.log"
-    echo "fuzz $t: FAILED (the input is build-fuzz/crash-$t-*)"
+    echo "fuzz $t: FAILED (the input is build-san/crash-$t-*)"
     status=1
   else
     grep -E "^stat::number_of_executed_units|^stat::new_units_added" "$scratch/$t.log" | tr '\n' ' '
