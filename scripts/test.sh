@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds everything and runs the whole test suite; then the whole suite again
 # under AddressSanitizer and UBSan, and every reader under libFuzzer for a while
-# (FUZZ_SECONDS each, 15 by default here; 0 skips them).
+# (FUZZ_SECONDS each, 20 by default; 0 skips them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(getconf _NPROCESSORS_ONLN 2>/dev/null || sysctl -n hw.ncpu)
@@ -16,6 +16,6 @@ scripts/configure-sanitized.sh
 cmake --build build-san -j "$jobs"
 ANELM_SANITIZED=1 ctest --test-dir build-san --output-on-failure -j "$jobs"
 
-if [ "${FUZZ_SECONDS:-15}" != 0 ]; then
-  FUZZ_SECONDS="${FUZZ_SECONDS:-15}" scripts/fuzz.sh
+if [ "${FUZZ_SECONDS:-20}" != 0 ]; then
+  FUZZ_SECONDS="${FUZZ_SECONDS:-20}" scripts/fuzz.sh
 fi
