@@ -1,13 +1,14 @@
 // Quantized weights: matrix-vector speed straight from LUT and integer codes
 // (one and two threads, each leaf table this processor runs) against the f16
 // matrix-vector of the same shape (weights streamed from memory), products of
-// a few to many tokens, and the time to palettize every linear weight of a
-// model at LUT4 group 8.
+// a few to many tokens, the time to palettize every linear weight of a model,
+// and one group's k-means, exact against Lloyd.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <ctime>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -237,7 +238,8 @@ std::vector<Linear> model_linears(int64_t n_embd, int64_t n_layer, int64_t n_hea
             {n_ff, n_embd, 2 * n_layer}, {n_embd, n_ff, n_layer},       {n_vocab, n_embd, 1}};
 }
 
-// Args: model (0 qwen3-0.6b, 1 llama-3.2-1b), with the LM head (1) or the layers only (0).
+// Args: model (0 qwen3-0.6b, 1 llama-3.2-1b), with the LM head (1) or the layers only (0),
+// bits, group size, k-means method (0 kmeans_1d's choice, 1 exact, 2 Lloyd).
 // One random f16 matrix per distinct shape, palettized as many times as the model has it.
 void BM_palettize_model(benchmark::State& state) {
     const bool qwen = state.range(0) == 0, with_head = state.range(1) != 0;
@@ -250,7 +252,10 @@ void BM_palettize_model(benchmark::State& state) {
         data.emplace_back(v.size());
         for (size_t i = 0; i < v.size(); ++i) data.back()[i] = f32_to_f16(v[i]);
     }
-    const QuantChoice choice{QuantMethod::lut, 4, 8};
+    const QuantChoice choice{QuantMethod::lut, static_cast<int>(state.range(2)), state.range(3)};
+    KMeansOptions kmeans;
+    if (state.range(4) == 1) kmeans.exact_budget = std::numeric_limits<int64_t>::max();
+    if (state.range(4) == 2) kmeans.exact_budget = 0;
     // Process CPU time too: on a shared machine the wall time also counts waiting.
     const std::clock_t cpu_start = std::clock();
     for (auto _ : state) {
@@ -261,7 +266,7 @@ void BM_palettize_model(benchmark::State& state) {
             const TensorView view{
                 DType::f16, {l.n_out, l.n_in}, reinterpret_cast<const std::byte*>(data[s].data())};
             for (int64_t c = 0; c < l.count; ++c) {
-                benchmark::DoNotOptimize(quantize_matrix(view, choice, pool(), 1));
+                benchmark::DoNotOptimize(quantize_matrix(view, choice, pool(), 1, kmeans));
                 n_weights += l.n_out * l.n_in;
             }
         }
@@ -271,17 +276,60 @@ void BM_palettize_model(benchmark::State& state) {
     state.counters["cpu_s"] = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC /
                               static_cast<double>(state.iterations());
     state.SetLabel(std::string(qwen ? "qwen3-0.6b" : "llama-3.2-1b") +
-                   (with_head ? " layers + head" : " layers") + ", lut4:8");
+                   (with_head ? " layers + head, " : " layers, ") + choice.name() +
+                   (state.range(4) == 0   ? ""
+                    : state.range(4) == 1 ? " exact"
+                                          : " lloyd"));
 }
 BENCHMARK(BM_palettize_model)
     ->Name("palettize_model")
-    ->Args({0, 1})
-    ->Args({0, 0})
-    ->Args({1, 1})
-    ->Args({1, 0})
+    ->ArgNames({"model", "head", "bits", "group", "method"})
+    ->Args({0, 1, 4, 8, 0})
+    ->Args({0, 0, 4, 8, 0})
+    ->Args({1, 1, 4, 8, 0})
+    ->Args({1, 0, 4, 8, 0})
+    ->Args({0, 1, 6, 4, 0})
+    ->Args({0, 0, 6, 4, 0})
+    ->Args({0, 1, 4, 8, 2})
+    ->Args({0, 1, 6, 4, 2})
     ->Iterations(1)
     ->Unit(benchmark::kSecond)
     ->UseRealTime();
+
+// One group's k-means. Args: bits, rows, columns (random f16 values), method (1 kmeans_1d_exact,
+// 2 Lloyd, 3 the k-layer programme alone). The counter sse_ratio is the method's squared error
+// over the exact optimum's.
+void BM_kmeans_group(benchmark::State& state) {
+    const int k = 1 << state.range(0);
+    const int64_t n = state.range(1) * state.range(2), method = state.range(3);
+    std::vector<float> values = random_floats(n, 0.02f, 7);
+    for (float& v : values) v = f16_to_f32(f32_to_f16(v));
+    WeightedValues points;
+    distinct_values(values, points);
+    const auto run = [&] {
+        return method == 1   ? kmeans_1d_exact(points, k)
+               : method == 2 ? kmeans_1d_lloyd(points, k, 5)
+                             : kmeans_1d_layered(points, k);
+    };
+    for (auto _ : state) benchmark::DoNotOptimize(run());
+    const double optimum = kmeans_1d_exact(points, k).sse;
+    state.counters["distinct"] = static_cast<double>(points.value.size());
+    state.counters["sse_ratio"] = optimum > 0 ? run().sse / optimum : 1.0;
+    state.SetLabel(method == 1 ? "exact" : method == 2 ? "lloyd" : "layered");
+}
+void kmeans_group_shapes(benchmark::internal::Benchmark* b) {
+    for (int64_t bits : {2, 3, 4, 6, 8}) {
+        for (auto [rows, cols] :
+             {std::pair<int64_t, int64_t>{4, 1024}, {8, 1024}, {4, 3072}, {8, 3072}, {8, 8192}}) {
+            for (int64_t method : {1, 2, 3}) b->Args({bits, rows, cols, method});
+        }
+    }
+}
+BENCHMARK(BM_kmeans_group)
+    ->Name("kmeans_group")
+    ->ArgNames({"bits", "rows", "cols", "method"})
+    ->Apply(kmeans_group_shapes)
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace anelm::quant
