@@ -8,6 +8,15 @@
 
 namespace anelm {
 
+// The name beside `target` this process writes it under first: NAME.partial-PID.
+std::filesystem::path partial_path(const std::filesystem::path& target);
+
+// Clears what runs killed before finishing left beside `target`: their
+// NAME.partial-PID, and a NAME.old-PID set aside while replacing the target,
+// which goes back in place if the target is gone (killed between the renames).
+// Names whose process still runs are left alone. Writers call it first.
+void clean_up_after_killed_runs(const std::filesystem::path& target);
+
 // Throws Error naming the path when any step fails; the temporary is removed.
 void write_file_atomic(const std::string& path, std::string_view content);
 

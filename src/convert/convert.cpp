@@ -1,7 +1,5 @@
 #include "convert/convert.h"
 
-#include <unistd.h>
-
 #include <charconv>
 #include <filesystem>
 #include <set>
@@ -68,8 +66,8 @@ uint64_t weight_bytes(const ir::Program& program, const ir::Function& fn,
 // The folder beside `out` that everything is written into first.
 class TempDir {
 public:
-    explicit TempDir(const fs::path& out) : path_(out) {
-        path_ += fmt::format(".partial-{}", ::getpid());
+    explicit TempDir(const fs::path& out) : path_(partial_path(out)) {
+        clean_up_after_killed_runs(out);
         std::error_code ec;
         fs::remove_all(path_, ec);
         fs::create_directories(path_, ec);

@@ -1,7 +1,5 @@
 #include "coreml/package.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <climits>
@@ -107,8 +105,8 @@ Blob Package::blob(const mil::Value& value) const {
 PackageWriter::PackageWriter(fs::path dir, Manifest manifest, bool overwrite)
     : dir_(std::move(dir)), manifest_(std::move(manifest)), overwrite_(overwrite) {
     if (fs::exists(dir_) && !overwrite_) fail("{}: already exists", dir_.string());
-    tmp_ = dir_;
-    tmp_ += fmt::format(".partial-{}", ::getpid());
+    clean_up_after_killed_runs(dir_);
+    tmp_ = partial_path(dir_);
     std::error_code ec;
     fs::remove_all(tmp_, ec);
     model_dir_ = (tmp_ / "Data" / manifest_.root_model().path).parent_path();

@@ -27,6 +27,7 @@ constexpr std::string_view dtype_name(DType t) {
             return "BF16";
         case DType::i32:
             return "I32";
+        case DType::blocks:  // GGUF's block formats have no safetensors name
         case DType::count:
             break;
     }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
 #include "io/safetensors_format.h"
 
@@ -73,7 +74,8 @@ void write_safetensors(const std::string& path, const std::vector<TensorSpec>& t
     for (const TensorSpec& t : tensors) sizes.push_back(tensor_bytes(path, t));
     const std::string header = header_json(path, tensors, sizes, metadata);
 
-    const std::string tmp = path + ".tmp";
+    clean_up_after_killed_runs(path);
+    const std::string tmp = partial_path(path).string();
     std::unique_ptr<std::FILE, FileCloser> file(std::fopen(tmp.c_str(), "wb"));
     if (!file) fail("{}: cannot create: {}", tmp, std::strerror(errno));
     try {

@@ -1,7 +1,6 @@
 #include "synth/synth.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -99,8 +98,8 @@ void synth_write(const SynthPreset& preset, const std::string& dir, const SynthO
         fail("{}: already exists (--force replaces it)", dir);
 
     // Built beside the target, so the final rename stays on one file system.
-    const fs::path tmp =
-        target.parent_path() / fmt::format(".{}.tmp-{}", target.filename().string(), ::getpid());
+    clean_up_after_killed_runs(target);
+    const fs::path tmp = partial_path(target);
     fs::remove_all(tmp, ec);
     if (!fs::create_directories(tmp, ec) || ec)
         fail("{}: cannot create: {}", tmp.string(), ec.message());

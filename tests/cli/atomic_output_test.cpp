@@ -3,7 +3,7 @@
 // is the old output whole, the new output whole, or absent (killed between
 // removing the old and renaming the new into place); never a mix of the two
 // or a file cut short. The run's temporary lies beside the target under
-// another name.
+// another name, and the next run clears it.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -88,11 +88,12 @@ Clock::duration run(const std::vector<std::string>& args,
     return Clock::now() - t0;
 }
 
-// Removes what killed runs left beside `target` (their temporaries).
-void remove_leftovers(const fs::path& target) {
-    const std::string name = target.filename().string();
+// What else lies beside `target`: a killed run's temporaries.
+std::vector<std::string> beside(const fs::path& target) {
+    std::vector<std::string> names;
     for (const auto& e : fs::directory_iterator(target.parent_path()))
-        if (e.path().filename() != name) fs::remove_all(e.path());
+        if (e.path().filename() != target.filename()) names.push_back(e.path().filename());
+    return names;
 }
 
 // `make_old` writes the old output; `make_new` replaces it and is killed at
@@ -124,8 +125,12 @@ void expect_old_new_or_none(const fs::path& target, const std::vector<std::strin
         EXPECT_STRNE(outcome, "mixed")
             << "killed after " << delay.count() << " us of " << whole.count();
         ++outcomes[outcome];
-        remove_leftovers(target);
     }
+    // The next run clears what the killed ones left (restoring an old output
+    // set aside if the kill came between the renames).
+    run(make_old);
+    EXPECT_EQ(fingerprint(target, contents), old_output);
+    EXPECT_EQ(beside(target), std::vector<std::string>{});
     std::string summary;
     for (const auto& [k, n] : outcomes) summary += fmt::format(" {} {}", k, n);
     std::cout << target.filename() << ": run " << whole.count() << " us; after kills:" << summary

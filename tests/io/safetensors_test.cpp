@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "base/atomic_file.h"
 #include "base/half.h"
 #include "io/io_test_util.h"
 #include "io/safetensors_writer.h"
@@ -82,7 +83,7 @@ TEST_F(SafetensorsTest, RoundTripsEveryDtype) {
                       },
                       {{"format", "pt"}});
     EXPECT_EQ(calls, (std::vector<size_t>{0, 1, 2, 3, 4, 5}));
-    EXPECT_FALSE(std::filesystem::exists(path("m.safetensors.tmp")));
+    EXPECT_FALSE(std::filesystem::exists(partial_path(path("m.safetensors"))));
 
     // The header is padded so the data starts 8-byte aligned, and records the metadata.
     const std::string raw = read_file(path("m.safetensors"));
@@ -129,7 +130,7 @@ TEST_F(SafetensorsTest, WriterLeavesNothingWhenFillThrows) {
                                    }),
                  std::runtime_error);
     EXPECT_FALSE(std::filesystem::exists(path("m.safetensors")));
-    EXPECT_FALSE(std::filesystem::exists(path("m.safetensors.tmp")));
+    EXPECT_FALSE(std::filesystem::exists(partial_path(path("m.safetensors"))));
 }
 
 TEST_F(SafetensorsTest, WriterRejectsBadSpecs) {
