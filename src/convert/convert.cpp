@@ -67,7 +67,6 @@ uint64_t weight_bytes(const ir::Program& program, const ir::Function& fn,
 class TempDir {
 public:
     explicit TempDir(const fs::path& out) : path_(partial_path(out)) {
-        clean_up_after_killed_runs(out);
         std::error_code ec;
         fs::remove_all(path_, ec);
         fs::create_directories(path_, ec);
@@ -238,6 +237,8 @@ ConvertResult convert_model(const Model& model, const ConvertOptions& options, T
                             const StageFn& stage) {
     const fs::path out(options.out);
     if (options.out.empty()) fail("convert: no output folder given (-o)");
+    // First, so that an output a killed run set aside is back before the check.
+    clean_up_after_killed_runs(out);
     if (fs::exists(out) && !options.force)
         fail("{}: already exists (use --force to replace it)", out.string());
 

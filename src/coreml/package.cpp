@@ -104,8 +104,9 @@ Blob Package::blob(const mil::Value& value) const {
 
 PackageWriter::PackageWriter(fs::path dir, Manifest manifest, bool overwrite)
     : dir_(std::move(dir)), manifest_(std::move(manifest)), overwrite_(overwrite) {
-    if (fs::exists(dir_) && !overwrite_) fail("{}: already exists", dir_.string());
+    // First, so that an output a killed run set aside is back before the check.
     clean_up_after_killed_runs(dir_);
+    if (fs::exists(dir_) && !overwrite_) fail("{}: already exists", dir_.string());
     tmp_ = partial_path(dir_);
     std::error_code ec;
     fs::remove_all(tmp_, ec);

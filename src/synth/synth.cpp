@@ -94,11 +94,12 @@ void synth_write(const SynthPreset& preset, const std::string& dir, const SynthO
     const fs::path target = fs::path(dir).lexically_normal();
     if (target.filename().empty()) fail("{}: not a folder name", dir);
     std::error_code ec;
+    // First, so that an output a killed run set aside is back before the check.
+    clean_up_after_killed_runs(target);
     if (fs::exists(target, ec) && !options.force)
         fail("{}: already exists (--force replaces it)", dir);
 
     // Built beside the target, so the final rename stays on one file system.
-    clean_up_after_killed_runs(target);
     const fs::path tmp = partial_path(target);
     fs::remove_all(tmp, ec);
     if (!fs::create_directories(tmp, ec) || ec)
