@@ -14,6 +14,9 @@ namespace anelm::kernels {
 // 1.1-2x faster and whole prompts 25-75% (bench/README.md, "Prompts of a few
 // dozen tokens").
 constexpr int64_t gemv_max_tokens = 64;
+// Weights already in cache (matmul_cached) go to the GEMM sooner: streaming
+// them gains nothing, and f32 panels need no conversion.
+constexpr int64_t cached_gemv_max_tokens = 16;
 
 // Tasks over n_out rows: n_head long runs of head_rows (n_head * head_rows <=
 // n_out), then tail tasks of tail_rows (the last one shorter). Task k covers

@@ -38,6 +38,9 @@ void force_scalar(bool on);
 // y[t, o] = sum_i x[t, i] * w[o, i] for t < n_tokens.
 // x: f32 [n_tokens, n_in]; y: f32 [n_tokens, n_out]. Split across the pool.
 void matmul(const Matrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+// As matmul, for a matrix that is small or already in cache (rows just
+// dequantized, an attention cache's keys): the GEMM takes over from fewer tokens.
+void matmul_cached(const Matrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 // ys[k][o] = sum_i x[i] * ws[k][o, i] for one token and matrices of one dtype
 // and n_in: the product of their rows stacked, in one dispatch (each row's
 // sum is the one matmul computes).

@@ -127,17 +127,31 @@ void matmul_gemm(const Isa& isa, const Matrix& w, const float* x, int64_t n_toke
 
 }  // namespace
 
-void matmul(const Matrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
+namespace {
+
+// The product, streaming the rows up to gemv_tokens tokens, else the GEMM.
+void matmul_from(int64_t gemv_tokens, const Matrix& w, const float* x, int64_t n_tokens, float* y,
+                 ThreadPool& pool) {
     const Isa* isa = active();
     if (!isa) return ref::matmul(w, x, n_tokens, y, pool);
     check_matrix(w);
     if (n_tokens <= 0 || w.n_out <= 0) return;
     if (w.n_in == 0) return std::fill(y, y + n_tokens * w.n_out, 0.0f);
-    if (n_tokens <= gemv_max_tokens) {
+    if (n_tokens <= gemv_tokens) {
         matmul_gemv(*isa, w, x, n_tokens, y, pool);
     } else {
         matmul_gemm(*isa, w, x, n_tokens, y, pool);
     }
+}
+
+}  // namespace
+
+void matmul(const Matrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
+    matmul_from(gemv_max_tokens, w, x, n_tokens, y, pool);
+}
+
+void matmul_cached(const Matrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
+    matmul_from(cached_gemv_max_tokens, w, x, n_tokens, y, pool);
 }
 
 void matvec_stacked(const std::vector<Matrix>& ws, const float* x, const std::vector<float*>& ys,

@@ -142,7 +142,7 @@ void matmul_gemm(const QuantIsa& isa, const QuantMatrix& w, const float* x, int6
                 isa.decode_row(w, o0 + r, 0, w.n_in, rows + r * w.n_in);
             }
         });
-        matmul(Matrix{DType::f32, rows, n_rows, w.n_in}, x, n_tokens, y_block, pool);
+        matmul_cached(Matrix{DType::f32, rows, n_rows, w.n_in}, x, n_tokens, y_block, pool);
         for (int64_t t = 0; t < n_tokens; ++t) {
             std::copy_n(y_block + t * n_rows, n_rows, y + t * w.n_out + o0);
         }
