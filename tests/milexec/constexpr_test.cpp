@@ -103,5 +103,78 @@ TEST(MilConstexpr, BlockwiseShiftScaleWithOffset) {
                                                  1 * (-1 + 1), 1 * (-2 + 1), -1 * 0, -1 * 10}));
 }
 
+// A 4-bit palettized weight [32, 16] (tables for groups of 8 rows) read by a
+// 1x1 conv, by linear and by matmul x @ yᵀ: the products read its codes, and
+// give what the dense weight gives; read by anything else it is made dense.
+TEST(MilConstexpr, PalettizedWeightsMultipliedFromTheirCodes) {
+    constexpr int64_t n_out = 32, n_in = 16, groups = 4, positions = 5;
+    std::vector<uint8_t> codes;
+    for (int64_t o = 0; o < n_out; ++o)
+        for (int64_t i = 0; i < n_in; ++i)
+            codes.push_back(static_cast<uint8_t>((o * 7 + i * 3) % 16));
+    auto packed = std::make_shared<std::vector<uint8_t>>(quant::packed_bytes(n_out * n_in, 4));
+    quant::pack_codes(codes.data(), n_out * n_in, 4, packed->data());
+    std::vector<float> lut;
+    for (int64_t g = 0; g < groups; ++g)
+        for (int e = 0; e < 16; ++e) lut.push_back((e - 7.5f) * 0.125f * (g + 1));
+    auto lut_bytes = std::make_shared<std::vector<uint8_t>>(f16_bytes(lut));
+    const auto dense = [&](int64_t o, int64_t i) {
+        return lut[static_cast<size_t>(o / (n_out / groups) * 16 + codes[o * n_in + i])];
+    };
+    const std::vector<float> xv = ramp(n_in * positions, 0.3f);
+    for (const bool also_an_output : {false, true}) {
+        SCOPED_TRACE(also_an_output ? "the conv weight is also an output" : "products only");
+        MilProgram p;
+        const auto weight = [&](const std::string& name, std::vector<int64_t> shape,
+                                std::vector<int64_t> lut_shape) {
+            return p.b.op_literal(
+                "constexpr_lut_to_dense", name,
+                {{"indices", coreml::blob_value(p.blobs, mil::UINT4, shape, *packed, packed)},
+                 {"lut",
+                  coreml::blob_value(p.blobs, mil::FLOAT16, lut_shape, *lut_bytes, lut_bytes)}},
+                mil::FLOAT16, shape);
+        };
+        const MilValue w4 = weight("w4", {n_out, n_in, 1, 1}, {groups, 1, 1, 1, 16, 1});
+        const MilValue w2 = weight("w2", {n_out, n_in}, {groups, 1, 16, 1});
+        const MilValue x = p.input("x", mil::FLOAT32, {1, n_in, 1, positions});
+        const MilValue rows = p.input("rows", mil::FLOAT32, {positions, n_in});
+        p.b.output(p.b.op("conv", "conv", {{"x", x}, {"weight", w4}}, mil::FLOAT32,
+                          {1, n_out, 1, positions}));
+        p.b.output(p.b.op("linear", "linear", {{"x", rows}, {"weight", w2}}, mil::FLOAT32,
+                          {positions, n_out}));
+        p.b.output(p.b.op("matmul", "matmul",
+                          {{"x", rows},
+                           {"y", w2},
+                           {"transpose_x", MilParam::boolean(false)},
+                           {"transpose_y", MilParam::boolean(true)}},
+                          mil::FLOAT32, {positions, n_out}));
+        if (also_an_output) p.b.output(w4);
+        States states;
+        const Function f(p.program, "main", p.blobs, Rounding::none);
+        EXPECT_EQ(f.weights_kept_as_codes(), also_an_output ? 1 : 2);
+        // rows[t] is x at position t.
+        std::vector<float> rows_v(static_cast<size_t>(positions * n_in));
+        for (int64_t t = 0; t < positions; ++t)
+            for (int64_t i = 0; i < n_in; ++i) rows_v[t * n_in + i] = xv[i * positions + t];
+        auto out = f.run({{"x", floats(mil::FLOAT32, {1, n_in, 1, positions}, xv)},
+                          {"rows", floats(mil::FLOAT32, {positions, n_in}, rows_v)}},
+                         states);
+        std::vector<float> want_conv(static_cast<size_t>(n_out * positions)), want_rows;
+        for (int64_t t = 0; t < positions; ++t)
+            for (int64_t o = 0; o < n_out; ++o) {
+                double sum = 0;
+                for (int64_t i = 0; i < n_in; ++i) sum += dense(o, i) * rows_v[t * n_in + i];
+                want_conv[o * positions + t] = static_cast<float>(sum);
+                want_rows.push_back(static_cast<float>(sum));
+            }
+        expect_near(out.at("conv").f, want_conv);
+        expect_near(out.at("linear").f, want_rows);
+        expect_near(out.at("matmul").f, want_rows);
+        if (!also_an_output) continue;
+        for (int64_t o = 0; o < n_out; ++o)
+            for (int64_t i = 0; i < n_in; ++i) EXPECT_EQ(out.at("w4").f[o * n_in + i], dense(o, i));
+    }
+}
+
 }  // namespace
 }  // namespace anelm::milexec::test

@@ -3,6 +3,8 @@
 // groups, scaled_dot_product_attention with bool and additive masks.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <limits>
 
 #include "mil_program.h"
@@ -35,6 +37,42 @@ TEST(MilLinear, MatmulTransposesAndBroadcastsBatches) {
                     want.push_back(static_cast<float>(s));
                 }
     expect_near(out.at("z").f, want);
+}
+
+TEST(MilLinear, MatmulEveryTransposeAndRowCount) {
+    // The kernel paths (x @ yᵀ; x @ y with y transposed first from 4 rows of
+    // x on; rows accumulated below that) against loops, batches broadcast.
+    constexpr int64_t k = 19, n = 21;
+    for (const bool tx : {false, true})
+        for (const bool ty : {false, true})
+            for (const int64_t m : {1, 3, 4, 9}) {
+                SCOPED_TRACE(fmt::format("tx {} ty {} m {}", tx, ty, m));
+                const std::vector<int64_t> xs = {2, 1, tx ? k : m, tx ? m : k};
+                const std::vector<int64_t> ys = {3, ty ? n : k, ty ? k : n};
+                MilProgram p;
+                const MilValue x = p.input("x", F32, xs);
+                const MilValue y = p.input("y", F32, ys);
+                p.b.output(p.b.op("matmul", "z",
+                                  {{"x", x},
+                                   {"y", y},
+                                   {"transpose_x", MilParam::boolean(tx)},
+                                   {"transpose_y", MilParam::boolean(ty)}},
+                                  F32, {2, 3, m, n}));
+                const std::vector<float> xv = ramp(2 * m * k, 0.25f), yv = ramp(3 * k * n, 0.125f);
+                auto out = p.run({{"x", floats(F32, xs, xv)}, {"y", floats(F32, ys, yv)}});
+                std::vector<float> want;
+                for (int64_t a = 0; a < 2; ++a)
+                    for (int64_t b = 0; b < 3; ++b)
+                        for (int64_t i = 0; i < m; ++i)
+                            for (int64_t j = 0; j < n; ++j) {
+                                double sum = 0;
+                                for (int64_t t = 0; t < k; ++t)
+                                    sum += xv[a * m * k + (tx ? t * m + i : i * k + t)] *
+                                           yv[b * k * n + (ty ? j * k + t : t * n + j)];
+                                want.push_back(static_cast<float>(sum));
+                            }
+                expect_near(out.at("z").f, want);
+            }
 }
 
 TEST(MilLinear, MatmulWithAnFp16WeightMatchesLoops) {

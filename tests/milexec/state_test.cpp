@@ -74,6 +74,37 @@ TEST(MilState, UpdatesPersistAcrossCalls) {
     }
 }
 
+TEST(MilState, ASliceReadBeforeAWriteKeepsTheOldRows) {
+    // Head 1's rows are a contiguous block of the cache, read in place until
+    // the in-place update changes the cache under it.
+    MilProgram p;
+    const MilValue x = p.input("x", F16, {1, 2, 1, 4});
+    const MilValue cache = p.state("cache", {1, 2, 8, 4});
+    const MilValue read = p.b.op("read_state", "read", {{"input", cache}}, F16, {1, 2, 8, 4});
+    const MilValue head = p.b.op("slice_by_index", "head",
+                                 {{"x", read},
+                                  {"begin", MilParam::i32s({0, 1, 0, 0})},
+                                  {"end", MilParam::i32s({1, 2, 8, 4})}},
+                                 F16, {1, 1, 8, 4});
+    const MilValue upd = p.b.op("slice_update", "upd",
+                                {{"x", read},
+                                 {"update", x},
+                                 {"begin", MilParam::i32s({0, 0, 2, 0})},
+                                 {"end", MilParam::i32s({1, 2, 3, 4})}},
+                                F16, {1, 2, 8, 4});
+    p.b.op_multi("write_state", "write", {{"input", cache}, {"data", upd}}, {});
+    p.b.output(p.b.op("reduce_sum", "old_sum", {{"x", head}}, F16, {}));
+    const Function f(p.program, "main", p.blobs, Rounding::none);
+    States states;
+    const std::vector<float> x0 = ramp(8, 0.25f), x1 = ramp(8, 0.125f);
+    auto out0 = f.run({{"x", floats(F16, {1, 2, 1, 4}, x0)}}, states);
+    auto out1 = f.run({{"x", floats(F16, {1, 2, 1, 4}, x1)}}, states);
+    EXPECT_EQ(out0.at("old_sum").f[0], 0.0f);
+    float sum = 0;
+    for (int d = 0; d < 4; ++d) sum += x0[4 + d];  // head 1's row 2 after the first call
+    EXPECT_NEAR(out1.at("old_sum").f[0], sum, 1e-5);
+}
+
 TEST(MilState, SharedStatesMustAgreeOnShape) {
     States states;
     states.get("cache", F16, {1, 2, 4, 4});

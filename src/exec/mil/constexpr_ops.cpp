@@ -217,6 +217,45 @@ Slot lut_ios18(Codes& indices, const Tensor& lut, Dense& out, const std::string&
     return out.finish();
 }
 
+// An iOS18 lut of a weight [n_out, n_in, 1...] with a table per group of
+// whole rows and its codes packed in a blob, whole bytes per row: the weight
+// kept as those codes, which the quantized products read. Null otherwise.
+std::shared_ptr<const Weight> palettized(const mil::Operation& op, const ConstInput& indices,
+                                         const Tensor& lut, const coreml::BlobTable& blobs) {
+    if (!indices.literal || !indices.literal->has_blobfilevalue() ||
+        op.outputs(0).type().tensortype().datatype() != mil::FLOAT16)
+        return nullptr;
+    const coreml::Blob b = blobs.blob(*indices.literal);
+    const int nbits = b.dtype == coreml::BlobDType::i4 || b.dtype == coreml::BlobDType::i8
+                          ? 0
+                          : coreml::blob_dtype_bits(b.dtype);
+    if (nbits != 1 && nbits != 2 && nbits != 3 && nbits != 4 && nbits != 6 && nbits != 8)
+        return nullptr;
+    const std::vector<int64_t> shape = coreml::tensor_shape(indices.literal->type().tensortype());
+    const size_t rank = shape.size();
+    if (rank < 2 || shape != coreml::tensor_shape(op.outputs(0).type().tensortype()) ||
+        lut.shape.size() != rank + 2 || lut.shape[rank] != int64_t{1} << nbits ||
+        lut.shape[rank + 1] != 1)
+        return nullptr;
+    for (size_t d = 1; d < rank; ++d)
+        if (lut.shape[d] != 1 || (d > 1 && shape[d] != 1)) return nullptr;
+    const int64_t n_out = shape[0], n_in = shape[1], tables = lut.shape[0];
+    if (n_out <= 0 || n_in <= 0 || tables <= 0 || n_out % tables != 0 || n_in * nbits % 8 != 0 ||
+        static_cast<int64_t>(b.data.size()) < n_out * (n_in * nbits / 8))
+        return nullptr;
+    auto p = std::make_shared<Palettized>();
+    p->nbits = nbits;
+    p->group = n_out / tables;
+    p->codes.assign(b.data.data(), b.data.data() + n_out * (n_in * nbits / 8));
+    p->tables.resize(static_cast<size_t>(lut.numel()));
+    for (size_t j = 0; j < p->tables.size(); ++j)
+        p->tables[j] = f32_to_f16(value_at(lut, static_cast<int64_t>(j)));
+    auto w = std::make_shared<Weight>();
+    w->shape = shape;
+    w->palettized = std::move(p);
+    return w;
+}
+
 // out = scale * (data - offset), scale and offset repeated over blocks of data.
 Slot shift_scale(const Tensor& data, const Tensor& scale, const Tensor* offset, Dense& out,
                  const std::string& where) {
@@ -258,7 +297,7 @@ bool is_constexpr(std::string_view type) {
 namespace {
 
 Slot evaluate(const mil::Operation& op, const ConstParam& param, const coreml::BlobTable& blobs,
-              const std::string& where) {
+              const std::string& where, bool keep_codes) {
     const std::string& type = op.type();
     auto get = [&](const std::string& key) { return numbers(param(key), key, blobs, where); };
     Dense out(op, where);
@@ -267,6 +306,12 @@ Slot evaluate(const mil::Operation& op, const ConstParam& param, const coreml::B
         if (const ConstInput shape = param("shape"); !shape.empty())
             return lut_ios16(*get("indices"), *lut, *numbers(shape, "shape", blobs, where), out,
                              where);
+        if (keep_codes)
+            if (std::shared_ptr<const Weight> w = palettized(op, param("indices"), *lut, blobs)) {
+                Slot s;
+                s.weight = std::move(w);
+                return s;
+            }
         Codes indices(param("indices"), blobs, where);
         return lut_ios18(indices, *lut, out, where);
     }
@@ -295,7 +340,7 @@ Slot evaluate(const mil::Operation& op, const ConstParam& param, const coreml::B
 // What makes two constexpr ops equal: their type, result type and literal
 // inputs (blobs by offset), in a given blob table. Empty when an input is
 // another op's value.
-std::string cache_key(const mil::Operation& op, const coreml::BlobTable& blobs) {
+std::string cache_key(const mil::Operation& op, const coreml::BlobTable& blobs, bool keep_codes) {
     std::map<std::string, const mil::Value*> literals;
     for (const auto& [key, arg] : op.inputs()) {
         if (arg.arguments_size() != 1 || !arg.arguments(0).has_value()) return {};
@@ -303,8 +348,8 @@ std::string cache_key(const mil::Operation& op, const coreml::BlobTable& blobs) 
     }
     for (const auto& [key, value] : op.attributes())
         if (key != "name") literals[key] = &value;
-    std::string out = fmt::format("{}|{}|{}", static_cast<const void*>(&blobs), op.type(),
-                                  coreml::value_type_text(op.outputs(0).type()));
+    std::string out = fmt::format("{}|{}|{}|{}", static_cast<const void*>(&blobs), op.type(),
+                                  coreml::value_type_text(op.outputs(0).type()), keep_codes);
     for (const auto& [key, value] : literals) {
         if (value->has_blobfilevalue())
             out += fmt::format("|{}@{}:{}", key, value->blobfilevalue().filename(),
@@ -320,10 +365,10 @@ std::string cache_key(const mil::Operation& op, const coreml::BlobTable& blobs) 
 // The functions of one package (prefill and infer) dequantize the same blobs:
 // a large result is shared while any function holds it, so it is in memory once.
 Slot run_constexpr(const mil::Operation& op, const ConstParam& param,
-                   const coreml::BlobTable& blobs, const std::string& where) {
+                   const coreml::BlobTable& blobs, const std::string& where, bool keep_codes) {
     static std::mutex mutex;
     static std::map<std::string, std::weak_ptr<const Weight>> shared;
-    const std::string key = cache_key(op, blobs);
+    const std::string key = cache_key(op, blobs, keep_codes);
     if (!key.empty()) {
         std::lock_guard lock(mutex);
         if (auto it = shared.find(key); it != shared.end()) {
@@ -334,7 +379,7 @@ Slot run_constexpr(const mil::Operation& op, const ConstParam& param,
             }
         }
     }
-    Slot s = evaluate(op, param, blobs, where);
+    Slot s = evaluate(op, param, blobs, where, keep_codes);
     if (!key.empty() && s.weight) {
         std::lock_guard lock(mutex);
         std::erase_if(shared, [](const auto& e) { return e.second.expired(); });

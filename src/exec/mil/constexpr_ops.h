@@ -24,8 +24,11 @@ struct ConstInput {
 // The parameter called `key` (from the op's inputs or attributes), empty when absent.
 using ConstParam = std::function<ConstInput(const std::string& key)>;
 
-// The op's dense result: fp16 results stay fp16 (a Weight when large).
+// The op's dense result: fp16 results stay fp16 (a Weight when large). With
+// keep_codes, a palettized weight the quantized products can read stays as
+// its codes and tables instead (Weight::palettized).
 Slot run_constexpr(const mil::Operation& op, const ConstParam& param,
-                   const coreml::BlobTable& blobs, const std::string& where);
+                   const coreml::BlobTable& blobs, const std::string& where,
+                   bool keep_codes = false);
 
 }  // namespace anelm::milexec

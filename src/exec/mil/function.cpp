@@ -1,6 +1,7 @@
 #include "exec/mil/function.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "base/error.h"
 #include "base/half.h"
@@ -80,21 +81,9 @@ void Function::compile(const mil::Function& fn, const mil::Block& block,
             fail("{}: only tensor and state inputs are supported", where);
         }
     }
-    // constexpr ops whose inputs are all literals are evaluated together across
-    // the pool: dequantizing a model's weights is most of compiling it.
-    struct Pending {
-        const mil::Operation* op;
-        int slot;
-        std::string where;
-    };
-    std::vector<Pending> pending;
-    auto evaluate_pending = [&] {
-        pool_->run(static_cast<int64_t>(pending.size()), [&](int64_t k, int) {
-            const Pending& p = pending[static_cast<size_t>(k)];
-            constants_[static_cast<size_t>(p.slot)] = evaluate_constexpr(*p.op, blobs, p.where);
-        });
-        pending.clear();
-    };
+    // constexpr ops are evaluated once every op is compiled: a palettized
+    // weight that only matrix products read stays as its codes.
+    std::vector<Deferred> constexprs;
     for (const mil::Operation& op : block.operations()) {
         std::string op_name = coreml::op_name(op);
         if (op_name.empty() && op.outputs_size() > 0) op_name = op.outputs(0).name();
@@ -108,17 +97,7 @@ void Function::compile(const mil::Function& fn, const mil::Block& block,
                 constants_[static_cast<size_t>(slot)] = decode_literal(val->second, blobs, where);
                 continue;
             }
-            const bool literal =
-                std::all_of(op.inputs().begin(), op.inputs().end(), [](const auto& in) {
-                    return std::all_of(in.second.arguments().begin(), in.second.arguments().end(),
-                                       [](const auto& b) { return b.has_value(); });
-                });
-            if (literal) {
-                pending.push_back({&op, slot, where});
-                continue;
-            }
-            evaluate_pending();  // it reads constants computed before it
-            constants_[static_cast<size_t>(slot)] = evaluate_constexpr(op, blobs, where);
+            constexprs.push_back({&op, slot, where});
             continue;
         }
         CompiledOp c;
@@ -147,7 +126,7 @@ void Function::compile(const mil::Function& fn, const mil::Block& block,
         }
         ops_.push_back(std::move(c));
     }
-    evaluate_pending();
+    evaluate_constexprs(constexprs, block, blobs);
     for (const std::string& out : block.outputs()) {
         const std::string where = fmt::format("function {}, output {}", name_, out);
         const int slot = slot_of(out, where);
@@ -165,10 +144,73 @@ void Function::compile(const mil::Function& fn, const mil::Block& block,
     }
     plan_releases();
     plan_in_place_updates();
+    plan_column_masks();
+}
+
+// Whether op `c` reads its input `key` as the weight of a matrix product the
+// quantized kernels compute: conv (1x1 kernels are what palettized weights
+// allow, checked by their shape; groups 1), linear, matmul x @ yᵀ.
+bool Function::reads_as_matrix(const CompiledOp& c, std::string_view key) const {
+    const auto constant = [&](std::string_view k, int64_t fallback) -> int64_t {
+        const auto it = c.inputs.find(k);
+        if (it == c.inputs.end()) return fallback;
+        const Slot& s = constants_[static_cast<size_t>(it->second.at(0))];
+        if (!s.tensor || s.tensor->numel() != 1) return -1;
+        return s.tensor->i.empty() ? static_cast<int64_t>(s.tensor->f[0]) : s.tensor->i[0];
+    };
+    const std::string& type = c.op->type();
+    if (type == "conv") return key == "weight" && constant("groups", 1) == 1;
+    if (type == "linear") return key == "weight";
+    return type == "matmul" && key == "y" && constant("transpose_y", 0) == 1 &&
+           constant("transpose_x", 0) == 0;
+}
+
+void Function::evaluate_constexprs(const std::vector<Deferred>& constexprs, const mil::Block& block,
+                                   const coreml::BlobTable& blobs) {
+    std::vector<bool> matrix_only(constants_.size(), true);
+    for (const CompiledOp& c : ops_)
+        for (const auto& [key, slots] : c.inputs)
+            if (!reads_as_matrix(c, key))
+                for (int s : slots) matrix_only[static_cast<size_t>(s)] = false;
+    for (const Deferred& d : constexprs)
+        for (const auto& [key, arg] : d.op->inputs())
+            for (const auto& b : arg.arguments())
+                if (!b.has_value())
+                    matrix_only[static_cast<size_t>(slot_of(b.name(), d.where))] = false;
+    for (const std::string& out : block.outputs())
+        if (const auto it = slot_by_name_.find(out); it != slot_by_name_.end())
+            matrix_only[static_cast<size_t>(it->second)] = false;
+    // Those whose inputs are all literals are evaluated together across the
+    // pool (dequantizing a model's weights is most of compiling it); one that
+    // reads other constants waits for those before it.
+    std::vector<const Deferred*> batch;
+    const auto evaluate = [&](const Deferred& d) {
+        constants_[static_cast<size_t>(d.slot)] =
+            evaluate_constexpr(*d.op, blobs, d.where, matrix_only[static_cast<size_t>(d.slot)]);
+    };
+    const auto flush = [&] {
+        pool_->run(static_cast<int64_t>(batch.size()),
+                   [&](int64_t k, int) { evaluate(*batch[static_cast<size_t>(k)]); });
+        batch.clear();
+    };
+    for (const Deferred& d : constexprs) {
+        const bool literal =
+            std::all_of(d.op->inputs().begin(), d.op->inputs().end(), [](const auto& in) {
+                return std::all_of(in.second.arguments().begin(), in.second.arguments().end(),
+                                   [](const auto& b) { return b.has_value(); });
+            });
+        if (literal) {
+            batch.push_back(&d);
+            continue;
+        }
+        flush();
+        evaluate(d);
+    }
+    flush();
 }
 
 Slot Function::evaluate_constexpr(const mil::Operation& op, const coreml::BlobTable& blobs,
-                                  const std::string& where) const {
+                                  const std::string& where, bool keep_codes) const {
     // iOS18 constexpr ops bind their inputs; iOS16 ones use attributes.
     auto param = [&](const std::string& key) -> ConstInput {
         if (auto in = op.inputs().find(key); in != op.inputs().end()) {
@@ -183,7 +225,13 @@ Slot Function::evaluate_constexpr(const mil::Operation& op, const coreml::BlobTa
         if (auto a = op.attributes().find(key); a != op.attributes().end()) return {&a->second, {}};
         return {};
     };
-    return run_constexpr(op, param, blobs, where);
+    return run_constexpr(op, param, blobs, where, keep_codes);
+}
+
+int Function::weights_kept_as_codes() const {
+    return static_cast<int>(std::count_if(constants_.begin(), constants_.end(), [](const Slot& s) {
+        return s.weight && s.weight->palettized;
+    }));
 }
 
 // Frees every intermediate after its last reader, so a model's activations
@@ -248,6 +296,52 @@ void Function::plan_in_place_updates() {
     }
 }
 
+// Attention's scores (x @ yᵀ) meet the causal mask in an add, at most after
+// reshapes, scalings by a constant and tanh (a soft cap), with nothing else
+// reading them on the way: a column the mask holds at -inf becomes -inf
+// whatever the product gave, so the product may leave it at 0. (Only a cached
+// key of inf or NaN would have given NaN there instead.)
+void Function::plan_column_masks() {
+    std::vector<std::vector<size_t>> readers(constants_.size());
+    for (size_t k = 0; k < ops_.size(); ++k)
+        for (const auto& [key, slots] : ops_[k].inputs)
+            for (int s : slots) readers[static_cast<size_t>(s)].push_back(k);
+    const auto is_output = [&](int slot) {
+        return std::count(output_slots_.begin(), output_slots_.end(), slot) != 0;
+    };
+    // A finite, nonzero constant: it keeps a 0 at 0.
+    const auto constant_scalar = [&](const CompiledOp& c, std::string_view key) {
+        const auto it = c.inputs.find(key);
+        if (it == c.inputs.end()) return false;
+        const Slot& s = constants_[static_cast<size_t>(it->second.at(0))];
+        return s.tensor && s.tensor->numel() == 1 && s.tensor->f.size() == 1 &&
+               std::isfinite(s.tensor->f[0]) && s.tensor->f[0] != 0.0f;
+    };
+    for (CompiledOp& scores : ops_) {
+        if (scores.op->type() != "matmul" || !reads_as_matrix(scores, "y")) continue;
+        int value = scores.outputs.at(0);
+        for (int hops = 0; hops < 8; ++hops) {
+            const std::vector<size_t>& next = readers[static_cast<size_t>(value)];
+            if (next.size() != 1 || is_output(value)) break;
+            const CompiledOp& c = ops_[next[0]];
+            const std::string& type = c.op->type();
+            const auto other = [&](std::string_view key) {
+                const std::vector<int>& x = c.inputs.at("x");
+                return x.at(0) == value ? c.inputs.find(key)->second.at(0) : x.at(0);
+            };
+            if (type == "add" && c.inputs.count("y")) {
+                if (other("y") != value) scores.column_mask = other("y");
+                break;
+            }
+            const bool passes = type == "reshape" || type == "tanh" ||
+                                ((type == "mul" || type == "real_div") && c.inputs.count("y") &&
+                                 constant_scalar(c, c.inputs.at("x").at(0) == value ? "y" : "x"));
+            if (!passes || c.outputs.size() != 1) break;
+            value = c.outputs[0];
+        }
+    }
+}
+
 std::map<std::string, Tensor> Function::run(const std::map<std::string, Tensor>& inputs,
                                             States& states) const {
     std::vector<Slot> slots = constants_;
@@ -292,6 +386,8 @@ std::map<std::string, Tensor> Function::run(const std::map<std::string, Tensor>&
             out[outputs_[k].name] = *s.state;
         else if (s.weight)
             out[outputs_[k].name] = weight_to_tensor(*s.weight);
+        else if (s.block)
+            out[outputs_[k].name] = block_to_tensor(*s.block);
         else
             fail("function {}: output {} has no value", name_, outputs_[k].name);
     }

@@ -51,6 +51,8 @@ public:
     const std::vector<TensorSpec>& inputs() const { return inputs_; }  // states excluded
     const std::vector<TensorSpec>& states() const { return states_; }
     const std::vector<TensorSpec>& outputs() const { return outputs_; }
+    // The palettized weights read from their codes (Weight::palettized).
+    int weights_kept_as_codes() const;
 
     // Runs the function on `inputs` (every declared input, by name), reading
     // and updating `states`; returns every block output by name.
@@ -59,12 +61,21 @@ public:
 
 private:
     void compile(const mil::Function& fn, const mil::Block& block, const coreml::BlobTable& blobs);
+    struct Deferred {  // a constexpr op, evaluated once every op is compiled
+        const mil::Operation* op;
+        int slot;
+        std::string where;
+    };
+    void evaluate_constexprs(const std::vector<Deferred>& constexprs, const mil::Block& block,
+                             const coreml::BlobTable& blobs);
+    bool reads_as_matrix(const CompiledOp& c, std::string_view key) const;
     Slot evaluate_constexpr(const mil::Operation& op, const coreml::BlobTable& blobs,
-                            const std::string& where) const;
+                            const std::string& where, bool keep_codes) const;
     int add_slot(const std::string& name, const std::string& where);
     int slot_of(const std::string& name, const std::string& where) const;
     void plan_releases();
     void plan_in_place_updates();
+    void plan_column_masks();
 
     std::string name_;
     Rounding rounding_;

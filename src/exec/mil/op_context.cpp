@@ -40,7 +40,22 @@ const Tensor& OpContext::tensor(std::string_view key, int k) {
     if (s.tensor) return *s.tensor;
     if (s.state) return *s.state;
     if (s.weight) return scratch_.emplace_back(weight_to_tensor(*s.weight));
+    if (s.block) return scratch_.emplace_back(block_to_tensor(*s.block));
     fail("input {} is a string, not a tensor", key);
+}
+
+const Tensor* OpContext::column_mask() const {
+    if (op_.column_mask < 0) return nullptr;
+    const Slot& s = slots_[static_cast<size_t>(op_.column_mask)];
+    return s.tensor && !s.tensor->f.empty() ? s.tensor.get() : nullptr;
+}
+
+FloatSpan OpContext::floats(std::string_view key) {
+    const Slot& s = slot(key);
+    if (s.block) return {s.block->data(), s.block->shape};
+    const Tensor& t = tensor(key);
+    if (t.f.size() != static_cast<size_t>(t.numel())) fail("{} must be a float tensor", key);
+    return {t.f.data(), t.shape};
 }
 
 int64_t OpContext::get_int(std::string_view key) {
@@ -127,6 +142,10 @@ void OpContext::set_slot(int i, Slot s) {
 void OpContext::detach_readers(const Tensor* state, int except_slot) {
     for (size_t k = 0; k < slots_.size(); ++k) {
         Slot& s = slots_[k];
+        if (s.block && s.block->state == state) {
+            s.tensor = std::make_shared<const Tensor>(block_to_tensor(*s.block));
+            s.block.reset();
+        }
         if (s.state != state || is_state_input_[k] || static_cast<int>(k) == except_slot) continue;
         s.tensor = std::make_shared<const Tensor>(*state);
         s.state = nullptr;

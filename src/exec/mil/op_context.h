@@ -20,6 +20,12 @@ namespace anelm::milexec {
 class OpContext;
 using OpFn = void (*)(OpContext&);
 
+// Float values read in place: row-major, `shape` as declared.
+struct FloatSpan {
+    const float* data;
+    const std::vector<int64_t>& shape;
+};
+
 struct OpDef {
     std::string_view type;
     OpFn run;
@@ -37,6 +43,10 @@ struct CompiledOp {
     std::vector<int> outputs;
     std::vector<int> release;  // slots whose last use is this op
     bool in_place = false;     // slice_update writing into the state it read
+    // matmul x @ yᵀ whose output columns only meet this additive mask (through
+    // reshapes, scalings and tanh): columns it holds -inf in every row of are
+    // not computed (attention scores past the causal end).
+    int column_mask = -1;
 };
 
 class OpContext {
@@ -52,13 +62,18 @@ public:
 
     const std::string& type() const { return op_.op->type(); }
     bool in_place() const { return op_.in_place; }
+    // The mask of CompiledOp::column_mask, null when there is none.
+    const Tensor* column_mask() const;
     ThreadPool& pool() { return pool_; }
 
     bool has(std::string_view key) const { return op_.inputs.count(key) != 0; }
     int count(std::string_view key) const;  // bindings of a variadic input
     const Slot& slot(std::string_view key, int k = 0) const;
-    // The input as a tensor; an fp16 weight is converted for this op only.
+    // The input as a tensor; an fp16 weight or a state block is converted for
+    // this op only.
     const Tensor& tensor(std::string_view key, int k = 0);
+    // A float input's values where they lie (a state block in place).
+    FloatSpan floats(std::string_view key);
 
     int64_t get_int(std::string_view key);
     int64_t get_int(std::string_view key, int64_t fallback);
@@ -123,6 +138,31 @@ std::vector<int64_t> broadcast_shape(const OpContext& ctx, const std::vector<int
 // Strides that read a tensor of shape `in` at every index of the broadcast shape `out`.
 std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in,
                                        const std::vector<int64_t>& out);
+
+// The same walk over fewer axes: axes of size 1 dropped, and each axis merged
+// into the one before it where every operand steps over it contiguously
+// (stride[d] == stride[d + 1] * shape[d + 1], broadcast axes included), so the
+// last axis is as long as it can be.
+template <size_t N>
+void collapse_axes(std::vector<int64_t>& shape, std::array<std::vector<int64_t>, N>& strides) {
+    std::vector<int64_t> out_shape;
+    std::array<std::vector<int64_t>, N> out_strides;
+    for (size_t d = 0; d < shape.size(); ++d) {
+        if (shape[d] == 1) continue;
+        bool merge = !out_shape.empty();
+        for (size_t j = 0; merge && j < N; ++j)
+            merge = out_strides[j].back() == strides[j][d] * shape[d];
+        if (merge) {
+            out_shape.back() *= shape[d];
+            for (size_t j = 0; j < N; ++j) out_strides[j].back() = strides[j][d];
+            continue;
+        }
+        out_shape.push_back(shape[d]);
+        for (size_t j = 0; j < N; ++j) out_strides[j].push_back(strides[j][d]);
+    }
+    shape = std::move(out_shape);
+    strides = std::move(out_strides);
+}
 
 // Calls fn(out_index, offsets) for every element of `shape` in row-major order,
 // where offsets[j] walks strides[j].

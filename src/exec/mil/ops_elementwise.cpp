@@ -76,15 +76,27 @@ void unary(OpContext& ctx) {
 
 namespace {
 
-// out[o] = f(x[.], y[.]) with numpy broadcasting.
+// out[o] = f(x[.], y[.]) with numpy broadcasting, a row of the last axis at a time.
 template <typename In, typename Out, typename F>
 void broadcast2(const std::vector<int64_t>& shape, const Tensor& x, const std::vector<In>& xv,
                 const Tensor& y, const std::vector<In>& yv, std::vector<Out>& out, F f) {
-    const std::array<std::vector<int64_t>, 2> strides = {broadcast_strides(x.shape, shape),
-                                                         broadcast_strides(y.shape, shape)};
-    for_each_offset<2>(shape, strides, [&](int64_t o, const std::array<int64_t, 2>& at) {
-        out[static_cast<size_t>(o)] =
-            static_cast<Out>(f(xv[static_cast<size_t>(at[0])], yv[static_cast<size_t>(at[1])]));
+    std::array<std::vector<int64_t>, 2> strides = {broadcast_strides(x.shape, shape),
+                                                   broadcast_strides(y.shape, shape)};
+    if (out.empty()) return;
+    std::vector<int64_t> axes = shape;
+    collapse_axes<2>(axes, strides);
+    if (axes.empty()) {
+        out[0] = static_cast<Out>(f(xv[0], yv[0]));
+        return;
+    }
+    const int64_t inner = axes.back(), sx = strides[0].back(), sy = strides[1].back();
+    const std::vector<int64_t> rows(axes.begin(), axes.end() - 1);
+    for (std::vector<int64_t>& s : strides) s.pop_back();
+    for_each_offset<2>(rows, strides, [&](int64_t r, const std::array<int64_t, 2>& at) {
+        const In* a = xv.data() + at[0];
+        const In* b = yv.data() + at[1];
+        Out* o = out.data() + r * inner;
+        for (int64_t j = 0; j < inner; ++j) o[j] = static_cast<Out>(f(a[j * sx], b[j * sy]));
     });
 }
 

@@ -3,27 +3,72 @@
 #include <limits>
 
 #include "exec/cpu/kernels/kernels.h"
+#include "exec/cpu/kernels/quant_kernels.h"
 #include "exec/mil/ops.h"
 
 namespace anelm::milexec::ops {
 
 namespace {
 
-// A weight input as the kernels read it: fp16 weights in place, float tensors as f32.
-kernels::Matrix matrix_of(OpContext& ctx, std::string_view key, int64_t n_out, int64_t n_in) {
+// A weight input as the kernels read it: fp16 weights in place, palettized
+// ones from their codes, float tensors as f32.
+struct WeightMatrix {
+    kernels::Matrix dense;
+    const Weight* palettized = nullptr;  // when set, dense is unused
+
+    void multiply(const float* x, int64_t rows, float* y, ThreadPool& pool) const {
+        if (palettized)
+            kernels::quant_matmul(quant_matrix(*palettized), x, rows, y, pool);
+        else
+            kernels::matmul(dense, x, rows, y, pool);
+    }
+};
+
+WeightMatrix matrix_of(OpContext& ctx, std::string_view key, int64_t n_out, int64_t n_in) {
     const Slot& s = ctx.slot(key);
     if (shape_numel(s.shape()) != n_out * n_in)
         ctx.fail("{} {} is not [{}, {}]", key, shape_text(s.shape()), n_out, n_in);
-    if (s.weight) return {DType::f16, s.weight->bits, n_out, n_in};
+    if (s.weight && s.weight->palettized) {
+        if (s.weight->shape.at(0) != n_out)
+            ctx.fail("{} {} does not have {} rows", key, shape_text(s.shape()), n_out);
+        return {{}, s.weight.get()};
+    }
+    if (s.weight) return {{DType::f16, s.weight->bits, n_out, n_in}};
     const Tensor& t = ctx.tensor(key);
     if (t.f.size() != static_cast<size_t>(t.numel())) ctx.fail("{} must be a float tensor", key);
-    return {DType::f32, t.f.data(), n_out, n_in};
+    return {{DType::f32, t.f.data(), n_out, n_in}};
 }
 
-// The rows [first, first + n) of a weight matrix.
+// The rows [first, first + n) of a dense weight matrix.
 kernels::Matrix rows_of(const kernels::Matrix& m, int64_t first, int64_t n) {
     const size_t width = m.dtype == DType::f16 ? 2 : 4;
     return {m.dtype, static_cast<const char*>(m.data) + first * m.n_in * width, n, m.n_in};
+}
+
+// 1 + the last column of an additive mask that any row leaves above -inf.
+int64_t unmasked_columns(const Tensor& mask) {
+    const int64_t cols = mask.shape.back(), rows = mask.numel() / std::max<int64_t>(cols, 1);
+    int64_t used = 0;
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = cols; j-- > used;)
+            if (mask.f[static_cast<size_t>(r * cols + j)] !=
+                -std::numeric_limits<float>::infinity()) {
+                used = j + 1;
+                break;
+            }
+    return used;
+}
+
+// 1 + the last column of rows [rows, k] holding anything but 0.
+int64_t used_columns(const float* x, int64_t rows, int64_t k) {
+    int64_t used = 0;
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = k; j-- > used;)
+            if (x[r * k + j] != 0.0f) {
+                used = j + 1;
+                break;
+            }
+    return used;
 }
 
 const Tensor& float_tensor(OpContext& ctx, std::string_view key) {
@@ -49,13 +94,13 @@ void linear(OpContext& ctx) {
     if (wshape.size() != 2 || wshape[1] != n_in)
         ctx.fail("weight {} does not take {} inputs", shape_text(wshape), n_in);
     const int64_t n_out = wshape[0];
-    const kernels::Matrix w = matrix_of(ctx, "weight", n_out, n_in);
+    const WeightMatrix w = matrix_of(ctx, "weight", n_out, n_in);
     const std::vector<float> bias = bias_of(ctx, n_out);
     std::vector<int64_t> shape = x.shape;
     shape.back() = n_out;
     Tensor out = ctx.output(0, shape);
     const int64_t rows = x.numel() / n_in;
-    kernels::matmul(w, x.f.data(), rows, out.f.data(), ctx.pool());
+    w.multiply(x.f.data(), rows, out.f.data(), ctx.pool());
     for (int64_t r = 0; r < rows; ++r)
         for (int64_t o = 0; o < n_out; ++o) out.f[r * n_out + o] += bias[o];
     ctx.set(0, std::move(out));
@@ -113,7 +158,9 @@ void conv(OpContext& ctx) {
     }
     const int64_t oh = out_size[0], ow = out_size[1], positions = oh * ow;
     const int64_t cin_g = cin / groups, cout_g = cout / groups, patch = cin_g * kh * kw;
-    const kernels::Matrix w = matrix_of(ctx, "weight", cout, patch);
+    const WeightMatrix w = matrix_of(ctx, "weight", cout, patch);
+    if (w.palettized && groups != 1)
+        ctx.fail("palettized weights are read by convolutions of one group");
     const std::vector<float> bias = bias_of(ctx, cout);
     std::vector<int64_t> shape = {n, cout};
     if (spatial == 2) shape.push_back(oh);
@@ -137,8 +184,11 @@ void conv(OpContext& ctx) {
                         }
                 }
             }
-            kernels::matmul(rows_of(w, g * cout_g, cout_g), cols.data(), positions, y.data(),
-                            ctx.pool());
+            if (w.palettized)
+                w.multiply(cols.data(), positions, y.data(), ctx.pool());
+            else
+                kernels::matmul(rows_of(w.dense, g * cout_g, cout_g), cols.data(), positions,
+                                y.data(), ctx.pool());
             for (int64_t o = 0; o < cout_g; ++o) {
                 const int64_t co = g * cout_g + o;
                 float* dst = out.f.data() + (b * cout + co) * positions;
@@ -160,12 +210,11 @@ void matmul(OpContext& ctx) {
         std::vector<int64_t> shape = x.shape;
         shape.back() = ws[0];
         Tensor out = ctx.output(0, shape);
-        kernels::matmul(matrix_of(ctx, "y", ws[0], ws[1]), x.f.data(), x.numel() / ws[1],
-                        out.f.data(), ctx.pool());
+        matrix_of(ctx, "y", ws[0], ws[1])
+            .multiply(x.f.data(), x.numel() / ws[1], out.f.data(), ctx.pool());
         return ctx.set(0, std::move(out));
     }
-    const Tensor& x = float_tensor(ctx, "x");
-    const Tensor& y = float_tensor(ctx, "y");
+    const FloatSpan x = ctx.floats("x"), y = ctx.floats("y");
     // numpy: a rank-1 x is a row, a rank-1 y a column; those dimensions are dropped after.
     std::vector<int64_t> xs = x.shape, ys = y.shape;
     if (xs.empty() || ys.empty()) ctx.fail("x and y must have rank 1 or more");
@@ -184,30 +233,82 @@ void matmul(OpContext& ctx) {
     Tensor out = ctx.output(0, shape);
     const std::array<std::vector<int64_t>, 2> strides = {broadcast_strides(xb, batch),
                                                          broadcast_strides(yb, batch)};
-    // The matrix offsets of every batch entry, then one task per output row.
-    std::vector<std::array<int64_t, 2>> offsets;
+    std::vector<std::array<int64_t, 2>> offsets;  // the matrices of every batch entry
     for_each_offset<2>(batch, strides,
                        [&](int64_t, const std::array<int64_t, 2>& at) { offsets.push_back(at); });
-    ctx.pool().run(static_cast<int64_t>(offsets.size()) * m, [&](int64_t task, int) {
+    const auto n_batch = static_cast<int64_t>(offsets.size());
+    const auto x_of = [&](int64_t b) {
+        return x.data + offsets[static_cast<size_t>(b)][0] * m * k;
+    };
+    const auto y_of = [&](int64_t b) {
+        return y.data + offsets[static_cast<size_t>(b)][1] * k * nn;
+    };
+    if (!tx && ty) {
+        // x @ yᵀ (attention scores): rows of y are a weight matrix to the
+        // matmul kernel, only as many as the mask leaves (the rest stay 0).
+        const Tensor* mask = ctx.column_mask();
+        const int64_t used =
+            mask && !mask->shape.empty() && mask->shape.back() == nn ? unmasked_columns(*mask) : nn;
+        ctx.pool().run(n_batch, [&](int64_t b, int) {
+            thread_local ThreadPool serial(1);  // each entry on one thread
+            thread_local std::vector<float> part;
+            float* dst = out.f.data() + b * m * nn;
+            if (used == nn)
+                return kernels::matmul_cached({DType::f32, y_of(b), nn, k}, x_of(b), m, dst,
+                                              serial);
+            part.resize(static_cast<size_t>(m * used));
+            kernels::matmul_cached({DType::f32, y_of(b), used, k}, x_of(b), m, part.data(), serial);
+            for (int64_t i = 0; i < m; ++i) std::copy_n(&part[i * used], used, dst + i * nn);
+        });
+        return ctx.set(0, std::move(out));
+    }
+    // x @ y (attention's values): rows of y past the last nonzero column of x
+    // add nothing (the masked probabilities). Only a cached value of inf or
+    // NaN would have made NaN of them.
+    const int64_t used =
+        tx ? k : used_columns(x.data, shape_numel(x.shape) / std::max<int64_t>(k, 1), k);
+    if (!tx && m >= 4) {
+        // Several rows of x: y transposed first (one pass over it), then the kernel.
+        ctx.pool().run(n_batch, [&](int64_t b, int) {
+            thread_local ThreadPool serial(1);
+            thread_local std::vector<float> yt, xc;
+            const float* w = y_of(b);
+            yt.resize(static_cast<size_t>(used * nn));
+            for (int64_t t = 0; t < used; ++t)
+                for (int64_t j = 0; j < nn; ++j)
+                    yt[static_cast<size_t>(j * used + t)] = w[t * nn + j];
+            const float* xs_b = x_of(b);
+            if (used < k) {
+                xc.resize(static_cast<size_t>(m * used));
+                for (int64_t i = 0; i < m; ++i) std::copy_n(xs_b + i * k, used, &xc[i * used]);
+                xs_b = xc.data();
+            }
+            kernels::matmul_cached({DType::f32, yt.data(), nn, used}, xs_b, m,
+                                   out.f.data() + b * m * nn, serial);
+        });
+        return ctx.set(0, std::move(out));
+    }
+    // One task per output row.
+    ctx.pool().run(n_batch * m, [&](int64_t task, int) {
         const int64_t b = task / m, i = task % m;
-        const float* a = x.f.data() + offsets[static_cast<size_t>(b)][0] * m * k;
-        const float* bm = y.f.data() + offsets[static_cast<size_t>(b)][1] * k * nn;
+        const float* a = x_of(b);
+        const float* bm = y_of(b);
         float* c = out.f.data() + (b * m + i) * nn;
         if (ty) {  // rows of y are contiguous: dot products
             for (int64_t j = 0; j < nn; ++j) {
                 float sum = 0.0f;
-                for (int64_t t = 0; t < k; ++t)
-                    sum += (tx ? a[t * m + i] : a[i * k + t]) * bm[j * k + t];
+                for (int64_t t = 0; t < k; ++t) sum += a[t * m + i] * bm[j * k + t];
                 c[j] = sum;
             }
             return;
         }
         // Otherwise accumulate scaled rows of y, reading it in order.
         std::fill(c, c + nn, 0.0f);
-        for (int64_t t = 0; t < k; ++t) {
+        for (int64_t t = 0; t < used; ++t) {
             const float at = tx ? a[t * m + i] : a[i * k + t];
-            const float* row = bm + t * nn;
-            for (int64_t j = 0; j < nn; ++j) c[j] += at * row[j];
+            const float* __restrict row = bm + t * nn;
+            float* __restrict dst = c;
+            for (int64_t j = 0; j < nn; ++j) dst[j] += at * row[j];
         }
     });
     ctx.set(0, std::move(out));

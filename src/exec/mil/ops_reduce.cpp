@@ -111,7 +111,10 @@ void softmax(OpContext& ctx) {
             for (int64_t j = 0; j < s.n; ++j) mx = std::max(mx, x.f[base + j * s.inner]);
             double sum = 0.0;
             for (int64_t j = 0; j < s.n; ++j) {
-                const float e = std::exp(x.f[base + j * s.inner] - mx);
+                // exp(-inf) is 0: masked scores need no call.
+                const float v = x.f[base + j * s.inner];
+                const float e =
+                    v == -std::numeric_limits<float>::infinity() ? 0.0f : std::exp(v - mx);
                 out.f[base + j * s.inner] = e;
                 sum += e;
             }

@@ -79,7 +79,7 @@ void copy_values(const std::vector<T>& from, int64_t at, std::vector<T>& to, int
 void reshape(OpContext& ctx) {
     const Slot& x = ctx.slot("x");
     std::vector<int64_t> shape = reshaped(ctx, x.shape());
-    if (x.weight && ctx.out_dtype(0) == mil::FLOAT16) {
+    if (x.weight && !x.weight->palettized && ctx.out_dtype(0) == mil::FLOAT16) {
         // A weight stays fp16: a view with the new shape, no copy.
         auto w = std::make_shared<Weight>();
         w->shape = shape;

@@ -74,8 +74,17 @@ void for_each_in_region(const Region& r, const std::vector<int64_t>& shape, Fn f
         base += r.begin[d] * own[d];
         strides[0][d] = r.stride[d] * own[d];
     }
-    for_each_offset<1>(r.count, strides, [&](int64_t k, const std::array<int64_t, 1>& at) {
-        fn(static_cast<size_t>(k), static_cast<size_t>(base + at[0]));
+    std::vector<int64_t> count = r.count;
+    if (shape_numel(count) == 0) return;
+    collapse_axes<1>(count, strides);
+    if (count.empty()) return fn(size_t{0}, static_cast<size_t>(base));
+    // A run of the last axis at a time.
+    const int64_t inner = count.back(), step = strides[0].back();
+    count.pop_back();
+    strides[0].pop_back();
+    for_each_offset<1>(count, strides, [&](int64_t k, const std::array<int64_t, 1>& at) {
+        for (int64_t j = 0; j < inner; ++j)
+            fn(static_cast<size_t>(k * inner + j), static_cast<size_t>(base + at[0] + j * step));
     });
 }
 
@@ -93,8 +102,38 @@ void slice_out(OpContext& ctx, const Tensor& x, const Region& r) {
 
 }  // namespace
 
-// Reads only the slice, so slicing a state (a KV cache) copies just that part.
+// Where a region is one contiguous run of its tensor (single indices on the
+// leading axes, then whole axes after the first partial one, steps of 1): its
+// first element's offset, else -1.
+int64_t contiguous_offset(const Region& r, const std::vector<int64_t>& shape) {
+    const std::vector<int64_t> strides = strides_of(shape);
+    int64_t offset = 0;
+    bool whole_from_here = false;
+    for (size_t d = shape.size(); d-- > 0;) {
+        if (r.stride[d] != 1) return -1;
+        if (whole_from_here && r.count[d] != 1) return -1;
+        if (r.count[d] != shape[d]) whole_from_here = true;
+        offset += r.begin[d] * strides[d];
+    }
+    return offset;
+}
+
+// A contiguous slice of a float state (a layer's rows of a KV cache) is read
+// in place; other slices copy just their part.
 void slice_by_index(OpContext& ctx) {
+    const Slot& xs = ctx.slot("x");
+    if (xs.state && !xs.state->f.empty()) {
+        const Region r = index_region(ctx, xs.shape());
+        if (const int64_t offset = contiguous_offset(r, xs.shape()); offset >= 0) {
+            auto block = std::make_shared<StateBlock>();
+            block->state = xs.state;
+            block->offset = offset;
+            block->shape = r.shape();
+            Slot out;
+            out.block = std::move(block);
+            return ctx.set_slot(0, std::move(out));
+        }
+    }
     const Tensor& x = ctx.tensor("x");
     slice_out(ctx, x, index_region(ctx, x.shape));
 }
@@ -171,7 +210,8 @@ void gather(OpContext& ctx) {
     shape.insert(shape.end(), indices.shape.begin() + batch_dims, indices.shape.end());
     shape.insert(shape.end(), xshape.begin() + axis + 1, xshape.end());
     Tensor out = ctx.output(0, shape);
-    const Tensor* x = xs.weight ? nullptr : &ctx.tensor("x");
+    const bool in_place = xs.weight && !xs.weight->palettized;  // rows read from the fp16 bits
+    const Tensor* x = in_place ? nullptr : &ctx.tensor("x");
     if (x && x->f.empty() != out.f.empty()) ctx.fail("output type differs from x's");
     const int64_t n_idx = indices.numel() / batch;
     for (int64_t b = 0; b < batch; ++b)
@@ -182,7 +222,7 @@ void gather(OpContext& ctx) {
                 if (row < 0 || row >= s.n) ctx.fail("index {} outside axis of {}", row, s.n);
                 const int64_t from = ((b * outer + o) * s.n + row) * s.inner;
                 const int64_t to = ((b * outer + o) * n_idx + j) * s.inner;
-                if (xs.weight)
+                if (in_place)
                     kernels::f16_to_f32_row(xs.weight->bits + from, s.inner, out.f.data() + to);
                 else if (x->f.empty())
                     std::copy_n(x->i.begin() + from, s.inner, out.i.begin() + to);

@@ -1,5 +1,7 @@
 #include "exec/mil/slot.h"
 
+#include <algorithm>
+
 #include "exec/cpu/kernels/kernels.h"
 
 namespace anelm::milexec {
@@ -12,6 +14,7 @@ const std::vector<int64_t>& Slot::shape() const {
     if (tensor) return tensor->shape;
     if (weight) return weight->shape;
     if (state) return state->shape;
+    if (block) return block->shape;
     return no_shape;
 }
 
@@ -19,13 +22,41 @@ mil::DataType Slot::dtype() const {
     if (tensor) return tensor->dtype;
     if (weight) return mil::FLOAT16;
     if (state) return state->dtype;
+    if (block) return block->state->dtype;
     return mil::STRING;
 }
 
 Tensor weight_to_tensor(const Weight& w) {
     Tensor t = make_tensor(mil::FLOAT16, w.shape);
-    kernels::f16_to_f32_row(w.bits, t.numel(), t.f.data());
+    if (!w.palettized) {
+        kernels::f16_to_f32_row(w.bits, t.numel(), t.f.data());
+        return t;
+    }
+    const int64_t n_out = w.shape.at(0), n_in = t.numel() / std::max<int64_t>(n_out, 1);
+    const kernels::QuantMatrix q = quant_matrix(w);
+    for (int64_t o = 0; o < n_out; ++o) kernels::quant_decode_row(q, o, 0, n_in, &t.f[o * n_in]);
     return t;
+}
+
+Tensor block_to_tensor(const StateBlock& b) {
+    Tensor t;
+    t.dtype = b.state->dtype;
+    t.shape = b.shape;
+    t.f.assign(b.data(), b.data() + shape_numel(b.shape));
+    return t;
+}
+
+kernels::QuantMatrix quant_matrix(const Weight& w) {
+    const Palettized& p = *w.palettized;
+    kernels::QuantMatrix q;
+    q.kind = kernels::QuantKind::lut;
+    q.nbits = p.nbits;
+    q.n_out = w.shape.at(0);
+    q.n_in = shape_numel(w.shape) / std::max<int64_t>(q.n_out, 1);
+    q.group = p.group;
+    q.codes = p.codes.data();
+    q.lut = p.tables.data();
+    return q;
 }
 
 Slot slot_from_f16(std::vector<int64_t> shape, std::vector<uint16_t> bits) {

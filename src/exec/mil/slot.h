@@ -1,38 +1,68 @@
 // What a name of a running function holds: a tensor, an fp16 constant kept in
-// its storage form (weights: no f32 copy), or a state's own buffer (read_state
-// and function state inputs), read without copying.
+// its storage form (weights: no f32 copy), a state's own buffer (read_state
+// and function state inputs) or a block of it (a slice), read without copying.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "base/aligned_allocator.h"
+#include "exec/cpu/kernels/quant_kernels.h"
 #include "exec/mil/tensor.h"
 
 namespace anelm::milexec {
 
+// A palettized weight [n_out, n_in, 1...] kept as its blob's packed codes:
+// row o holds n_in codes of nbits (LSB first, whole bytes per row) and reads
+// table o / group. The quantized products multiply it without a dense copy.
+struct Palettized {
+    int nbits = 4;
+    int64_t group = 1;
+    // The blob's codes, copied to private memory: streamed every token, they
+    // read faster there than from the file's mapping (bench/README.md).
+    std::vector<uint8_t, AlignedAllocator<uint8_t>> codes;
+    std::vector<uint16_t> tables;  // f16 [n_out / group, 2^nbits]
+};
+
 // An fp16 constant as stored: bits in a blob (which must outlive the
-// function) or in `owned` (a dequantized constexpr result).
+// function) or in `owned` (a dequantized constexpr result), or codes and
+// tables (`palettized`, bits null).
 struct Weight {
     std::vector<int64_t> shape;
     const uint16_t* bits = nullptr;
     std::vector<uint16_t> owned;
     std::shared_ptr<const Weight> base;  // a reshaped view keeps its source alive
+    std::shared_ptr<const Palettized> palettized;
+};
+
+// A contiguous run of a float state's values (one layer's rows of a KV
+// cache), read in place until the state changes.
+struct StateBlock {
+    const Tensor* state = nullptr;
+    int64_t offset = 0;
+    std::vector<int64_t> shape;
+    const float* data() const { return state->f.data() + offset; }
 };
 
 struct Slot {
     std::shared_ptr<const Tensor> tensor;
     std::shared_ptr<const Weight> weight;
     Tensor* state = nullptr;
+    std::shared_ptr<const StateBlock> block;
     std::string text;  // string constants (pad_type, mode, dtype)
 
-    bool empty() const { return !tensor && !weight && !state && text.empty(); }
+    bool empty() const { return !tensor && !weight && !state && !block && text.empty(); }
     const std::vector<int64_t>& shape() const;
     mil::DataType dtype() const;
 };
 
 // An fp16 weight's values as an f32 tensor.
 Tensor weight_to_tensor(const Weight& w);
+// A state block's values as a tensor of their own.
+Tensor block_to_tensor(const StateBlock& b);
+// A palettized weight as the quantized kernels read it: [shape[0], the rest].
+kernels::QuantMatrix quant_matrix(const Weight& w);
 // fp16 values as a slot: an f32 tensor when small, the bits themselves (a
 // Weight) from weight_min_elements on.
 Slot slot_from_f16(std::vector<int64_t> shape, std::vector<uint16_t> bits);
