@@ -16,6 +16,22 @@ using milexec::Tensor;
 
 namespace {
 
+// Whether a function takes a state as an input and returns it updated
+// (NAME and NAME_out), as conv windows and delta-rule matrices are carried.
+bool carries_states(const std::unique_ptr<milexec::Function>& fn) {
+    return std::any_of(
+        fn->inputs().begin(), fn->inputs().end(), [&](const milexec::TensorSpec& in) {
+            return std::any_of(
+                fn->outputs().begin(), fn->outputs().end(),
+                [&](const milexec::TensorSpec& out) { return out.name == in.name + "_out"; });
+        });
+}
+
+// A prefill call of a whole batch costs about as much as infer for a third of
+// its rows, one at a time (on the interpreter, bench/README.md): fewer rows
+// than that go through infer.
+constexpr int64_t padded_batch_cost = 3;
+
 std::unique_ptr<milexec::Function> function_of(const AnePart& part, const std::string& name,
                                                milexec::Rounding rounding, ThreadPool* pool) {
     return std::make_unique<milexec::Function>(part.model->mlprogram(), name, *part.blobs, rounding,
@@ -66,6 +82,7 @@ AnePipeline::AnePipeline(AnePart embeddings, const std::vector<AnePart>& chunks,
     }
     head_ = function_of(head, "main", rounding, pool);
     if (shape_.verify > 0) head_verify_ = function_of(head, "verify", rounding, pool);
+    carries_states_ = std::any_of(infer_.begin(), infer_.end(), carries_states);
     logits_.resize(static_cast<size_t>(
         std::accumulate(shape_.head_pieces.begin(), shape_.head_pieces.end(), int64_t{0})));
 }
@@ -80,6 +97,7 @@ AnePipeline::AnePipeline(AnePart monolithic, AnePipelineShape shape, milexec::Ro
         prefill_rotate_.push_back(function_of(monolithic, "prefill_rotate", rounding, pool));
     }
     if (shape_.verify > 0) verify_.push_back(function_of(monolithic, "verify", rounding, pool));
+    carries_states_ = carries_states(infer_[0]);
     logits_.resize(static_cast<size_t>(
         std::accumulate(shape_.head_pieces.begin(), shape_.head_pieces.end(), int64_t{0})));
 }
@@ -250,12 +268,28 @@ std::span<const float> AnePipeline::prefill(std::span<const int32_t> tokens) {
              shape_.n_ctx);
     // The last token always goes through infer, which also yields the logits.
     size_t at = 0;
-    while (tokens.size() - 1 - at >= static_cast<size_t>(shape_.batch)) {
-        run_batch(tokens.subspan(at, static_cast<size_t>(shape_.batch)));
-        at += static_cast<size_t>(shape_.batch);
+    const auto batch = static_cast<size_t>(shape_.batch);
+    while (tokens.size() - 1 - at >= batch) {
+        run_batch(tokens.subspan(at, batch));
+        at += batch;
+    }
+    if (const size_t rest = tokens.size() - 1 - at; can_pad_batch(rest)) {
+        std::vector<int32_t> padded(tokens.begin() + static_cast<long>(at),
+                                    tokens.begin() + static_cast<long>(at + rest));
+        padded.resize(batch, padded.back());
+        const int64_t start = pos_;
+        run_batch(padded);
+        pos_ = start + static_cast<int64_t>(rest);
+        at += rest;
     }
     for (; at + 1 < tokens.size(); ++at) run_token(tokens[at]);
     return run_token(tokens.back());
+}
+
+bool AnePipeline::can_pad_batch(size_t rows) const {
+    const int64_t end = pos_ + shape_.batch;
+    return static_cast<int64_t>(rows) * padded_batch_cost >= shape_.batch && end <= shape_.n_ctx &&
+           (shape_.rotate_from == 0 || end <= shape_.rotate_from) && !carries_states_;
 }
 
 std::span<const float> AnePipeline::decode(int32_t token) {

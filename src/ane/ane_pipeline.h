@@ -81,6 +81,14 @@ public:
 
 private:
     void run_batch(std::span<const int32_t> tokens);  // prefill, output discarded
+    // Whether the prompt's last `rows` tokens before its final one go through
+    // one prefill call padded to the batch, as ANEMLL's runners do: the padded
+    // rows write cache positions past the prompt, which the mask hides and
+    // later tokens overwrite first. Not where carried states would take in the
+    // padding, nor where the padded rows would reach the context's end or the
+    // rotate point; and not for a few rows, which infer computes sooner.
+    bool can_pad_batch(size_t rows) const;
+    bool carries_states_ = false;
     std::span<const float> run_token(int32_t token);  // infer and the head
     // The chunks' functions from token ids (the embeddings first, unless monolithic).
     milexec::Tensor run_chunks(const std::vector<std::unique_ptr<milexec::Function>>& fns,

@@ -51,6 +51,29 @@ TEST_P(AneLoweringTest, SameGreedyTokensInF16) {
     test::expect_same_greedy_tokens(test::tiny_model(GetParam()), milexec::Rounding::f16, 6);
 }
 
+// A prompt whose rows after the full batches go through one padded prefill
+// call gives the logits and greedy tokens of feeding it one token at a time.
+TEST_P(AneLoweringTest, PaddedPrefillMatchesOneTokenAtATime) {
+    const LoadedModel& m = test::tiny_model(GetParam());
+    const Lowered l = lower_all(decode_program(m), m.spec.n_vocab, false);
+    AnePipeline padded = pipeline(l, false, milexec::Rounding::none);
+    AnePipeline stepped = pipeline(l, false, milexec::Rounding::none);
+    const auto prompt = test::random_tokens(m.spec.n_vocab, batch + batch / 2 + 1, 5);
+    const std::span<const float> first = padded.prefill(prompt);
+    std::vector<float> a(first.begin(), first.end());  // the next prefill reuses the buffer
+    std::span<const float> b = stepped.prefill(std::span(prompt).first(1));
+    for (size_t k = 1; k < prompt.size(); ++k) b = stepped.decode(prompt[k]);
+    EXPECT_EQ(padded.pos(), stepped.pos());
+    EXPECT_LT(test::relative_error(a, b), 1e-3);
+    for (int step = 0; step < 6; ++step) {
+        const int32_t next = test::argmax(b);
+        ASSERT_EQ(test::argmax(a), next) << "step " << step;
+        const std::span<const float> na = padded.decode(next);
+        a.assign(na.begin(), na.end());
+        b = stepped.decode(next);
+    }
+}
+
 // The residual scale (out_scale on the stream's producers) is folded into the
 // weights the packages hold: the scaled packages compute the same logits.
 TEST(AneLowering, ResidualScaleFoldedIntoWeights) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "ane/ane_pipeline.h"
 #include "base/error.h"
 #include "bench_speculative.h"
 #include "command.h"
@@ -53,7 +54,111 @@ MeanSd mean_sd(const std::vector<double>& v) {
     return r;
 }
 
+// One row of llama-bench's table; params of 0 print as unknown.
+void print_row(const std::string& model, int64_t n_params, double bytes, int threads,
+               const std::string& test, const MeanSd& m) {
+    const std::string params = n_params > 0 ? fmt::format("{:.2f}B", n_params / 1e9) : "-";
+    fmt::print("| {:<30} | {:>10} | {:>6.2f} GiB | {:>7} | {:>8} | {:>11.2f} ± {:>6.2f} |\n",
+               model_label(model), params, bytes / 1073741824.0, threads, test, m.mean, m.sd);
+}
+
+void print_header() {
+    fmt::print("| {:<30} | {:>10} | {:>10} | {:>7} | {:>8} | {:>20} |\n", "model", "params", "size",
+               "threads", "test", "t/s");
+    fmt::print("| {:-<30} | {:->10} | {:->10} | {:->7} | {:->8} | {:->20} |\n", "", "", "", "", "",
+               "");
+}
+
+struct Speeds {
+    std::vector<double> pp, tg;  // tokens per second of each repetition
+};
+
+// Prompt and generation speed of any token model: the prompt prefilled, then
+// n_gen tokens decoded from a fresh start, `repetitions` times each after a
+// warm-up pass.
+Speeds measure(TokenModel& m, const std::function<void()>& reset,
+               const std::vector<int32_t>& prompt, int64_t n_gen, int repetitions) {
+    auto prompt_pass = [&] {
+        reset();
+        m.prefill(prompt);
+    };
+    auto gen_pass = [&] {
+        reset();
+        int32_t id = prompt.empty() ? 0 : prompt[0];
+        for (int64_t i = 0; i < n_gen; ++i) m.decode(id);
+    };
+    Speeds s;
+    if (!prompt.empty()) {
+        prompt_pass();  // warm up: page in the weights
+        for (int r = 0; r < repetitions; ++r)
+            s.pp.push_back(static_cast<double>(prompt.size()) / seconds_of(prompt_pass));
+    }
+    if (n_gen > 0) {
+        if (s.pp.empty()) gen_pass();
+        for (int r = 0; r < repetitions; ++r) s.tg.push_back(n_gen / seconds_of(gen_pass));
+    }
+    return s;
+}
+
+// Random ids, as llama-bench uses: the speed does not depend on them.
+std::vector<int32_t> random_prompt(int64_t n, int64_t n_vocab) {
+    std::mt19937 rng(42);
+    std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(n_vocab - 1));
+    std::vector<int32_t> prompt(static_cast<size_t>(n));
+    for (int32_t& id : prompt) id = pick(rng);
+    return prompt;
+}
+
+// A converted folder on the MIL interpreter, run as generate runs it: the
+// prompt through prefill batches, generation through infer.
+int run_bench_converted(const BenchArgs& args) {
+    if (args.speculative.active()) fail("{}: bench drafts only for a source model", args.model);
+    ThreadPool pool(args.run.threads > 0 ? args.run.threads : ThreadPool::physical_cores());
+    ConvertedModel converted(args.model, args.tokenizer,
+                             converted_rounding(args.run.precision_name), &pool);
+    AnePipeline& pipeline = converted.pipeline();
+    if (args.n_prompt > pipeline.n_ctx() || args.n_gen > pipeline.n_ctx())
+        fail("{}: -p {} and -n {} must each fit the packages' context of {}", args.model,
+             args.n_prompt, args.n_gen, pipeline.n_ctx());
+    const std::vector<int32_t> prompt = random_prompt(args.n_prompt, converted.vocab_size());
+    const Speeds s = measure(
+        pipeline, [&] { pipeline.reset(); }, prompt, args.n_gen, args.repetitions);
+    double bytes = 0;  // the folder: packages, tokenizer and metadata
+    for (const auto& f : std::filesystem::recursive_directory_iterator(args.model))
+        if (f.is_regular_file()) bytes += static_cast<double>(f.file_size());
+    const MeanSd p = s.pp.empty() ? MeanSd{} : mean_sd(s.pp);
+    const MeanSd g = s.tg.empty() ? MeanSd{} : mean_sd(s.tg);
+    if (args.json) {
+        nlohmann::ordered_json j;
+        j["model"] = args.model;
+        j["engine"] = "mil";
+        j["bytes"] = bytes;
+        j["threads"] = pool.size();
+        j["precision"] = args.run.precision_name;
+        j["pp_tok_s"] = p.mean;
+        j["pp_tok_s_sd"] = p.sd;
+        j["tg_tok_s"] = g.mean;
+        j["tg_tok_s_sd"] = g.sd;
+        j["n_prompt"] = args.n_prompt;
+        j["n_gen"] = args.n_gen;
+        j["repetitions"] = args.repetitions;
+        j["isa"] = kernels_isa();
+        fmt::print("{}\n", j.dump(2));
+        return 0;
+    }
+    print_header();
+    const auto row = [&](const std::string& test, const MeanSd& m) {
+        print_row(args.model, 0, bytes, pool.size(), test, m);
+    };
+    if (!s.pp.empty()) row(fmt::format("pp{}", args.n_prompt), p);
+    if (!s.tg.empty()) row(fmt::format("tg{}", args.n_gen), g);
+    fmt::print("Core ML packages on the MIL interpreter ({}, precision {})\n", kernels_isa(),
+               args.run.precision_name);
+    return 0;
+}
+
 int run_bench(const BenchArgs& args) {
+    if (is_converted_dir(args.model)) return run_bench_converted(args);
     const bool speculative = args.speculative.active();
     Model model = open_model(args.model, args.tokenizer, speculative);
     SessionOptions so = args.run.session(model);
@@ -75,31 +180,10 @@ int run_bench(const BenchArgs& args) {
     const std::unique_ptr<Session> owned = open_session(model, so);
     Session& session = *owned;
 
-    // Random ids, as llama-bench uses: the speed does not depend on them.
-    std::mt19937 rng(42);
-    std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(model.spec().n_vocab - 1));
-    std::vector<int32_t> prompt(static_cast<size_t>(args.n_prompt));
-    for (int32_t& id : prompt) id = pick(rng);
-
-    auto prompt_pass = [&] {
-        session.reset();
-        session.prefill(prompt);
-    };
-    auto gen_pass = [&] {
-        session.reset();
-        int32_t id = prompt.empty() ? 0 : prompt[0];
-        for (int64_t i = 0; i < args.n_gen; ++i) session.decode(id);
-    };
-    std::vector<double> pp, tg;
-    if (args.n_prompt > 0) {
-        prompt_pass();  // warm up: page in the weights
-        for (int r = 0; r < args.repetitions; ++r)
-            pp.push_back(args.n_prompt / seconds_of(prompt_pass));
-    }
-    if (args.n_gen > 0) {
-        if (pp.empty()) gen_pass();
-        for (int r = 0; r < args.repetitions; ++r) tg.push_back(args.n_gen / seconds_of(gen_pass));
-    }
+    const std::vector<int32_t> prompt = random_prompt(args.n_prompt, model.spec().n_vocab);
+    const Speeds s = measure(
+        session, [&] { session.reset(); }, prompt, args.n_gen, args.repetitions);
+    const std::vector<double>&pp = s.pp, &tg = s.tg;
 
     int64_t n_params = 0;
     for (const std::string& name : model.weights().names())
@@ -128,14 +212,10 @@ int run_bench(const BenchArgs& args) {
         fmt::print("{}\n", j.dump(2));
         return 0;
     }
-    fmt::print("| {:<30} | {:>10} | {:>10} | {:>7} | {:>8} | {:>20} |\n", "model", "params", "size",
-               "threads", "test", "t/s");
-    fmt::print("| {:-<30} | {:->10} | {:->10} | {:->7} | {:->8} | {:->20} |\n", "", "", "", "", "",
-               "");
-    auto row = [&](const std::string& test, const MeanSd& m) {
-        fmt::print("| {:<30} | {:>9.2f}B | {:>6.2f} GiB | {:>7} | {:>8} | {:>11.2f} ± {:>6.2f} |\n",
-                   model_label(args.model), n_params / 1e9, weight_bytes / 1073741824.0,
-                   session.threads(), test, m.mean, m.sd);
+    print_header();
+    const auto row = [&](const std::string& test, const MeanSd& m) {
+        print_row(args.model, n_params, static_cast<double>(weight_bytes), session.threads(), test,
+                  m);
     };
     if (!pp.empty()) row(fmt::format("pp{}", args.n_prompt), p);
     if (!tg.empty()) row(fmt::format("tg{}", args.n_gen), g);
@@ -149,7 +229,8 @@ int run_bench(const BenchArgs& args) {
 
 std::function<int()> setup(CLI::App& app) {
     auto args = std::make_shared<BenchArgs>();
-    app.add_option("model", args->model, "Hugging Face folder, GGUF file or llama2.c .bin")
+    app.add_option("model", args->model,
+                   "Hugging Face folder, GGUF file, llama2.c .bin, or a folder anelm convert wrote")
         ->required();
     app.add_option("-p,--n-prompt", args->n_prompt, "prompt tokens")->capture_default_str();
     app.add_option("-n,--n-gen", args->n_gen, "generated tokens")->capture_default_str();
