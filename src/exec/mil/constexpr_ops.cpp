@@ -246,7 +246,7 @@ std::shared_ptr<const Weight> palettized(const mil::Operation& op, const ConstIn
     auto p = std::make_shared<Palettized>();
     p->nbits = nbits;
     p->group = n_out / tables;
-    p->codes.assign(b.data.data(), b.data.data() + n_out * (n_in * nbits / 8));
+    p->codes = b.data.data();
     p->tables.resize(static_cast<size_t>(lut.numel()));
     for (size_t j = 0; j < p->tables.size(); ++j)
         p->tables[j] = f32_to_f16(value_at(lut, static_cast<int64_t>(j)));

@@ -54,7 +54,7 @@ kernels::QuantMatrix quant_matrix(const Weight& w) {
     q.n_out = w.shape.at(0);
     q.n_in = shape_numel(w.shape) / std::max<int64_t>(q.n_out, 1);
     q.group = p.group;
-    q.codes = p.codes.data();
+    q.codes = p.codes;
     q.lut = p.tables.data();
     return q;
 }

@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "base/aligned_allocator.h"
 #include "exec/cpu/kernels/quant_kernels.h"
 #include "exec/mil/tensor.h"
 
@@ -19,10 +18,8 @@ namespace anelm::milexec {
 struct Palettized {
     int nbits = 4;
     int64_t group = 1;
-    // The blob's codes, copied to private memory: streamed every token, they
-    // read faster there than from the file's mapping (bench/README.md).
-    std::vector<uint8_t, AlignedAllocator<uint8_t>> codes;
-    std::vector<uint16_t> tables;  // f16 [n_out / group, 2^nbits]
+    const uint8_t* codes = nullptr;  // in the blob, which must outlive the function
+    std::vector<uint16_t> tables;    // f16 [n_out / group, 2^nbits]
 };
 
 // An fp16 constant as stored: bits in a blob (which must outlive the
