@@ -123,6 +123,7 @@ void Function::compile(const mil::Function& fn, const mil::Block& block,
             if (!out.type().has_tensortype())
                 fail("{}: output {} is not a tensor", where, out.name());
             c.outputs.push_back(add_slot(out.name(), where));
+            c.output_shapes.push_back(coreml::tensor_shape(out.type().tensortype()));
         }
         ops_.push_back(std::move(c));
     }

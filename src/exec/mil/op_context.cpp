@@ -114,7 +114,7 @@ Tensor OpContext::output(int i, std::vector<int64_t> shape) const {
 
 void OpContext::check_output(int i, const std::vector<int64_t>& shape, mil::DataType dtype) const {
     const mil::TensorType& declared = op_.op->outputs(i).type().tensortype();
-    const std::vector<int64_t> want = coreml::tensor_shape(declared);
+    const std::vector<int64_t>& want = op_.output_shapes.at(static_cast<size_t>(i));
     bool ok = declared.rank() < 0 || want.size() == shape.size();
     for (size_t d = 0; ok && declared.rank() >= 0 && d < want.size(); ++d)
         ok = want[d] < 0 || want[d] == shape[d];

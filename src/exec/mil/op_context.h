@@ -41,6 +41,7 @@ struct CompiledOp {
     const OpDef* def = nullptr;
     std::map<std::string, std::vector<int>, std::less<>> inputs;  // key → slots
     std::vector<int> outputs;
+    std::vector<std::vector<int64_t>> output_shapes;  // as declared, read once
     std::vector<int> release;  // slots whose last use is this op
     bool in_place = false;     // slice_update writing into the state it read
     // matmul x @ yᵀ whose output columns only meet this additive mask (through
