@@ -77,8 +77,20 @@ const Tensor& float_tensor(OpContext& ctx, std::string_view key) {
     return t;
 }
 
+// dst[c * rows + r] = src[r * cols + c], in tiles that stay in L1.
+void transpose(const float* src, int64_t rows, int64_t cols, float* dst) {
+    constexpr int64_t tile = 32;
+    for (int64_t r0 = 0; r0 < rows; r0 += tile)
+        for (int64_t c0 = 0; c0 < cols; c0 += tile) {
+            const int64_t r1 = std::min(rows, r0 + tile), c1 = std::min(cols, c0 + tile);
+            for (int64_t r = r0; r < r1; ++r)
+                for (int64_t c = c0; c < c1; ++c) dst[c * rows + r] = src[r * cols + c];
+        }
+}
+
+// The bias input's values; empty when there is none.
 std::vector<float> bias_of(OpContext& ctx, int64_t n) {
-    if (!ctx.has("bias")) return std::vector<float>(static_cast<size_t>(n), 0.0f);
+    if (!ctx.has("bias")) return {};
     const Tensor& b = float_tensor(ctx, "bias");
     if (b.numel() != n) ctx.fail("bias must hold {} values", n);
     return b.f;
@@ -101,8 +113,9 @@ void linear(OpContext& ctx) {
     Tensor out = ctx.output(0, shape);
     const int64_t rows = x.numel() / n_in;
     w.multiply(x.f.data(), rows, out.f.data(), ctx.pool());
-    for (int64_t r = 0; r < rows; ++r)
-        for (int64_t o = 0; o < n_out; ++o) out.f[r * n_out + o] += bias[o];
+    if (!bias.empty())
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t o = 0; o < n_out; ++o) out.f[r * n_out + o] += bias[o];
     ctx.set(0, std::move(out));
 }
 
@@ -168,20 +181,30 @@ void conv(OpContext& ctx) {
     Tensor out = ctx.output(0, shape);
     std::vector<float> cols(static_cast<size_t>(positions * patch));
     std::vector<float> y(static_cast<size_t>(positions * cout_g));
+    // A 1x1 kernel that steps by 1 over an unpadded input reads every
+    // position's channels as they lie: im2col is a transpose.
+    const bool pointwise = kh == 1 && kw == 1 && stride[0] == 1 && stride[1] == 1 &&
+                           pad_begin[0] == 0 && pad_begin[1] == 0 && pad_end[0] == 0 &&
+                           pad_end[1] == 0;
     for (int64_t b = 0; b < n; ++b)
         for (int64_t g = 0; g < groups; ++g) {
-            for (int64_t p = 0; p < positions; ++p) {
-                const int64_t oy = p / ow, ox = p % ow;
-                float* col = cols.data() + p * patch;
-                for (int64_t c = 0; c < cin_g; ++c) {
-                    const float* plane = x.f.data() + ((b * cin + g * cin_g + c) * ih) * iw;
-                    for (int64_t ky = 0; ky < kh; ++ky)
-                        for (int64_t kx = 0; kx < kw; ++kx) {
-                            const int64_t iy = oy * stride[0] - pad_begin[0] + ky * dil[0];
-                            const int64_t ix = ox * stride[1] - pad_begin[1] + kx * dil[1];
-                            const bool inside = iy >= 0 && iy < ih && ix >= 0 && ix < iw;
-                            *col++ = inside ? plane[iy * iw + ix] : 0.0f;
-                        }
+            const float* planes = x.f.data() + (b * cin + g * cin_g) * ih * iw;
+            if (pointwise) {
+                transpose(planes, cin_g, positions, cols.data());
+            } else {
+                for (int64_t p = 0; p < positions; ++p) {
+                    const int64_t oy = p / ow, ox = p % ow;
+                    float* col = cols.data() + p * patch;
+                    for (int64_t c = 0; c < cin_g; ++c) {
+                        const float* plane = planes + c * ih * iw;
+                        for (int64_t ky = 0; ky < kh; ++ky)
+                            for (int64_t kx = 0; kx < kw; ++kx) {
+                                const int64_t iy = oy * stride[0] - pad_begin[0] + ky * dil[0];
+                                const int64_t ix = ox * stride[1] - pad_begin[1] + kx * dil[1];
+                                const bool inside = iy >= 0 && iy < ih && ix >= 0 && ix < iw;
+                                *col++ = inside ? plane[iy * iw + ix] : 0.0f;
+                            }
+                    }
                 }
             }
             if (w.palettized)
@@ -189,11 +212,12 @@ void conv(OpContext& ctx) {
             else
                 kernels::matmul(rows_of(w.dense, g * cout_g, cout_g), cols.data(), positions,
                                 y.data(), ctx.pool());
-            for (int64_t o = 0; o < cout_g; ++o) {
-                const int64_t co = g * cout_g + o;
-                float* dst = out.f.data() + (b * cout + co) * positions;
-                for (int64_t p = 0; p < positions; ++p) dst[p] = y[p * cout_g + o] + bias[co];
-            }
+            float* dst = out.f.data() + (b * cout + g * cout_g) * positions;
+            transpose(y.data(), positions, cout_g, dst);
+            if (bias.empty()) continue;
+            for (int64_t o = 0; o < cout_g; ++o)
+                for (int64_t p = 0; p < positions; ++p)
+                    dst[o * positions + p] += bias[g * cout_g + o];
         }
     ctx.set(0, std::move(out));
 }
