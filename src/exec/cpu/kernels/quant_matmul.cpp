@@ -166,9 +166,10 @@ bool has_avx512_quant() {
 const QuantIsa* quant_active() {
     const Isa* isa = active();
 #if ANELM_HAVE_X86_KERNELS
-    // Every x86 dense table implies AVX2, FMA and F16C; the quant leaves ask
-    // only for AVX-512 on top, whichever dense table runs.
-    if (isa) return has_avx512_quant() ? &avx512_quant_isa : &avx2_quant_isa;
+    // Every x86 dense table implies AVX2, FMA and F16C; the AVX-512 quant
+    // leaves run beside the AVX-512 dense table (so ANELM_ISA=avx2 runs AVX2
+    // throughout), where the processor also has VBMI and VNNI.
+    if (isa) return isa == &avx512_isa && has_avx512_quant() ? &avx512_quant_isa : &avx2_quant_isa;
 #endif
 #if ANELM_HAVE_ARM_KERNELS
     if (isa == &neon_isa) return &neon_quant_isa;
