@@ -131,6 +131,16 @@ TEST(CliConvert, LutPackagesAreNamedAndRun) {
         test::run_anelm("generate " + shell_word(out) + " -p " + prompt + " -n 40 --temp 0");
     ASSERT_EQ(g.exit_code, 0) << g.err;
     EXPECT_GT(g.out.size(), 40u);
+    // bench times the folder on the interpreter: a padded prefill batch, then infer.
+    const auto b = test::run_anelm("bench " + shell_word(out) + " -p 40 -n 8 -r 1 --json");
+    ASSERT_EQ(b.exit_code, 0) << b.err;
+    const auto j = nlohmann::json::parse(b.out);
+    EXPECT_EQ(j.at("engine"), "mil");
+    EXPECT_GT(j.at("pp_tok_s").get<double>(), 0);
+    EXPECT_GT(j.at("tg_tok_s").get<double>(), 0);
+    const auto too_long = test::run_anelm("bench " + shell_word(out) + " -p 65 -n 8 -r 1");
+    EXPECT_EQ(too_long.exit_code, 1);
+    EXPECT_NE(too_long.err.find("context of 64"), std::string::npos) << too_long.err;
 }
 
 // tiny-qwen2's 648 ids in 16 pieces of ceil(648 / 16) = 41 rows would split
