@@ -45,8 +45,10 @@ struct MeanSd {
     double mean = 0, sd = 0;
 };
 
+// Zeros for a test that did not run.
 MeanSd mean_sd(const std::vector<double>& v) {
     MeanSd r;
+    if (v.empty()) return r;
     for (double x : v) r.mean += x;
     r.mean /= static_cast<double>(v.size());
     for (double x : v) r.sd += (x - r.mean) * (x - r.mean);
@@ -62,16 +64,35 @@ void print_row(const std::string& model, int64_t n_params, double bytes, int thr
                model_label(model), params, bytes / 1073741824.0, threads, test, m.mean, m.sd);
 }
 
-void print_header() {
+struct Speeds {
+    std::vector<double> pp, tg;  // tokens per second of each repetition
+};
+
+// llama-bench's table: a row for each test that ran.
+void print_table(const BenchArgs& args, int64_t n_params, double bytes, int threads,
+                 const Speeds& s, const MeanSd& p, const MeanSd& g) {
     fmt::print("| {:<30} | {:>10} | {:>10} | {:>7} | {:>8} | {:>20} |\n", "model", "params", "size",
                "threads", "test", "t/s");
     fmt::print("| {:-<30} | {:->10} | {:->10} | {:->7} | {:->8} | {:->20} |\n", "", "", "", "", "",
                "");
+    if (!s.pp.empty())
+        print_row(args.model, n_params, bytes, threads, fmt::format("pp{}", args.n_prompt), p);
+    if (!s.tg.empty())
+        print_row(args.model, n_params, bytes, threads, fmt::format("tg{}", args.n_gen), g);
 }
 
-struct Speeds {
-    std::vector<double> pp, tg;  // tokens per second of each repetition
-};
+// The JSON fields every bench prints: the speeds and how they were taken.
+void add_speeds(nlohmann::ordered_json& j, const BenchArgs& args, const MeanSd& p,
+                const MeanSd& g) {
+    j["pp_tok_s"] = p.mean;
+    j["pp_tok_s_sd"] = p.sd;
+    j["tg_tok_s"] = g.mean;
+    j["tg_tok_s_sd"] = g.sd;
+    j["n_prompt"] = args.n_prompt;
+    j["n_gen"] = args.n_gen;
+    j["repetitions"] = args.repetitions;
+    j["isa"] = kernels_isa();
+}
 
 // Prompt and generation speed of any token model: the prompt prefilled, then
 // n_gen tokens decoded from a fresh start, `repetitions` times each after a
@@ -126,8 +147,7 @@ int run_bench_converted(const BenchArgs& args) {
     double bytes = 0;  // the folder: packages, tokenizer and metadata
     for (const auto& f : std::filesystem::recursive_directory_iterator(args.model))
         if (f.is_regular_file()) bytes += static_cast<double>(f.file_size());
-    const MeanSd p = s.pp.empty() ? MeanSd{} : mean_sd(s.pp);
-    const MeanSd g = s.tg.empty() ? MeanSd{} : mean_sd(s.tg);
+    const MeanSd p = mean_sd(s.pp), g = mean_sd(s.tg);
     if (args.json) {
         nlohmann::ordered_json j;
         j["model"] = args.model;
@@ -135,23 +155,11 @@ int run_bench_converted(const BenchArgs& args) {
         j["bytes"] = bytes;
         j["threads"] = pool.size();
         j["precision"] = args.run.precision_name;
-        j["pp_tok_s"] = p.mean;
-        j["pp_tok_s_sd"] = p.sd;
-        j["tg_tok_s"] = g.mean;
-        j["tg_tok_s_sd"] = g.sd;
-        j["n_prompt"] = args.n_prompt;
-        j["n_gen"] = args.n_gen;
-        j["repetitions"] = args.repetitions;
-        j["isa"] = kernels_isa();
+        add_speeds(j, args, p, g);
         fmt::print("{}\n", j.dump(2));
         return 0;
     }
-    print_header();
-    const auto row = [&](const std::string& test, const MeanSd& m) {
-        print_row(args.model, 0, bytes, pool.size(), test, m);
-    };
-    if (!s.pp.empty()) row(fmt::format("pp{}", args.n_prompt), p);
-    if (!s.tg.empty()) row(fmt::format("tg{}", args.n_gen), g);
+    print_table(args, 0, bytes, pool.size(), s, p, g);
     fmt::print("Core ML packages on the MIL interpreter ({}, precision {})\n", kernels_isa(),
                args.run.precision_name);
     return 0;
@@ -183,15 +191,13 @@ int run_bench(const BenchArgs& args) {
     const std::vector<int32_t> prompt = random_prompt(args.n_prompt, model.spec().n_vocab);
     const Speeds s = measure(
         session, [&] { session.reset(); }, prompt, args.n_gen, args.repetitions);
-    const std::vector<double>&pp = s.pp, &tg = s.tg;
 
     int64_t n_params = 0;
     for (const std::string& name : model.weights().names())
         n_params += model.weights().get(name).numel();
     const size_t weight_bytes = model.weights().total_bytes();
     const double bytes_per_token = static_cast<double>(session.decode_weight_bytes());
-    const MeanSd p = pp.empty() ? MeanSd{} : mean_sd(pp);
-    const MeanSd g = tg.empty() ? MeanSd{} : mean_sd(tg);
+    const MeanSd p = mean_sd(s.pp), g = mean_sd(s.tg);
 
     if (args.json) {
         nlohmann::ordered_json j;
@@ -200,26 +206,13 @@ int run_bench(const BenchArgs& args) {
         j["weight_bytes"] = weight_bytes;
         j["threads"] = session.threads();
         j["quant"] = so.quant.to_string();
-        j["pp_tok_s"] = p.mean;
-        j["pp_tok_s_sd"] = p.sd;
-        j["tg_tok_s"] = g.mean;
-        j["tg_tok_s_sd"] = g.sd;
         j["tg_gb_s"] = g.mean * bytes_per_token / 1e9;
-        j["n_prompt"] = args.n_prompt;
-        j["n_gen"] = args.n_gen;
-        j["repetitions"] = args.repetitions;
-        j["isa"] = kernels_isa();
+        add_speeds(j, args, p, g);
         fmt::print("{}\n", j.dump(2));
         return 0;
     }
-    print_header();
-    const auto row = [&](const std::string& test, const MeanSd& m) {
-        print_row(args.model, n_params, static_cast<double>(weight_bytes), session.threads(), test,
-                  m);
-    };
-    if (!pp.empty()) row(fmt::format("pp{}", args.n_prompt), p);
-    if (!tg.empty()) row(fmt::format("tg{}", args.n_gen), g);
-    if (!tg.empty())
+    print_table(args, n_params, static_cast<double>(weight_bytes), session.threads(), s, p, g);
+    if (!s.tg.empty())
         fmt::print("generation reads {:.1f} MB of weights per token: {:.2f} GB/s ({}, quant {})\n",
                    bytes_per_token / 1e6, g.mean * bytes_per_token / 1e9, kernels_isa(),
                    so.quant.to_string());
