@@ -153,11 +153,10 @@ void Function::compile(const mil::Function& fn, const mil::Block& block,
 // allow, checked by their shape; groups 1), linear, matmul x @ yᵀ.
 bool Function::reads_as_matrix(const CompiledOp& c, std::string_view key) const {
     const auto constant = [&](std::string_view k, int64_t fallback) -> int64_t {
-        const auto it = c.inputs.find(k);
-        if (it == c.inputs.end()) return fallback;
-        const Slot& s = constants_[static_cast<size_t>(it->second.at(0))];
-        if (!s.tensor || s.tensor->numel() != 1) return -1;
-        return s.tensor->i.empty() ? static_cast<int64_t>(s.tensor->f[0]) : s.tensor->i[0];
+        if (!c.inputs.count(k)) return fallback;
+        const Tensor* t = scalar_constant(c, k);
+        if (!t) return -1;
+        return t->i.empty() ? static_cast<int64_t>(t->f[0]) : t->i[0];
     };
     const std::string& type = c.op->type();
     if (type == "conv") return key == "weight" && constant("groups", 1) == 1;
@@ -255,6 +254,28 @@ void Function::plan_releases() {
 // read_state → slice_update → write_state of the same state, with nothing else
 // reading the state or the intermediate values, updates the state in place
 // instead of copying a KV cache per op.
+std::vector<std::vector<size_t>> Function::readers_by_slot() const {
+    std::vector<std::vector<size_t>> readers(constants_.size());
+    for (size_t k = 0; k < ops_.size(); ++k)
+        for (const auto& [key, slots] : ops_[k].inputs)
+            for (int s : slots) {
+                std::vector<size_t>& r = readers[static_cast<size_t>(s)];
+                if (r.empty() || r.back() != k) r.push_back(k);
+            }
+    return readers;
+}
+
+bool Function::is_output(int slot) const {
+    return std::count(output_slots_.begin(), output_slots_.end(), slot) != 0;
+}
+
+const Tensor* Function::scalar_constant(const CompiledOp& c, std::string_view key) const {
+    const auto it = c.inputs.find(key);
+    if (it == c.inputs.end()) return nullptr;
+    const Slot& s = constants_[static_cast<size_t>(it->second.at(0))];
+    return s.tensor && s.tensor->numel() == 1 ? s.tensor.get() : nullptr;
+}
+
 void Function::plan_in_place_updates() {
     auto producer = [&](int slot) -> int {
         for (size_t k = 0; k < ops_.size(); ++k)
@@ -262,16 +283,7 @@ void Function::plan_in_place_updates() {
                 if (o == slot) return static_cast<int>(k);
         return -1;
     };
-    auto readers = [&](int slot) {
-        std::vector<size_t> r;
-        for (size_t k = 0; k < ops_.size(); ++k)
-            for (const auto& [key, slots] : ops_[k].inputs)
-                if (std::count(slots.begin(), slots.end(), slot)) r.push_back(k);
-        return r;
-    };
-    auto is_output = [&](int slot) {
-        return std::count(output_slots_.begin(), output_slots_.end(), slot) != 0;
-    };
+    const std::vector<std::vector<size_t>> readers = readers_by_slot();
     for (size_t u = 0; u < ops_.size(); ++u) {
         CompiledOp& upd = ops_[u];
         if (upd.op->type() != "slice_update" || !upd.inputs.count("x")) continue;
@@ -279,8 +291,8 @@ void Function::plan_in_place_updates() {
         const int r = producer(x);
         if (r < 0 || ops_[static_cast<size_t>(r)].op->type() != "read_state") continue;
         const int state = ops_[static_cast<size_t>(r)].inputs.at("input")[0];
-        const std::vector<size_t> x_readers = readers(x);
-        const std::vector<size_t> out_readers = readers(upd.outputs[0]);
+        const std::vector<size_t>& x_readers = readers[static_cast<size_t>(x)];
+        const std::vector<size_t>& out_readers = readers[static_cast<size_t>(upd.outputs[0])];
         if (x_readers.size() != 1 || out_readers.size() != 1 || is_output(x) ||
             is_output(upd.outputs[0]))
             continue;
@@ -303,20 +315,11 @@ void Function::plan_in_place_updates() {
 // whatever the product gave, so the product may leave it at 0. (Only a cached
 // key of inf or NaN would have given NaN there instead.)
 void Function::plan_column_masks() {
-    std::vector<std::vector<size_t>> readers(constants_.size());
-    for (size_t k = 0; k < ops_.size(); ++k)
-        for (const auto& [key, slots] : ops_[k].inputs)
-            for (int s : slots) readers[static_cast<size_t>(s)].push_back(k);
-    const auto is_output = [&](int slot) {
-        return std::count(output_slots_.begin(), output_slots_.end(), slot) != 0;
-    };
+    const std::vector<std::vector<size_t>> readers = readers_by_slot();
     // A finite, nonzero constant: it keeps a 0 at 0.
-    const auto constant_scalar = [&](const CompiledOp& c, std::string_view key) {
-        const auto it = c.inputs.find(key);
-        if (it == c.inputs.end()) return false;
-        const Slot& s = constants_[static_cast<size_t>(it->second.at(0))];
-        return s.tensor && s.tensor->numel() == 1 && s.tensor->f.size() == 1 &&
-               std::isfinite(s.tensor->f[0]) && s.tensor->f[0] != 0.0f;
+    const auto keeps_zero = [&](const CompiledOp& c, std::string_view key) {
+        const Tensor* t = scalar_constant(c, key);
+        return t && t->f.size() == 1 && std::isfinite(t->f[0]) && t->f[0] != 0.0f;
     };
     for (CompiledOp& scores : ops_) {
         if (scores.op->type() != "matmul" || !reads_as_matrix(scores, "y")) continue;
@@ -336,7 +339,7 @@ void Function::plan_column_masks() {
             }
             const bool passes = type == "reshape" || type == "tanh" ||
                                 ((type == "mul" || type == "real_div") && c.inputs.count("y") &&
-                                 constant_scalar(c, c.inputs.at("x").at(0) == value ? "y" : "x"));
+                                 keeps_zero(c, c.inputs.at("x").at(0) == value ? "y" : "x"));
             if (!passes || c.outputs.size() != 1) break;
             value = c.outputs[0];
         }

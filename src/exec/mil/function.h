@@ -76,6 +76,11 @@ private:
     void plan_releases();
     void plan_in_place_updates();
     void plan_column_masks();
+    // The ops reading each slot, in order, each once.
+    std::vector<std::vector<size_t>> readers_by_slot() const;
+    bool is_output(int slot) const;
+    // The constant one-element tensor op `c` binds to `key`, or null.
+    const Tensor* scalar_constant(const CompiledOp& c, std::string_view key) const;
 
     std::string name_;
     Rounding rounding_;

@@ -140,9 +140,9 @@ std::vector<int64_t> broadcast_shape(const OpContext& ctx, const std::vector<int
 std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in,
                                        const std::vector<int64_t>& out);
 
-// The same walk over fewer axes: axes of size 1 dropped, and each axis merged
-// into the one before it where every operand steps over it contiguously
-// (stride[d] == stride[d + 1] * shape[d + 1], broadcast axes included), so the
+// The same walk over fewer axes: axes of size 1 dropped, and an axis merged
+// into the one kept before it where every operand's stride there is this
+// axis' stride times its size (broadcast axes, stride 0, included), so the
 // last axis is as long as it can be.
 template <size_t N>
 void collapse_axes(std::vector<int64_t>& shape, std::array<std::vector<int64_t>, N>& strides) {

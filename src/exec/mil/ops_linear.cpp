@@ -45,26 +45,13 @@ kernels::Matrix rows_of(const kernels::Matrix& m, int64_t first, int64_t n) {
     return {m.dtype, static_cast<const char*>(m.data) + first * m.n_in * width, n, m.n_in};
 }
 
-// 1 + the last column of an additive mask that any row leaves above -inf.
-int64_t unmasked_columns(const Tensor& mask) {
-    const int64_t cols = mask.shape.back(), rows = mask.numel() / std::max<int64_t>(cols, 1);
+// 1 + the last column of `rows` rows of `cols` values where any row holds
+// something other than `value` (0 when none does).
+int64_t last_column_unlike(const float* v, int64_t rows, int64_t cols, float value) {
     int64_t used = 0;
     for (int64_t r = 0; r < rows; ++r)
         for (int64_t j = cols; j-- > used;)
-            if (mask.f[static_cast<size_t>(r * cols + j)] !=
-                -std::numeric_limits<float>::infinity()) {
-                used = j + 1;
-                break;
-            }
-    return used;
-}
-
-// 1 + the last column of rows [rows, k] holding anything but 0.
-int64_t used_columns(const float* x, int64_t rows, int64_t k) {
-    int64_t used = 0;
-    for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = k; j-- > used;)
-            if (x[r * k + j] != 0.0f) {
+            if (v[r * cols + j] != value) {
                 used = j + 1;
                 break;
             }
@@ -271,8 +258,10 @@ void matmul(OpContext& ctx) {
         // x @ yᵀ (attention scores): rows of y are a weight matrix to the
         // matmul kernel, only as many as the mask leaves (the rest stay 0).
         const Tensor* mask = ctx.column_mask();
-        const int64_t used =
-            mask && !mask->shape.empty() && mask->shape.back() == nn ? unmasked_columns(*mask) : nn;
+        const int64_t used = mask && nn > 0 && !mask->shape.empty() && mask->shape.back() == nn
+                                 ? last_column_unlike(mask->f.data(), mask->numel() / nn, nn,
+                                                      -std::numeric_limits<float>::infinity())
+                                 : nn;
         ctx.pool().run(n_batch, [&](int64_t b, int) {
             thread_local ThreadPool serial(1);  // each entry on one thread
             thread_local std::vector<float> part;
@@ -290,7 +279,8 @@ void matmul(OpContext& ctx) {
     // add nothing (the masked probabilities). Only a cached value of inf or
     // NaN would have made NaN of them.
     const int64_t used =
-        tx ? k : used_columns(x.data, shape_numel(x.shape) / std::max<int64_t>(k, 1), k);
+        tx ? k
+           : last_column_unlike(x.data, shape_numel(x.shape) / std::max<int64_t>(k, 1), k, 0.0f);
     if (!tx && m >= 4) {
         // Several rows of x: y transposed first (one pass over it), then the kernel.
         ctx.pool().run(n_batch, [&](int64_t b, int) {
@@ -298,9 +288,7 @@ void matmul(OpContext& ctx) {
             thread_local std::vector<float> yt, xc;
             const float* w = y_of(b);
             yt.resize(static_cast<size_t>(used * nn));
-            for (int64_t t = 0; t < used; ++t)
-                for (int64_t j = 0; j < nn; ++j)
-                    yt[static_cast<size_t>(j * used + t)] = w[t * nn + j];
+            transpose(w, used, nn, yt.data());
             const float* xs_b = x_of(b);
             if (used < k) {
                 xc.resize(static_cast<size_t>(m * used));
