@@ -14,6 +14,8 @@ debian_packages=(
 # headless Chromium; a Node.js from elsewhere (nodesource, nvm) is kept.
 command -v npm >/dev/null 2>&1 || debian_packages+=(nodejs npm)
 command -v chromium >/dev/null 2>&1 || debian_packages+=(chromium)
+# x86 hosts check the NEON kernels under emulation (scripts/neon-check.sh).
+[ "$(uname -m)" = x86_64 ] && debian_packages+=(g++-aarch64-linux-gnu qemu-user)
 brew_packages=(cmake ninja pkg-config googletest google-benchmark nlohmann-json cli11 fmt pcre2 utf8proc protobuf yaml-cpp cpp-httplib node llvm)
 
 if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then

@@ -221,7 +221,9 @@ TEST(BlockKernels, SimdRoundingIsTheReferences) {
                         << what << " block " << b;
                 }
             }
-            if (f == ActFormat::q8_k) EXPECT_EQ(bsums, bsums_ref) << what;
+            if (f == ActFormat::q8_k) {
+                EXPECT_EQ(bsums, bsums_ref) << what;
+            }
         }
     }
     if (n_tables == 0) GTEST_SKIP() << "no SIMD rounding on this processor";

@@ -258,7 +258,9 @@ TEST(Matmul, StackedMatvecEqualsSeparateProducts) {
             matvec_stacked(ws, x.data(), ys, pool);
             for (size_t k = 0; k < weights.size(); ++k)
                 expect_matmul_exact(weights[k], x, 1, stacked[k], 1e-5f, "stacked");
-            if (rows[0] % 8 == 0) EXPECT_EQ(stacked, separate) << dtype_name(dtype);
+            if (rows[0] % 8 == 0) {
+                EXPECT_EQ(stacked, separate) << dtype_name(dtype);
+            }
         }
     }
     std::vector<float> a(4), b(4);

@@ -94,7 +94,7 @@ TEST(SiluMul, DispatchedMatchesReference) {
 TEST(DeltaRuleStep, DispatchedMatchesReference) {
     test::for_each_isa([&](const char*) {
         std::mt19937 rng(17);
-        for (const auto [dk, dv] : {std::pair<int64_t, int64_t>{128, 128}, {16, 20}, {5, 3}}) {
+        for (const auto& [dk, dv] : {std::pair<int64_t, int64_t>{128, 128}, {16, 20}, {5, 3}}) {
             auto s = test::random_floats(rng, dk * dv, -1.0f, 1.0f);
             auto want_s = s;
             const auto q = test::random_floats(rng, dk, -0.3f, 0.3f);

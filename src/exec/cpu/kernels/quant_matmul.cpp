@@ -206,6 +206,8 @@ void check_quant_matrix(const QuantMatrix& w) {
                      w.kind == QuantKind::int8 ? 8 : 4, w.nbits);
             if (!w.scales && w.n_out > 0) fail("quant_matmul: integer matrix without scales");
             break;
+        case QuantKind::blocks:
+            fail("quant_matmul: ggml blocks are multiplied by the block kernels");
     }
     if (!w.codes && w.n_out * w.n_in > 0) fail("quant_matmul: matrix without codes");
 }

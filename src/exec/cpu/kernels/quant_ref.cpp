@@ -27,6 +27,8 @@ float code_value(const QuantMatrix& w, int64_t o, uint32_t code) {
             return static_cast<float>(static_cast<int8_t>(code));
         case QuantKind::int4:
             return static_cast<float>(static_cast<int>(code ^ 8u) - 8);
+        case QuantKind::blocks:  // refused by check_quant_matrix
+            break;
     }
     return 0.0f;
 }

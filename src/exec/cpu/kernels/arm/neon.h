@@ -89,6 +89,72 @@ inline float32x4_t vexp(float32x4_t x) {
                      vbslq_f32(underflow, vdupq_n_f32(0.0f), y));
 }
 
+// x[i] = exp(x[i] - max(x)) over n > 0 values; returns their sum.
+float exp_sum(float* x, int64_t n);
+
+// The vector layer the portable blockings (vec_matmul.h, vec_attention.h)
+// are written over: four f32 lanes.
+struct Vec {
+    using V = float32x4_t;
+    static constexpr int lanes = 4;
+
+    static V zero() { return vdupq_n_f32(0.0f); }
+    static V set1(float a) { return vdupq_n_f32(a); }
+    template <DType D>
+    static V load(const Elem<D>* p) {
+        return load4<D>(p);
+    }
+    template <DType D>
+    static V load_first(const Elem<D>* p, int64_t n) {
+        return load_partial<D>(p, n);
+    }
+    static V load_aligned(const float* p) { return vld1q_f32(p); }
+    static void store(float* p, V v) { vst1q_f32(p, v); }
+    static void store_aligned(float* p, V v) { vst1q_f32(p, v); }
+    static void store_first(float* p, V v, int64_t n) { store_partial(p, v, n); }
+    static V fma(V a, V b, V c) { return vfmaq_f32(c, a, b); }
+    static V add(V a, V b) { return vaddq_f32(a, b); }
+    static V sub(V a, V b) { return vsubq_f32(a, b); }
+    static V mul(V a, V b) { return vmulq_f32(a, b); }
+    static V div(V a, V b) { return vdivq_f32(a, b); }
+    // NaN in either passes through.
+    static V max(V a, V b) { return vmaxq_f32(a, b); }
+    static V exp(V x) { return vexp(x); }
+    static float sum(V v) { return vaddvq_f32(v); }
+    static float max_lane(V v) { return vmaxvq_f32(v); }
+    // out[0..4) = the sums of a, b, c and d.
+    static void store_sums4(float* out, V a, V b, V c, V d) {
+        vst1q_f32(out, vpaddq_f32(vpaddq_f32(a, b), vpaddq_f32(c, d)));
+    }
+    // In place: rows r[0..4) become columns.
+    static void transpose(V r[lanes]) {
+        const float32x4x2_t t01 = vtrnq_f32(r[0], r[1]);
+        const float32x4x2_t t23 = vtrnq_f32(r[2], r[3]);
+        r[0] = vcombine_f32(vget_low_f32(t01.val[0]), vget_low_f32(t23.val[0]));
+        r[1] = vcombine_f32(vget_low_f32(t01.val[1]), vget_low_f32(t23.val[1]));
+        r[2] = vcombine_f32(vget_high_f32(t01.val[0]), vget_high_f32(t23.val[0]));
+        r[3] = vcombine_f32(vget_high_f32(t01.val[1]), vget_high_f32(t23.val[1]));
+    }
+    static void prefetch(const void* p) { __builtin_prefetch(p); }
+    // The tokens of one input step of a GEMM tile as lanes of two registers
+    // (tokens 0-3 and 4-7), not one broadcast register each (vec_matmul.h
+    // broadcasts from memory where a layer has no Tokens).
+    struct Tokens {
+        float32x4_t lo, hi;
+    };
+    // Reads 8 values when count > 4 (the packed steps hold mr = 8).
+    static Tokens load_tokens(const float* p, int count) {
+        const float32x4_t lo = vld1q_f32(p);
+        return {lo, count > 4 ? vld1q_f32(p + 4) : lo};
+    }
+    // acc + b * (token m of a).
+    template <int m>
+    static V fma_token(V acc, V b, const Tokens& a) {
+        return vfmaq_laneq_f32(acc, b, m < 4 ? a.lo : a.hi, m % 4);
+    }
+    static float exp_sum(float* x, int64_t n) { return neon::exp_sum(x, n); }
+};
+
 // Leaves, in matmul.cpp, ops.cpp and attention.cpp.
 void pack_panel(const Matrix& w, int64_t o0, int64_t n_rows, int64_t k0, int64_t kc, float* panel);
 void gemm_tile(const float* xp, int64_t m, const float* panel, int64_t kc, float* y, int64_t ldy,
@@ -108,9 +174,6 @@ void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const f
 void f32_to_f16_row(const float* x, int64_t n, uint16_t* y);
 void f16_to_f32_row(const uint16_t* x, int64_t n, float* y);
 void round_to_f16_row(float* x, int64_t n);
-
-// x[i] = exp(x[i] - max(x)) over n > 0 values; returns their sum.
-float exp_sum(float* x, int64_t n);
 
 // Tile shape of gemm_tile (32 registers: 24 accumulators) and tokens per gemv pass.
 constexpr int mr = 8;

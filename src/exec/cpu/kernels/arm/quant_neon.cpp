@@ -7,12 +7,12 @@
 // looked up 16 at a time like nibbles; 8-bit tables are read one code at a
 // time; int8 rows widen directly. Integer rows are summed on the codes and
 // scaled once at the end. The integer dot products are in int8_dot_neon.cpp.
-#include <array>
 #include <bit>
 
 #include "exec/cpu/kernels/arm/int8_dot_neon.h"
 #include "exec/cpu/kernels/arm/neon.h"
 #include "exec/cpu/kernels/quant_isa.h"
+#include "exec/cpu/kernels/vec_quant.h"
 
 namespace anelm::kernels::neon {
 
@@ -52,27 +52,6 @@ void load_table(const uint16_t* f16, int nbits, RowTable& t) {
         t.lo = vld1q_u8_x4(lo);
         t.hi = vld1q_u8_x4(hi);
     }
-}
-
-// The integer codes of int4 as f16, in code order (two's complement nibbles).
-const uint16_t* int4_table() {
-    static const auto table = [] {
-        std::array<uint16_t, 16> t{};
-        for (int k = 0; k < 16; ++k) {
-            const float v = static_cast<float>((k ^ 8) - 8);
-            t[k] = vget_lane_u16(vreinterpret_u16_f16(vcvt_f16_f32(vdupq_n_f32(v))), 0);
-        }
-        return t;
-    }();
-    return table.data();
-}
-
-// The code of element i of a packed row (LSB-first, may straddle two bytes).
-inline uint32_t code_at(const uint8_t* row, int64_t row_bytes, int64_t i, int nbits) {
-    const int64_t bit = i * nbits, byte = bit / 8;
-    uint32_t v = row[byte];
-    if (byte + 1 < row_bytes) v |= static_cast<uint32_t>(row[byte + 1]) << 8;
-    return (v >> (bit % 8)) & ((1u << nbits) - 1);
 }
 
 // The f32 entries for 16 codes below 16 (one per byte) as four runs of four
@@ -178,7 +157,7 @@ void row_dot(const uint8_t* row, int64_t n_in, const RowTable& tab, const float*
         alignas(16) uint8_t codes[16];
         for (; i + 16 <= n_in; i += 16) {
             for (int j = 0; j < 16; ++j)
-                codes[j] = static_cast<uint8_t>(code_at(row, row_bytes, i + j, NBITS));
+                codes[j] = static_cast<uint8_t>(packed_code_at(row, row_bytes, i + j, NBITS));
             lookup16(vld1q_u8(codes), tab, w);
             for (int r = 0; r < 4; ++r) fma_run<T>(w[r], xb + i + 4 * r, n_in, r, acc);
         }
@@ -189,47 +168,18 @@ void row_dot(const uint8_t* row, int64_t n_in, const RowTable& tab, const float*
         sums[t] = vaddvq_f32(s);
     }
     for (; i < n_in; ++i) {
-        const uint32_t code = code_at(row, row_bytes, i, NBITS);
+        const uint32_t code = packed_code_at(row, row_bytes, i, NBITS);
         const float v = INT8 ? static_cast<float>(static_cast<int8_t>(code)) : tab.values[code];
         for (int t = 0; t < T; ++t) sums[t] += v * xb[t * n_in + i];
     }
 }
 
-// The table row o reads: its group's for lut, the integers for int4.
-const uint16_t* row_table(const QuantMatrix& w, int64_t o) {
-    return w.kind == QuantKind::lut ? w.lut + ((o / w.group) << w.nbits) : int4_table();
-}
-
-float row_scale(const QuantMatrix& w, int64_t o) {
-    return w.kind == QuantKind::lut ? 1.0f : f16_value(w.scales[o]);
-}
-
-template <int NBITS, bool INT8, int T>
-void gemv_rows(const QuantMatrix& w, const float* xb, int64_t o0, int64_t o1, float* y,
-               int64_t ldy) {
-    RowTable tab{};
-    const uint16_t* loaded = nullptr;
-    float sums[T];
-    for (int64_t o = o0; o < o1; ++o) {
-        if constexpr (!INT8) {
-            const uint16_t* table = row_table(w, o);
-            if (table != loaded) load_table(loaded = table, NBITS, tab);
-        }
-        row_dot<NBITS, INT8, T>(w.codes + o * w.row_bytes(), w.n_in, tab, xb, sums);
-        const float scale = row_scale(w, o);
-        for (int t = 0; t < T; ++t) y[t * ldy + o] = sums[t] * scale;
-    }
-}
-
 // Decoding for the GEMM path, which reuses each decoded row across many tokens.
 template <int NBITS, bool INT8>
-void decode(const QuantMatrix& w, int64_t o, int64_t k0, int64_t n, float* out) {
-    RowTable tab{};
-    if constexpr (!INT8) load_table(row_table(w, o), NBITS, tab);
-    const uint8_t* row = w.codes + o * w.row_bytes();
-    const float scale = row_scale(w, o);
+void decode(const uint8_t* row, int64_t row_bytes, int64_t k0, int64_t n, const RowTable& tab,
+            float scale, float* out) {
     for (int64_t j = 0; j < n; ++j) {
-        const uint32_t code = code_at(row, w.row_bytes(), k0 + j, NBITS);
+        const uint32_t code = packed_code_at(row, row_bytes, k0 + j, NBITS);
         out[j] = (INT8 ? static_cast<float>(static_cast<int8_t>(code)) : tab.values[code]) * scale;
     }
 }
@@ -246,65 +196,17 @@ int64_t block_slot(int nbits, int64_t e) {
     return (e & 3) * 8 + (e >> 2);
 }
 
-using GemvFn = void (*)(const QuantMatrix&, const float*, int64_t, int64_t, float*, int64_t);
-using DecodeFn = void (*)(const QuantMatrix&, int64_t, int64_t, int64_t, float*);
-
 constexpr int quant_tokens = 4;
 
-// The leaves of one code width; check_quant_matrix has vetted the widths.
-template <int NBITS, bool INT8>
-struct Leaves {
-    static constexpr GemvFn gemv[quant_tokens] = {
-        gemv_rows<NBITS, INT8, 1>, gemv_rows<NBITS, INT8, 2>, gemv_rows<NBITS, INT8, 3>,
-        gemv_rows<NBITS, INT8, 4>};
-    static constexpr DecodeFn decode_row = decode<NBITS, INT8>;
+// What vec_quant.h's shared walk needs of this instruction set besides
+// load_table, row_dot and decode.
+struct Kit {
+    using RowTable = neon::RowTable;
+    static constexpr int tokens = quant_tokens;
+    static float f16_scale(uint16_t h) { return f16_value(h); }
 };
 
-GemvFn gemv_for(const QuantMatrix& w, int64_t n_tokens) {
-    const auto t = static_cast<size_t>(n_tokens - 1);
-    if (w.kind == QuantKind::int8) return Leaves<8, true>::gemv[t];
-    switch (w.nbits) {
-        case 1:
-            return Leaves<1, false>::gemv[t];
-        case 2:
-            return Leaves<2, false>::gemv[t];
-        case 3:
-            return Leaves<3, false>::gemv[t];
-        case 4:
-            return Leaves<4, false>::gemv[t];
-        case 6:
-            return Leaves<6, false>::gemv[t];
-        default:
-            return Leaves<8, false>::gemv[t];
-    }
-}
-
-DecodeFn decode_for(const QuantMatrix& w) {
-    if (w.kind == QuantKind::int8) return Leaves<8, true>::decode_row;
-    switch (w.nbits) {
-        case 1:
-            return Leaves<1, false>::decode_row;
-        case 2:
-            return Leaves<2, false>::decode_row;
-        case 3:
-            return Leaves<3, false>::decode_row;
-        case 4:
-            return Leaves<4, false>::decode_row;
-        case 6:
-            return Leaves<6, false>::decode_row;
-        default:
-            return Leaves<8, false>::decode_row;
-    }
-}
-
-void quant_gemv(const QuantMatrix& w, const float* xb, int64_t n_tokens, int64_t o0, int64_t o1,
-                float* y, int64_t ldy) {
-    gemv_for(w, n_tokens)(w, xb, o0, o1, y, ldy);
-}
-
-void quant_decode_row(const QuantMatrix& w, int64_t o, int64_t k0, int64_t n, float* out) {
-    decode_for(w)(w, o, k0, n, out);
-}
+using Leaves = VecQuant<Kit>;
 
 }  // namespace
 
@@ -316,11 +218,13 @@ const QuantIsa neon_quant_isa = {
     .name = "neon",
     .block_len = neon::block_len,
     .block_slot = neon::block_slot,
-    .gemv_tokens = neon::quant_tokens,
-    .gemv = neon::quant_gemv,
-    .decode_row = neon::quant_decode_row,
+    .gemv_tokens = neon::Kit::tokens,
+    .gemv = neon::Leaves::gemv,
+    .decode_row = neon::Leaves::decode_row,
     .int8_slot = neon_int8::slot,
     .gemv_int8 = neon_int8::gemv,
+    .int8_pass_tokens = 0,
+    .gemv_int8_tokens = nullptr,
     .gemm_int8 = nullptr,
 };
 

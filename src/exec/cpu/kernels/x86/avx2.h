@@ -88,4 +88,60 @@ inline __m256 vexp(__m256 x) {
                             overflow);
 }
 
+// The vector layer the portable blockings (vec_matmul.h, vec_attention.h)
+// are written over: eight f32 lanes.
+struct Vec {
+    using V = __m256;
+    static constexpr int lanes = 8;
+
+    static V zero() { return _mm256_setzero_ps(); }
+    static V set1(float a) { return _mm256_set1_ps(a); }
+    template <DType D>
+    static V load(const Elem<D>* p) {
+        return load8<D>(p);
+    }
+    template <DType D>
+    static V load_first(const Elem<D>* p, int64_t n) {
+        return load_partial<D>(p, n);
+    }
+    static V load_aligned(const float* p) { return _mm256_load_ps(p); }
+    static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+    static void store_aligned(float* p, V v) { _mm256_store_ps(p, v); }
+    static void store_first(float* p, V v, int64_t n) { store_partial(p, v, n); }
+    static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+    static V add(V a, V b) { return _mm256_add_ps(a, b); }
+    static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+    static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+    static V div(V a, V b) { return _mm256_div_ps(a, b); }
+    // NaN in b passes through.
+    static V max(V a, V b) { return _mm256_max_ps(a, b); }
+    static V exp(V x) { return vexp(x); }
+    static float sum(V v) { return hsum(v); }
+    static float max_lane(V v) { return hmax(v); }
+    // out[0..4) = the sums of a, b, c and d.
+    static void store_sums4(float* out, V a, V b, V c, V d) {
+        _mm_storeu_ps(out, hsum4(a, b, c, d));
+    }
+    // In place: rows r[0..8) become columns.
+    static void transpose(V r[lanes]) {
+        V t[8], s[8];
+        for (int i = 0; i < 8; i += 2) {
+            t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+            t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+        }
+        for (int i = 0; i < 8; i += 4) {
+            s[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+            s[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+            s[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+            s[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+        }
+        for (int i = 0; i < 4; ++i) {
+            r[i] = _mm256_permute2f128_ps(s[i], s[i + 4], 0x20);
+            r[i + 4] = _mm256_permute2f128_ps(s[i], s[i + 4], 0x31);
+        }
+    }
+    static void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
+    static float exp_sum(float* x, int64_t n) { return avx2::exp_sum(x, n); }
+};
+
 }  // namespace anelm::kernels::avx2

@@ -8,9 +8,9 @@
 // lane permute looks them up. int8 rows convert directly. Integer rows are
 // summed on the codes and scaled once at the end. The integer dot products
 // are in int8_dot_avx2.cpp.
-#include <array>
 
 #include "exec/cpu/kernels/quant_isa.h"
+#include "exec/cpu/kernels/vec_quant.h"
 #include "exec/cpu/kernels/x86/avx2.h"
 #include "exec/cpu/kernels/x86/int8_dot_avx2.h"
 
@@ -78,24 +78,6 @@ void load_table(const uint16_t* f16, int nbits, RowTable& t) {
             t.hi[s] = _mm256_xor_si256(t.hi[s], t.hi[s - 1]);
         }
     }
-}
-
-// The integer codes of int4 as f16, in code order (two's complement nibbles).
-const uint16_t* int4_table() {
-    static const auto table = [] {
-        std::array<uint16_t, 16> t{};
-        for (int k = 0; k < 16; ++k) t[k] = _cvtss_sh(static_cast<float>((k ^ 8) - 8), 0);
-        return t;
-    }();
-    return table.data();
-}
-
-// The code of element i of a packed row (LSB-first, may straddle two bytes).
-inline uint32_t code_at(const uint8_t* row, int64_t row_bytes, int64_t i, int nbits) {
-    const int64_t bit = i * nbits, byte = bit / 8;
-    uint32_t v = row[byte];
-    if (byte + 1 < row_bytes) v |= static_cast<uint32_t>(row[byte + 1]) << 8;
-    return (v >> (bit % 8)) & ((1u << nbits) - 1);
 }
 
 // The first N bytes at p as a little-endian integer, built in registers.
@@ -271,46 +253,20 @@ void row_dot(const uint8_t* row, int64_t n_in, const RowTable& tab, const float*
     }
     const int64_t row_bytes = (n_in * NBITS + 7) / 8;
     for (; i < n_in; ++i) {
-        const uint32_t code = code_at(row, row_bytes, i, NBITS);
+        const uint32_t code = packed_code_at(row, row_bytes, i, NBITS);
         const float v = INT8 ? static_cast<float>(static_cast<int8_t>(code)) : tab.values[code];
         for (int t = 0; t < T; ++t) sums[t] += v * xb[t * n_in + i];
     }
 }
 
-// The table row o reads (lut: its group's; int4: the integers), loaded into
-// `tab` unless it is the one already there.
-const uint16_t* row_table(const QuantMatrix& w, int64_t o) {
-    return w.kind == QuantKind::lut ? w.lut + ((o / w.group) << w.nbits) : int4_table();
-}
-
-template <int NBITS, bool INT8, int T>
-void gemv_rows(const QuantMatrix& w, const float* xb, int64_t o0, int64_t o1, float* y,
-               int64_t ldy) {
-    RowTable tab{};
-    const uint16_t* loaded = nullptr;
-    float sums[T];
-    for (int64_t o = o0; o < o1; ++o) {
-        if constexpr (!INT8) {
-            const uint16_t* table = row_table(w, o);
-            if (table != loaded) load_table(loaded = table, NBITS, tab);
-        }
-        row_dot<NBITS, INT8, T>(w.codes + o * w.row_bytes(), w.n_in, tab, xb, sums);
-        const float scale = w.kind == QuantKind::lut ? 1.0f : _cvtsh_ss(w.scales[o]);
-        for (int t = 0; t < T; ++t) y[t * ldy + o] = sums[t] * scale;
-    }
-}
-
 template <int NBITS, bool INT8>
-void decode(const QuantMatrix& w, int64_t o, int64_t k0, int64_t n, float* out) {
-    RowTable tab{};
-    if constexpr (!INT8) load_table(row_table(w, o), NBITS, tab);
-    const uint8_t* row = w.codes + o * w.row_bytes();
-    const float scale = w.kind == QuantKind::lut ? 1.0f : _cvtsh_ss(w.scales[o]);
+void decode(const uint8_t* row, int64_t row_bytes, int64_t k0, int64_t n, const RowTable& tab,
+            float scale, float* out) {
     const __m256 vscale = _mm256_set1_ps(scale);
     const int64_t end = k0 + n;
     int64_t i = k0;
     const auto scalar = [&](int64_t i) {
-        const uint32_t code = code_at(row, w.row_bytes(), i, NBITS);
+        const uint32_t code = packed_code_at(row, row_bytes, i, NBITS);
         const float v = INT8 ? static_cast<float>(static_cast<int8_t>(code)) : tab.values[code];
         out[i - k0] = v * scale;
     };
@@ -337,65 +293,17 @@ int64_t block_slot(int nbits, int64_t e) {
     return (e & ~int64_t{24}) | ((e >> 1) & 8) | ((e << 1) & 16);  // bits 3 and 4 swapped
 }
 
-using GemvFn = void (*)(const QuantMatrix&, const float*, int64_t, int64_t, float*, int64_t);
-using DecodeFn = void (*)(const QuantMatrix&, int64_t, int64_t, int64_t, float*);
-
 constexpr int quant_tokens = 4;
 
-// The leaves of one code width; check_quant_matrix has vetted the widths.
-template <int NBITS, bool INT8>
-struct Leaves {
-    static constexpr GemvFn gemv[quant_tokens] = {
-        gemv_rows<NBITS, INT8, 1>, gemv_rows<NBITS, INT8, 2>, gemv_rows<NBITS, INT8, 3>,
-        gemv_rows<NBITS, INT8, 4>};
-    static constexpr DecodeFn decode_row = decode<NBITS, INT8>;
+// What vec_quant.h's shared walk needs of this instruction set besides
+// load_table, row_dot and decode.
+struct Kit {
+    using RowTable = avx2::RowTable;
+    static constexpr int tokens = quant_tokens;
+    static float f16_scale(uint16_t h) { return _cvtsh_ss(h); }
 };
 
-GemvFn gemv_for(const QuantMatrix& w, int64_t n_tokens) {
-    const auto t = static_cast<size_t>(n_tokens - 1);
-    if (w.kind == QuantKind::int8) return Leaves<8, true>::gemv[t];
-    switch (w.nbits) {
-        case 1:
-            return Leaves<1, false>::gemv[t];
-        case 2:
-            return Leaves<2, false>::gemv[t];
-        case 3:
-            return Leaves<3, false>::gemv[t];
-        case 4:
-            return Leaves<4, false>::gemv[t];
-        case 6:
-            return Leaves<6, false>::gemv[t];
-        default:
-            return Leaves<8, false>::gemv[t];
-    }
-}
-
-DecodeFn decode_for(const QuantMatrix& w) {
-    if (w.kind == QuantKind::int8) return Leaves<8, true>::decode_row;
-    switch (w.nbits) {
-        case 1:
-            return Leaves<1, false>::decode_row;
-        case 2:
-            return Leaves<2, false>::decode_row;
-        case 3:
-            return Leaves<3, false>::decode_row;
-        case 4:
-            return Leaves<4, false>::decode_row;
-        case 6:
-            return Leaves<6, false>::decode_row;
-        default:
-            return Leaves<8, false>::decode_row;
-    }
-}
-
-void quant_gemv(const QuantMatrix& w, const float* xb, int64_t n_tokens, int64_t o0, int64_t o1,
-                float* y, int64_t ldy) {
-    gemv_for(w, n_tokens)(w, xb, o0, o1, y, ldy);
-}
-
-void quant_decode_row(const QuantMatrix& w, int64_t o, int64_t k0, int64_t n, float* out) {
-    decode_for(w)(w, o, k0, n, out);
-}
+using Leaves = VecQuant<Kit>;
 
 }  // namespace
 
@@ -407,9 +315,9 @@ const QuantIsa avx2_quant_isa = {
     .name = "avx2",
     .block_len = avx2::block_len,
     .block_slot = avx2::block_slot,
-    .gemv_tokens = avx2::quant_tokens,
-    .gemv = avx2::quant_gemv,
-    .decode_row = avx2::quant_decode_row,
+    .gemv_tokens = avx2::Kit::tokens,
+    .gemv = avx2::Leaves::gemv,
+    .decode_row = avx2::Leaves::decode_row,
     .int8_slot = avx2_int8::slot,
     .gemv_int8 = avx2_int8::gemv,
     .int8_pass_tokens = avx2_int8::tokens_per_pass,

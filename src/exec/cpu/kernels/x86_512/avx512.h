@@ -49,6 +49,75 @@ inline __m512 load16_masked(const Elem<D>* p, __mmask16 mask) {
     }
 }
 
+// The vector layer the portable blockings (vec_matmul.h) are written over:
+// sixteen f32 lanes, partial vectors by masks.
+struct Vec {
+    using V = __m512;
+    static constexpr int lanes = 16;
+
+    static V zero() { return _mm512_setzero_ps(); }
+    static V set1(float a) { return _mm512_set1_ps(a); }
+    template <DType D>
+    static V load(const Elem<D>* p) {
+        return load16<D>(p);
+    }
+    template <DType D>
+    static V load_first(const Elem<D>* p, int64_t n) {
+        return load16_masked<D>(p, first_lanes(n));
+    }
+    static V load_aligned(const float* p) { return _mm512_load_ps(p); }
+    static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+    static void store_aligned(float* p, V v) { _mm512_store_ps(p, v); }
+    static void store_first(float* p, V v, int64_t n) {
+        _mm512_mask_storeu_ps(p, first_lanes(n), v);
+    }
+    static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+    static V add(V a, V b) { return _mm512_add_ps(a, b); }
+    static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+    static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+    static float sum(V v) { return _mm512_reduce_add_ps(v); }
+    // out[0..4) = the sums of a, b, c and d.
+    static void store_sums4(float* out, V a, V b, V c, V d) {
+        const __m256 abcd =
+            _mm256_hadd_ps(_mm256_hadd_ps(fold(a), fold(b)), _mm256_hadd_ps(fold(c), fold(d)));
+        _mm_storeu_ps(out,
+                      _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
+    }
+    // In place: rows r[0..16) become columns. Two rounds inside 128-bit lanes
+    // leave 4x4 blocks transposed; two rounds of lane shuffles put them in place.
+    static void transpose(V r[lanes]) {
+        V t[16], s[16];
+        for (int i = 0; i < 16; i += 2) {
+            t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+            t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+        }
+        for (int i = 0; i < 16; i += 4) {
+            s[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+            s[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xee);
+            s[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+            s[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+        }
+        // Lane l of s[4 b + j] holds column 4 l + j of rows 4 b .. 4 b + 3.
+        for (int j = 0; j < 4; ++j) {
+            const V even_lo = _mm512_shuffle_f32x4(s[j], s[4 + j], 0x88);
+            const V odd_lo = _mm512_shuffle_f32x4(s[j], s[4 + j], 0xdd);
+            const V even_hi = _mm512_shuffle_f32x4(s[8 + j], s[12 + j], 0x88);
+            const V odd_hi = _mm512_shuffle_f32x4(s[8 + j], s[12 + j], 0xdd);
+            r[j] = _mm512_shuffle_f32x4(even_lo, even_hi, 0x88);
+            r[4 + j] = _mm512_shuffle_f32x4(odd_lo, odd_hi, 0x88);
+            r[8 + j] = _mm512_shuffle_f32x4(even_lo, even_hi, 0xdd);
+            r[12 + j] = _mm512_shuffle_f32x4(odd_lo, odd_hi, 0xdd);
+        }
+    }
+    static void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
+
+private:
+    // A 512-bit sum folded to 256 bits.
+    static __m256 fold(V v) {
+        return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    }
+};
+
 // Leaves, in matmul.cpp.
 void pack_panel(const Matrix& w, int64_t o0, int64_t n_rows, int64_t k0, int64_t kc, float* panel);
 void gemm_tile(const float* xp, int64_t m, const float* panel, int64_t kc, float* y, int64_t ldy,

@@ -17,10 +17,10 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <array>
 
 #include "exec/cpu/kernels/gemv_prefetch.h"
 #include "exec/cpu/kernels/quant_isa.h"
+#include "exec/cpu/kernels/vec_quant.h"
 #include "exec/cpu/kernels/x86_512/int8_dot_avx512.h"
 
 namespace anelm::kernels::avx512_quant {
@@ -74,16 +74,6 @@ void load_table(const uint16_t* f16, int nbits, RowTable& t) {
         t.low_bytes = _mm512_permutex2var_epi8(first, _mm512_load_si512(byte_planes.low), second);
         t.high_bytes = _mm512_permutex2var_epi8(first, _mm512_load_si512(byte_planes.high), second);
     }
-}
-
-// The integer codes of int4 as f16, in code order (two's complement nibbles).
-const uint16_t* int4_table() {
-    static const auto table = [] {
-        std::array<uint16_t, 16> t{};
-        for (int k = 0; k < 16; ++k) t[k] = _cvtss_sh(static_cast<float>((k ^ 8) - 8), 0);
-        return t;
-    }();
-    return table.data();
 }
 
 // The table entries of 16 indices whose low NBITS bits are the codes (higher
@@ -327,11 +317,6 @@ void rows_dot(const uint8_t* rows, int64_t row_bytes, int64_t n_in, const RowTab
     }
 }
 
-// The table row o reads: its group's for lut, the integers for int4.
-const uint16_t* row_table(const QuantMatrix& w, int64_t o) {
-    return w.kind == QuantKind::lut ? w.lut + ((o / w.group) << w.nbits) : int4_table();
-}
-
 // Rows a single token reads at once (rows_dot).
 constexpr int shared_x_rows = 4;
 
@@ -347,7 +332,7 @@ int64_t gemv_row_runs(const QuantMatrix& w, const float* xb, int64_t o0, int64_t
     for (; o + R <= o1; o += R) {
         if constexpr (!INT8) {
             for (int r = 0; r < R; ++r) {
-                const uint16_t* table = row_table(w, o + r);
+                const uint16_t* table = quant_row_table(w, o + r);
                 if (table != loaded[r]) load_table(loaded[r] = table, NBITS, tabs[r]);
             }
         }
@@ -360,32 +345,9 @@ int64_t gemv_row_runs(const QuantMatrix& w, const float* xb, int64_t o0, int64_t
     return o;
 }
 
-template <int NBITS, bool INT8, int T>
-void gemv_rows(const QuantMatrix& w, const float* xb, int64_t o0, int64_t o1, float* y,
-               int64_t ldy) {
-    if constexpr (T == 1 && (INT8 || NBITS <= 4)) {
-        o0 = gemv_row_runs<NBITS, INT8>(w, xb, o0, o1, y);
-    }
-    RowTable tab;
-    const uint16_t* loaded = nullptr;
-    float sums[T];
-    for (int64_t o = o0; o < o1; ++o) {
-        if constexpr (!INT8) {
-            const uint16_t* table = row_table(w, o);
-            if (table != loaded) load_table(loaded = table, NBITS, tab);
-        }
-        row_dot<NBITS, INT8, T>(w.codes + o * w.row_bytes(), w.n_in, tab, xb, sums);
-        const float scale = w.kind == QuantKind::lut ? 1.0f : _cvtsh_ss(w.scales[o]);
-        for (int t = 0; t < T; ++t) y[t * ldy + o] = sums[t] * scale;
-    }
-}
-
 template <int NBITS, bool INT8>
-void decode(const QuantMatrix& w, int64_t o, int64_t k0, int64_t n, float* out) {
-    RowTable tab;
-    if constexpr (!INT8) load_table(row_table(w, o), NBITS, tab);
-    const uint8_t* row = w.codes + o * w.row_bytes();
-    const float scale = w.kind == QuantKind::lut ? 1.0f : _cvtsh_ss(w.scales[o]);
+void decode(const uint8_t* row, int64_t row_bytes, int64_t k0, int64_t n, const RowTable& tab,
+            float scale, float* out) {
     const __m512 vscale = _mm512_set1_ps(scale);
     const int64_t end = k0 + n;
     // Whole 16-code steps from the first multiple of 16 at or before k0, the
@@ -393,7 +355,7 @@ void decode(const QuantMatrix& w, int64_t o, int64_t k0, int64_t n, float* out) 
     for (int64_t i = k0 / 16 * 16; i < end; i += 16) {
         const int64_t lo = std::max(k0, i), hi = std::min(end, i + 16);
         const auto keep = static_cast<__mmask16>(((1u << (hi - i)) - 1) & ~((1u << (lo - i)) - 1));
-        const __m512 v = _mm512_mul_ps(values16<NBITS, INT8>(row, w.row_bytes(), i, tab), vscale);
+        const __m512 v = _mm512_mul_ps(values16<NBITS, INT8>(row, row_bytes, i, tab), vscale);
         _mm512_mask_storeu_ps(out + (i - k0), keep, v);
     }
 }
@@ -409,55 +371,21 @@ int64_t block_slot(int nbits, int64_t e) {
     return e % c * 16 + e / c;
 }
 
-using GemvFn = void (*)(const QuantMatrix&, const float*, int64_t, int64_t, float*, int64_t);
-using DecodeFn = void (*)(const QuantMatrix&, int64_t, int64_t, int64_t, float*);
-
-// The leaves of one code width; check_quant_matrix has vetted the widths.
-template <int NBITS, bool INT8>
-struct Leaves {
-    static constexpr GemvFn gemv[quant_tokens] = {
-        gemv_rows<NBITS, INT8, 1>, gemv_rows<NBITS, INT8, 2>, gemv_rows<NBITS, INT8, 3>,
-        gemv_rows<NBITS, INT8, 4>, gemv_rows<NBITS, INT8, 5>, gemv_rows<NBITS, INT8, 6>,
-        gemv_rows<NBITS, INT8, 7>, gemv_rows<NBITS, INT8, 8>};
-    static constexpr DecodeFn decode_row = decode<NBITS, INT8>;
-};
-
-template <template <int, bool> class Use>
-auto for_width(const QuantMatrix& w) {
-    if (w.kind == QuantKind::int8) return Use<8, true>::get();
-    switch (w.nbits) {
-        case 1:
-            return Use<1, false>::get();
-        case 2:
-            return Use<2, false>::get();
-        case 3:
-            return Use<3, false>::get();
-        case 4:
-            return Use<4, false>::get();
-        case 6:
-            return Use<6, false>::get();
-        default:
-            return Use<8, false>::get();
+// What vec_quant.h's shared walk needs of this instruction set besides
+// load_table, row_dot and decode.
+struct Kit {
+    using RowTable = avx512_quant::RowTable;
+    static constexpr int tokens = quant_tokens;
+    static float f16_scale(uint16_t h) { return _cvtsh_ss(h); }
+    template <int NBITS, bool INT8>
+    static int64_t row_runs(const QuantMatrix& w, const float* xb, int64_t o0, int64_t o1,
+                            float* y) {
+        if constexpr (INT8 || NBITS <= 4) return gemv_row_runs<NBITS, INT8>(w, xb, o0, o1, y);
+        return o0;
     }
-}
-
-template <int NBITS, bool INT8>
-struct GemvTable {
-    static const GemvFn* get() { return Leaves<NBITS, INT8>::gemv; }
-};
-template <int NBITS, bool INT8>
-struct DecodeLeaf {
-    static DecodeFn get() { return Leaves<NBITS, INT8>::decode_row; }
 };
 
-void quant_gemv(const QuantMatrix& w, const float* xb, int64_t n_tokens, int64_t o0, int64_t o1,
-                float* y, int64_t ldy) {
-    for_width<GemvTable>(w)[n_tokens - 1](w, xb, o0, o1, y, ldy);
-}
-
-void quant_decode_row(const QuantMatrix& w, int64_t o, int64_t k0, int64_t n, float* out) {
-    for_width<DecodeLeaf>(w)(w, o, k0, n, out);
-}
+using Leaves = VecQuant<Kit>;
 
 }  // namespace
 
@@ -469,9 +397,9 @@ const QuantIsa avx512_quant_isa = {
     .name = "avx512",
     .block_len = avx512_quant::block_len,
     .block_slot = avx512_quant::block_slot,
-    .gemv_tokens = avx512_quant::quant_tokens,
-    .gemv = avx512_quant::quant_gemv,
-    .decode_row = avx512_quant::quant_decode_row,
+    .gemv_tokens = avx512_quant::Kit::tokens,
+    .gemv = avx512_quant::Leaves::gemv,
+    .decode_row = avx512_quant::Leaves::decode_row,
     .int8_slot = avx512_int8::slot,
     .gemv_int8 = avx512_int8::gemv,
     .int8_pass_tokens = avx512_int8::tokens_per_pass,

@@ -1,0 +1,139 @@
+// The attention leaf of isa.h (attend), written once over an instruction
+// set's vector layer F (see vec_matmul.h): the query heads of one kv head
+// against its f16 key rows, softmax, and the probability-weighted sum of its
+// f16 value rows. Up to four heads go together so each key and value vector
+// is converted once for all.
+#pragma once
+
+#include <cstdint>
+
+#include "exec/cpu/kernels/isa.h"
+
+namespace anelm::kernels {
+
+template <class F>
+struct VecAttention {
+    using V = typename F::V;
+    static constexpr int L = F::lanes;
+    static constexpr int max_heads = 4;
+
+    // v(p) for the first len (<= L) values of p.
+    template <DType D, class E>
+    static V load(const E* p, int64_t len) {
+        return len == L ? F::template load<D>(p) : F::template load_first<D>(p, len);
+    }
+
+    // scores[h * n_keys + j0 + j] = scale * q_h . k_(j0 + j) for H heads and J keys.
+    template <int H, int J>
+    static void score_block(const float* q, const uint16_t* k, int64_t j0, int64_t n_keys,
+                            int64_t head_dim, float scale, float* scores) {
+        const uint16_t* rows = k + j0 * head_dim;
+        V acc[H][J];
+#pragma GCC unroll 4
+        for (int h = 0; h < H; ++h) {
+#pragma GCC unroll 4
+            for (int j = 0; j < J; ++j) acc[h][j] = F::zero();
+        }
+        for (int64_t d = 0; d < head_dim; d += L) {
+            const int64_t len = head_dim - d < L ? head_dim - d : L;
+            V kv[J];
+#pragma GCC unroll 4
+            for (int j = 0; j < J; ++j) kv[j] = load<DType::f16>(rows + j * head_dim + d, len);
+#pragma GCC unroll 4
+            for (int h = 0; h < H; ++h) {
+                const V qv = load<DType::f32>(q + h * head_dim + d, len);
+#pragma GCC unroll 4
+                for (int j = 0; j < J; ++j) acc[h][j] = F::fma(qv, kv[j], acc[h][j]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int h = 0; h < H; ++h) {
+#pragma GCC unroll 4
+            for (int j = 0; j < J; ++j) scores[h * n_keys + j0 + j] = F::sum(acc[h][j]) * scale;
+        }
+    }
+
+    // out_h[d0 .. d0 + L VB) = inv_sum_h * sum_j p_hj v_j[d0 ..] for H heads,
+    // the accumulators in registers across all keys. `len` < L marks a partial
+    // vector.
+    template <int H, int VB>
+    static void value_block(const float* p, int64_t n_keys, const uint16_t* v, int64_t head_dim,
+                            int64_t d0, int64_t len, const float* inv_sum, float* out) {
+        V acc[H][VB];
+#pragma GCC unroll 4
+        for (int h = 0; h < H; ++h) {
+#pragma GCC unroll 8
+            for (int b = 0; b < VB; ++b) acc[h][b] = F::zero();
+        }
+        for (int64_t j = 0; j < n_keys; ++j) {
+            const uint16_t* row = v + j * head_dim + d0;
+            V vv[VB];
+#pragma GCC unroll 8
+            for (int b = 0; b < VB; ++b) vv[b] = load<DType::f16>(row + L * b, len);
+#pragma GCC unroll 4
+            for (int h = 0; h < H; ++h) {
+                const V pj = F::set1(p[h * n_keys + j]);
+#pragma GCC unroll 8
+                for (int b = 0; b < VB; ++b) acc[h][b] = F::fma(pj, vv[b], acc[h][b]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int h = 0; h < H; ++h) {
+            const V inv = F::set1(inv_sum[h]);
+#pragma GCC unroll 8
+            for (int b = 0; b < VB; ++b) {
+                float* o = out + h * head_dim + d0 + L * b;
+                const V s = F::mul(acc[h][b], inv);
+                len == L ? F::store(o, s) : F::store_first(o, s, len);
+            }
+        }
+    }
+
+    // Keys and value vectors per pass chosen to keep about eight accumulators.
+    template <int H>
+    static void attend_heads(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_keys,
+                             int64_t head_dim, float scale, float* scores, float* out) {
+        constexpr int J = H <= 2 ? 4 : 2;
+        int64_t j = 0;
+        for (; j + J <= n_keys; j += J) score_block<H, J>(q, k, j, n_keys, head_dim, scale, scores);
+        for (; j < n_keys; ++j) score_block<H, 1>(q, k, j, n_keys, head_dim, scale, scores);
+        // Unnormalised softmax; the 1 / sum goes into the output scaling.
+        float inv_sum[H];
+        for (int h = 0; h < H; ++h) inv_sum[h] = 1.0f / F::exp_sum(scores + h * n_keys, n_keys);
+        // 32 values per pass for one or two heads, 16 for more.
+        constexpr int VB = (H <= 2 ? 32 : 16) / L;
+        int64_t d = 0;
+        for (; d + L * VB <= head_dim; d += L * VB) {
+            value_block<H, VB>(scores, n_keys, v, head_dim, d, L, inv_sum, out);
+        }
+        for (; d < head_dim; d += L) {
+            const int64_t len = head_dim - d < L ? head_dim - d : L;
+            value_block<H, 1>(scores, n_keys, v, head_dim, d, len, inv_sum, out);
+        }
+    }
+
+    static void attend(const float* q, int64_t n_q, const uint16_t* k, const uint16_t* v,
+                       int64_t n_keys, int64_t head_dim, float scale, float* scores, float* out) {
+        for (int64_t h = 0; h < n_q; h += max_heads) {
+            const float* qh = q + h * head_dim;
+            float* sh = scores + h * n_keys;
+            float* oh = out + h * head_dim;
+            switch (n_q - h < max_heads ? n_q - h : max_heads) {
+                case 1:
+                    attend_heads<1>(qh, k, v, n_keys, head_dim, scale, sh, oh);
+                    break;
+                case 2:
+                    attend_heads<2>(qh, k, v, n_keys, head_dim, scale, sh, oh);
+                    break;
+                case 3:
+                    attend_heads<3>(qh, k, v, n_keys, head_dim, scale, sh, oh);
+                    break;
+                default:
+                    attend_heads<4>(qh, k, v, n_keys, head_dim, scale, sh, oh);
+                    break;
+            }
+        }
+    }
+};
+
+}  // namespace anelm::kernels
