@@ -94,7 +94,30 @@ void rows_dot(const uint8_t* rows, int64_t row_bytes, const Table* tables, const
     for (int r = 0; r < R; ++r) sums[r] = vaddvq_f32(acc[r]);
 }
 
-// The matrix-vector leaf int8_gemv_rows drives.
+// sums[t] = sum_b d_b * (block b of the row . q) for the T tokens of x, each
+// block of the row decoded once for all of them.
+template <Codes C, int T>
+void row_dot_tokens(const uint8_t* row, const Table& table, const Int8Rows& x, float* sums) {
+    constexpr int64_t bb = int8_block_bytes<C>;
+    float32x4_t acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = vdupq_n_f32(0.0f);
+    const int64_t n_in = x.n_in, n_blocks = n_in / int8_block;
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        int8x16_t w[8];
+        block_weights<C>(row + b * bb, table, w);
+        for (int t = 0; t < T; ++t) {
+            const int8_t* xq = x.q + t * n_in + b * int8_block;
+            int32x4_t dot[2] = {vdupq_n_s32(0), vdupq_n_s32(0)};
+            for (int k = 0; k < 8; ++k) dot[k % 2] = dot16(dot[k % 2], w[k], vld1q_s8(xq + 16 * k));
+            acc[t] = vfmaq_n_f32(acc[t], vcvtq_f32_s32(vaddq_s32(dot[0], dot[1])),
+                                 x.scale[t * n_blocks + b]);
+        }
+    }
+    for (int t = 0; t < T; ++t) sums[t] = vaddvq_f32(acc[t]);
+}
+
+// The matrix-vector leaves int8_gemv_rows drives: one token over four rows at
+// a time, several tokens row by row.
 template <Codes C>
 struct GemvLeaf {
     using Table = neon_int8::Table;
@@ -107,6 +130,22 @@ struct GemvLeaf {
                          const Int8Rows& x, float* sums) {
         static_assert(T == 1);
         neon_int8::rows_dot<C, R>(rows, row_bytes, tables, x, sums);
+    }
+};
+
+template <Codes C>
+struct TokensLeaf {
+    using Table = neon_int8::Table;
+    static constexpr int rows = 1;
+    static constexpr int tokens = tokens_per_pass;
+    static void load_table(const int8_t* entries, Table& t) {
+        neon_int8::load_table<C>(entries, t);
+    }
+    template <int R, int T>
+    static void rows_dot(const uint8_t* row, int64_t, const Table* tables, const Int8Rows& x,
+                         float* sums) {
+        static_assert(R == 1);
+        row_dot_tokens<C, T>(row, tables[0], x, sums);
     }
 };
 
@@ -124,6 +163,11 @@ int64_t slot(int nbits, int64_t e) {
 
 void gemv(const QuantMatrix& w, const Int8Rows& x, int64_t o0, int64_t o1, float* y) {
     int8_gemv<GemvLeaf>(w, x, o0, o1, y);
+}
+
+void gemv_tokens(const QuantMatrix& w, const Int8Rows& x, int64_t n_tokens, int64_t o0, int64_t o1,
+                 float* y, int64_t ldy) {
+    int8_gemv_tokens<TokensLeaf>(w, x, n_tokens, o0, o1, y, ldy);
 }
 
 }  // namespace anelm::kernels::neon_int8

@@ -223,8 +223,8 @@ const QuantIsa neon_quant_isa = {
     .decode_row = neon::Leaves::decode_row,
     .int8_slot = neon_int8::slot,
     .gemv_int8 = neon_int8::gemv,
-    .int8_pass_tokens = 0,
-    .gemv_int8_tokens = nullptr,
+    .int8_pass_tokens = neon_int8::tokens_per_pass,
+    .gemv_int8_tokens = neon_int8::gemv_tokens,
     .gemm_int8 = nullptr,
 };
 
