@@ -161,4 +161,38 @@ static void block_gemv_rows(const BlockMatrix& w, const BlockActs& x, int64_t n_
     }
 }
 
+// BlockIsa::leaf from an instruction set's row leaves: B32<D> over 32-input
+// blocks and BK<D> over 256-input super-blocks, D its decoder of each type
+// (listed in BlockType order), read in passes of up to T tokens.
+template <int T, template <class> class B32, template <class> class BK, class Q4_0, class Q4_1,
+          class Q5_0, class Q5_1, class Q8_0, class IQ4_NL, class Q2_K, class Q3_K, class Q4_K,
+          class Q5_K, class Q6_K>
+static BlockGemv block_leaf(BlockType type) {
+    switch (type) {
+        case BlockType::q4_0:
+            return block_gemv_rows<B32<Q4_0>, T>;
+        case BlockType::q4_1:
+            return block_gemv_rows<B32<Q4_1>, T>;
+        case BlockType::q5_0:
+            return block_gemv_rows<B32<Q5_0>, T>;
+        case BlockType::q5_1:
+            return block_gemv_rows<B32<Q5_1>, T>;
+        case BlockType::q8_0:
+            return block_gemv_rows<B32<Q8_0>, T>;
+        case BlockType::iq4_nl:
+            return block_gemv_rows<B32<IQ4_NL>, T>;
+        case BlockType::q2_k:
+            return block_gemv_rows<BK<Q2_K>, T>;
+        case BlockType::q3_k:
+            return block_gemv_rows<BK<Q3_K>, T>;
+        case BlockType::q4_k:
+            return block_gemv_rows<BK<Q4_K>, T>;
+        case BlockType::q5_k:
+            return block_gemv_rows<BK<Q5_K>, T>;
+        case BlockType::q6_k:
+            return block_gemv_rows<BK<Q6_K>, T>;
+    }
+    return nullptr;
+}
+
 }  // namespace anelm::kernels

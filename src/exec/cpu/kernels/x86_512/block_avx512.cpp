@@ -215,36 +215,8 @@ void round_token_avx512(ActFormat f, const float* x, int64_t n_in, int8_t* q, fl
                          : round_blocks_32(x, n_in, q, d, f == ActFormat::q8_1 ? s : nullptr);
 }
 
-template <class L>
-constexpr BlockGemv gemv = block_gemv_rows<L, pass_tokens>;
-
-BlockGemv leaf(BlockType type) {
-    switch (type) {
-        case BlockType::q4_0:
-            return gemv<Blocks32<Q4_0>>;
-        case BlockType::q4_1:
-            return gemv<Blocks32<Q4_1>>;
-        case BlockType::q5_0:
-            return gemv<Blocks32<Q5_0>>;
-        case BlockType::q5_1:
-            return gemv<Blocks32<Q5_1>>;
-        case BlockType::q8_0:
-            return gemv<Blocks32<Q8_0>>;
-        case BlockType::iq4_nl:
-            return gemv<Blocks32<IQ4_NL>>;
-        case BlockType::q2_k:
-            return gemv<BlocksK<Q2_K>>;
-        case BlockType::q3_k:
-            return gemv<BlocksK<Q3_K>>;
-        case BlockType::q4_k:
-            return gemv<BlocksK<QK4<4>>>;
-        case BlockType::q5_k:
-            return gemv<BlocksK<QK4<5>>>;
-        case BlockType::q6_k:
-            return gemv<BlocksK<Q6_K>>;
-    }
-    return nullptr;
-}
+constexpr auto leaf = block_leaf<pass_tokens, Blocks32, BlocksK, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
+                                 IQ4_NL, Q2_K, Q3_K, QK4<4>, QK4<5>, Q6_K>;
 
 }  // namespace
 
