@@ -80,12 +80,13 @@ TEST(SiluMul, DispatchedMatchesReference) {
                     << "n " << n << " i " << i;
             }
         }
-        // Far negative gates go to zero, not to NaN.
-        const float gate[2] = {-200.0f, 200.0f}, up[2] = {1.0f, 1.0f};
-        float y[2];
-        silu_mul(gate, up, 2, y);
+        // Far negative gates go to zero, not to NaN; a NaN gate stays NaN.
+        const float gate[3] = {-200.0f, 200.0f, NAN}, up[3] = {1.0f, 1.0f, 1.0f};
+        float y[3];
+        silu_mul(gate, up, 3, y);
         EXPECT_NEAR(y[0], 0.0f, 1e-30f);
         EXPECT_FLOAT_EQ(y[1], 200.0f);
+        EXPECT_TRUE(std::isnan(y[2]));
     });
 }
 

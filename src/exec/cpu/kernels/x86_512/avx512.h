@@ -49,8 +49,40 @@ inline __m512 load16_masked(const Elem<D>* p, __mmask16 mask) {
     }
 }
 
-// The vector layer the portable blockings (vec_matmul.h) are written over:
-// sixteen f32 lanes, partial vectors by masks.
+// e^x to about 1 ulp, as avx2::vexp: x = n ln2 + r with |r| <= ln2 / 2, a
+// degree-7 polynomial for e^r, 2^n through the exponent bits. Overflow gives
+// inf, underflow 0, NaN stays NaN.
+inline __m512 vexp(__m512 x) {
+    const __mmask16 overflow =
+        _mm512_cmp_ps_mask(x, _mm512_set1_ps(88.72283935546875f), _CMP_GT_OQ);
+    const __mmask16 underflow =
+        _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.33654022216797f), _CMP_LT_OQ);
+    // max/min return their second operand when either is NaN, so NaN passes through.
+    x = _mm512_min_ps(_mm512_set1_ps(88.3762626647949f),
+                      _mm512_max_ps(_mm512_set1_ps(-87.33654022216797f), x));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
+    const __m512i bits =
+        _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    const __m512 y = _mm512_maskz_mov_ps(static_cast<__mmask16>(~underflow),
+                                         _mm512_mul_ps(p, _mm512_castsi512_ps(bits)));
+    return _mm512_mask_mov_ps(y, overflow, _mm512_set1_ps(__builtin_inff()));
+}
+
+// x[i] = exp(x[i] - max(x)) over n > 0 values; returns their sum.
+float exp_sum(float* x, int64_t n);
+
+// The vector layer the portable blockings (vec_matmul.h, vec_attention.h,
+// vec_ops.h) are written over: sixteen f32 lanes, partial vectors by masks.
 struct Vec {
     using V = __m512;
     static constexpr int lanes = 16;
@@ -75,7 +107,12 @@ struct Vec {
     static V add(V a, V b) { return _mm512_add_ps(a, b); }
     static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
     static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+    static V div(V a, V b) { return _mm512_div_ps(a, b); }
+    // NaN in b passes through.
+    static V max(V a, V b) { return _mm512_max_ps(a, b); }
+    static V exp(V x) { return vexp(x); }
     static float sum(V v) { return _mm512_reduce_add_ps(v); }
+    static float max_lane(V v) { return _mm512_reduce_max_ps(v); }
     // out[0..4) = the sums of a, b, c and d.
     static void store_sums4(float* out, V a, V b, V c, V d) {
         const __m256 abcd =
@@ -110,6 +147,7 @@ struct Vec {
         }
     }
     static void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
+    static float exp_sum(float* x, int64_t n) { return avx512::exp_sum(x, n); }
 
 private:
     // A 512-bit sum folded to 256 bits.
@@ -118,12 +156,20 @@ private:
     }
 };
 
-// Leaves, in matmul.cpp.
+// Leaves, in matmul.cpp, ops.cpp and attention.cpp.
 void pack_panel(const Matrix& w, int64_t o0, int64_t n_rows, int64_t k0, int64_t kc, float* panel);
 void gemm_tile(const float* xp, int64_t m, const float* panel, int64_t kc, float* y, int64_t ldy,
                int64_t n, bool accumulate);
 void gemv(const Matrix& w, const float* x, int64_t n_tokens, int64_t o0, int64_t o1, float* y,
           int64_t ldy);
+void attend(const float* q, int64_t n_q, const uint16_t* k, const uint16_t* v, int64_t n_keys,
+            int64_t head_dim, float scale, float* scores, float* out);
+void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, float eps, float* y);
+void softmax(float* x, int64_t n);
+void silu_mul(const float* gate, const float* up, int64_t n, float* out);
+void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out);
+void delta_rule_step(float* s, int64_t dk, int64_t dv, const float* q, const float* k,
+                     const float* v, float beta, float decay, float* delta, float* o);
 
 // Tile shape of gemm_tile (nv vectors of 16 outputs by mr tokens: mr * nv
 // accumulators and nv panel vectors out of 32 registers) and rows of the gemv

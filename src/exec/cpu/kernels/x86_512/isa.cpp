@@ -1,6 +1,7 @@
-// The AVX-512 leaf table, chosen at run time by dispatch.cpp. Only the matmul
-// leaves are its own: the row kernels and attention are a small share of a
-// model's time, so they stay the AVX2 ones (every AVX-512 processor has AVX2).
+// The AVX-512 leaf table, chosen at run time by dispatch.cpp: the matmul,
+// attention and row kernels over the AVX-512 vector layer; rotary embedding
+// and the f16 conversions, a small share of a model's time, stay the AVX2 ones
+// (every AVX-512 processor has AVX2).
 #include "exec/cpu/kernels/x86/avx2_leaves.h"
 #include "exec/cpu/kernels/x86_512/avx512.h"
 
@@ -14,16 +15,16 @@ const Isa avx512_isa = {
     .gemm_tile = avx512::gemm_tile,
     .gemv_tokens = avx512::gemv_tokens,
     .gemv = avx512::gemv,
-    .attend = avx2::attend,
-    .rms_norm = avx2::rms_norm,
-    .softmax = avx2::softmax,
-    .silu_mul = avx2::silu_mul,
-    .gelu_tanh_mul = avx2::gelu_tanh_mul,
+    .attend = avx512::attend,
+    .rms_norm = avx512::rms_norm,
+    .softmax = avx512::softmax,
+    .silu_mul = avx512::silu_mul,
+    .gelu_tanh_mul = avx512::gelu_tanh_mul,
     .rope = avx2::rope,
     .f32_to_f16_row = avx2::f32_to_f16_row,
     .f16_to_f32_row = avx2::f16_to_f32_row,
     .round_to_f16_row = avx2::round_to_f16_row,
-    .delta_rule_step = avx2::delta_rule_step,
+    .delta_rule_step = avx512::delta_rule_step,
 };
 
 }  // namespace anelm::kernels
