@@ -32,10 +32,15 @@ TEST(Gemma4, LogitsMatchTheFloat64Reference) {
 
 // 16 tokens pass the window of 8, so the sliding layers (and the layers that
 // share their K/V) must drop the oldest keys whichever way the calls split.
+// What remains is f32 rounding: a whole prompt's products go through the GEMM,
+// single tokens through the matrix-vector leaves, and this model's unscaled
+// attention amplifies the difference (measured 1.7e-5 with the AVX2 row and
+// attention leaves, 7.5e-5 with AVX-512's 16-lane sums); either side is within
+// 1e-4 of the float64 reference (LogitsMatchTheFloat64Reference).
 TEST(Gemma4, AnySplitIntoCallsGivesTheSameLogits) {
     const LoadedModel& m = test::tiny_model("tiny-gemma4");
     const auto tokens = test::random_tokens(m.spec.n_vocab, 20, 9);
-    EXPECT_LT(test::split_call_error(m, tokens), 5e-5);  // measured 1.7e-5 token by token
+    EXPECT_LT(test::split_call_error(m, tokens), 2e-4);
 }
 
 // Half precision everywhere (weights, activations, K/V) stays close to f32

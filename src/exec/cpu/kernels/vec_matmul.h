@@ -3,12 +3,12 @@
 // x86_512/avx512.h, arm/neon.h: F::V of F::lanes f32 lanes, its loads with
 // f16/bf16 conversion, fma, sums, an in-register transpose, and optionally
 // F::Tokens: how a tile step's tokens reach its FMAs other than by broadcasts
-// from memory). Every function here is a template on F, so a
-// file compiled with one instruction set's flags never shares code with
-// another's.
+// from memory). Every function here is a template on F, so a file compiled
+// with one instruction set's flags never shares code with another's.
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include "exec/cpu/kernels/gemv_prefetch.h"
