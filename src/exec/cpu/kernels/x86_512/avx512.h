@@ -78,11 +78,8 @@ inline __m512 vexp(__m512 x) {
     return _mm512_mask_mov_ps(y, overflow, _mm512_set1_ps(__builtin_inff()));
 }
 
-// x[i] = exp(x[i] - max(x)) over n > 0 values; returns their sum.
-float exp_sum(float* x, int64_t n);
-
-// The vector layer the portable blockings (vec_matmul.h, vec_attention.h,
-// vec_ops.h) are written over: sixteen f32 lanes, partial vectors by masks.
+// The vector layer the portable blockings (vec_matmul.h, vec_ops.h) are
+// written over: sixteen f32 lanes, partial vectors by masks.
 struct Vec {
     using V = __m512;
     static constexpr int lanes = 16;
@@ -147,7 +144,6 @@ struct Vec {
         }
     }
     static void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
-    static float exp_sum(float* x, int64_t n) { return avx512::exp_sum(x, n); }
 
 private:
     // A 512-bit sum folded to 256 bits.
@@ -156,14 +152,12 @@ private:
     }
 };
 
-// Leaves, in matmul.cpp, ops.cpp and attention.cpp.
+// Leaves, in matmul.cpp and ops.cpp.
 void pack_panel(const Matrix& w, int64_t o0, int64_t n_rows, int64_t k0, int64_t kc, float* panel);
 void gemm_tile(const float* xp, int64_t m, const float* panel, int64_t kc, float* y, int64_t ldy,
                int64_t n, bool accumulate);
 void gemv(const Matrix& w, const float* x, int64_t n_tokens, int64_t o0, int64_t o1, float* y,
           int64_t ldy);
-void attend(const float* q, int64_t n_q, const uint16_t* k, const uint16_t* v, int64_t n_keys,
-            int64_t head_dim, float scale, float* scores, float* out);
 void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, float eps, float* y);
 void softmax(float* x, int64_t n);
 void silu_mul(const float* gate, const float* up, int64_t n, float* out);

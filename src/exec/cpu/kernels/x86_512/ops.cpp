@@ -20,10 +20,6 @@ void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, f
     VecOps<Vec>::rms_norm(x, gain, gain_offset, n, eps, y);
 }
 
-float exp_sum(float* x, int64_t n) {
-    return VecOps<Vec>::exp_sum(x, n);
-}
-
 void softmax(float* x, int64_t n) {
     VecOps<Vec>::softmax(x, n);
 }
