@@ -41,7 +41,11 @@ const Files& files() {
 }
 
 std::string quoted(const fs::path& p) {
-    return "'" + p.string() + "'";
+    // Appended, not "'" + ...: GCC 12 warns (-Wrestrict) on that concatenation.
+    std::string s(1, '\'');
+    s += p.string();
+    s += '\'';
+    return s;
 }
 
 TEST(CliGguf, GeneratesAsTheHuggingFaceFolder) {

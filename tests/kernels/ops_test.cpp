@@ -90,6 +90,58 @@ TEST(SiluMul, DispatchedMatchesReference) {
     });
 }
 
+TEST(Sigmoid, DispatchedMatchesReference) {
+    test::for_each_isa([&](const char*) {
+        std::mt19937 rng(14);
+        for (int64_t n = 1; n <= 300; n += 7) {
+            auto x = test::random_floats(rng, n, -30.0f, 30.0f);
+            std::vector<float> y(static_cast<size_t>(n)), want(y.size());
+            sigmoid(x.data(), n, y.data());
+            ref::sigmoid(x.data(), n, want.data());
+            for (int64_t i = 0; i < n; ++i)
+                ASSERT_NEAR(y[i], want[i], 2e-6f * want[i] + 1e-30f) << "n " << n << " i " << i;
+            sigmoid(x.data(), n, x.data());  // in place
+            EXPECT_EQ(x, y);
+        }
+        const float x[4] = {-200.0f, 0.0f, 200.0f, NAN};
+        float y[4];
+        sigmoid(x, 4, y);
+        EXPECT_EQ(y[0], 0.0f);
+        EXPECT_FLOAT_EQ(y[1], 0.5f);
+        EXPECT_FLOAT_EQ(y[2], 1.0f);
+        EXPECT_TRUE(std::isnan(y[3]));
+    });
+}
+
+TEST(WeightedRows, ReferenceIsTheSum) {
+    const float a[4] = {2.0f, -1.0f, 0.5f, 3.0f};  // two sets of two weights, lda 2
+    const float rows[6] = {1.0f, 2.0f, 3.0f, 10.0f, 20.0f, 30.0f};
+    float out[6];
+    ref::weighted_rows(a, 2, 2, rows, 2, 3, out);
+    EXPECT_EQ(std::vector<float>(out, out + 6),
+              (std::vector<float>{-8.0f, -16.0f, -24.0f, 30.5f, 61.0f, 91.5f}));
+}
+
+// Sets of 1-9 (groups of four and their tails), widths with and without
+// partial vectors, weights with a longer stride than the rows they use.
+TEST(WeightedRows, DispatchedMatchesReference) {
+    test::for_each_isa([&](const char*) {
+        std::mt19937 rng(15);
+        for (int64_t sets : {1, 2, 3, 4, 5, 9})
+            for (int64_t width : {1, 7, 16, 37, 128})
+                for (int64_t n_rows : {0, 1, 13, 65}) {
+                    const int64_t lda = n_rows + 3;
+                    const auto a = test::random_floats(rng, sets * lda, 0.0f, 1.0f);
+                    const auto rows = test::random_floats(rng, n_rows * width, -2.0f, 2.0f);
+                    std::vector<float> y(static_cast<size_t>(sets * width), NAN), want(y.size());
+                    weighted_rows(a.data(), sets, lda, rows.data(), n_rows, width, y.data());
+                    ref::weighted_rows(a.data(), sets, lda, rows.data(), n_rows, width,
+                                       want.data());
+                    test::expect_close(y, want, 1e-5f, "weighted_rows");
+                }
+    });
+}
+
 // The delta rule's step on one head, state rows of 128 (whole vector groups)
 // and of 20 and 3 (tails), against the reference: new state and output.
 TEST(DeltaRuleStep, DispatchedMatchesReference) {

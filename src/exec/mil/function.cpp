@@ -103,6 +103,7 @@ void Function::compile(const mil::Function& fn, const mil::Block& block,
         CompiledOp c;
         c.op = &op;
         c.name = op_name;
+        c.type = op.type();
         c.def = find_op_def(op.type());
         if (!c.def) fail("{}: unknown op", where);
         for (const auto& [key, arg] : op.inputs()) {
@@ -123,7 +124,8 @@ void Function::compile(const mil::Function& fn, const mil::Block& block,
             if (!out.type().has_tensortype())
                 fail("{}: output {} is not a tensor", where, out.name());
             c.outputs.push_back(add_slot(out.name(), where));
-            c.output_shapes.push_back(coreml::tensor_shape(out.type().tensortype()));
+            const mil::TensorType& type = out.type().tensortype();
+            c.declared.push_back({type.datatype(), type.rank() >= 0, coreml::tensor_shape(type)});
         }
         ops_.push_back(std::move(c));
     }
@@ -143,9 +145,23 @@ void Function::compile(const mil::Function& fn, const mil::Block& block,
             spec = {out, s.dtype(), s.shape()};
         outputs_.push_back(spec);
     }
+    mark_float_constant_readers();
     plan_releases();
     plan_in_place_updates();
     plan_column_masks();
+}
+
+// Constants are the values a function holds that it did not round (a
+// subnormal epsilon stays what the program says): an op that moves values
+// from one rounds them as it stores them (OpContext::set_moved).
+void Function::mark_float_constant_readers() {
+    for (CompiledOp& c : ops_)
+        for (const auto& [key, slots] : c.inputs)
+            for (int s : slots) {
+                const Slot& k = constants_[static_cast<size_t>(s)];
+                if (k.weight || (k.tensor && is_float_type(k.tensor->dtype)))
+                    c.reads_float_constant = true;
+            }
 }
 
 // Whether op `c` reads its input `key` as the weight of a matrix product the
@@ -158,7 +174,7 @@ bool Function::reads_as_matrix(const CompiledOp& c, std::string_view key) const 
         if (!t) return -1;
         return t->i.empty() ? static_cast<int64_t>(t->f[0]) : t->i[0];
     };
-    const std::string& type = c.op->type();
+    const std::string& type = c.type;
     if (type == "conv") return key == "weight" && constant("groups", 1) == 1;
     if (type == "linear") return key == "weight";
     return type == "matmul" && key == "y" && constant("transpose_y", 0) == 1 &&
@@ -286,10 +302,10 @@ void Function::plan_in_place_updates() {
     const std::vector<std::vector<size_t>> readers = readers_by_slot();
     for (size_t u = 0; u < ops_.size(); ++u) {
         CompiledOp& upd = ops_[u];
-        if (upd.op->type() != "slice_update" || !upd.inputs.count("x")) continue;
+        if (upd.type != "slice_update" || !upd.inputs.count("x")) continue;
         const int x = upd.inputs.at("x")[0];
         const int r = producer(x);
-        if (r < 0 || ops_[static_cast<size_t>(r)].op->type() != "read_state") continue;
+        if (r < 0 || ops_[static_cast<size_t>(r)].type != "read_state") continue;
         const int state = ops_[static_cast<size_t>(r)].inputs.at("input")[0];
         const std::vector<size_t>& x_readers = readers[static_cast<size_t>(x)];
         const std::vector<size_t>& out_readers = readers[static_cast<size_t>(upd.outputs[0])];
@@ -297,7 +313,7 @@ void Function::plan_in_place_updates() {
             is_output(upd.outputs[0]))
             continue;
         const CompiledOp& w = ops_[out_readers[0]];
-        if (w.op->type() != "write_state" || w.inputs.at("input")[0] != state ||
+        if (w.type != "write_state" || w.inputs.at("input")[0] != state ||
             w.inputs.at("data")[0] != upd.outputs[0])
             continue;
         // No other access to the state between the read and the write.
@@ -322,13 +338,13 @@ void Function::plan_column_masks() {
         return t && t->f.size() == 1 && std::isfinite(t->f[0]) && t->f[0] != 0.0f;
     };
     for (CompiledOp& scores : ops_) {
-        if (scores.op->type() != "matmul" || !reads_as_matrix(scores, "y")) continue;
+        if (scores.type != "matmul" || !reads_as_matrix(scores, "y")) continue;
         int value = scores.outputs.at(0);
         for (int hops = 0; hops < 8; ++hops) {
             const std::vector<size_t>& next = readers[static_cast<size_t>(value)];
             if (next.size() != 1 || is_output(value)) break;
             const CompiledOp& c = ops_[next[0]];
-            const std::string& type = c.op->type();
+            const std::string& type = c.type;
             const auto other = [&](std::string_view key) {
                 const std::vector<int>& x = c.inputs.at("x");
                 return x.at(0) == value ? c.inputs.find(key)->second.at(0) : x.at(0);
@@ -369,7 +385,7 @@ std::map<std::string, Tensor> Function::run(const std::map<std::string, Tensor>&
         in.dtype = spec.dtype;
         if (spec.dtype == mil::FLOAT16) round_half_values(rounding_, in.f);
         slots[static_cast<size_t>(input_slots_[k])].tensor =
-            std::make_shared<const Tensor>(std::move(in));
+            std::make_shared<Tensor>(std::move(in));
     }
     for (size_t k = 0; k < states_.size(); ++k) {
         const size_t slot = static_cast<size_t>(state_slots_[k]);

@@ -73,6 +73,7 @@ private:
                             const std::string& where, bool keep_codes) const;
     int add_slot(const std::string& name, const std::string& where);
     int slot_of(const std::string& name, const std::string& where) const;
+    void mark_float_constant_readers();
     void plan_releases();
     void plan_in_place_updates();
     void plan_column_masks();

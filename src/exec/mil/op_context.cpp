@@ -1,10 +1,23 @@
 #include "exec/mil/op_context.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "exec/cpu/kernels/kernels.h"
 
 namespace anelm::milexec {
+
+const std::vector<int>& InputMap::at(std::string_view key) const {
+    const auto it = find(key);
+    if (it == end()) fail("no input {}", key);
+    return it->second;
+}
+
+std::vector<int>& InputMap::operator[](std::string_view key) {
+    for (Entry& e : entries_)
+        if (e.first == key) return e.second;
+    return entries_.emplace_back(std::string(key), std::vector<int>{}).second;
+}
 
 std::string OpContext::where() const {
     return fmt::format("function {}, op {} ({})", function_, op_.name, type());
@@ -42,6 +55,21 @@ const Tensor& OpContext::tensor(std::string_view key, int k) {
     if (s.weight) return scratch_.emplace_back(weight_to_tensor(*s.weight));
     if (s.block) return scratch_.emplace_back(block_to_tensor(*s.block));
     fail("input {} is a string, not a tensor", key);
+}
+
+Tensor OpContext::take(std::string_view key) {
+    const int index = slot_index(key);
+    Slot& s = slots_[static_cast<size_t>(index)];
+    const bool last_use =
+        std::find(op_.release.begin(), op_.release.end(), index) != op_.release.end();
+    int bindings = 0;
+    for (const auto& [name, bound] : op_.inputs)
+        bindings += static_cast<int>(std::count(bound.begin(), bound.end(), index));
+    // Tensors in slots are created non-const (set, detach_readers, run's inputs):
+    // the sole owner may move the values out.
+    if (s.tensor && last_use && bindings == 1 && s.tensor.use_count() == 1)
+        return std::move(const_cast<Tensor&>(*s.tensor));
+    return tensor(key);
 }
 
 const Tensor* OpContext::column_mask() const {
@@ -102,7 +130,7 @@ std::string OpContext::get_string(std::string_view key, const std::string& fallb
 }
 
 mil::DataType OpContext::out_dtype(int i) const {
-    return op_.op->outputs(i).type().tensortype().datatype();
+    return op_.declared.at(static_cast<size_t>(i)).dtype;
 }
 
 Tensor OpContext::output(int i, std::vector<int64_t> shape) const {
@@ -113,24 +141,41 @@ Tensor OpContext::output(int i, std::vector<int64_t> shape) const {
 }
 
 void OpContext::check_output(int i, const std::vector<int64_t>& shape, mil::DataType dtype) const {
-    const mil::TensorType& declared = op_.op->outputs(i).type().tensortype();
-    const std::vector<int64_t>& want = op_.output_shapes.at(static_cast<size_t>(i));
-    bool ok = declared.rank() < 0 || want.size() == shape.size();
-    for (size_t d = 0; ok && declared.rank() >= 0 && d < want.size(); ++d)
+    const DeclaredOutput& declared = op_.declared.at(static_cast<size_t>(i));
+    const std::vector<int64_t>& want = declared.shape;
+    bool ok = !declared.ranked || want.size() == shape.size();
+    for (size_t d = 0; ok && declared.ranked && d < want.size(); ++d)
         ok = want[d] < 0 || want[d] == shape[d];
     if (!ok)
         fail("output {} has shape {}, declared {}", op_.op->outputs(i).name(), shape_text(shape),
              shape_text(want));
-    if (dtype != declared.datatype())
+    if (dtype != declared.dtype)
         fail("output {} is {}, declared {}", op_.op->outputs(i).name(),
-             coreml::mil_dtype_name(dtype), coreml::mil_dtype_name(declared.datatype()));
+             coreml::mil_dtype_name(dtype), coreml::mil_dtype_name(declared.dtype));
 }
 
 void OpContext::set(int i, Tensor t) {
     check_output(i, t.shape, t.dtype);
     if (t.dtype == mil::FLOAT16) round_half_values(rounding_, t.f);
+    store(i, std::move(t));
+}
+
+void OpContext::set_moved(int i, Tensor t) {
+    if (op_.reads_float_constant) return set(i, std::move(t));
+    for (const auto& [key, bound] : op_.inputs)
+        for (int s : bound) {
+            const Slot& in = slots_[static_cast<size_t>(s)];
+            if (in.weight ||
+                (in.tensor && is_float_type(in.tensor->dtype) && in.tensor->dtype != t.dtype))
+                return set(i, std::move(t));
+        }
+    check_output(i, t.shape, t.dtype);
+    store(i, std::move(t));
+}
+
+void OpContext::store(int i, Tensor t) {
     Slot s;
-    s.tensor = std::make_shared<const Tensor>(std::move(t));
+    s.tensor = std::make_shared<Tensor>(std::move(t));
     slots_[static_cast<size_t>(op_.outputs[static_cast<size_t>(i)])] = std::move(s);
 }
 
@@ -143,11 +188,11 @@ void OpContext::detach_readers(const Tensor* state, int except_slot) {
     for (size_t k = 0; k < slots_.size(); ++k) {
         Slot& s = slots_[k];
         if (s.block && s.block->state == state) {
-            s.tensor = std::make_shared<const Tensor>(block_to_tensor(*s.block));
+            s.tensor = std::make_shared<Tensor>(block_to_tensor(*s.block));
             s.block.reset();
         }
         if (s.state != state || is_state_input_[k] || static_cast<int>(k) == except_slot) continue;
-        s.tensor = std::make_shared<const Tensor>(*state);
+        s.tensor = std::make_shared<Tensor>(*state);
         s.state = nullptr;
     }
 }

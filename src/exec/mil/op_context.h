@@ -3,8 +3,9 @@
 // types, rounded to fp16 when the function rounds).
 #pragma once
 
+#include <algorithm>
 #include <array>
-#include <deque>
+#include <list>
 #include <map>
 #include <string>
 #include <string_view>
@@ -35,15 +36,45 @@ struct OpDef {
 // The op called `type`, or null.
 const OpDef* find_op_def(std::string_view type);
 
+// An op's inputs by key → slots. Ops have a few, so a flat list scanned in
+// order: one run of memory per op, where a tree's nodes are each a cache miss
+// when a token's weights have flushed the caches since the op last ran.
+class InputMap {
+public:
+    using Entry = std::pair<std::string, std::vector<int>>;
+    using const_iterator = std::vector<Entry>::const_iterator;
+
+    const_iterator begin() const { return entries_.begin(); }
+    const_iterator end() const { return entries_.end(); }
+    const_iterator find(std::string_view key) const {
+        return std::find_if(begin(), end(), [&](const Entry& e) { return e.first == key; });
+    }
+    size_t count(std::string_view key) const { return find(key) == end() ? 0 : 1; }
+    const std::vector<int>& at(std::string_view key) const;
+    std::vector<int>& operator[](std::string_view key);  // added when absent
+
+private:
+    std::vector<Entry> entries_;
+};
+
+// An output as declared: read from the program once, at compile time.
+struct DeclaredOutput {
+    mil::DataType dtype = mil::FLOAT32;
+    bool ranked = true;          // false: any rank
+    std::vector<int64_t> shape;  // -1 for an unknown dimension
+};
+
 struct CompiledOp {
     const mil::Operation* op = nullptr;
     std::string name;  // the op's name attribute
+    std::string type;  // the op's type, held here so running never reads the program
     const OpDef* def = nullptr;
-    std::map<std::string, std::vector<int>, std::less<>> inputs;  // key → slots
+    InputMap inputs;  // key → slots
     std::vector<int> outputs;
-    std::vector<std::vector<int64_t>> output_shapes;  // as declared, read once
+    std::vector<DeclaredOutput> declared;
     std::vector<int> release;  // slots whose last use is this op
     bool in_place = false;     // slice_update writing into the state it read
+    bool reads_float_constant = false;
     // matmul x @ yᵀ whose output columns only meet this additive mask (through
     // reshapes, scalings and tanh): columns it holds -inf in every row of are
     // not computed (attention scores past the causal end).
@@ -61,7 +92,7 @@ public:
           pool_(pool),
           rounding_(rounding) {}
 
-    const std::string& type() const { return op_.op->type(); }
+    const std::string& type() const { return op_.type; }
     bool in_place() const { return op_.in_place; }
     // The mask of CompiledOp::column_mask, null when there is none.
     const Tensor* column_mask() const;
@@ -75,6 +106,9 @@ public:
     const Tensor& tensor(std::string_view key, int k = 0);
     // A float input's values where they lie (a state block in place).
     FloatSpan floats(std::string_view key);
+    // The input as a tensor of the op's own: its buffer when this op is its
+    // last reader and holds it alone (an output can then reuse it), else a copy.
+    Tensor take(std::string_view key);
 
     int64_t get_int(std::string_view key);
     int64_t get_int(std::string_view key, int64_t fallback);
@@ -91,6 +125,11 @@ public:
     Tensor output(int i, std::vector<int64_t> shape) const;
     // Stores output i after checking its shape against the declaration.
     void set(int i, Tensor t);
+    // As set, for values the op moved unchanged from its inputs (reshapes,
+    // slices, concatenations): the function rounded them already and does
+    // not again, unless they come from a constant (held as the program
+    // wrote it) or a view of a weight.
+    void set_moved(int i, Tensor t);
     // Stores a weight view or a state reference as output i, checked likewise.
     void set_slot(int i, Slot s);
 
@@ -109,6 +148,7 @@ public:
 
 private:
     void check_output(int i, const std::vector<int64_t>& shape, mil::DataType dtype) const;
+    void store(int i, Tensor t);
 
     const std::string& function_;
     const CompiledOp& op_;
@@ -116,7 +156,7 @@ private:
     const std::vector<bool>& is_state_input_;
     ThreadPool& pool_;
     Rounding rounding_;
-    std::deque<Tensor> scratch_;  // weights converted for this op
+    std::list<Tensor> scratch_;  // weights converted for this op (no allocation until one is)
 };
 
 // Helpers shared by the op implementations.

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "exec/cpu/kernels/kernels.h"
 #include "exec/mil/ops.h"
 
 namespace anelm::milexec::ops {
@@ -15,13 +16,21 @@ const Tensor& float_input(OpContext& ctx, std::string_view key) {
     return t;
 }
 
-template <typename F>
-void map_floats(OpContext& ctx, F f) {
+// The output: row(x values, count, output values) over x as one row.
+template <typename Row>
+void map_row(OpContext& ctx, Row row) {
     const Tensor& x = float_input(ctx, "x");
     Tensor out = ctx.output(0, x.shape);
     if (out.f.size() != x.f.size()) ctx.fail("output must be a float tensor");
-    for (size_t k = 0; k < x.f.size(); ++k) out.f[k] = f(x.f[k]);
+    row(x.f.data(), static_cast<int64_t>(x.f.size()), out.f.data());
     ctx.set(0, std::move(out));
+}
+
+template <typename F>
+void map_floats(OpContext& ctx, F f) {
+    map_row(ctx, [&](const float* x, int64_t n, float* y) {
+        for (int64_t k = 0; k < n; ++k) y[k] = f(x[k]);
+    });
 }
 
 float sigmoid(float v) {
@@ -42,7 +51,7 @@ void unary(OpContext& ctx) {
     if (t == "abs") return map_floats(ctx, [](float v) { return std::fabs(v); });
     if (t == "square") return map_floats(ctx, [](float v) { return v * v; });
     if (t == "relu") return map_floats(ctx, [](float v) { return v > 0.0f ? v : 0.0f; });
-    if (t == "sigmoid") return map_floats(ctx, sigmoid);
+    if (t == "sigmoid") return map_row(ctx, kernels::sigmoid);
     if (t == "silu") return map_floats(ctx, [](float v) { return v * sigmoid(v); });
     if (t == "softplus")
         return map_floats(ctx, [](float v) { return v > 20.0f ? v : std::log1p(std::exp(v)); });
@@ -96,7 +105,18 @@ void broadcast2(const std::vector<int64_t>& shape, const Tensor& x, const std::v
         const In* a = xv.data() + at[0];
         const In* b = yv.data() + at[1];
         Out* o = out.data() + r * inner;
-        for (int64_t j = 0; j < inner; ++j) o[j] = static_cast<Out>(f(a[j * sx], b[j * sy]));
+        // The common strides get loops of their own, which the compiler vectorizes.
+        if (sx == 1 && sy == 1) {
+            for (int64_t j = 0; j < inner; ++j) o[j] = static_cast<Out>(f(a[j], b[j]));
+        } else if (sx == 1 && sy == 0) {
+            const In bv = b[0];
+            for (int64_t j = 0; j < inner; ++j) o[j] = static_cast<Out>(f(a[j], bv));
+        } else if (sx == 0 && sy == 1) {
+            const In av = a[0];
+            for (int64_t j = 0; j < inner; ++j) o[j] = static_cast<Out>(f(av, b[j]));
+        } else {
+            for (int64_t j = 0; j < inner; ++j) o[j] = static_cast<Out>(f(a[j * sx], b[j * sy]));
+        }
     });
 }
 

@@ -166,18 +166,24 @@ void conv(OpContext& ctx) {
     if (spatial == 2) shape.push_back(oh);
     shape.push_back(ow);
     Tensor out = ctx.output(0, shape);
-    std::vector<float> cols(static_cast<size_t>(positions * patch));
-    std::vector<float> y(static_cast<size_t>(positions * cout_g));
     // A 1x1 kernel that steps by 1 over an unpadded input reads every
-    // position's channels as they lie: im2col is a transpose.
+    // position's channels as they lie: im2col is a transpose, and at one
+    // position (a token in the Neural Engine's [1, C, 1, 1]) not even that,
+    // nor is the transpose of the outputs.
     const bool pointwise = kh == 1 && kw == 1 && stride[0] == 1 && stride[1] == 1 &&
                            pad_begin[0] == 0 && pad_begin[1] == 0 && pad_end[0] == 0 &&
                            pad_end[1] == 0;
+    const bool in_place = pointwise && positions == 1;
+    std::vector<float> cols(in_place ? 0 : static_cast<size_t>(positions * patch));
+    std::vector<float> y(in_place ? 0 : static_cast<size_t>(positions * cout_g));
     for (int64_t b = 0; b < n; ++b)
         for (int64_t g = 0; g < groups; ++g) {
             const float* planes = x.f.data() + (b * cin + g * cin_g) * ih * iw;
+            float* dst = out.f.data() + (b * cout + g * cout_g) * positions;
+            const float* rows = in_place ? planes : cols.data();
+            float* products = in_place ? dst : y.data();
             if (pointwise) {
-                transpose(planes, cin_g, positions, cols.data());
+                if (!in_place) transpose(planes, cin_g, positions, cols.data());
             } else {
                 for (int64_t p = 0; p < positions; ++p) {
                     const int64_t oy = p / ow, ox = p % ow;
@@ -195,12 +201,11 @@ void conv(OpContext& ctx) {
                 }
             }
             if (w.palettized)
-                w.multiply(cols.data(), positions, y.data(), ctx.pool());
+                w.multiply(rows, positions, products, ctx.pool());
             else
-                kernels::matmul(rows_of(w.dense, g * cout_g, cout_g), cols.data(), positions,
-                                y.data(), ctx.pool());
-            float* dst = out.f.data() + (b * cout + g * cout_g) * positions;
-            transpose(y.data(), positions, cout_g, dst);
+                kernels::matmul(rows_of(w.dense, g * cout_g, cout_g), rows, positions, products,
+                                ctx.pool());
+            if (!in_place) transpose(y.data(), positions, cout_g, dst);
             if (bias.empty()) continue;
             for (int64_t o = 0; o < cout_g; ++o)
                 for (int64_t p = 0; p < positions; ++p)
@@ -300,7 +305,14 @@ void matmul(OpContext& ctx) {
         });
         return ctx.set(0, std::move(out));
     }
-    // One task per output row.
+    if (!tx) {
+        // A few rows of x: each batch entry's rows of y are read once for all of them.
+        ctx.pool().run(n_batch, [&](int64_t b, int) {
+            kernels::weighted_rows(x_of(b), m, k, y_of(b), used, nn, out.f.data() + b * m * nn);
+        });
+        return ctx.set(0, std::move(out));
+    }
+    // x transposed: one task per output row.
     ctx.pool().run(n_batch * m, [&](int64_t task, int) {
         const int64_t b = task / m, i = task % m;
         const float* a = x_of(b);
@@ -316,8 +328,8 @@ void matmul(OpContext& ctx) {
         }
         // Otherwise accumulate scaled rows of y, reading it in order.
         std::fill(c, c + nn, 0.0f);
-        for (int64_t t = 0; t < used; ++t) {
-            const float at = tx ? a[t * m + i] : a[i * k + t];
+        for (int64_t t = 0; t < k; ++t) {
+            const float at = a[t * m + i];
             const float* __restrict row = bm + t * nn;
             float* __restrict dst = c;
             for (int64_t j = 0; j < nn; ++j) dst[j] += at * row[j];

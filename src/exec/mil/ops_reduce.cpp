@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "exec/cpu/kernels/kernels.h"
 #include "exec/mil/ops.h"
 
 namespace anelm::milexec::ops {
@@ -19,6 +20,40 @@ std::vector<int64_t> reduce_axes(OpContext& ctx, int64_t rank) {
     std::sort(axes.begin(), axes.end());
     if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) ctx.fail("repeated axes");
     return axes;
+}
+
+// The mean of n contiguous values, summed in f64 over eight independent runs
+// (one chain of adds would wait on each add's latency).
+double mean_of(const float* x, int64_t n) {
+    double part[8] = {};
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int k = 0; k < 8; ++k) part[k] += x[j + k];
+    double sum = 0.0;
+    for (; j < n; ++j) sum += x[j];
+    for (double p : part) sum += p;
+    return sum / static_cast<double>(n);
+}
+
+// fn(row, s.n) on each row of s.n values along the split axis, the input's
+// values copied to the output first: rows that are not contiguous are
+// gathered into a buffer and put back, so every layout gets the same
+// arithmetic (a token's [1, C, 1, 1] and a batch's [1, C, 1, T] alike).
+template <typename Fn>
+void for_each_row(const AxisSplit& s, const float* in, float* out, Fn fn) {
+    if (s.inner == 1) {
+        std::copy(in, in + s.outer * s.n, out);
+        for (int64_t o = 0; o < s.outer; ++o) fn(out + o * s.n, s.n);
+        return;
+    }
+    std::vector<float> row(static_cast<size_t>(s.n));
+    for (int64_t o = 0; o < s.outer; ++o)
+        for (int64_t in_k = 0; in_k < s.inner; ++in_k) {
+            const int64_t base = o * s.n * s.inner + in_k;
+            for (int64_t j = 0; j < s.n; ++j) row[static_cast<size_t>(j)] = in[base + j * s.inner];
+            fn(row.data(), s.n);
+            for (int64_t j = 0; j < s.n; ++j) out[base + j * s.inner] = row[static_cast<size_t>(j)];
+        }
 }
 
 double value_at(const Tensor& t, int64_t k) {
@@ -102,25 +137,10 @@ void softmax(OpContext& ctx) {
     if (x.f.size() != static_cast<size_t>(x.numel())) ctx.fail("x must be a float tensor");
     const int64_t axis =
         normalize_axis(ctx, ctx.get_int("axis", -1), static_cast<int64_t>(x.shape.size()));
-    const AxisSplit s = split_at(x.shape, axis);
     Tensor out = ctx.output(0, x.shape);
-    for (int64_t o = 0; o < s.outer; ++o)
-        for (int64_t in = 0; in < s.inner; ++in) {
-            const int64_t base = o * s.n * s.inner + in;
-            float mx = -std::numeric_limits<float>::infinity();
-            for (int64_t j = 0; j < s.n; ++j) mx = std::max(mx, x.f[base + j * s.inner]);
-            double sum = 0.0;
-            for (int64_t j = 0; j < s.n; ++j) {
-                // exp(-inf) is 0: masked scores need no call.
-                const float v = x.f[base + j * s.inner];
-                const float e =
-                    v == -std::numeric_limits<float>::infinity() ? 0.0f : std::exp(v - mx);
-                out.f[base + j * s.inner] = e;
-                sum += e;
-            }
-            for (int64_t j = 0; j < s.n; ++j)
-                out.f[base + j * s.inner] = static_cast<float>(out.f[base + j * s.inner] / sum);
-        }
+    // The vector kernel: f32 sums, and exp(-inf) is 0 there too.
+    for_each_row(split_at(x.shape, axis), x.f.data(), out.f.data(),
+                 [](float* row, int64_t n) { kernels::softmax(row, n); });
     ctx.set(0, std::move(out));
 }
 
@@ -182,26 +202,17 @@ void layer_norm(OpContext& ctx) {
     if ((gamma && gamma->f.size() != static_cast<size_t>(s.n)) ||
         (beta && beta->f.size() != static_cast<size_t>(s.n)))
         ctx.fail("gamma and beta must hold {} values", s.n);
-    const double eps = ctx.get_float("epsilon", 1e-5f);
+    const auto eps = ctx.get_float("epsilon", 1e-5f);
     Tensor out = ctx.output(0, x.shape);
-    for (int64_t o = 0; o < s.outer; ++o)
-        for (int64_t in = 0; in < s.inner; ++in) {
-            const int64_t base = o * s.n * s.inner + in;
-            double mean = 0.0, var = 0.0;
-            for (int64_t j = 0; j < s.n; ++j) mean += x.f[base + j * s.inner];
-            mean /= static_cast<double>(s.n);
-            for (int64_t j = 0; j < s.n; ++j) {
-                const double d = x.f[base + j * s.inner] - mean;
-                var += d * d;
-            }
-            const double inv = 1.0 / std::sqrt(var / static_cast<double>(s.n) + eps);
-            for (int64_t j = 0; j < s.n; ++j) {
-                double v = (x.f[base + j * s.inner] - mean) * inv;
-                if (gamma) v *= gamma->f[static_cast<size_t>(j)];
-                if (beta) v += beta->f[static_cast<size_t>(j)];
-                out.f[base + j * s.inner] = static_cast<float>(v);
-            }
-        }
+    // Centred here, then the vector kernel's root mean square (f32 sums)
+    // divides and applies gamma.
+    for_each_row(s, x.f.data(), out.f.data(), [&](float* row, int64_t n) {
+        const auto mean = static_cast<float>(mean_of(row, n));
+        for (int64_t j = 0; j < n; ++j) row[j] -= mean;
+        kernels::rms_norm(row, gamma ? gamma->f.data() : nullptr, 0.0f, n, eps, row);
+        if (beta)
+            for (int64_t j = 0; j < n; ++j) row[j] += beta->f[static_cast<size_t>(j)];
+    });
     ctx.set(0, std::move(out));
 }
 

@@ -89,10 +89,10 @@ void reshape(OpContext& ctx) {
         s.weight = std::move(w);
         return ctx.set_slot(0, std::move(s));
     }
-    Tensor out = ctx.tensor("x");
+    Tensor out = ctx.take("x");
     out.shape = std::move(shape);
     out.dtype = ctx.out_dtype(0);
-    ctx.set(0, std::move(out));
+    ctx.set_moved(0, std::move(out));
 }
 
 void transpose(OpContext& ctx) {
@@ -118,7 +118,7 @@ void transpose(OpContext& ctx) {
         else
             out.f[static_cast<size_t>(o)] = x.f[static_cast<size_t>(at[0])];
     });
-    ctx.set(0, std::move(out));
+    ctx.set_moved(0, std::move(out));
 }
 
 // interleave: equal shapes, input k's slices along the axis land at k, k + n, k + 2n, ...
@@ -161,7 +161,7 @@ void concat(OpContext& ctx) {
             }
             at += block;
         }
-    ctx.set(0, std::move(out));
+    ctx.set_moved(0, std::move(out));
 }
 
 // Equal shapes joined along a new axis (numpy's stack).
@@ -187,7 +187,7 @@ void stack(OpContext& ctx) {
                 copy_values(t.f, o * s.inner, out.f, to, s.inner);
         }
     }
-    ctx.set(0, std::move(out));
+    ctx.set_moved(0, std::move(out));
 }
 
 void split(OpContext& ctx) {
@@ -220,7 +220,7 @@ void split(OpContext& ctx) {
                 copy_values(x.f, o * s.n * s.inner + at, out.f, o * block, block);
         }
         at += block;
-        ctx.set(static_cast<int>(k), std::move(out));
+        ctx.set_moved(static_cast<int>(k), std::move(out));
     }
 }
 
@@ -247,7 +247,7 @@ void tile(OpContext& ctx) {
             idx[d] = 0;
         }
     }
-    ctx.set(0, std::move(out));
+    ctx.set_moved(0, std::move(out));
 }
 
 void band_part(OpContext& ctx) {

@@ -97,7 +97,7 @@ void slice_out(OpContext& ctx, const Tensor& x, const Region& r) {
         else
             out.f[k] = x.f[at];
     });
-    ctx.set(0, std::move(out));
+    ctx.set_moved(0, std::move(out));
 }
 
 }  // namespace
@@ -182,10 +182,10 @@ void slice_update(OpContext& ctx) {
         out.state = state;
         return ctx.set_slot(0, std::move(out));
     }
-    Tensor out = ctx.tensor("x");
+    Tensor out = ctx.take("x");
     write(out);
     out.dtype = ctx.out_dtype(0);
-    ctx.set(0, std::move(out));
+    ctx.set_moved(0, std::move(out));
 }
 
 // With batch_dims b, the first b dimensions of x and indices pair up: each

@@ -116,6 +116,18 @@ void softmax(float* x, int64_t n) {
     isa ? isa->softmax(x, n) : ref::softmax(x, n);
 }
 
+void weighted_rows(const float* a, int64_t n_sets, int64_t lda, const float* rows, int64_t n_rows,
+                   int64_t width, float* out) {
+    const Isa* isa = active();
+    isa ? isa->weighted_rows(a, n_sets, lda, rows, n_rows, width, out)
+        : ref::weighted_rows(a, n_sets, lda, rows, n_rows, width, out);
+}
+
+void sigmoid(const float* x, int64_t n, float* y) {
+    const Isa* isa = active();
+    isa ? isa->sigmoid(x, n, y) : ref::sigmoid(x, n, y);
+}
+
 void delta_rule_step(float* s, int64_t dk, int64_t dv, const float* q, const float* k,
                      const float* v, float beta, float decay, float* delta, float* o) {
     const Isa* isa = active();

@@ -36,9 +36,12 @@ struct Isa {
     void (*attend)(const float* q, int64_t n_q, const uint16_t* k, const uint16_t* v,
                    int64_t n_keys, int64_t head_dim, float scale, float* scores, float* out);
 
-    // The single-row kernels of kernels.h, same contracts.
+    // The row kernels of kernels.h, same contracts.
     void (*rms_norm)(const float* x, const float* gain, float gain_offset, int64_t n, float eps,
                      float* y);
+    void (*weighted_rows)(const float* a, int64_t n_sets, int64_t lda, const float* rows,
+                          int64_t n_rows, int64_t width, float* out);
+    void (*sigmoid)(const float* x, int64_t n, float* y);
     void (*softmax)(float* x, int64_t n);
     void (*silu_mul)(const float* gate, const float* up, int64_t n, float* out);
     void (*gelu_tanh_mul)(const float* gate, const float* up, int64_t n, float* out);

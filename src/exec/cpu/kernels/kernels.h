@@ -54,6 +54,15 @@ void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, f
 // In place: x = softmax(x) over n values (max-subtracted).
 void softmax(float* x, int64_t n);
 
+// out[s * width + j] = sum_t a[s * lda + t] * rows[t * width + j] for s < n_sets,
+// t < n_rows, j < width: a few sets of weights over the same rows (attention's
+// probabilities times its values), each row read once for up to four sets.
+void weighted_rows(const float* a, int64_t n_sets, int64_t lda, const float* rows, int64_t n_rows,
+                   int64_t width, float* out);
+
+// y[i] = 1 / (1 + exp(-x[i])); y may be x.
+void sigmoid(const float* x, int64_t n, float* y);
+
 // out[i] = silu(gate[i]) * up[i]
 void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 
@@ -105,6 +114,9 @@ void matvec_stacked(const std::vector<Matrix>& ws, const float* x, const std::ve
                     ThreadPool& pool);
 void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, float eps, float* y);
 void softmax(float* x, int64_t n);
+void weighted_rows(const float* a, int64_t n_sets, int64_t lda, const float* rows, int64_t n_rows,
+                   int64_t width, float* out);
+void sigmoid(const float* x, int64_t n, float* y);
 void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out);
 void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin,

@@ -70,6 +70,20 @@ void softmax(float* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
+void weighted_rows(const float* a, int64_t n_sets, int64_t lda, const float* rows, int64_t n_rows,
+                   int64_t width, float* out) {
+    for (int64_t s = 0; s < n_sets; ++s)
+        for (int64_t j = 0; j < width; ++j) {
+            float sum = 0.0f;
+            for (int64_t t = 0; t < n_rows; ++t) sum += a[s * lda + t] * rows[t * width + j];
+            out[s * width + j] = sum;
+        }
+}
+
+void sigmoid(const float* x, int64_t n, float* y) {
+    for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / (1.0f + std::exp(-x[i]));
+}
+
 void delta_rule_step(float* s, int64_t dk, int64_t dv, const float* q, const float* k,
                      const float* v, float beta, float decay, float* delta, float* o) {
     std::fill(delta, delta + dv, 0.0f);

@@ -2,10 +2,12 @@
 // set's vector layer F (see vec_matmul.h): the query heads of one kv head
 // against its f16 key rows, softmax, and the probability-weighted sum of its
 // f16 value rows. Up to four heads go together so each key and value vector
-// is converted once for all.
+// is converted once for all. The same weighted sum over f32 rows is the
+// weighted_rows leaf.
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "exec/cpu/kernels/isa.h"
 
@@ -53,11 +55,12 @@ struct VecAttention {
         }
     }
 
-    // out_h[d0 .. d0 + L VB) = inv_sum_h * sum_j p_hj v_j[d0 ..] for H heads,
-    // the accumulators in registers across all keys. `len` < L marks a partial
-    // vector.
-    template <int H, int VB>
-    static void value_block(const float* p, int64_t n_keys, const uint16_t* v, int64_t head_dim,
+    // out_h[d0 .. d0 + L VB) = inv_sum_h * sum_j p_h[j] v_j[d0 ..] for H rows
+    // of weights p_h = p + h * ldp, the accumulators in registers across all
+    // rows v_j of `width` values (f16 or f32, per D). `len` < L marks a
+    // partial vector; a null inv_sum scales by 1.
+    template <int H, int VB, DType D, class E>
+    static void value_block(const float* p, int64_t ldp, int64_t n_keys, const E* v, int64_t width,
                             int64_t d0, int64_t len, const float* inv_sum, float* out) {
         V acc[H][VB];
 #pragma GCC unroll 4
@@ -66,30 +69,45 @@ struct VecAttention {
             for (int b = 0; b < VB; ++b) acc[h][b] = F::zero();
         }
         for (int64_t j = 0; j < n_keys; ++j) {
-            const uint16_t* row = v + j * head_dim + d0;
+            const E* row = v + j * width + d0;
             V vv[VB];
 #pragma GCC unroll 8
-            for (int b = 0; b < VB; ++b) vv[b] = load<DType::f16>(row + L * b, len);
+            for (int b = 0; b < VB; ++b) vv[b] = load<D>(row + L * b, len);
 #pragma GCC unroll 4
             for (int h = 0; h < H; ++h) {
-                const V pj = F::set1(p[h * n_keys + j]);
+                const V pj = F::set1(p[h * ldp + j]);
 #pragma GCC unroll 8
                 for (int b = 0; b < VB; ++b) acc[h][b] = F::fma(pj, vv[b], acc[h][b]);
             }
         }
 #pragma GCC unroll 4
         for (int h = 0; h < H; ++h) {
-            const V inv = F::set1(inv_sum[h]);
+            const V inv = F::set1(inv_sum ? inv_sum[h] : 1.0f);
 #pragma GCC unroll 8
             for (int b = 0; b < VB; ++b) {
-                float* o = out + h * head_dim + d0 + L * b;
-                const V s = F::mul(acc[h][b], inv);
+                float* o = out + h * width + d0 + L * b;
+                const V s = inv_sum ? F::mul(acc[h][b], inv) : acc[h][b];
                 len == L ? F::store(o, s) : F::store_first(o, s, len);
             }
         }
     }
 
-    // Keys and value vectors per pass chosen to keep about eight accumulators.
+    // Every column block of value_block for H rows of weights: 32 values per
+    // pass for one or two rows, 16 for more, about eight accumulators.
+    template <int H, DType D, class E>
+    static void values(const float* p, int64_t ldp, int64_t n_keys, const E* v, int64_t width,
+                       const float* inv_sum, float* out) {
+        constexpr int VB = (H <= 2 ? 32 : 16) / L;
+        int64_t d = 0;
+        for (; d + L * VB <= width; d += L * VB)
+            value_block<H, VB, D>(p, ldp, n_keys, v, width, d, L, inv_sum, out);
+        for (; d < width; d += L) {
+            const int64_t len = width - d < L ? width - d : L;
+            value_block<H, 1, D>(p, ldp, n_keys, v, width, d, len, inv_sum, out);
+        }
+    }
+
+    // Keys per pass chosen to keep about eight accumulators.
     template <int H>
     static void attend_heads(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_keys,
                              int64_t head_dim, float scale, float* scores, float* out) {
@@ -100,39 +118,46 @@ struct VecAttention {
         // Unnormalised softmax; the 1 / sum goes into the output scaling.
         float inv_sum[H];
         for (int h = 0; h < H; ++h) inv_sum[h] = 1.0f / F::exp_sum(scores + h * n_keys, n_keys);
-        // 32 values per pass for one or two heads, 16 for more.
-        constexpr int VB = (H <= 2 ? 32 : 16) / L;
-        int64_t d = 0;
-        for (; d + L * VB <= head_dim; d += L * VB) {
-            value_block<H, VB>(scores, n_keys, v, head_dim, d, L, inv_sum, out);
-        }
-        for (; d < head_dim; d += L) {
-            const int64_t len = head_dim - d < L ? head_dim - d : L;
-            value_block<H, 1>(scores, n_keys, v, head_dim, d, len, inv_sum, out);
+        values<H, DType::f16>(scores, n_keys, n_keys, v, head_dim, inv_sum, out);
+    }
+
+    // fn(std::integral_constant<int, H>{}, first) for groups of up to max_heads
+    // of n rows.
+    template <class Fn>
+    static void in_groups(int64_t n, Fn fn) {
+        for (int64_t h = 0; h < n; h += max_heads) {
+            switch (n - h < max_heads ? n - h : max_heads) {
+                case 1:
+                    fn(std::integral_constant<int, 1>{}, h);
+                    break;
+                case 2:
+                    fn(std::integral_constant<int, 2>{}, h);
+                    break;
+                case 3:
+                    fn(std::integral_constant<int, 3>{}, h);
+                    break;
+                default:
+                    fn(std::integral_constant<int, 4>{}, h);
+                    break;
+            }
         }
     }
 
     static void attend(const float* q, int64_t n_q, const uint16_t* k, const uint16_t* v,
                        int64_t n_keys, int64_t head_dim, float scale, float* scores, float* out) {
-        for (int64_t h = 0; h < n_q; h += max_heads) {
-            const float* qh = q + h * head_dim;
-            float* sh = scores + h * n_keys;
-            float* oh = out + h * head_dim;
-            switch (n_q - h < max_heads ? n_q - h : max_heads) {
-                case 1:
-                    attend_heads<1>(qh, k, v, n_keys, head_dim, scale, sh, oh);
-                    break;
-                case 2:
-                    attend_heads<2>(qh, k, v, n_keys, head_dim, scale, sh, oh);
-                    break;
-                case 3:
-                    attend_heads<3>(qh, k, v, n_keys, head_dim, scale, sh, oh);
-                    break;
-                default:
-                    attend_heads<4>(qh, k, v, n_keys, head_dim, scale, sh, oh);
-                    break;
-            }
-        }
+        in_groups(n_q, [&](auto heads, int64_t h) {
+            attend_heads<decltype(heads)::value>(q + h * head_dim, k, v, n_keys, head_dim, scale,
+                                                 scores + h * n_keys, out + h * head_dim);
+        });
+    }
+
+    // out[s, :] = sum_t a[s * lda + t] rows[t, :] (the weighted_rows leaf).
+    static void weighted_rows(const float* a, int64_t n_sets, int64_t lda, const float* rows,
+                              int64_t n_rows, int64_t width, float* out) {
+        in_groups(n_sets, [&](auto sets, int64_t s) {
+            values<decltype(sets)::value, DType::f32>(a + s * lda, lda, n_rows, rows, width,
+                                                      nullptr, out + s * width);
+        });
     }
 };
 

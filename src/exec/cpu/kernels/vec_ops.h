@@ -1,5 +1,5 @@
 // The row kernels of isa.h that are the same loops on every instruction set
-// (rms_norm, softmax and its exp_sum, silu_mul, gelu_tanh_mul), written once
+// (rms_norm, softmax and its exp_sum, sigmoid, silu_mul, gelu_tanh_mul), written once
 // over an instruction set's vector layer F (see vec_matmul.h). Rotary
 // embedding and the f16 conversions use instructions particular to each set
 // and stay in their ops.cpp.
@@ -87,6 +87,14 @@ struct VecOps {
         if (i < n)
             F::store_first(out + i, f(load_first(gate + i, n - i), load_first(up + i, n - i)),
                            n - i);
+    }
+
+    static void sigmoid(const float* x, int64_t n, float* y) {
+        const V one = F::set1(1.0f);
+        const auto f = [&](V v) { return F::div(one, F::add(one, F::exp(F::sub(F::zero(), v)))); };
+        int64_t i = 0;
+        for (; i + L <= n; i += L) F::store(y + i, f(load(x + i)));
+        if (i < n) F::store_first(y + i, f(load_first(x + i, n - i)), n - i);
     }
 
     static void silu_mul(const float* gate, const float* up, int64_t n, float* out) {

@@ -19,6 +19,9 @@ void attend(const float* q, int64_t n_q, const uint16_t* k, const uint16_t* v, i
             int64_t head_dim, float scale, float* scores, float* out);
 void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, float eps, float* y);
 void softmax(float* x, int64_t n);
+void weighted_rows(const float* a, int64_t n_sets, int64_t lda, const float* rows, int64_t n_rows,
+                   int64_t width, float* out);
+void sigmoid(const float* x, int64_t n, float* y);
 void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out);
 void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin,

@@ -160,6 +160,7 @@ void gemv(const Matrix& w, const float* x, int64_t n_tokens, int64_t o0, int64_t
           int64_t ldy);
 void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, float eps, float* y);
 void softmax(float* x, int64_t n);
+void sigmoid(const float* x, int64_t n, float* y);
 void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out);
 void delta_rule_step(float* s, int64_t dk, int64_t dv, const float* q, const float* k,

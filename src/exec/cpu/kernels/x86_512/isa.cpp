@@ -1,9 +1,9 @@
 // The AVX-512 leaf table, chosen at run time by dispatch.cpp: the matmul and
-// row kernels over the AVX-512 vector layer. Attention stays AVX2's: over 16
-// lanes it measured 3-5% slower on Zen 4 (bench/README.md, "One blocking over
-// a vector layer"), whose 512-bit units are two 256-bit halves; rotary
-// embedding and the f16 conversions, a small share of a model's time, stay
-// AVX2's too (every AVX-512 processor has AVX2).
+// row kernels over the AVX-512 vector layer. Attention and its weighted sum of
+// rows stay AVX2's: over 16 lanes attention measured 3-5% slower on Zen 4
+// (bench/README.md, "One blocking over a vector layer"), whose 512-bit units
+// are two 256-bit halves; rotary embedding and the f16 conversions, a small
+// share of a model's time, stay AVX2's too (every AVX-512 processor has AVX2).
 #include "exec/cpu/kernels/x86/avx2_leaves.h"
 #include "exec/cpu/kernels/x86_512/avx512.h"
 
@@ -19,6 +19,8 @@ const Isa avx512_isa = {
     .gemv = avx512::gemv,
     .attend = avx2::attend,
     .rms_norm = avx512::rms_norm,
+    .weighted_rows = avx2::weighted_rows,
+    .sigmoid = avx512::sigmoid,
     .softmax = avx512::softmax,
     .silu_mul = avx512::silu_mul,
     .gelu_tanh_mul = avx512::gelu_tanh_mul,

@@ -24,6 +24,10 @@ void softmax(float* x, int64_t n) {
     VecOps<Vec>::softmax(x, n);
 }
 
+void sigmoid(const float* x, int64_t n, float* y) {
+    VecOps<Vec>::sigmoid(x, n, y);
+}
+
 void delta_rule_step(float* s, int64_t dk, int64_t dv, const float* q, const float* k,
                      const float* v, float beta, float decay, float* delta, float* o) {
     delta_rule_step_with<Vec>(s, dk, dv, q, k, v, beta, decay, delta, o);
