@@ -2,6 +2,7 @@
 // gather, softmax along an axis, layer_norm with gamma and beta, reductions.
 #include <gtest/gtest.h>
 
+#include "base/half.h"
 #include "mil_program.h"
 
 namespace anelm::milexec::test {
@@ -13,6 +14,31 @@ std::vector<float> iota(int64_t n) {
     std::vector<float> v(static_cast<size_t>(n));
     for (int64_t k = 0; k < n; ++k) v[static_cast<size_t>(k)] = static_cast<float>(k);
     return v;
+}
+
+// Ops that only move values do not round them again, but what they move from
+// a constant (held as written) gets the function's rounding: a subnormal
+// half is flushed by Rounding::f16_flush, as any computed value would be.
+TEST(MilShape, MovedValuesAreRoundedOnceConstantsIncluded) {
+    MilProgram p;
+    const float tiny = 1e-6f;  // a subnormal half
+    const std::vector<float> values = {tiny, 0.5f, -tiny, 3.0f};
+    const MilValue c = p.b.const_f16("c", {4}, values);
+    const MilValue x = p.input("x", mil::FLOAT16, {4});
+    p.b.output(p.b.op("reshape", "from_const", {{"x", c}, {"shape", MilParam::i32s({2, 2})}},
+                      mil::FLOAT16, {2, 2}));
+    const MilValue scaled =
+        p.b.op("mul", "scaled", {{"x", x}, {"y", MilParam::fp16(1.0f)}}, mil::FLOAT16, {4});
+    p.b.output(p.b.op("slice_by_index", "from_op",
+                      {{"x", scaled}, {"begin", MilParam::i32s({1})}, {"end", MilParam::i32s({3})}},
+                      mil::FLOAT16, {2}));
+    const Tensor in = floats(mil::FLOAT16, {4}, {0.25f, tiny, -tiny, 1.0f});
+    const auto flushed = p.run({{"x", in}}, Rounding::f16_flush);
+    EXPECT_EQ(flushed.at("from_const").f, (std::vector<float>{0.0f, 0.5f, -0.0f, 3.0f}));
+    EXPECT_EQ(flushed.at("from_op").f, (std::vector<float>{0.0f, -0.0f}));
+    const auto kept = p.run({{"x", in}}, Rounding::f16);
+    EXPECT_EQ(kept.at("from_const").f[0], round_to_f16(tiny));
+    EXPECT_EQ(kept.at("from_op").f[0], round_to_f16(tiny));
 }
 
 TEST(MilShape, SliceByIndexMasksStridesAndNegativeIndices) {
