@@ -146,6 +146,9 @@ void Function::compile(const mil::Function& fn, const mil::Block& block,
         outputs_.push_back(spec);
     }
     mark_float_constant_readers();
+    for (const CompiledOp& c : ops_)
+        if (c.type == "read_state" || c.type == "slice_by_index" || c.type == "slice_update")
+            state_views_.insert(state_views_.end(), c.outputs.begin(), c.outputs.end());
     plan_releases();
     plan_in_place_updates();
     plan_column_masks();
@@ -393,7 +396,7 @@ std::map<std::string, Tensor> Function::run(const std::map<std::string, Tensor>&
         is_state_input[slot] = true;
     }
     for (const CompiledOp& op : ops_) {
-        OpContext ctx(name_, op, slots, is_state_input, *pool_, rounding_);
+        OpContext ctx(name_, op, slots, is_state_input, state_views_, *pool_, rounding_);
         op.def->run(ctx);
         for (int s : op.release) slots[static_cast<size_t>(s)] = Slot{};
     }

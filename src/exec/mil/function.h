@@ -92,6 +92,7 @@ private:
     std::map<std::string, int> slot_by_name_;
     std::vector<Slot> constants_;  // one per slot; empty where an op or input fills it
     std::vector<CompiledOp> ops_;
+    std::vector<int> state_views_;  // outputs of the ops that can view a state (OpContext)
 };
 
 }  // namespace anelm::milexec

@@ -185,7 +185,8 @@ void OpContext::set_slot(int i, Slot s) {
 }
 
 void OpContext::detach_readers(const Tensor* state, int except_slot) {
-    for (size_t k = 0; k < slots_.size(); ++k) {
+    for (const int view : state_views_) {
+        const auto k = static_cast<size_t>(view);
         Slot& s = slots_[k];
         if (s.block && s.block->state == state) {
             s.tensor = std::make_shared<Tensor>(block_to_tensor(*s.block));

@@ -83,12 +83,16 @@ struct CompiledOp {
 
 class OpContext {
 public:
+    // `state_views`: the slots an op can make a view of a state (a read_state's
+    // reference, a slice's block), the only ones detach_readers looks at.
     OpContext(const std::string& function, const CompiledOp& op, std::vector<Slot>& slots,
-              const std::vector<bool>& is_state_input, ThreadPool& pool, Rounding rounding)
+              const std::vector<bool>& is_state_input, const std::vector<int>& state_views,
+              ThreadPool& pool, Rounding rounding)
         : function_(function),
           op_(op),
           slots_(slots),
           is_state_input_(is_state_input),
+          state_views_(state_views),
           pool_(pool),
           rounding_(rounding) {}
 
@@ -154,6 +158,7 @@ private:
     const CompiledOp& op_;
     std::vector<Slot>& slots_;
     const std::vector<bool>& is_state_input_;
+    const std::vector<int>& state_views_;
     ThreadPool& pool_;
     Rounding rounding_;
     std::list<Tensor> scratch_;  // weights converted for this op (no allocation until one is)
