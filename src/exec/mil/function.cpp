@@ -365,9 +365,28 @@ void Function::plan_column_masks() {
     }
 }
 
+std::vector<Slot> Function::spare_slots() const {
+    std::lock_guard lock(spare_mutex_);
+    if (spare_slots_.empty()) return std::vector<Slot>(constants_.size());
+    std::vector<Slot> slots = std::move(spare_slots_.back());
+    spare_slots_.pop_back();
+    return slots;
+}
+
+void Function::keep_spare(std::vector<Slot> slots) const {
+    // Only inputs, states and op outputs were written.
+    for (const std::vector<int>* written : {&input_slots_, &state_slots_})
+        for (int s : *written) slots[static_cast<size_t>(s)] = Slot{};
+    for (const CompiledOp& op : ops_)
+        for (int s : op.outputs) slots[static_cast<size_t>(s)] = Slot{};
+    std::lock_guard lock(spare_mutex_);
+    spare_slots_.push_back(std::move(slots));
+}
+
 std::map<std::string, Tensor> Function::run(const std::map<std::string, Tensor>& inputs,
                                             States& states) const {
-    std::vector<Slot> slots = constants_;
+    // What the run makes; constants are read from constants_ where a slot is empty.
+    std::vector<Slot> slots = spare_slots();
     std::vector<bool> is_state_input(slots.size(), false);
     for (const auto& given : inputs)
         if (std::none_of(inputs_.begin(), inputs_.end(),
@@ -396,13 +415,15 @@ std::map<std::string, Tensor> Function::run(const std::map<std::string, Tensor>&
         is_state_input[slot] = true;
     }
     for (const CompiledOp& op : ops_) {
-        OpContext ctx(name_, op, slots, is_state_input, state_views_, *pool_, rounding_);
+        OpContext ctx(name_, op, slots, constants_, is_state_input, state_views_, *pool_,
+                      rounding_);
         op.def->run(ctx);
         for (int s : op.release) slots[static_cast<size_t>(s)] = Slot{};
     }
     std::map<std::string, Tensor> out;
     for (size_t k = 0; k < outputs_.size(); ++k) {
-        const Slot& s = slots[static_cast<size_t>(output_slots_[k])];
+        const auto index = static_cast<size_t>(output_slots_[k]);
+        const Slot& s = slots[index].empty() ? constants_[index] : slots[index];
         if (s.tensor)
             out[outputs_[k].name] = *s.tensor;
         else if (s.state)
@@ -414,6 +435,7 @@ std::map<std::string, Tensor> Function::run(const std::map<std::string, Tensor>&
         else
             fail("function {}: output {} has no value", name_, outputs_[k].name);
     }
+    keep_spare(std::move(slots));
     return out;
 }
 

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -92,6 +93,12 @@ private:
     std::map<std::string, int> slot_by_name_;
     std::vector<Slot> constants_;  // one per slot; empty where an op or input fills it
     std::vector<CompiledOp> ops_;
+    // Run slots of finished runs, all empty: the next run neither allocates
+    // nor fills a vector of every slot.
+    std::vector<Slot> spare_slots() const;
+    void keep_spare(std::vector<Slot> slots) const;
+    mutable std::mutex spare_mutex_;
+    mutable std::vector<std::vector<Slot>> spare_slots_;
     std::vector<int> state_views_;  // outputs of the ops that can view a state (OpContext)
 };
 

@@ -39,11 +39,16 @@ int OpContext::slot_index(std::string_view key) const {
     return it->second[0];
 }
 
+const Slot& OpContext::value(int index) const {
+    const Slot& s = slots_[static_cast<size_t>(index)];
+    return s.empty() ? constants_[static_cast<size_t>(index)] : s;
+}
+
 const Slot& OpContext::slot(std::string_view key, int k) const {
     auto it = op_.inputs.find(key);
     if (it == op_.inputs.end() || k >= static_cast<int>(it->second.size()))
         fail("missing input {}", key);
-    const Slot& s = slots_[static_cast<size_t>(it->second[static_cast<size_t>(k)])];
+    const Slot& s = value(it->second[static_cast<size_t>(k)]);
     if (s.empty()) fail("input {} has no value", key);
     return s;
 }
@@ -74,7 +79,7 @@ Tensor OpContext::take(std::string_view key) {
 
 const Tensor* OpContext::column_mask() const {
     if (op_.column_mask < 0) return nullptr;
-    const Slot& s = slots_[static_cast<size_t>(op_.column_mask)];
+    const Slot& s = value(op_.column_mask);
     return s.tensor && !s.tensor->f.empty() ? s.tensor.get() : nullptr;
 }
 
@@ -164,7 +169,7 @@ void OpContext::set_moved(int i, Tensor t) {
     if (op_.reads_float_constant) return set(i, std::move(t));
     for (const auto& [key, bound] : op_.inputs)
         for (int s : bound) {
-            const Slot& in = slots_[static_cast<size_t>(s)];
+            const Slot& in = value(s);
             if (in.weight ||
                 (in.tensor && is_float_type(in.tensor->dtype) && in.tensor->dtype != t.dtype))
                 return set(i, std::move(t));

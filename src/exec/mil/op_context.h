@@ -83,14 +83,17 @@ struct CompiledOp {
 
 class OpContext {
 public:
-    // `state_views`: the slots an op can make a view of a state (a read_state's
-    // reference, a slice's block), the only ones detach_readers looks at.
+    // `slots` holds what the run made; a slot empty there is read from
+    // `constants`. `state_views`: the slots an op can make a view of a state
+    // (a read_state's reference, a slice's block), the only ones
+    // detach_readers looks at.
     OpContext(const std::string& function, const CompiledOp& op, std::vector<Slot>& slots,
-              const std::vector<bool>& is_state_input, const std::vector<int>& state_views,
-              ThreadPool& pool, Rounding rounding)
+              const std::vector<Slot>& constants, const std::vector<bool>& is_state_input,
+              const std::vector<int>& state_views, ThreadPool& pool, Rounding rounding)
         : function_(function),
           op_(op),
           slots_(slots),
+          constants_(constants),
           is_state_input_(is_state_input),
           state_views_(state_views),
           pool_(pool),
@@ -156,7 +159,9 @@ private:
 
     const std::string& function_;
     const CompiledOp& op_;
+    const Slot& value(int index) const;
     std::vector<Slot>& slots_;
+    const std::vector<Slot>& constants_;
     const std::vector<bool>& is_state_input_;
     const std::vector<int>& state_views_;
     ThreadPool& pool_;
