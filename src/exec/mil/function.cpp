@@ -146,9 +146,7 @@ void Function::compile(const mil::Function& fn, const mil::Block& block,
         outputs_.push_back(spec);
     }
     mark_float_constant_readers();
-    for (const CompiledOp& c : ops_)
-        if (c.type == "read_state" || c.type == "slice_by_index" || c.type == "slice_update")
-            state_views_.insert(state_views_.end(), c.outputs.begin(), c.outputs.end());
+    plan_state_views();
     plan_releases();
     plan_in_place_updates();
     plan_column_masks();
@@ -165,6 +163,14 @@ void Function::mark_float_constant_readers() {
                 if (k.weight || (k.tensor && is_float_type(k.tensor->dtype)))
                     c.reads_float_constant = true;
             }
+}
+
+void Function::plan_state_views() {
+    for (const CompiledOp& c : ops_)
+        if (c.type == "read_state" || c.type == "slice_by_index" || c.type == "slice_update")
+            state_views_.insert(state_views_.end(), c.outputs.begin(), c.outputs.end());
+    is_state_input_.assign(constants_.size(), false);
+    for (int s : state_slots_) is_state_input_[static_cast<size_t>(s)] = true;
 }
 
 // Whether op `c` reads its input `key` as the weight of a matrix product the
@@ -387,7 +393,6 @@ std::map<std::string, Tensor> Function::run(const std::map<std::string, Tensor>&
                                             States& states) const {
     // What the run makes; constants are read from constants_ where a slot is empty.
     std::vector<Slot> slots = spare_slots();
-    std::vector<bool> is_state_input(slots.size(), false);
     for (const auto& given : inputs)
         if (std::none_of(inputs_.begin(), inputs_.end(),
                          [&](const TensorSpec& s) { return s.name == given.first; }))
@@ -412,10 +417,9 @@ std::map<std::string, Tensor> Function::run(const std::map<std::string, Tensor>&
     for (size_t k = 0; k < states_.size(); ++k) {
         const size_t slot = static_cast<size_t>(state_slots_[k]);
         slots[slot].state = &states.get(states_[k].name, states_[k].dtype, states_[k].shape);
-        is_state_input[slot] = true;
     }
     for (const CompiledOp& op : ops_) {
-        OpContext ctx(name_, op, slots, constants_, is_state_input, state_views_, *pool_,
+        OpContext ctx(name_, op, slots, constants_, is_state_input_, state_views_, *pool_,
                       rounding_);
         op.def->run(ctx);
         for (int s : op.release) slots[static_cast<size_t>(s)] = Slot{};

@@ -75,6 +75,7 @@ private:
     int add_slot(const std::string& name, const std::string& where);
     int slot_of(const std::string& name, const std::string& where) const;
     void mark_float_constant_readers();
+    void plan_state_views();
     void plan_releases();
     void plan_in_place_updates();
     void plan_column_masks();
@@ -83,6 +84,10 @@ private:
     bool is_output(int slot) const;
     // The constant one-element tensor op `c` binds to `key`, or null.
     const Tensor* scalar_constant(const CompiledOp& c, std::string_view key) const;
+    // Run slots of finished runs, all empty: the next run neither allocates
+    // nor fills a vector of every slot.
+    std::vector<Slot> spare_slots() const;
+    void keep_spare(std::vector<Slot> slots) const;
 
     std::string name_;
     Rounding rounding_;
@@ -93,13 +98,12 @@ private:
     std::map<std::string, int> slot_by_name_;
     std::vector<Slot> constants_;  // one per slot; empty where an op or input fills it
     std::vector<CompiledOp> ops_;
-    // Run slots of finished runs, all empty: the next run neither allocates
-    // nor fills a vector of every slot.
-    std::vector<Slot> spare_slots() const;
-    void keep_spare(std::vector<Slot> slots) const;
     mutable std::mutex spare_mutex_;
     mutable std::vector<std::vector<Slot>> spare_slots_;
-    std::vector<int> state_views_;  // outputs of the ops that can view a state (OpContext)
+    // For OpContext::detach_readers: the outputs of the ops that can view a
+    // state, and which slots are the function's state inputs.
+    std::vector<int> state_views_;
+    std::vector<bool> is_state_input_;
 };
 
 }  // namespace anelm::milexec
