@@ -1,5 +1,6 @@
 // CPU kernel speed with two threads: matmul in decode (GB/s of weights read)
-// and prefill (GFLOP/s), attention at a context of 512, and this machine's
+// and prefill (GFLOP/s), attention at a context of 512 and through a decode
+// step's caches, and this machine's
 // memory bandwidth to put the decode numbers in proportion; matmul on one
 // thread. ANELM_ISA=avx2 (or another lower level) compares instruction sets.
 #include <benchmark/benchmark.h>
@@ -231,6 +232,47 @@ BENCHMARK(BM_attention)
     ->Name("attention_ctx512")
     ->Args({1, 511})
     ->Args({512, 0})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+// Args: depth. One decode token's attention through the caches of 28 layers
+// (Qwen3-0.6B's), each layer's keys and values read from memory as a decode
+// step reads them, not from a cache that the previous call warmed.
+void BM_attention_layers(benchmark::State& state) {
+    constexpr int64_t n_layers = 28, n_head = 16, n_head_kv = 8, head_dim = 128;
+    const int64_t depth = state.range(0), n_ctx = depth;
+    const int64_t per_layer = n_head_kv * n_ctx * head_dim;
+    const auto k = random_halves(DType::f16, n_layers * per_layer);
+    const auto v = random_halves(DType::f16, n_layers * per_layer);
+    const auto q = random_floats(n_head * head_dim);
+    std::vector<float> out(q.size());
+    AttentionArgs a;
+    a.n_tokens = 1;
+    a.pos0 = depth - 1;
+    a.n_head = n_head;
+    a.n_head_kv = n_head_kv;
+    a.head_dim = head_dim;
+    a.n_ctx = n_ctx;
+    a.scale = 1.0f / 128.0f;
+    a.q = q.data();
+    a.out = out.data();
+    for (auto _ : state) {
+        for (int64_t l = 0; l < n_layers; ++l) {
+            a.k = k.data() + l * per_layer;
+            a.v = v.data() + l * per_layer;
+            attention(a, pool());
+        }
+        benchmark::DoNotOptimize(out.data());
+    }
+    state.counters["GB/s"] =
+        benchmark::Counter(rate(state, 2.0 * static_cast<double>(n_layers * per_layer) * 2.0 / 1e9),
+                           benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_attention_layers)
+    ->Name("attention_layers")
+    ->Arg(256)
+    ->Arg(1024)
+    ->Arg(4096)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

@@ -58,15 +58,22 @@ struct VecAttention {
     // out_h[d0 .. d0 + L VB) = inv_sum_h * sum_j p_h[j] v_j[d0 ..] for H rows
     // of weights p_h = p + h * ldp, the accumulators in registers across all
     // rows v_j of `width` values (f16 or f32, per D). `len` < L marks a
-    // partial vector; a null inv_sum scales by 1.
+    // partial vector; a null inv_sum scales by 1. With `resume` the sums
+    // continue from what out holds (unscaled), so the rows can come in tiles.
     template <int H, int VB, DType D, class E>
     static void value_block(const float* p, int64_t ldp, int64_t n_keys, const E* v, int64_t width,
-                            int64_t d0, int64_t len, const float* inv_sum, float* out) {
+                            int64_t d0, int64_t len, bool resume, const float* inv_sum,
+                            float* out) {
         V acc[H][VB];
 #pragma GCC unroll 4
         for (int h = 0; h < H; ++h) {
 #pragma GCC unroll 8
-            for (int b = 0; b < VB; ++b) acc[h][b] = F::zero();
+            for (int b = 0; b < VB; ++b) {
+                const float* o = out + h * width + d0 + L * b;
+                acc[h][b] = !resume    ? F::zero()
+                            : len == L ? F::template load<DType::f32>(o)
+                                       : F::template load_first<DType::f32>(o, len);
+            }
         }
         for (int64_t j = 0; j < n_keys; ++j) {
             const E* row = v + j * width + d0;
@@ -93,18 +100,32 @@ struct VecAttention {
     }
 
     // Every column block of value_block for H rows of weights: 32 values per
-    // pass for one or two rows, 16 for more, about eight accumulators.
+    // pass for one or two rows, 16 for more, about eight accumulators. The
+    // rows go in tiles of about 4 KiB, every column block of a tile before
+    // the next: one pass over all rows per column block read them from memory
+    // with a stride of a row, at about half the rate of a sequential read.
     template <int H, DType D, class E>
     static void values(const float* p, int64_t ldp, int64_t n_keys, const E* v, int64_t width,
                        const float* inv_sum, float* out) {
         constexpr int VB = (H <= 2 ? 32 : 16) / L;
-        int64_t d = 0;
-        for (; d + L * VB <= width; d += L * VB)
-            value_block<H, VB, D>(p, ldp, n_keys, v, width, d, L, inv_sum, out);
-        for (; d < width; d += L) {
-            const int64_t len = width - d < L ? width - d : L;
-            value_block<H, 1, D>(p, ldp, n_keys, v, width, d, len, inv_sum, out);
-        }
+        const int64_t row_bytes = width * static_cast<int64_t>(sizeof(E));
+        const int64_t tile = row_bytes >= 512 ? 8 : 4096 / row_bytes;
+        int64_t j0 = 0;
+        do {  // once at least, so that no rows still write zeros
+            const int64_t n = n_keys - j0 < tile ? n_keys - j0 : tile;
+            const bool resume = j0 > 0;
+            const float* scale = j0 + n == n_keys ? inv_sum : nullptr;
+            const float* pt = p + j0;
+            const E* vt = v + j0 * width;
+            int64_t d = 0;
+            for (; d + L * VB <= width; d += L * VB)
+                value_block<H, VB, D>(pt, ldp, n, vt, width, d, L, resume, scale, out);
+            for (; d < width; d += L) {
+                const int64_t len = width - d < L ? width - d : L;
+                value_block<H, 1, D>(pt, ldp, n, vt, width, d, len, resume, scale, out);
+            }
+            j0 += n;
+        } while (j0 < n_keys);
     }
 
     // Keys per pass chosen to keep about eight accumulators.
