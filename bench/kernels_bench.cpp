@@ -1,8 +1,8 @@
 // CPU kernel speed with two threads: matmul in decode (GB/s of weights read)
 // and prefill (GFLOP/s), attention at a context of 512 and through a decode
-// step's caches, and this machine's
-// memory bandwidth to put the decode numbers in proportion; matmul on one
-// thread. ANELM_ISA=avx2 (or another lower level) compares instruction sets.
+// step's caches, and this machine's memory bandwidth to put the decode
+// numbers in proportion; matmul on one thread. ANELM_ISA=avx2 (or another lower level) compares
+// instruction sets.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -199,16 +199,22 @@ BENCHMARK(BM_matmul_one_thread)
     ->Args({0, 3072, 1024, 512})
     ->Unit(benchmark::kMillisecond);
 
-// Args: n_tokens, pos0; 16 query heads over 8 kv heads of 128 (Qwen3-0.6B), n_ctx 512.
-void BM_attention(benchmark::State& state) {
+// Qwen3-0.6B's attention: 16 query heads over 8 kv heads of 128.
+AttentionArgs qwen3_attention(int64_t n_tokens, int64_t pos0, int64_t n_ctx) {
     AttentionArgs a;
-    a.n_tokens = state.range(0);
-    a.pos0 = state.range(1);
+    a.n_tokens = n_tokens;
+    a.pos0 = pos0;
     a.n_head = 16;
     a.n_head_kv = 8;
     a.head_dim = 128;
-    a.n_ctx = 512;
+    a.n_ctx = n_ctx;
     a.scale = 1.0f / 128.0f;
+    return a;
+}
+
+// Args: n_tokens, pos0; n_ctx 512.
+void BM_attention(benchmark::State& state) {
+    AttentionArgs a = qwen3_attention(state.range(0), state.range(1), 512);
     const auto q = random_floats(a.n_tokens * a.n_head * a.head_dim);
     const auto k = random_halves(DType::f16, a.n_head_kv * a.n_ctx * a.head_dim);
     const auto v = random_halves(DType::f16, a.n_head_kv * a.n_ctx * a.head_dim);
@@ -239,21 +245,14 @@ BENCHMARK(BM_attention)
 // (Qwen3-0.6B's), each layer's keys and values read from memory as a decode
 // step reads them, not from a cache that the previous call warmed.
 void BM_attention_layers(benchmark::State& state) {
-    constexpr int64_t n_layers = 28, n_head = 16, n_head_kv = 8, head_dim = 128;
-    const int64_t depth = state.range(0), n_ctx = depth;
-    const int64_t per_layer = n_head_kv * n_ctx * head_dim;
+    constexpr int64_t n_layers = 28;
+    const int64_t depth = state.range(0);
+    AttentionArgs a = qwen3_attention(1, depth - 1, depth);
+    const int64_t per_layer = a.n_head_kv * a.n_ctx * a.head_dim;
     const auto k = random_halves(DType::f16, n_layers * per_layer);
     const auto v = random_halves(DType::f16, n_layers * per_layer);
-    const auto q = random_floats(n_head * head_dim);
+    const auto q = random_floats(a.n_head * a.head_dim);
     std::vector<float> out(q.size());
-    AttentionArgs a;
-    a.n_tokens = 1;
-    a.pos0 = depth - 1;
-    a.n_head = n_head;
-    a.n_head_kv = n_head_kv;
-    a.head_dim = head_dim;
-    a.n_ctx = n_ctx;
-    a.scale = 1.0f / 128.0f;
     a.q = q.data();
     a.out = out.data();
     for (auto _ : state) {

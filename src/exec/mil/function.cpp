@@ -426,8 +426,7 @@ std::map<std::string, Tensor> Function::run(const std::map<std::string, Tensor>&
     }
     std::map<std::string, Tensor> out;
     for (size_t k = 0; k < outputs_.size(); ++k) {
-        const auto index = static_cast<size_t>(output_slots_[k]);
-        const Slot& s = slots[index].empty() ? constants_[index] : slots[index];
+        const Slot& s = run_value(slots, constants_, output_slots_[k]);
         if (s.tensor)
             out[outputs_[k].name] = *s.tensor;
         else if (s.state)

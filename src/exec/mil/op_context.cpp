@@ -40,8 +40,7 @@ int OpContext::slot_index(std::string_view key) const {
 }
 
 const Slot& OpContext::value(int index) const {
-    const Slot& s = slots_[static_cast<size_t>(index)];
-    return s.empty() ? constants_[static_cast<size_t>(index)] : s;
+    return run_value(slots_, constants_, index);
 }
 
 const Slot& OpContext::slot(std::string_view key, int k) const {

@@ -54,6 +54,14 @@ struct Slot {
     mil::DataType dtype() const;
 };
 
+// Slot `index` of a function run: what the run made there, else the
+// function's constant (runs keep constants where they were compiled).
+inline const Slot& run_value(const std::vector<Slot>& made, const std::vector<Slot>& constants,
+                             int index) {
+    const Slot& s = made[static_cast<size_t>(index)];
+    return s.empty() ? constants[static_cast<size_t>(index)] : s;
+}
+
 // An fp16 weight's values as an f32 tensor.
 Tensor weight_to_tensor(const Weight& w);
 // A state block's values as a tensor of their own.

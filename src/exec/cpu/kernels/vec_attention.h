@@ -6,6 +6,7 @@
 // weighted_rows leaf.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -108,8 +109,8 @@ struct VecAttention {
     static void values(const float* p, int64_t ldp, int64_t n_keys, const E* v, int64_t width,
                        const float* inv_sum, float* out) {
         constexpr int VB = (H <= 2 ? 32 : 16) / L;
-        const int64_t row_bytes = width * static_cast<int64_t>(sizeof(E));
-        const int64_t tile = row_bytes >= 512 ? 8 : 4096 / row_bytes;
+        const int64_t row_bytes = std::max<int64_t>(1, width * static_cast<int64_t>(sizeof(E)));
+        const int64_t tile = std::max<int64_t>(8, 4096 / row_bytes);
         int64_t j0 = 0;
         do {  // once at least, so that no rows still write zeros
             const int64_t n = n_keys - j0 < tile ? n_keys - j0 : tile;
