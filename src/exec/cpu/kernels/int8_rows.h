@@ -31,17 +31,18 @@ static inline int64_t int8_prefetch_ahead(int rows, int64_t row_bytes) {
     return rows * row_bytes <= 8192 ? row_bytes : 2048;
 }
 
-// y[t * ldy + o] for the T tokens of x and o0 <= o < o1, L::rows rows at a
-// time and then one by one, each row's table loaded only when it differs from
-// the last that row slot had. L (an instruction set's leaf for one Int8Codes)
-// provides Table, rows, load_table(entries, table) and rows_dot<R, T>(rows,
+// y[t * ldy + o] for the T tokens of x and o0 <= o < o1, L::rows<T> rows at
+// a time and then one by one, each row's table loaded only when it differs
+// from the last that row slot had. L (an instruction set's leaf for one
+// Int8Codes) provides Table, rows<T>, load_table(entries, table) and rows_dot<R, T>(rows,
 // row_bytes, tables, x, sums) giving sums[r * T + t] = sum_b d_b * (block b
 // of row r . q) for token t of x, each block of a row decoded once for all T.
 template <class L, int T>
 static void int8_gemv_rows(const QuantMatrix& w, const Int8Rows& x, int64_t o0, int64_t o1,
                            float* y, int64_t ldy) {
-    typename L::Table tables[L::rows] = {};
-    const int8_t* loaded[L::rows] = {};
+    constexpr int rows = L::template rows<T>;
+    typename L::Table tables[rows] = {};
+    const int8_t* loaded[rows] = {};
     const auto run = [&]<int R>(int64_t o) {
         for (int r = 0; r < R; ++r) {
             const int8_t* entries = int8_row_entries(w, o + r);
@@ -55,7 +56,7 @@ static void int8_gemv_rows(const QuantMatrix& w, const Int8Rows& x, int64_t o0, 
         }
     };
     int64_t o = o0;
-    for (; o + L::rows <= o1; o += L::rows) run.template operator()<L::rows>(o);
+    for (; o + rows <= o1; o += rows) run.template operator()<rows>(o);
     for (; o < o1; ++o) run.template operator()<1>(o);
 }
 

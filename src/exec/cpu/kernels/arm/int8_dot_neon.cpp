@@ -121,6 +121,7 @@ void row_dot_tokens(const uint8_t* row, const Table& table, const Int8Rows& x, f
 template <Codes C>
 struct GemvLeaf {
     using Table = neon_int8::Table;
+    template <int T>
     static constexpr int rows = 4;
     static void load_table(const int8_t* entries, Table& t) {
         neon_int8::load_table<C>(entries, t);
@@ -136,6 +137,7 @@ struct GemvLeaf {
 template <Codes C>
 struct TokensLeaf {
     using Table = neon_int8::Table;
+    template <int T>
     static constexpr int rows = 1;
     static constexpr int tokens = tokens_per_pass;
     static void load_table(const int8_t* entries, Table& t) {

@@ -128,6 +128,7 @@ void row_dot(const uint8_t* row, const Table& table, const Int8Rows& x, float* s
 template <Codes C>
 struct GemvLeaf {
     using Table = avx2_int8::Table;
+    template <int T>
     static constexpr int rows = 1;
     static constexpr int tokens = tokens_per_pass;
     static void load_table(const int8_t* entries, Table& t) {

@@ -84,30 +84,57 @@ inline void block_weights(const uint8_t* p, __m512i table, __m512i& first, __m51
     }
 }
 
-// sums[t] = sum_b d_b * (block b of the row . q) for the T tokens of x, each
-// block decoded once for all of them; the blocks read in order with no
-// software prefetch: one sequential stream per thread, which x86 memory serves
-// fastest (bench/README.md, "Decode: one row at a time").
-template <Codes C, int T>
-void row_dot(const uint8_t* row, __m512i table, const Int8Rows& x, float* sums) {
+// How far ahead of the block being read the rows of several tokens are
+// prefetched, in bytes along the matrix.
+constexpr int64_t rows_prefetch_bytes = 4096;
+
+// sums[r * T + t] = sum_b d_b * (block b of row r . q) for R consecutive rows
+// and the T tokens of x, each block decoded once for all the tokens and each
+// token's block loaded once for all the rows. One row alone is read in order
+// with no software prefetch: one sequential stream per thread, which x86
+// memory serves fastest (bench/README.md, "Decode: one row at a time"). R
+// rows are R streams a row apart, which the hardware prefetchers leave
+// waiting on memory, so each block also prefetches its share of the bytes
+// rows_prefetch_bytes on (bench/README.md, "Decode: several sequences").
+template <Codes C, int R, int T>
+void rows_dot(const uint8_t* rows, int64_t row_bytes, const __m512i* tables, const Int8Rows& x,
+              float* sums) {
     constexpr int64_t bb = int8_block_bytes<C>;
-    __m512 acc[T];
-    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    __m512 acc[R][T];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
     const int64_t n_in = x.n_in, n_blocks = n_in / int8_block;
+    const int64_t prefetch_bytes = std::max(rows_prefetch_bytes, R * row_bytes);
     for (int64_t b = 0; b < n_blocks; ++b) {
-        __m512i w0, w1;
-        block_weights<C>(row + b * bb, table, w0, w1);
+        if constexpr (R > 1) {
+            const uint8_t* ahead = rows + prefetch_bytes + b * R * bb;
+#pragma GCC unroll 8
+            for (int64_t line = 0; line < R * bb; line += 64)
+                _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
+        }
+        __m512i w[R][2];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r)
+            block_weights<C>(rows + r * row_bytes + b * bb, tables[r], w[r][0], w[r][1]);
+#pragma GCC unroll 8
         for (int t = 0; t < T; ++t) {
             const int8_t* q = x.q + t * n_in + b * int8_block;
             const int64_t k = t * n_blocks + b;
             const __m512i start = _mm512_maskz_set1_epi32(1, -128 * x.sum[k]);
-            const __m512i dot =
-                _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(start, w0, _mm512_loadu_si512(q)), w1,
-                                    _mm512_loadu_si512(q + 64));
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(x.scale[k]), acc[t]);
+            const __m512i q0 = _mm512_loadu_si512(q), q1 = _mm512_loadu_si512(q + 64);
+            const __m512 d = _mm512_set1_ps(x.scale[k]);
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r) {
+                const __m512i dot =
+                    _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(start, w[r][0], q0), w[r][1], q1);
+                acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), d, acc[r][t]);
+            }
         }
     }
-    for (int t = 0; t < T; ++t) sums[t] = _mm512_reduce_add_ps(acc[t]);
+    for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) sums[r * T + t] = _mm512_reduce_add_ps(acc[r][t]);
 }
 
 // Many tokens: a tile of 16 rows is packed once as unsigned weights, for each
@@ -203,20 +230,25 @@ void gemm_rows(const QuantMatrix& w, const Int8Rows& x, int64_t n_tokens, int64_
     }
 }
 
-// The matrix-vector leaf int8_gemv_rows drives.
+// The matrix-vector leaf int8_gemv_rows drives: one token row by row (its
+// own stream); several tokens four rows at a time, so that each token's block
+// is loaded once for four rows, or two rows from five tokens on, where four
+// rows' accumulators would not fit in the 32 registers.
 template <Codes C>
 struct GemvLeaf {
     using Table = __m512i;
-    static constexpr int rows = 1;
+    template <int T>
+    static constexpr int rows = T == 1   ? 1
+                                : T <= 4 ? 4
+                                         : 2;
     static constexpr int tokens = tokens_per_pass;
     static void load_table(const int8_t* entries, Table& t) {
         t = avx512_int8::load_table<C>(entries);
     }
     template <int R, int T>
-    static void rows_dot(const uint8_t* row, int64_t, const Table* tables, const Int8Rows& x,
-                         float* sums) {
-        static_assert(R == 1);
-        row_dot<C, T>(row, tables[0], x, sums);
+    static void rows_dot(const uint8_t* rows, int64_t row_bytes, const Table* tables,
+                         const Int8Rows& x, float* sums) {
+        avx512_int8::rows_dot<C, R, T>(rows, row_bytes, tables, x, sums);
     }
 };
 
