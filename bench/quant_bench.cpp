@@ -208,7 +208,7 @@ void token_shapes(benchmark::internal::Benchmark* b) {
     const auto n_tables = static_cast<int64_t>(kernels::quant_available().size());
     for (int64_t f : {0, 1, 3, 5, 6, 7, 8}) {
         for (int64_t t = 0; t < (formats[f].nbits == 16 ? 1 : n_tables); ++t) {
-            for (int64_t n_tokens : {2, 4, 8, 12, 16, 24, 64, 512})
+            for (int64_t n_tokens : {2, 4, 8, 12, 16, 17, 24, 64, 512})
                 b->Args({f, n_tokens, 2048, 2048, t});
             for (auto [n_out, n_in] : {std::pair<int64_t, int64_t>{3072, 1024},
                                        {1024, 3072},
