@@ -1,5 +1,6 @@
 #include "quant/quantized_matrix.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/error.h"
@@ -101,6 +102,21 @@ void quant_matmul(const QuantizedMatrix& w, const float* x, int64_t n_tokens, fl
         kernels::block_matmul(w.block_view(), x, n_tokens, y, pool);
     else
         kernels::quant_matmul(w.view(), x, n_tokens, y, pool);
+}
+
+void quant_matmul_stacked(std::span<const QuantizedMatrix* const> ws, const float* x,
+                          int64_t n_tokens, std::span<float* const> ys, ThreadPool& pool) {
+    const bool blocks = std::any_of(ws.begin(), ws.end(), [](const QuantizedMatrix* w) {
+        return w->kind == QuantKind::blocks;
+    });
+    if (blocks) {
+        for (size_t k = 0; k < ws.size(); ++k) quant_matmul(*ws[k], x, n_tokens, ys[k], pool);
+        return;
+    }
+    std::vector<kernels::QuantMatrix> views;
+    views.reserve(ws.size());
+    for (const QuantizedMatrix* w : ws) views.push_back(w->view());
+    kernels::quant_matmul_stacked(views, x, n_tokens, ys, pool);
 }
 
 }  // namespace anelm::quant

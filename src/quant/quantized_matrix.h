@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "base/aligned_allocator.h"
@@ -86,5 +87,9 @@ std::array<int64_t, 4> coreml_lut_shape(const QuantizedMatrix& q);
 // y[t, o] = sum_i x[t, i] * W[o, i]: kernels::quant_matmul on q's storage.
 void quant_matmul(const QuantizedMatrix& w, const float* x, int64_t n_tokens, float* y,
                   ThreadPool& pool);
+// ys[k] = quant_matmul(*ws[k], x) for matrices of one input, multiplied
+// together where the kernels can (kernels::quant_matmul_stacked).
+void quant_matmul_stacked(std::span<const QuantizedMatrix* const> ws, const float* x,
+                          int64_t n_tokens, std::span<float* const> ys, ThreadPool& pool);
 
 }  // namespace anelm::quant

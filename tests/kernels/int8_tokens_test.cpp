@@ -160,5 +160,43 @@ TEST(Int8Tokens, ProductsMatchEachTokenAlone) {
     }
 }
 
+// Matrices of one input multiplied together (rounded once, one pool run for
+// few tokens) give what each gives alone, whether their codes round the input
+// alike (4-bit lut and int4) or not (4- and 6-bit lut: each goes alone).
+TEST(Int8Tokens, StackedProductsMatchEachMatrixAlone) {
+    std::mt19937 rng(23);
+    ThreadPool pool(2);
+    constexpr int64_t n_in = 256;
+    const std::vector<std::vector<Format>> stacks = {
+        {{QuantKind::lut, 4, 8}, {QuantKind::int4, 4, 0}, {QuantKind::lut, 4, 1}},
+        {{QuantKind::lut, 4, 8}, {QuantKind::lut, 6, 8}}};
+    const int64_t n_outs[] = {45, 301, 64};
+    for (const auto& stack : stacks) {
+        std::vector<Int8Matrix> ms;
+        std::vector<QuantMatrix> ws;
+        for (size_t k = 0; k < stack.size(); ++k) {
+            ms.push_back(random_matrix(rng, stack[k], n_outs[k], n_in));
+            ws.push_back(ms.back().w);
+        }
+        for (int64_t n_tokens : {1, 4, 9, 17, 40}) {
+            std::normal_distribution<float> value(0.0f, 1.0f);
+            std::vector<float> x(static_cast<size_t>(n_tokens * n_in));
+            for (auto& v : x) v = value(rng);
+            std::vector<std::vector<float>> got, want;
+            std::vector<float*> ys;
+            for (const QuantMatrix& w : ws) {
+                got.emplace_back(static_cast<size_t>(n_tokens * w.n_out), NAN);
+                want.emplace_back(got.back().size());
+                ys.push_back(got.back().data());
+                quant_matmul(w, x.data(), n_tokens, want.back().data(), pool);
+            }
+            quant_matmul_stacked(ws, x.data(), n_tokens, ys, pool);
+            for (size_t k = 0; k < ws.size(); ++k)
+                ASSERT_EQ(got[k], want[k])
+                    << "matrix " << k << " of " << ws.size() << ", " << n_tokens << " tokens";
+        }
+    }
+}
+
 }  // namespace
 }  // namespace anelm::kernels

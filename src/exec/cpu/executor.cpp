@@ -269,22 +269,32 @@ void Executor::in_pieces(int64_t n, const std::function<void(int64_t begin, int6
 size_t Executor::stack_linears(const ir::Function& fn, const Plan& plan, size_t index,
                                int64_t rows) {
     const ir::Node& first = fn.nodes[index];
+    const bool quantized = first.op == ir::Op::linear && program_.weights[first.weight].quantized;
     const auto stackable = [&](const ir::Node& node) {
-        return node.op == ir::Op::linear && node.inputs[0] == first.inputs[0] &&
-               !program_.weights[node.weight].quantized &&
-               weight_view(node.weight).dtype == weight_view(first.weight).dtype;
+        if (node.op != ir::Op::linear || node.inputs[0] != first.inputs[0] ||
+            node.per_token != first.per_token)
+            return false;
+        const ir::Weight& w = program_.weights[node.weight];
+        if (quantized) return w.quantized != nullptr;
+        return !w.quantized && weight_view(node.weight).dtype == weight_view(first.weight).dtype;
     };
-    if (rows != 1 || !stackable(first)) return index;
+    if ((!quantized && rows != 1) || !stackable(first)) return index;
     size_t end = index + 1;
     while (end < fn.nodes.size() && stackable(fn.nodes[end])) ++end;
     if (end - index < 2) return index;
-    std::vector<kernels::Matrix> ws;
+    const float* x = arena_.data() + plan.offset[first.inputs[0]];
     std::vector<float*> ys;
-    for (size_t k = index; k < end; ++k) {
-        ws.push_back(as_matrix(weight_view(fn.nodes[k].weight)));
-        ys.push_back(arena_.data() + plan.offset[k]);
+    for (size_t k = index; k < end; ++k) ys.push_back(arena_.data() + plan.offset[k]);
+    if (quantized) {
+        std::vector<const quant::QuantizedMatrix*> ws;
+        for (size_t k = index; k < end; ++k)
+            ws.push_back(program_.weights[fn.nodes[k].weight].quantized.get());
+        quant::quant_matmul_stacked(ws, x, first.per_token ? rows : n_segments(), ys, pool_);
+        return end;
     }
-    kernels::matvec_stacked(ws, arena_.data() + plan.offset[first.inputs[0]], ys, pool_);
+    std::vector<kernels::Matrix> ws;
+    for (size_t k = index; k < end; ++k) ws.push_back(as_matrix(weight_view(fn.nodes[k].weight)));
+    kernels::matvec_stacked(ws, x, ys, pool_);
     return end;
 }
 

@@ -87,10 +87,11 @@ private:
     void run_gated_delta(const ir::Node& node, const float* qkv, const float* b, const float* a,
                          float* out);
     void check_rings(std::span<const ExecSegment> segments) const;
-    // For one token: the dense linear nodes from `index` on that read the same
-    // input with weights of one dtype (q, k, v; gate, up) get their products in
-    // one dispatch, and run_node then only adds their biases. Returns the end
-    // of that run, `index` when it would hold fewer than two nodes.
+    // The linear nodes from `index` on that read the same input (q, k, v;
+    // gate, up) get their products together, and run_node then only adds
+    // their biases: dense weights of one dtype for one token in one dispatch,
+    // quantized weights for any tokens by quant_matmul_stacked. Returns the
+    // end of that run, `index` when it would hold fewer than two nodes.
     size_t stack_linears(const ir::Function& fn, const Plan& plan, size_t index, int64_t rows);
     // fn(begin, count) over [0, n), split across the threads when n is large.
     void in_pieces(int64_t n, const std::function<void(int64_t begin, int64_t count)>& fn);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "base/thread_pool.h"
 
@@ -80,6 +81,12 @@ void check_quant_matrix(const QuantMatrix& w);
 // int8/int4 rows are summed on the integer codes and scaled once at the end.
 void quant_matmul(const QuantMatrix& w, const float* x, int64_t n_tokens, float* y,
                   ThreadPool& pool);
+
+// ys[k] = quant_matmul(ws[k], x) for matrices of one input (a layer's query,
+// key and value; its gate and up): where their integer products round x
+// alike, x is rounded once and, for few tokens, all go in one pool run.
+void quant_matmul_stacked(std::span<const QuantMatrix> ws, const float* x, int64_t n_tokens,
+                          std::span<float* const> ys, ThreadPool& pool);
 
 // out[j] = W[o, k0 + j] for j < n: part of one dequantized row.
 void quant_decode_row(const QuantMatrix& w, int64_t o, int64_t k0, int64_t n, float* out);

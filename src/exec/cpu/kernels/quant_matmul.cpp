@@ -2,11 +2,13 @@
 // blocking around them.
 #include <algorithm>
 #include <array>
+#include <span>
 #include <vector>
 
 #include "base/aligned_allocator.h"
 #include "base/error.h"
 #include "exec/cpu/kernels/gemv_split.h"
+#include "exec/cpu/kernels/int8_rows.h"
 #include "exec/cpu/kernels/isa.h"
 #include "exec/cpu/kernels/quant_isa.h"
 
@@ -23,6 +25,8 @@ int64_t ceil_div(int64_t a, int64_t b) {
 }
 
 constexpr int64_t max_block_len = 128;
+// The most matrices quant_matmul_stacked multiplies in one pool run.
+constexpr size_t max_stacked = 8;
 
 // xb = x in block order, one row of n_in per token.
 void to_block_order(const QuantIsa& isa, int nbits, const float* x, int64_t n_in, int64_t n_tokens,
@@ -56,6 +60,14 @@ void matmul_gemv(const QuantIsa& isa, const QuantMatrix& w, const float* x, int6
             isa.gemv(w, xb + t0 * w.n_in, n, o0, o1, y + t0 * w.n_out, w.n_out);
         }
     });
+}
+
+// Whether the integer leaves take w at n_tokens: int8_dot_applies and the
+// instruction set has leaves for that many tokens.
+bool int8_leaves_apply(const QuantIsa& isa, const QuantMatrix& w, int64_t n_tokens) {
+    const bool few_tokens = n_tokens <= quant_gemv_max_tokens;
+    return int8_dot_applies(w) &&
+           (few_tokens ? isa.gemv_int8 != nullptr : isa.gemm_int8 != nullptr);
 }
 
 // The tokens rounded to int8 per block (int8_dot_applies), each block in the
@@ -94,19 +106,31 @@ Int8Rows round_rows_to_int8(const QuantIsa& isa, const QuantMatrix& w, const flo
 
 // Up to quant_gemv_max_tokens: passes through the rows, each for as many
 // tokens as the leaves decode a block for at once, or one token after another
-// where they decode for one.
-void matmul_gemv_int8(const QuantIsa& isa, const QuantMatrix& w, const Int8Rows& x,
-                      int64_t n_tokens, float* y, ThreadPool& pool) {
+// where they decode for one. Several matrices of one input go in one pool run,
+// their tasks one matrix after another.
+void matmul_gemv_int8(const QuantIsa& isa, std::span<const QuantMatrix> ws, const Int8Rows& x,
+                      int64_t n_tokens, std::span<float* const> ys, ThreadPool& pool) {
     const bool passes = n_tokens > 1 && isa.gemv_int8_tokens;
     const int64_t per_pass = passes ? isa.int8_pass_tokens : 1;
-    const GemvSplit split =
-        gemv_split(w.n_out, w.row_bytes(), passes ? n_tokens : 1, per_pass, pool.size());
-    pool.run(split.n_tasks(), [&](int64_t task, int) {
-        const int64_t o0 = split.begin(task), o1 = split.begin(task + 1);
+    std::array<GemvSplit, max_stacked> splits;
+    std::array<int64_t, max_stacked + 1> first_task{};
+    for (size_t k = 0; k < ws.size(); ++k) {
+        splits[k] = gemv_split(ws[k].n_out, ws[k].row_bytes(), passes ? n_tokens : 1, per_pass,
+                               pool.size());
+        first_task[k + 1] = first_task[k] + splits[k].n_tasks();
+    }
+    pool.run(first_task[ws.size()], [&](int64_t task, int) {
+        size_t k = 0;
+        while (task >= first_task[k + 1]) ++k;
+        const QuantMatrix& w = ws[k];
+        const GemvSplit& split = splits[k];
+        const int64_t o0 = split.begin(task - first_task[k]),
+                      o1 = split.begin(task - first_task[k] + 1);
         for (int64_t t = 0; t < n_tokens; t += per_pass) {
             const int64_t n = std::min(per_pass, n_tokens - t);
-            passes ? isa.gemv_int8_tokens(w, x.token(t), n, o0, o1, y + t * w.n_out, w.n_out)
-                   : isa.gemv_int8(w, x.token(t), o0, o1, y + t * w.n_out);
+            float* y = ys[k] + t * w.n_out;
+            passes ? isa.gemv_int8_tokens(w, x.token(t), n, o0, o1, y, w.n_out)
+                   : isa.gemv_int8(w, x.token(t), o0, o1, y);
         }
     });
 }
@@ -224,15 +248,35 @@ void quant_matmul(const QuantIsa& isa, const QuantMatrix& w, const float* x, int
     if (n_tokens <= 0 || w.n_out <= 0) return;
     if (w.n_in == 0) return std::fill(y, y + n_tokens * w.n_out, 0.0f);
     const bool few_tokens = n_tokens <= quant_gemv_max_tokens;
-    if (int8_dot_applies(w) && (few_tokens ? isa.gemv_int8 != nullptr : isa.gemm_int8 != nullptr)) {
+    if (int8_leaves_apply(isa, w, n_tokens)) {
         const Int8Rows rows = round_rows_to_int8(isa, w, x, n_tokens, pool);
-        few_tokens ? matmul_gemv_int8(isa, w, rows, n_tokens, y, pool)
+        few_tokens ? matmul_gemv_int8(isa, {&w, 1}, rows, n_tokens, {&y, 1}, pool)
                    : matmul_gemm_int8(isa, w, rows, n_tokens, y, pool);
     } else if (few_tokens) {
         matmul_gemv(isa, w, x, n_tokens, y, pool);
     } else {
         matmul_gemm(isa, w, x, n_tokens, y, pool);
     }
+}
+
+void quant_matmul_stacked(std::span<const QuantMatrix> ws, const float* x, int64_t n_tokens,
+                          std::span<float* const> ys, ThreadPool& pool) {
+    const QuantIsa* isa = quant_active();
+    const auto shares_rounding = [&](const QuantMatrix& w) {
+        return isa && int8_leaves_apply(*isa, w, n_tokens) && w.n_in == ws[0].n_in &&
+               int8_codes(w) == int8_codes(ws[0]);
+    };
+    if (ws.size() < 2 || ws.size() > max_stacked || n_tokens <= 0 ||
+        !std::all_of(ws.begin(), ws.end(), shares_rounding)) {
+        for (size_t k = 0; k < ws.size(); ++k) quant_matmul(ws[k], x, n_tokens, ys[k], pool);
+        return;
+    }
+    for (const QuantMatrix& w : ws) check_quant_matrix(w);
+    const Int8Rows rows = round_rows_to_int8(*isa, ws[0], x, n_tokens, pool);
+    if (n_tokens <= quant_gemv_max_tokens)
+        return matmul_gemv_int8(*isa, ws, rows, n_tokens, ys, pool);
+    for (size_t k = 0; k < ws.size(); ++k)
+        matmul_gemm_int8(*isa, ws[k], rows, n_tokens, ys[k], pool);
 }
 
 void quant_decode_row(const QuantMatrix& w, int64_t o, int64_t k0, int64_t n, float* out) {
