@@ -65,9 +65,24 @@ function rssMiB(pid) {
   }
 }
 
+// The server's step counters (GET /metrics), or null where it has none.
+async function metrics() {
+  try {
+    const res = await fetch(`${url}/metrics`);
+    if (res.status !== 200) return null;
+    const text = await res.text();
+    const value = (name) => Number(new RegExp(`^anelm:${name} (\\S+)$`, 'm').exec(text)[1]);
+    return { decodeTokens: value('decode_tokens_total'), decodeSeconds: value('decode_seconds_total'),
+      promptSeconds: value('prompt_seconds_total') };
+  } catch {
+    return null;
+  }
+}
+
 async function loadRun(clients) {
   let next = 0, errors = 0, tokens = 0;
   const ttfts = [];
+  const counters = await metrics();
   const start = performance.now();
   await Promise.all(Array.from({ length: clients }, async () => {
     while (next < requests) {
@@ -84,7 +99,13 @@ async function loadRun(clients) {
   }));
   const seconds = (performance.now() - start) / 1000;
   ttfts.sort((a, b) => a - b);
+  // Decoding alone: the steps that carried no prompt tokens.
+  const end = counters && await metrics();
+  const decodeSeconds = end ? end.decodeSeconds - counters.decodeSeconds : 0;
+  const promptSeconds = end ? end.promptSeconds - counters.promptSeconds : 0;
   return { clients, seconds, tokens, errors, rate: tokens / seconds,
+    decodeRate: decodeSeconds > 0 ? (end.decodeTokens - counters.decodeTokens) / decodeSeconds : null,
+    promptShare: end ? promptSeconds / (promptSeconds + decodeSeconds) : null,
     p50: quantile(ttfts, 0.5), p99: quantile(ttfts, 0.99) };
 }
 
@@ -97,11 +118,15 @@ for (const c of concurrency) {
   runs.push(r);
   console.log(`${String(c).padStart(2)} streams: ${requests} requests, ${r.errors} errors, ` +
     `${r.tokens} tokens in ${r.seconds.toFixed(1)} s = ${r.rate.toFixed(1)} tok/s aggregate; ` +
-    `time to first token p50 ${(r.p50 * 1000).toFixed(0)} ms, p99 ${(r.p99 * 1000).toFixed(0)} ms`);
+    `time to first token p50 ${(r.p50 * 1000).toFixed(0)} ms, p99 ${(r.p99 * 1000).toFixed(0)} ms` +
+    (r.decodeRate === null ? '' : `; decoding alone ${r.decodeRate.toFixed(1)} tok/s, ` +
+      `prompt steps ${(r.promptShare * 100).toFixed(0)}% of the step time`));
 }
 const one = runs.find((r) => r.clients === 1);
 for (const r of runs) {
-  if (one && r.clients > 1) console.log(`${r.clients} streams: ${(r.rate / one.rate).toFixed(2)}x one stream's rate`);
+  if (!one || r.clients === 1) continue;
+  console.log(`${r.clients} streams: ${(r.rate / one.rate).toFixed(2)}x one stream's rate end to end` +
+    (r.decodeRate === null ? '' : `, ${(r.decodeRate / one.decodeRate).toFixed(2)}x decoding alone`));
 }
 
 const history = [{ role: 'user', content: `Please remember this: ${text(historyWords, 3)}` }];

@@ -259,6 +259,25 @@ SpeculationStats Engine::speculation_stats() const {
     return {verify_passes_.load(), drafted_.load(), accepted_.load()};
 }
 
+EngineStats Engine::stats() const {
+    return {prompt_tokens_.load(), static_cast<double>(prompt_us_.load()) / 1e6,
+            decode_tokens_.load(), static_cast<double>(decode_us_.load()) / 1e6, predicted_.load()};
+}
+
+void Engine::count_pass(std::chrono::steady_clock::time_point start, int64_t prompt_tokens,
+                        int64_t predicted_before) {
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+    if (prompt_tokens > 0) {
+        prompt_tokens_ += prompt_tokens;
+        prompt_us_ += us;
+    } else {
+        decode_tokens_ += predicted_ - predicted_before;
+        decode_us_ += us;
+    }
+}
+
 bool Engine::speculate() {
     if (!drafter_) return false;
     // A waiting prompt goes first, in a step of its own kind.
@@ -294,6 +313,8 @@ bool Engine::speculate() {
         batch_counts_.push_back(1 + static_cast<int64_t>(drafts.size()));
     }
     if (!drafted) return false;
+    const auto began = std::chrono::steady_clock::now();
+    const int64_t predicted_before = predicted_;
     const std::span<const float> logits = model_.verify(batch_slots_, batch_tokens_, batch_counts_);
     ++verify_passes_;
     drafted_ += static_cast<int64_t>(batch_tokens_.size() - batch_slots_.size());
@@ -316,6 +337,7 @@ bool Engine::speculate() {
         model_.rewind(slot.index, start + static_cast<int64_t>(kept));
         at += count;
     }
+    count_pass(began, 0, predicted_before);
     return true;
 }
 
@@ -346,6 +368,7 @@ void Engine::step() {
         prompt_slot = nullptr;
     }
     const auto room = model_.max_tokens() - static_cast<int64_t>(batch_tokens_.size());
+    int64_t prompt_tokens = 0;
     if (prompt_slot && static_cast<int>(batch_slots_.size()) < model_.max_segments() && room > 0) {
         const std::vector<int32_t>& prompt = prompt_slot->job->spec_.prompt;
         const auto n = std::min({prompt.size() - prompt_slot->prefilled,
@@ -353,9 +376,11 @@ void Engine::step() {
         batch_slots_.push_back(prompt_slot->index);
         batch_tokens_.insert(batch_tokens_.end(), prompt.begin() + prompt_slot->prefilled,
                              prompt.begin() + prompt_slot->prefilled + n);
-        batch_counts_.push_back(static_cast<int64_t>(n));
+        batch_counts_.push_back(prompt_tokens = static_cast<int64_t>(n));
     }
     if (batch_slots_.empty()) return;
+    const auto began = std::chrono::steady_clock::now();
+    const int64_t predicted_before = predicted_;
     const std::span<const float> logits = model_.step(batch_slots_, batch_tokens_, batch_counts_);
     const size_t n_vocab = logits.size() / batch_slots_.size();
     size_t at = 0;
@@ -371,6 +396,7 @@ void Engine::step() {
         }
         next_token(slot, logits.subspan(i * n_vocab, n_vocab));
     }
+    count_pass(began, prompt_tokens, predicted_before);
 }
 
 void Engine::next_token(Slot& slot, std::span<const float> logits) {
@@ -389,6 +415,7 @@ void Engine::next_token(Slot& slot, std::span<const float> logits) {
     if (spec.logprobs) ev.logprobs.push_back(logprobs_of(logits, id, spec.top_logprobs));
     slot.history.push_back(id);
     ++slot.generated;
+    ++predicted_;
     {
         std::lock_guard lock(slot.job->mutex_);
         slot.job->usage_.completion_tokens = slot.generated;

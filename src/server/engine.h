@@ -98,6 +98,18 @@ struct SpeculationStats {
     int64_t accepted = 0;  // drafts the requests kept
 };
 
+// Where the engine's time has gone, for /metrics. A step that carries a
+// prompt chunk counts as prompt time (with the decode rows riding in it);
+// steps and verify passes of decode rows alone as decode time, so that
+// decode_tokens / decode_seconds is the rate of decoding alone.
+struct EngineStats {
+    int64_t prompt_tokens = 0;
+    double prompt_seconds = 0;
+    int64_t decode_tokens = 0;  // generated in decode-only steps
+    double decode_seconds = 0;
+    int64_t tokens_predicted = 0;  // generated in all
+};
+
 // What the engine is doing now, for /health.
 struct EngineLoad {
     int processing = 0;  // slots with a request
@@ -118,6 +130,7 @@ public:
     int slots() const { return model_.slots(); }
     EngineLoad load() const;
     SpeculationStats speculation_stats() const;
+    EngineStats stats() const;
 
 private:
     struct Slot;
@@ -152,6 +165,12 @@ private:
     Speculation speculation_;
     std::unique_ptr<Drafter> drafter_;  // null: no speculation
     std::atomic<int64_t> verify_passes_{0}, drafted_{0}, accepted_{0};
+    // EngineStats, the times in microseconds.
+    std::atomic<int64_t> prompt_tokens_{0}, prompt_us_{0}, decode_tokens_{0}, decode_us_{0},
+        predicted_{0};
+    // Adds a pass's time and tokens to the prompt or the decode counters.
+    void count_pass(std::chrono::steady_clock::time_point start, int64_t prompt_tokens,
+                    int64_t predicted_before);
     std::vector<float> masked_;  // a slot's logits under its constraint
     std::vector<int> batch_slots_;
     std::vector<int32_t> batch_tokens_;

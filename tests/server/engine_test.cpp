@@ -190,6 +190,33 @@ TEST(Engine, SpeculativeRequestsGetTheTokensTheyGetAlone) {
     EXPECT_LE(stats.accepted, stats.drafted);
 }
 
+// /metrics' counters: every prompt token fed and every token generated; the
+// tokens of decode-only steps are all but the first of each request and those
+// made beside a prompt chunk (at most one per chunk with two slots).
+TEST(Engine, CountsPromptAndDecodeSteps) {
+    Server server(2);
+    const std::vector<std::vector<int32_t>> prompts = {
+        prompt_of("The little dog ran to the park and back again"), prompt_of("Hi")};
+    std::vector<std::shared_ptr<Job>> jobs;
+    for (const auto& p : prompts) jobs.push_back(server.engine.submit(greedy(p, 12)));
+    int64_t fed = 0, generated = 0, chunks = 0;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        const Result r = finish(*jobs[i]);
+        ASSERT_EQ(r.error, "");
+        const auto n = static_cast<int64_t>(prompts[i].size()) - r.usage.cached_tokens;
+        fed += n;
+        chunks += (n + 7) / 8;  // the Server's prefill chunk
+        generated += r.usage.completion_tokens;
+    }
+    const EngineStats stats = server.engine.stats();
+    EXPECT_EQ(stats.prompt_tokens, fed);
+    EXPECT_EQ(stats.tokens_predicted, generated);
+    EXPECT_LE(stats.decode_tokens, generated - 2);
+    EXPECT_GE(stats.decode_tokens, generated - 2 - chunks);
+    EXPECT_GT(stats.prompt_seconds, 0.0);
+    EXPECT_GT(stats.decode_seconds, 0.0);
+}
+
 TEST(Engine, AFollowingRequestReusesTheCachedPrefix) {
     Server server(2);
     const std::vector<int32_t> first = prompt_of("One two three four five six seven");

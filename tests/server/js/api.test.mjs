@@ -205,6 +205,23 @@ describe('OpenAI API', () => {
     }), (e) => e instanceof OpenAI.BadRequestError && e.param === 'response_format.json_schema.schema');
   });
 
+  it('counts prompt and generated tokens at /metrics', async () => {
+    const metric = (text, name) => Number(new RegExp(`^anelm:${name} (\\S+)$`, 'm').exec(text)[1]);
+    const read = async () => {
+      const res = await fetch(`${server.url}/metrics`);
+      assert.equal(res.status, 200);
+      return res.text();
+    };
+    const before = await read();
+    const r = await client.completions.create({ prompt: 'Count me in', max_tokens: 6, ...greedy });
+    const after = await read();
+    assert.equal(metric(after, 'tokens_predicted_total') - metric(before, 'tokens_predicted_total'),
+      r.usage.completion_tokens);
+    assert.ok(metric(after, 'prompt_tokens_total') > metric(before, 'prompt_tokens_total'));
+    assert.ok(metric(after, 'prompt_seconds_total') > metric(before, 'prompt_seconds_total'));
+    assert.equal(metric(after, 'requests_processing'), 0);
+  });
+
   it('answers bad requests with OpenAI-style errors', async () => {
     await assert.rejects(client.chat.completions.create({ model: 'gpt-4o', messages: user('x') }),
       (e) => e instanceof OpenAI.NotFoundError && e.code === 'model_not_found');
@@ -236,6 +253,7 @@ describe('API key', () => {
     await assert.rejects(wrong.chat.completions.create({ messages: user('x') }),
       (e) => e instanceof OpenAI.AuthenticationError && e.code === 'invalid_api_key');
     assert.equal((await fetch(`${server.url}/tokenize`, { method: 'POST', body: '{"content":"a"}' })).status, 401);
+    assert.equal((await fetch(`${server.url}/metrics`)).status, 401);
     assert.equal((await fetch(`${server.url}/health`)).status, 200);
     const right = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'sesame', maxRetries: 0 });
     const r = await right.chat.completions.create({ messages: user('x'), max_tokens: 2 });
