@@ -21,6 +21,7 @@
 
 #include "base/aligned_allocator.h"
 #include "exec/cpu/kernels/int8_rows.h"
+#include "exec/cpu/kernels/x86_512/avx512.h"
 
 namespace anelm::kernels::avx512_int8 {
 
@@ -144,36 +145,9 @@ void rows_dot(const uint8_t* rows, int64_t row_bytes, const __m512i* tables, con
 constexpr int tile_rows = 16;
 constexpr int tile_tokens = 12;
 
-// a[g] = dword g of a[0], .., a[15] (a 16 x 16 transpose of dwords): pairs of
-// rows interleaved, then pairs of pairs, then 128-bit lanes across vectors.
-inline void transpose_dwords(__m512i a[16]) {
-    __m512i b[16], c[16];
-    for (int i = 0; i < 16; i += 2) {
-        b[i] = _mm512_unpacklo_epi32(a[i], a[i + 1]);
-        b[i + 1] = _mm512_unpackhi_epi32(a[i], a[i + 1]);
-    }
-    // c[4i + j], 128-bit lane l: dword 4l + j of rows 4i .. 4i + 3.
-    for (int i = 0; i < 16; i += 4) {
-        c[i] = _mm512_unpacklo_epi64(b[i], b[i + 2]);
-        c[i + 1] = _mm512_unpackhi_epi64(b[i], b[i + 2]);
-        c[i + 2] = _mm512_unpacklo_epi64(b[i + 1], b[i + 3]);
-        c[i + 3] = _mm512_unpackhi_epi64(b[i + 1], b[i + 3]);
-    }
-    for (int j = 0; j < 4; ++j) {
-        const __m512i low0 = _mm512_shuffle_i32x4(c[j], c[4 + j], 0x44);
-        const __m512i high0 = _mm512_shuffle_i32x4(c[j], c[4 + j], 0xee);
-        const __m512i low1 = _mm512_shuffle_i32x4(c[8 + j], c[12 + j], 0x44);
-        const __m512i high1 = _mm512_shuffle_i32x4(c[8 + j], c[12 + j], 0xee);
-        a[j] = _mm512_shuffle_i32x4(low0, low1, 0x88);
-        a[4 + j] = _mm512_shuffle_i32x4(low0, low1, 0xdd);
-        a[8 + j] = _mm512_shuffle_i32x4(high0, high1, 0x88);
-        a[12 + j] = _mm512_shuffle_i32x4(high0, high1, 0xdd);
-    }
-}
-
 // Rows o.. o + n_rows - 1 (n_rows <= 16) packed into n_in * 16 bytes; rows
 // past n_rows are zero weights (128). rows_buffer holds 16 rows of n_in. The
-// rows are decoded in order (one stream) while the next tile's are fetched
+// rows are decoded in order (one stream), then transposed, while the next tile's are fetched
 // into L2: the products between two tiles leave the hardware prefetchers idle.
 template <Codes C>
 void pack_tile(const QuantMatrix& w, int64_t o, int n_rows, uint8_t* rows_buffer, uint8_t* packed) {
@@ -198,11 +172,14 @@ void pack_tile(const QuantMatrix& w, int64_t o, int n_rows, uint8_t* rows_buffer
             _mm512_storeu_si512(out + b * int8_block + 64, second);
         }
     }
+    // 16 x 16 transposes of dwords (as floats: the bits only move).
     for (int64_t k = 0; k < n_in; k += 64) {
-        __m512i a[tile_rows];
-        for (int r = 0; r < tile_rows; ++r) a[r] = _mm512_loadu_si512(rows_buffer + r * n_in + k);
-        transpose_dwords(a);
-        for (int g = 0; g < 16; ++g) _mm512_storeu_si512(packed + (k + 4 * g) * tile_rows, a[g]);
+        __m512 a[tile_rows];
+        for (int r = 0; r < tile_rows; ++r)
+            a[r] = _mm512_castsi512_ps(_mm512_loadu_si512(rows_buffer + r * n_in + k));
+        avx512::Vec::transpose(a);
+        for (int g = 0; g < 16; ++g)
+            _mm512_storeu_si512(packed + (k + 4 * g) * tile_rows, _mm512_castps_si512(a[g]));
     }
 }
 
