@@ -266,7 +266,7 @@ void quant_matmul_stacked(std::span<const QuantMatrix> ws, const float* x, int64
         return isa && int8_leaves_apply(*isa, w, n_tokens) && w.n_in == ws[0].n_in &&
                int8_codes(w) == int8_codes(ws[0]);
     };
-    if (ws.size() < 2 || ws.size() > max_stacked || n_tokens <= 0 ||
+    if (ws.size() < 2 || ws.size() > max_stacked || n_tokens <= 0 || ws[0].n_in == 0 ||
         !std::all_of(ws.begin(), ws.end(), shares_rounding)) {
         for (size_t k = 0; k < ws.size(); ++k) quant_matmul(ws[k], x, n_tokens, ys[k], pool);
         return;

@@ -141,7 +141,7 @@ void rows_dot(const uint8_t* rows, int64_t row_bytes, const __m512i* tables, con
 // Many tokens: a tile of 16 rows is packed once as unsigned weights, for each
 // group of 4 inputs (in slot order) 16 dwords, one per row, so that one
 // vpdpbusd takes 4 inputs of 16 rows against 4 inputs of a token broadcast
-// to every lane. Tokens go 8 at a time through the packed tile.
+// to every lane. Tokens go tile_tokens at a time through the packed tile.
 constexpr int tile_rows = 16;
 constexpr int tile_tokens = 12;
 
