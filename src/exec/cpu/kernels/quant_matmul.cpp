@@ -145,6 +145,18 @@ void matmul_gemm_int8(const QuantIsa& isa, const QuantMatrix& w, const Int8Rows&
     });
 }
 
+// ys[k] = ws[k] x by the integer leaves, for matrices that round x alike
+// (one, or a stack sharing the rounding): x rounded once, then the passes
+// for few tokens, the GEMM for more.
+void matmul_int8(const QuantIsa& isa, std::span<const QuantMatrix> ws, const float* x,
+                 int64_t n_tokens, std::span<float* const> ys, ThreadPool& pool) {
+    const Int8Rows rows = round_rows_to_int8(isa, ws[0], x, n_tokens, pool);
+    if (n_tokens <= quant_gemv_max_tokens)
+        return matmul_gemv_int8(isa, ws, rows, n_tokens, ys, pool);
+    for (size_t k = 0; k < ws.size(); ++k)
+        matmul_gemm_int8(isa, ws[k], rows, n_tokens, ys[k], pool);
+}
+
 // Blocks of rows decoded to f32 (in parallel), multiplied by the f32 GEMM
 // and copied into their columns of y.
 void matmul_gemm(const QuantIsa& isa, const QuantMatrix& w, const float* x, int64_t n_tokens,
@@ -249,9 +261,7 @@ void quant_matmul(const QuantIsa& isa, const QuantMatrix& w, const float* x, int
     if (w.n_in == 0) return std::fill(y, y + n_tokens * w.n_out, 0.0f);
     const bool few_tokens = n_tokens <= quant_gemv_max_tokens;
     if (int8_leaves_apply(isa, w, n_tokens)) {
-        const Int8Rows rows = round_rows_to_int8(isa, w, x, n_tokens, pool);
-        few_tokens ? matmul_gemv_int8(isa, {&w, 1}, rows, n_tokens, {&y, 1}, pool)
-                   : matmul_gemm_int8(isa, w, rows, n_tokens, y, pool);
+        matmul_int8(isa, {&w, 1}, x, n_tokens, {&y, 1}, pool);
     } else if (few_tokens) {
         matmul_gemv(isa, w, x, n_tokens, y, pool);
     } else {
@@ -272,11 +282,7 @@ void quant_matmul_stacked(std::span<const QuantMatrix> ws, const float* x, int64
         return;
     }
     for (const QuantMatrix& w : ws) check_quant_matrix(w);
-    const Int8Rows rows = round_rows_to_int8(*isa, ws[0], x, n_tokens, pool);
-    if (n_tokens <= quant_gemv_max_tokens)
-        return matmul_gemv_int8(*isa, ws, rows, n_tokens, ys, pool);
-    for (size_t k = 0; k < ws.size(); ++k)
-        matmul_gemm_int8(*isa, ws[k], rows, n_tokens, ys[k], pool);
+    matmul_int8(*isa, ws, x, n_tokens, ys, pool);
 }
 
 void quant_decode_row(const QuantMatrix& w, int64_t o, int64_t k0, int64_t n, float* out) {
