@@ -55,7 +55,9 @@ const Format formats[] = {{"f16", QuantKind::lut, 16},
                           {"int8 int8-dot", QuantKind::int8, 8, true},
                           {"int4 int8-dot", QuantKind::int4, 4, true}};
 
-QuantizedMatrix random_quantized(const Format& f, int64_t n_out, int64_t n_in, uint32_t seed) {
+// isa: the leaves the matrix is laid out for (null: the active ones).
+QuantizedMatrix random_quantized(const Format& f, int64_t n_out, int64_t n_in, uint32_t seed,
+                                 const kernels::QuantIsa* isa) {
     std::mt19937 rng(seed);
     QuantizedMatrix q;
     q.kind = f.kind;
@@ -71,7 +73,7 @@ QuantizedMatrix random_quantized(const Format& f, int64_t n_out, int64_t n_in, u
     } else {
         q.scales.assign(static_cast<size_t>(n_out), f32_to_f16(0.001f));
     }
-    if (f.int8_dot) q.use_int8_dot();
+    if (f.int8_dot) q.use_int8_dot(isa ? isa : kernels::quant_active());
     return q;
 }
 
@@ -83,13 +85,14 @@ double rate(benchmark::State& state, double per_iteration) {
 // that they come from memory, as in a model too large for the caches.
 class CycledWeights {
 public:
-    CycledWeights(const Format& f, int64_t n_out, int64_t n_in)
-        : f_(&f), n_out_(n_out), n_in_(n_in) {
+    CycledWeights(const Format& f, int64_t n_out, int64_t n_in, const kernels::QuantIsa* isa)
+        : f_(&f), isa_(isa), n_out_(n_out), n_in_(n_in) {
         bytes_ = f.nbits == 16 ? n_out * n_in * 2 : n_out * ((n_in * f.nbits + 7) / 8);
         const int64_t n_copies = std::max<int64_t>(1, (int64_t{512} << 20) / bytes_);
         for (int64_t c = 0; c < n_copies; ++c) {
             if (f.nbits != 16) {
-                quantized_.push_back(c == 0 ? random_quantized(f, n_out, n_in, 1) : quantized_[0]);
+                quantized_.push_back(c == 0 ? random_quantized(f, n_out, n_in, 1, isa)
+                                            : quantized_[0]);
             } else if (c == 0) {
                 const auto v = random_floats(n_out * n_in, 0.02f, 1);
                 halves_.emplace_back(v.size());
@@ -120,17 +123,20 @@ public:
 
     // The weights for the last format and shape asked for, kept for the next
     // call: a benchmark runs several times to settle its iteration count.
-    static CycledWeights& last(const Format& f, int64_t n_out, int64_t n_in) {
+    static CycledWeights& last(const Format& f, int64_t n_out, int64_t n_in,
+                               const kernels::QuantIsa* isa) {
         static std::unique_ptr<CycledWeights> weights;
-        if (!weights || weights->f_ != &f || weights->n_out_ != n_out || weights->n_in_ != n_in) {
+        if (!weights || weights->f_ != &f || weights->isa_ != isa || weights->n_out_ != n_out ||
+            weights->n_in_ != n_in) {
             weights.reset();  // one set of copies at a time
-            weights = std::make_unique<CycledWeights>(f, n_out, n_in);
+            weights = std::make_unique<CycledWeights>(f, n_out, n_in, isa);
         }
         return *weights;
     }
 
 private:
     const Format* f_;
+    const kernels::QuantIsa* isa_;
     int64_t n_out_, n_in_, bytes_ = 0;
     std::vector<std::vector<uint16_t>> halves_;
     std::vector<QuantizedMatrix> quantized_;
@@ -145,7 +151,7 @@ void BM_decode(benchmark::State& state) {
     const kernels::QuantIsa* isa =
         f.nbits == 16 ? nullptr : kernels::quant_available().at(state.range(3));
     ThreadPool& threads = pool(static_cast<int>(state.range(4)));
-    CycledWeights& weights = CycledWeights::last(f, n_out, n_in);
+    CycledWeights& weights = CycledWeights::last(f, n_out, n_in, isa);
     const auto x = random_floats(n_in, 1.0f, 2);
     std::vector<float> y(static_cast<size_t>(n_out));
     for (auto _ : state) {
@@ -191,7 +197,7 @@ void BM_tokens(benchmark::State& state) {
     const int64_t n_tokens = state.range(1), n_out = state.range(2), n_in = state.range(3);
     const kernels::QuantIsa* isa =
         f.nbits == 16 ? nullptr : kernels::quant_available().at(state.range(4));
-    CycledWeights& weights = CycledWeights::last(f, n_out, n_in);
+    CycledWeights& weights = CycledWeights::last(f, n_out, n_in, isa);
     const auto x = random_floats(n_tokens * n_in, 1.0f, 2);
     std::vector<float> y(static_cast<size_t>(n_tokens * n_out));
     for (auto _ : state) {

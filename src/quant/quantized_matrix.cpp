@@ -14,12 +14,23 @@ int64_t QuantizedMatrix::storage_bytes() const {
                                 4 * dot_scale.size());
 }
 
-void QuantizedMatrix::use_int8_dot() {
+void QuantizedMatrix::use_int8_dot(const kernels::QuantIsa* leaves) {
     int8_dot = true;
-    if (kind != QuantKind::lut) return;
-    dot_lut.resize(lut.size());
-    dot_scale.resize(static_cast<size_t>(n_tables()));
-    kernels::round_tables_to_int8(lut.data(), n_tables(), nbits, dot_lut.data(), dot_scale.data());
+    if (kind == QuantKind::lut) {
+        dot_lut.resize(lut.size());
+        dot_scale.resize(static_cast<size_t>(n_tables()));
+        kernels::round_tables_to_int8(lut.data(), n_tables(), nbits, dot_lut.data(),
+                                      dot_scale.data());
+    }
+    int8_layout = kernels::Int8Layout::packed;
+    int8_codes.clear();
+    const kernels::QuantMatrix packed = view();
+    if (!leaves || !kernels::int8_dot_applies(packed)) return;
+    const kernels::Int8Layout layout = kernels::int8_layout_for(*leaves, packed);
+    if (layout == kernels::Int8Layout::packed) return;
+    int8_codes.resize(codes.size());
+    kernels::write_int8_layout(packed, layout, int8_codes.data());
+    int8_layout = layout;
 }
 
 kernels::QuantMatrix QuantizedMatrix::view() const {
@@ -36,6 +47,8 @@ kernels::QuantMatrix QuantizedMatrix::view() const {
     v.int8_dot = int8_dot;
     v.dot_lut = dot_lut.empty() ? nullptr : dot_lut.data();
     v.dot_scale = dot_scale.empty() ? nullptr : dot_scale.data();
+    v.int8_layout = int8_layout;
+    v.int8_codes = int8_codes.empty() ? nullptr : int8_codes.data();
     return v;
 }
 

@@ -24,6 +24,7 @@
 #include "base/tensor.h"
 #include "base/thread_pool.h"
 #include "exec/cpu/kernels/block_kernels.h"
+#include "exec/cpu/kernels/quant_isa.h"
 #include "exec/cpu/kernels/quant_kernels.h"
 
 namespace anelm::quant {
@@ -45,6 +46,10 @@ struct QuantizedMatrix {
     bool int8_dot = false;
     std::vector<int8_t> dot_lut;
     std::vector<float> dot_scale;
+    // The codes again in the layout the integer leaves read them in, where
+    // that is not the packed one (kernels::QuantMatrix::int8_codes).
+    kernels::Int8Layout int8_layout = kernels::Int8Layout::packed;
+    std::vector<uint8_t, AlignedAllocator<uint8_t>> int8_codes;
     // blocks: the ggml type id and its block geometry.
     uint32_t block_type = 0;
     int64_t block_elems = 0;
@@ -58,11 +63,14 @@ struct QuantizedMatrix {
         return kind == QuantKind::blocks ? n_in / block_elems * block_bytes
                                          : (n_in * nbits + 7) / 8;
     }
-    // Bytes of codes, tables and scales.
+    // Bytes of codes, tables and scales: what a product reads (int8_codes
+    // stand in for codes there, so they are not counted again).
     int64_t storage_bytes() const;
 
-    // Multiply by integer dot products from now on, rounding lut tables to int8.
-    void use_int8_dot();
+    // Multiply by integer dot products from now on, rounding lut tables to
+    // int8 and laying the codes out again where `leaves` read them in another
+    // layout (null: the scalar reference's, packed).
+    void use_int8_dot(const kernels::QuantIsa* leaves = kernels::quant_active());
 
     kernels::QuantMatrix view() const;  // not for blocks
     kernels::BlockMatrix block_view() const;

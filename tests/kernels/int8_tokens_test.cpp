@@ -32,6 +32,7 @@ struct Int8Matrix {
     std::vector<uint16_t> lut, scales;
     std::vector<int8_t> dot_lut;
     std::vector<float> dot_scale;
+    std::vector<uint8_t> int8_codes;
     QuantMatrix w;
 };
 
@@ -64,6 +65,19 @@ Int8Matrix random_matrix(std::mt19937& rng, const Format& f, int64_t n_out, int6
     }
     w.codes = m.codes.data();
     return m;
+}
+
+// m's matrix with its codes laid out as the integer leaves of isa read them
+// (the scalar reference's for null), the copy kept in m.
+QuantMatrix laid_out_for(Int8Matrix& m, const QuantIsa* isa) {
+    QuantMatrix w = m.w;
+    w.int8_layout = isa ? int8_layout_for(*isa, w) : Int8Layout::packed;
+    if (w.int8_layout != Int8Layout::packed) {
+        m.int8_codes.resize(m.codes.size());
+        write_int8_layout(m.w, w.int8_layout, m.int8_codes.data());
+        w.int8_codes = m.int8_codes.data();
+    }
+    return w;
 }
 
 // n_tokens rows of int8 blocks as round_to_int8 leaves them (|q| <= 127).
@@ -106,7 +120,7 @@ TEST(Int8Tokens, PassesMatchOneTokenAtATime) {
     for (const Format& f : formats) {
         for (const auto& [n_out, n_in] :
              {std::pair<int64_t, int64_t>{9, 128}, {37, 384}, {21, 1152}}) {
-            const Int8Matrix m = random_matrix(rng, f, n_out, n_in);
+            Int8Matrix m = random_matrix(rng, f, n_out, n_in);
             ASSERT_TRUE(int8_dot_applies(m.w));
             const int64_t o0 = 3, o1 = n_out - 2, ldy = n_out + 5;
             for (int64_t n_tokens = 1; n_tokens <= 17; ++n_tokens) {
@@ -114,16 +128,17 @@ TEST(Int8Tokens, PassesMatchOneTokenAtATime) {
                 for (const QuantIsa* isa : quant_available()) {
                     if (!isa->gemv_int8_tokens) continue;
                     ++n_leaves;
+                    const QuantMatrix w = laid_out_for(m, isa);
                     std::vector<float> want(static_cast<size_t>(n_tokens * ldy), -7.0f);
                     std::vector<float> got = want;
                     for (int64_t t = 0; t < n_tokens; ++t)
-                        isa->gemv_int8(m.w, x.rows.token(t), o0, o1, want.data() + t * ldy);
+                        isa->gemv_int8(w, x.rows.token(t), o0, o1, want.data() + t * ldy);
                     for (int64_t t = 0; t < n_tokens; t += isa->int8_pass_tokens) {
                         const int64_t n = std::min<int64_t>(isa->int8_pass_tokens, n_tokens - t);
-                        isa->gemv_int8_tokens(m.w, x.rows.token(t), n, o0, o1, got.data() + t * ldy,
+                        isa->gemv_int8_tokens(w, x.rows.token(t), n, o0, o1, got.data() + t * ldy,
                                               ldy);
                     }
-                    ASSERT_EQ(got, want) << describe(*isa, m.w, n_tokens);
+                    ASSERT_EQ(got, want) << describe(*isa, w, n_tokens);
                 }
             }
         }
@@ -140,20 +155,21 @@ TEST(Int8Tokens, ProductsMatchEachTokenAlone) {
     for (const Format& f : formats) {
         for (const auto& [n_out, n_in] :
              {std::pair<int64_t, int64_t>{45, 256}, {301, 640}, {1031, 128}}) {
-            const Int8Matrix m = random_matrix(rng, f, n_out, n_in);
+            Int8Matrix m = random_matrix(rng, f, n_out, n_in);
             std::normal_distribution<float> value(0.0f, 1.0f);
             std::vector<float> x(static_cast<size_t>(quant_gemv_max_tokens * n_in));
             for (auto& v : x) v = value(rng);
             for (int64_t n_tokens = 1; n_tokens <= quant_gemv_max_tokens; ++n_tokens) {
                 for (const QuantIsa* isa : quant_available()) {
+                    const QuantMatrix w = laid_out_for(m, isa);
                     std::vector<float> got(static_cast<size_t>(n_tokens * n_out));
-                    quant_matmul(*isa, m.w, x.data(), n_tokens, got.data(), pool);
+                    quant_matmul(*isa, w, x.data(), n_tokens, got.data(), pool);
                     std::vector<float> want(got.size());
                     for (int64_t t = 0; t < n_tokens; ++t) {
-                        quant_matmul(*isa, m.w, x.data() + t * n_in, 1, want.data() + t * n_out,
+                        quant_matmul(*isa, w, x.data() + t * n_in, 1, want.data() + t * n_out,
                                      pool);
                     }
-                    ASSERT_EQ(got, want) << describe(*isa, m.w, n_tokens);
+                    ASSERT_EQ(got, want) << describe(*isa, w, n_tokens);
                 }
             }
         }
@@ -176,8 +192,8 @@ TEST(Int8Tokens, StackedProductsMatchEachMatrixAlone) {
         std::vector<QuantMatrix> ws;
         for (size_t k = 0; k < stack.size(); ++k) {
             ms.push_back(random_matrix(rng, stack[k], n_outs[k], n_in));
-            ws.push_back(ms.back().w);
         }
+        for (Int8Matrix& m : ms) ws.push_back(laid_out_for(m, quant_active()));
         for (int64_t n_tokens : {1, 4, 9, 17, 40}) {
             std::normal_distribution<float> value(0.0f, 1.0f);
             std::vector<float> x(static_cast<size_t>(n_tokens * n_in));

@@ -137,7 +137,7 @@ TEST(Int8Dot, SimdLeavesMatchTheScalarReference) {
     for (const Format& f : int8_formats) {
         for (const auto& [n_out, n_in] :
              {std::pair<int64_t, int64_t>{8, 128}, {37, 256}, {72, 1152}}) {
-            const auto q = int8_matrix(rng, f, n_out, n_in);
+            auto q = int8_matrix(rng, f, n_out, n_in);
             ASSERT_TRUE(int8_dot_applies(q.view()));
             QuantMatrix exact = q.view();
             exact.int8_dot = false;
@@ -147,6 +147,7 @@ TEST(Int8Dot, SimdLeavesMatchTheScalarReference) {
                 const auto x = random_x(rng, n_tokens * n_in);
                 const auto want = product(q.view(), x, n_tokens, nullptr, pool);
                 for (const QuantIsa* isa : quant_available()) {
+                    q.use_int8_dot(isa);
                     const bool has_leaf = n_tokens <= quant_gemv_max_tokens
                                               ? isa->gemv_int8 != nullptr
                                               : isa->gemm_int8 != nullptr;
@@ -214,6 +215,29 @@ TEST(Int8Dot, WithinTheRoundingBoundOfTheExactProduct) {
         }
         EXPECT_TRUE(any_differs) << describe(q, 2, "") << ": the exact path was taken";
     }
+}
+
+// Leaves that read 6-bit codes in another layout than the matrix holds take
+// the exact path rather than misreading the codes.
+TEST(Int8Dot, CodesInAnotherLayoutTakeTheExactPath) {
+    std::mt19937 rng(14);
+    ThreadPool pool(2);
+    auto q = int8_matrix(rng, {QuantKind::lut, 6, 8}, 24, 256);
+    q.use_int8_dot(nullptr);
+    QuantMatrix exact = q.view();
+    exact.int8_dot = false;
+    const auto x = random_x(rng, 2 * q.n_in);
+    int n_leaves = 0;
+    for (const QuantIsa* isa : quant_available()) {
+        if (int8_layout_for(*isa, q.view()) == Int8Layout::packed) continue;
+        ++n_leaves;
+        EXPECT_EQ(product(q.view(), x, 2, isa, pool), product(exact, x, 2, isa, pool)) << isa->name;
+        q.use_int8_dot(isa);
+        EXPECT_NE(product(q.view(), x, 2, isa, pool), product(exact, x, 2, isa, pool))
+            << isa->name << ": its own layout takes the integer leaves";
+        q.use_int8_dot(nullptr);
+    }
+    if (n_leaves == 0) GTEST_SKIP() << "every instruction set here reads 6-bit codes packed";
 }
 
 TEST(Int8Dot, OtherShapesAndWidthsKeepTheExactPath) {

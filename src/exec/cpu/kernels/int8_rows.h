@@ -42,6 +42,7 @@ static void int8_gemv_rows(const QuantMatrix& w, const Int8Rows& x, int64_t o0, 
                            float* y, int64_t ldy) {
     constexpr int rows = L::template rows<T>;
     typename L::Table tables[rows] = {};
+    const uint8_t* codes = w.int8_layout == Int8Layout::packed ? w.codes : w.int8_codes;
     const int8_t* loaded[rows] = {};
     const auto run = [&]<int R>(int64_t o) {
         for (int r = 0; r < R; ++r) {
@@ -49,7 +50,7 @@ static void int8_gemv_rows(const QuantMatrix& w, const Int8Rows& x, int64_t o0, 
             if (entries && entries != loaded[r]) L::load_table(loaded[r] = entries, tables[r]);
         }
         float sums[R * T];
-        L::template rows_dot<R, T>(w.codes + o * w.row_bytes(), w.row_bytes(), tables, x, sums);
+        L::template rows_dot<R, T>(codes + o * w.row_bytes(), w.row_bytes(), tables, x, sums);
         for (int r = 0; r < R; ++r) {
             const float scale = int8_row_scale(w, o + r);
             for (int t = 0; t < T; ++t) y[t * ldy + o + r] = sums[r * T + t] * scale;

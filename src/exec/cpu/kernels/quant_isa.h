@@ -19,11 +19,14 @@ struct Int8Rows {
     const float* scale = nullptr;  // d of each block, n_in / int8_block per token
     const int32_t* sum = nullptr;  // the sum of each block's q
     int64_t n_in = 0;
+    // |q|, for leaves that set it up themselves (null otherwise).
+    const uint8_t* magnitude = nullptr;
 
     // The tokens from t on.
     Int8Rows token(int64_t t) const {
         const int64_t n_blocks = n_in / int8_block;
-        return {q + t * n_in, scale + t * n_blocks, sum + t * n_blocks, n_in};
+        return {q + t * n_in, scale + t * n_blocks, sum + t * n_blocks, n_in,
+                magnitude ? magnitude + t * n_in : nullptr};
     }
 };
 
@@ -66,6 +69,9 @@ struct QuantIsa {
     // once for all of them (null: gemv_int8 token after token). gemm_int8:
     // y[t * ldy + o] for the n_tokens rows of x, each row of w decoded once.
     int64_t (*int8_slot)(int nbits, int64_t e);
+    // The layout the integer leaves read 6-bit codes in: a matrix holding its
+    // codes in another (QuantMatrix::int8_layout) takes the exact path.
+    Int8Layout int8_six_bit_layout;
     void (*gemv_int8)(const QuantMatrix& w, const Int8Rows& x, int64_t o0, int64_t o1, float* y);
     int int8_pass_tokens;
     void (*gemv_int8_tokens)(const QuantMatrix& w, const Int8Rows& x, int64_t n_tokens, int64_t o0,
@@ -73,6 +79,11 @@ struct QuantIsa {
     void (*gemm_int8)(const QuantMatrix& w, const Int8Rows& x, int64_t n_tokens, int64_t o0,
                       int64_t o1, float* y, int64_t ldy);
 };
+
+// The layout isa's integer leaves read w's codes in (packed but for 6-bit codes).
+inline Int8Layout int8_layout_for(const QuantIsa& isa, const QuantMatrix& w) {
+    return w.kind == QuantKind::lut && w.nbits == 6 ? isa.int8_six_bit_layout : Int8Layout::packed;
+}
 
 // The leaves matching kernels::active_isa(), or null for the scalar reference.
 const QuantIsa* quant_active();

@@ -27,6 +27,12 @@ enum class QuantKind : uint8_t { lut, int8, int4, blocks };
 //       tables f16 [ceil(n_out / group), 2^nbits] (Core ML lut [n_out / G, 1, 2^nbits, 1]).
 // int8: nbits 8, codes are two's complement bytes; element (o, i) = scales[o] * code.
 // int4: nbits 4, two's complement nibbles; element (o, i) = scales[o] * code.
+// How integer leaves read a matrix's codes (QuantIsa::int8_six_bit_layout):
+// packed is the layout above; planes (6-bit codes only, int8_layout.cpp) puts
+// each block's low nibbles and high bits apart, for hosts without a 64-entry
+// byte look-up.
+enum class Int8Layout : uint8_t { packed, planes };
+
 struct QuantMatrix {
     QuantKind kind = QuantKind::lut;
     int nbits = 4;
@@ -41,6 +47,10 @@ struct QuantMatrix {
     bool int8_dot = false;
     const int8_t* dot_lut = nullptr;
     const float* dot_scale = nullptr;
+    // The codes again in int8_layout where that is not packed (row_bytes() per
+    // row, as codes), for the integer leaves only.
+    Int8Layout int8_layout = Int8Layout::packed;
+    const uint8_t* int8_codes = nullptr;
 
     int64_t row_bytes() const { return (n_in * nbits + 7) / 8; }
 };
@@ -62,6 +72,10 @@ constexpr int64_t quant_gemv_max_tokens = 16;
 // number of tokens; leaves without integer products for a token count (see
 // QuantIsa) take the exact path for it.
 bool int8_dot_applies(const QuantMatrix& w);
+
+// w's codes in `layout` (n_out rows of row_bytes()) into out, for a matrix
+// int8_dot_applies to; planes takes 6-bit codes.
+void write_int8_layout(const QuantMatrix& w, Int8Layout layout, uint8_t* out);
 
 // The int8 tables of f16 lut tables [n_tables, 2^nbits]: entries
 // round(t / s) with s = max |t| / 127 per table (ties to even), s in scales.

@@ -66,7 +66,7 @@ void matmul_gemv(const QuantIsa& isa, const QuantMatrix& w, const float* x, int6
 // instruction set has leaves for that many tokens.
 bool int8_leaves_apply(const QuantIsa& isa, const QuantMatrix& w, int64_t n_tokens) {
     const bool few_tokens = n_tokens <= quant_gemv_max_tokens;
-    return int8_dot_applies(w) &&
+    return int8_dot_applies(w) && int8_layout_for(isa, w) == w.int8_layout &&
            (few_tokens ? isa.gemv_int8 != nullptr : isa.gemm_int8 != nullptr);
 }
 

@@ -319,6 +319,7 @@ const QuantIsa avx2_quant_isa = {
     .gemv = avx2::Leaves::gemv,
     .decode_row = avx2::Leaves::decode_row,
     .int8_slot = avx2_int8::slot,
+    .int8_six_bit_layout = Int8Layout::planes,
     .gemv_int8 = avx2_int8::gemv,
     .int8_pass_tokens = avx2_int8::tokens_per_pass,
     .gemv_int8_tokens = avx2_int8::gemv_tokens,
