@@ -70,6 +70,32 @@ bool int8_leaves_apply(const QuantIsa& isa, const QuantMatrix& w, int64_t n_toke
            (few_tokens ? isa.gemv_int8 != nullptr : isa.gemm_int8 != nullptr);
 }
 
+// Where each slot of a block takes its input from for isa's leaves at nbits
+// (the inverse of int8_slot), or null where every input keeps its place;
+// worked out once per leaves and width and kept for the thread.
+const std::array<uint8_t, int8_block>* slot_sources(const QuantIsa& isa, int nbits) {
+    struct Order {
+        const QuantIsa* isa;
+        int nbits;
+        bool identity;
+        std::array<uint8_t, int8_block> source;
+    };
+    thread_local std::vector<Order> orders;
+    auto it = std::find_if(orders.begin(), orders.end(),
+                           [&](const Order& o) { return o.isa == &isa && o.nbits == nbits; });
+    if (it == orders.end()) {
+        Order o{&isa, nbits, true, {}};
+        for (int64_t e = 0; e < int8_block; ++e) {
+            const int64_t slot = isa.int8_slot(nbits, e);
+            o.source[static_cast<size_t>(slot)] = static_cast<uint8_t>(e);
+            o.identity &= slot == e;
+        }
+        orders.push_back(o);
+        it = orders.end() - 1;
+    }
+    return it->identity ? nullptr : &it->source;
+}
+
 // The tokens rounded to int8 per block (int8_dot_applies), each block in the
 // leaves' order; the storage is the calling thread's and lives until its next call.
 Int8Rows round_rows_to_int8(const QuantIsa& isa, const QuantMatrix& w, const float* x,
@@ -81,9 +107,7 @@ Int8Rows round_rows_to_int8(const QuantIsa& isa, const QuantMatrix& w, const flo
     q_buffer.resize(static_cast<size_t>(n_tokens * w.n_in));
     scale_buffer.resize(static_cast<size_t>(n_tokens * n_blocks));
     sum_buffer.resize(scale_buffer.size());
-    std::array<int64_t, int8_block> slot{};
-    for (int64_t e = 0; e < int8_block; ++e)
-        slot[static_cast<size_t>(e)] = isa.int8_slot(w.nbits, e);
+    const std::array<uint8_t, int8_block>* source = slot_sources(isa, w.nbits);
     // Thread-local names inside the tasks would mean the workers' own buffers.
     int8_t* q = q_buffer.data();
     float* scale = scale_buffer.data();
@@ -91,14 +115,16 @@ Int8Rows round_rows_to_int8(const QuantIsa& isa, const QuantMatrix& w, const flo
     pool.run(n_tokens, [&](int64_t t, int) {
         std::array<int8_t, int8_block> natural;
         for (int64_t b = t * n_blocks; b < (t + 1) * n_blocks; ++b) {
-            scale[b] = round_to_int8(x + b * int8_block, int8_block, natural.data());
             int8_t* block = q + b * int8_block;
+            int8_t* rounded = source ? natural.data() : block;
+            scale[b] = round_to_int8(x + b * int8_block, int8_block, rounded);
             int32_t s = 0;
-            for (int64_t e = 0; e < int8_block; ++e) {
-                block[slot[static_cast<size_t>(e)]] = natural[e];
-                s += natural[e];
-            }
+            for (int64_t e = 0; e < int8_block; ++e) s += rounded[e];
             sum[b] = s;
+            if (source) {
+                for (int64_t j = 0; j < int8_block; ++j)
+                    block[j] = natural[(*source)[static_cast<size_t>(j)]];
+            }
         }
     });
     return {q, scale, sum, w.n_in};
