@@ -15,6 +15,12 @@ namespace anelm::kernels {
 // functions below.
 enum class QuantKind : uint8_t { lut, int8, int4, blocks };
 
+// How integer leaves read a matrix's codes (QuantIsa::int8_six_bit_layout):
+// packed is QuantMatrix's layout below; planes (6-bit codes only,
+// int8_layout.cpp) puts each block's low nibbles and high bits apart, for
+// hosts without a 64-entry byte look-up.
+enum class Int8Layout : uint8_t { packed, planes };
+
 // A quantized weight [n_out, n_in] as the kernels read it (storage owned elsewhere).
 //
 // codes: row o starts at codes + o * row_bytes, row_bytes = ceil(n_in * nbits / 8).
@@ -27,12 +33,6 @@ enum class QuantKind : uint8_t { lut, int8, int4, blocks };
 //       tables f16 [ceil(n_out / group), 2^nbits] (Core ML lut [n_out / G, 1, 2^nbits, 1]).
 // int8: nbits 8, codes are two's complement bytes; element (o, i) = scales[o] * code.
 // int4: nbits 4, two's complement nibbles; element (o, i) = scales[o] * code.
-// How integer leaves read a matrix's codes (QuantIsa::int8_six_bit_layout):
-// packed is the layout above; planes (6-bit codes only, int8_layout.cpp) puts
-// each block's low nibbles and high bits apart, for hosts without a 64-entry
-// byte look-up.
-enum class Int8Layout : uint8_t { packed, planes };
-
 struct QuantMatrix {
     QuantKind kind = QuantKind::lut;
     int nbits = 4;
