@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -80,11 +81,13 @@ QuantMatrix laid_out_for(Int8Matrix& m, const QuantIsa* isa) {
     return w;
 }
 
-// n_tokens rows of int8 blocks as round_to_int8 leaves them (|q| <= 127).
+// n_tokens rows of int8 blocks as round_to_int8 leaves them (|q| <= 127),
+// with their magnitudes for the leaves that read them.
 struct Tokens {
     std::vector<int8_t> q;
     std::vector<float> scale;
     std::vector<int32_t> sum;
+    std::vector<uint8_t> magnitude;
     Int8Rows rows;
 };
 
@@ -93,6 +96,7 @@ Tokens random_tokens(std::mt19937& rng, int64_t n_tokens, int64_t n_in) {
     x.q.resize(static_cast<size_t>(n_tokens * n_in));
     std::uniform_int_distribution<int> q(-127, 127);
     for (auto& v : x.q) v = static_cast<int8_t>(q(rng));
+    for (int8_t v : x.q) x.magnitude.push_back(static_cast<uint8_t>(std::abs(v)));
     std::uniform_real_distribution<float> scale(0.001f, 0.1f);
     for (int64_t b = 0; b < n_tokens * n_in / int8_block; ++b) {
         x.scale.push_back(scale(rng));
@@ -100,7 +104,7 @@ Tokens random_tokens(std::mt19937& rng, int64_t n_tokens, int64_t n_in) {
         for (int64_t e = 0; e < int8_block; ++e) s += x.q[static_cast<size_t>(b * int8_block + e)];
         x.sum.push_back(s);
     }
-    x.rows = {x.q.data(), x.scale.data(), x.sum.data(), n_in};
+    x.rows = {x.q.data(), x.scale.data(), x.sum.data(), n_in, x.magnitude.data()};
     return x;
 }
 

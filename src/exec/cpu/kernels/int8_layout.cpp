@@ -9,8 +9,6 @@
 // A leaf then gets 32 codes' low nibbles with a mask (or a shift and a mask),
 // and each high bit in the sign bit of its byte, where vpblendvb reads it,
 // by adding the high-bit bytes to themselves 2k or 2k + 1 times.
-#include <algorithm>
-
 #include "base/error.h"
 #include "exec/cpu/kernels/quant_kernels.h"
 #include "exec/cpu/kernels/vec_quant.h"
@@ -41,12 +39,9 @@ void write_planes(const uint8_t* row, int64_t row_bytes, int64_t n_blocks, uint8
 
 void write_int8_layout(const QuantMatrix& w, Int8Layout layout, uint8_t* out) {
     if (!int8_dot_applies(w)) fail("write_int8_layout: the matrix has no integer products");
-    const int64_t row_bytes = w.row_bytes();
-    if (layout == Int8Layout::packed) {
-        std::copy(w.codes, w.codes + w.n_out * row_bytes, out);
-        return;
-    }
+    if (layout != Int8Layout::planes) fail("write_int8_layout: packed codes are the matrix's own");
     if (w.nbits != 6) fail("write_int8_layout: planes hold 6-bit codes, not {}-bit", w.nbits);
+    const int64_t row_bytes = w.row_bytes();
     for (int64_t o = 0; o < w.n_out; ++o) {
         write_planes(w.codes + o * row_bytes, row_bytes, w.n_in / int8_block, out + o * row_bytes);
     }

@@ -74,7 +74,8 @@ constexpr int64_t quant_gemv_max_tokens = 16;
 bool int8_dot_applies(const QuantMatrix& w);
 
 // w's codes in `layout` (n_out rows of row_bytes()) into out, for a matrix
-// int8_dot_applies to; planes takes 6-bit codes.
+// int8_dot_applies to; only planes, of 6-bit codes, is written (packed is
+// the codes themselves).
 void write_int8_layout(const QuantMatrix& w, Int8Layout layout, uint8_t* out);
 
 // The int8 tables of f16 lut tables [n_tables, 2^nbits]: entries

@@ -97,14 +97,17 @@ const std::array<uint8_t, int8_block>* slot_sources(const QuantIsa& isa, int nbi
 }
 
 // The tokens rounded to int8 per block (int8_dot_applies), each block in the
-// leaves' order; the storage is the calling thread's and lives until its next call.
+// leaves' order, with their magnitudes where the leaves read them; the storage
+// is the calling thread's and lives until its next call.
 Int8Rows round_rows_to_int8(const QuantIsa& isa, const QuantMatrix& w, const float* x,
                             int64_t n_tokens, ThreadPool& pool) {
     const int64_t n_blocks = w.n_in / int8_block;
     thread_local std::vector<int8_t, AlignedAllocator<int8_t>> q_buffer;
     thread_local std::vector<float> scale_buffer;
     thread_local std::vector<int32_t> sum_buffer;
+    thread_local std::vector<uint8_t, AlignedAllocator<uint8_t>> magnitude_buffer;
     q_buffer.resize(static_cast<size_t>(n_tokens * w.n_in));
+    if (isa.int8_magnitudes) magnitude_buffer.resize(q_buffer.size());
     scale_buffer.resize(static_cast<size_t>(n_tokens * n_blocks));
     sum_buffer.resize(scale_buffer.size());
     const std::array<uint8_t, int8_block>* source = slot_sources(isa, w.nbits);
@@ -112,6 +115,7 @@ Int8Rows round_rows_to_int8(const QuantIsa& isa, const QuantMatrix& w, const flo
     int8_t* q = q_buffer.data();
     float* scale = scale_buffer.data();
     int32_t* sum = sum_buffer.data();
+    uint8_t* magnitude = isa.int8_magnitudes ? magnitude_buffer.data() : nullptr;
     pool.run(n_tokens, [&](int64_t t, int) {
         std::array<int8_t, int8_block> natural;
         for (int64_t b = t * n_blocks; b < (t + 1) * n_blocks; ++b) {
@@ -125,9 +129,14 @@ Int8Rows round_rows_to_int8(const QuantIsa& isa, const QuantMatrix& w, const flo
                 for (int64_t j = 0; j < int8_block; ++j)
                     block[j] = natural[(*source)[static_cast<size_t>(j)]];
             }
+            if (magnitude) {
+                uint8_t* m = magnitude + b * int8_block;
+                for (int64_t j = 0; j < int8_block; ++j)
+                    m[j] = static_cast<uint8_t>(block[j] < 0 ? -block[j] : block[j]);
+            }
         }
     });
-    return {q, scale, sum, w.n_in};
+    return {q, scale, sum, w.n_in, magnitude};
 }
 
 // Up to quant_gemv_max_tokens: passes through the rows, each for as many

@@ -223,6 +223,7 @@ const QuantIsa neon_quant_isa = {
     .decode_row = neon::Leaves::decode_row,
     .int8_slot = neon_int8::slot,
     .int8_six_bit_layout = Int8Layout::packed,
+    .int8_magnitudes = false,
     .gemv_int8 = neon_int8::gemv,
     .int8_pass_tokens = neon_int8::tokens_per_pass,
     .gemv_int8_tokens = neon_int8::gemv_tokens,

@@ -1,6 +1,6 @@
 // AVX2 integer dot products for quantized matrices (int8_dot_applies).
 // Without VNNI, vpmaddubsw multiplies unsigned by signed bytes into 16-bit
-// pair sums: the inputs' magnitudes |q| <= 127 (taken once per call) against
+// pair sums: the inputs' magnitudes |q| <= 127 (Int8Rows::magnitude) against
 // the weights carrying the inputs' signs (vpsignb), or for int8 codes, which
 // may be -128, the weights' magnitudes against the inputs carrying theirs; a
 // pair sum (at most 2 * 128 * 127) cannot saturate. Weights come from vpshufb
@@ -9,9 +9,6 @@
 // nibbles and two vpblendvb rounds pick the sub-table their high bits name.
 #include "exec/cpu/kernels/x86/int8_dot_avx2.h"
 
-#include <vector>
-
-#include "base/aligned_allocator.h"
 #include "exec/cpu/kernels/int8_rows.h"
 #include "exec/cpu/kernels/x86/avx2.h"
 
@@ -117,21 +114,6 @@ void row_dot(const uint8_t* row, const Table& table, const Int8Rows& x, float* s
     for (int t = 0; t < T; ++t) sums[t] = avx2::hsum(acc[t]);
 }
 
-// x with the magnitudes of its n_tokens rows set where row_dot reads them for
-// w, in a buffer of the calling thread's that lives until its next call.
-Int8Rows with_magnitudes(const QuantMatrix& w, const Int8Rows& x, int64_t n_tokens) {
-    if (int8_codes(w) == Codes::bytes) return x;
-    thread_local std::vector<uint8_t, AlignedAllocator<uint8_t>> buffer;
-    const int64_t n = n_tokens * x.n_in;  // a multiple of int8_block
-    buffer.resize(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; i += 32)
-        _mm256_store_si256(reinterpret_cast<__m256i*>(buffer.data() + i),
-                           _mm256_abs_epi8(load32(x.q + i)));
-    Int8Rows with = x;
-    with.magnitude = buffer.data();
-    return with;
-}
-
 // The matrix-vector leaf int8_gemv_rows drives.
 template <Codes C>
 struct GemvLeaf {
@@ -160,12 +142,12 @@ int64_t slot(int nbits, int64_t e) {
 }
 
 void gemv(const QuantMatrix& w, const Int8Rows& x, int64_t o0, int64_t o1, float* y) {
-    int8_gemv<GemvLeaf>(w, with_magnitudes(w, x, 1), o0, o1, y);
+    int8_gemv<GemvLeaf>(w, x, o0, o1, y);
 }
 
 void gemv_tokens(const QuantMatrix& w, const Int8Rows& x, int64_t n_tokens, int64_t o0, int64_t o1,
                  float* y, int64_t ldy) {
-    int8_gemv_tokens<GemvLeaf>(w, with_magnitudes(w, x, n_tokens), n_tokens, o0, o1, y, ldy);
+    int8_gemv_tokens<GemvLeaf>(w, x, n_tokens, o0, o1, y, ldy);
 }
 
 }  // namespace anelm::kernels::avx2_int8

@@ -320,6 +320,7 @@ const QuantIsa avx2_quant_isa = {
     .decode_row = avx2::Leaves::decode_row,
     .int8_slot = avx2_int8::slot,
     .int8_six_bit_layout = Int8Layout::planes,
+    .int8_magnitudes = true,
     .gemv_int8 = avx2_int8::gemv,
     .int8_pass_tokens = avx2_int8::tokens_per_pass,
     .gemv_int8_tokens = avx2_int8::gemv_tokens,

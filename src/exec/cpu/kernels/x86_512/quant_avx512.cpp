@@ -402,6 +402,7 @@ const QuantIsa avx512_quant_isa = {
     .decode_row = avx512_quant::Leaves::decode_row,
     .int8_slot = avx512_int8::slot,
     .int8_six_bit_layout = Int8Layout::packed,
+    .int8_magnitudes = false,
     .gemv_int8 = avx512_int8::gemv,
     .int8_pass_tokens = avx512_int8::tokens_per_pass,
     .gemv_int8_tokens = avx512_int8::gemv_tokens,
