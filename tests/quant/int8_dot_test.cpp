@@ -125,7 +125,7 @@ TEST(Int8Dot, TablesRoundWithinHalfAStep) {
                 EXPECT_LE(std::fabs(t - s * c), s * 0.5f * (1 + 1e-5f)) << nbits << " " << g;
                 max_entry = std::max(max_entry, std::abs(int{c}));
             }
-            EXPECT_EQ(max_entry, 127);
+            EXPECT_EQ(max_entry, int8_table_limit(nbits));
         }
     }
 }
@@ -176,6 +176,35 @@ TEST(Int8Dot, SimdLeavesMatchTheScalarReference) {
         }
     }
     if (n_leaves == 0) GTEST_SKIP() << "no integer dot product leaves on this processor";
+}
+
+// Every entry at the table's limit against every input at 127, of either
+// sign, in every pair: the largest sums a leaf's 16-bit pairs see (AVX2 takes
+// 4-bit entries offset by 64, so a larger limit would saturate them).
+TEST(Int8Dot, LargestEntriesAndInputsDoNotSaturate) {
+    std::mt19937 rng(13);
+    ThreadPool pool(2);
+    for (const Format& f : int8_formats) {
+        if (f.kind != QuantKind::lut) continue;
+        auto q = test::random_quantized(rng, f.kind, f.nbits, 24, 256, f.group);
+        for (size_t e = 0; e < q.lut.size(); ++e) q.lut[e] = f32_to_f16(e % 2 ? -0.5f : 0.5f);
+        QuantMatrix exact = q.view();
+        std::vector<float> x(static_cast<size_t>(2 * q.n_in), 3.0f);
+        std::fill(x.begin() + q.n_in, x.end(), -3.0f);
+        for (const QuantIsa* isa : quant_available()) {
+            q.use_int8_dot(isa);
+            exact = q.view();
+            exact.int8_dot = false;
+            // Entries and inputs round to their grids' ends: the products are
+            // the exact ones but for f32 rounding (a saturated pair would be
+            // off by thousands of steps).
+            const auto got = product(q.view(), x, 2, isa, pool);
+            const auto want = product(exact, x, 2, isa, pool);
+            for (size_t k = 0; k < got.size(); ++k)
+                ASSERT_NEAR(got[k], want[k], 1e-5 * 0.5 * 3.0 * q.n_in)
+                    << describe(q, 2, isa->name) << " at " << k;
+        }
+    }
 }
 
 // Rounding x (|x - d q| <= d / 2) and the tables (|t - s c| <= s / 2) bounds

@@ -8,14 +8,15 @@
 
 namespace anelm::kernels {
 
-float round_to_int8(const float* v, int64_t n, int8_t* q) {
+float round_to_int8(const float* v, int64_t n, int8_t* q, int limit) {
     float max_abs = 0.0f;
     for (int64_t i = 0; i < n; ++i) max_abs = std::max(max_abs, std::fabs(v[i]));
     if (!std::isfinite(max_abs)) {
         std::fill(q, q + n, int8_t{0});
         return NAN;
     }
-    const float inverse = max_abs > 0.0f ? 127.0f / max_abs : 0.0f;
+    const auto top = static_cast<float>(limit);
+    const float inverse = max_abs > 0.0f ? top / max_abs : 0.0f;
     // Adding and taking away 1.5 * 2^23 rounds |y| < 2^22 to an integer, ties
     // to even, as nearbyint does in the default rounding mode; unlike a call
     // to nearbyint it vectorizes.
@@ -24,7 +25,7 @@ float round_to_int8(const float* v, int64_t n, int8_t* q) {
         const float y = v[i] * inverse;
         q[i] = static_cast<int8_t>(static_cast<int32_t>((y + round_shift) - round_shift));
     }
-    return max_abs / 127.0f;
+    return max_abs / top;
 }
 
 bool int8_dot_applies(const QuantMatrix& w) {
@@ -39,7 +40,7 @@ void round_tables_to_int8(const uint16_t* lut, int64_t n_tables, int nbits, int8
     float table[256];
     for (int64_t g = 0; g < n_tables; ++g) {
         for (int64_t e = 0; e < n; ++e) table[e] = f16_to_f32(lut[g * n + e]);
-        scales[g] = round_to_int8(table, n, entries + g * n);
+        scales[g] = round_to_int8(table, n, entries + g * n, int8_table_limit(nbits));
     }
 }
 

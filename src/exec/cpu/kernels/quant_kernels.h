@@ -68,7 +68,7 @@ constexpr int64_t quant_gemv_max_tokens = 16;
 // c_o(i) q_i, each block's sum exact in integers: c the int8 table entry (s_o
 // its table's dot_scale) or the integer code (s_o the row's scale). The error
 // is that of 8-bit activations, as in llama.cpp's quantized products, plus
-// rounding the tables to 8 bits. The scalar reference defines it for any
+// rounding the tables (int8_table_limit). The scalar reference defines it for any
 // number of tokens; leaves without integer products for a token count (see
 // QuantIsa) take the exact path for it.
 bool int8_dot_applies(const QuantMatrix& w);
@@ -78,15 +78,25 @@ bool int8_dot_applies(const QuantMatrix& w);
 // the codes themselves).
 void write_int8_layout(const QuantMatrix& w, Int8Layout layout, uint8_t* out);
 
+// The largest |entry| of an nbits table rounded to int8: 63 for 4-bit
+// tables, so that AVX2 can multiply them offset by 64 (unsigned, below 128)
+// against the signed inputs with no sign instruction and no saturation of
+// vpmaddubsw's pair sums (2 * 127 * 127 < 2^15); else 127. Against the
+// 4-bit palette's own error the 7-bit tables add little (docs/quantization.md).
+constexpr int int8_table_limit(int nbits) {
+    return nbits <= 4 ? 63 : 127;
+}
+
 // The int8 tables of f16 lut tables [n_tables, 2^nbits]: entries
-// round(t / s) with s = max |t| / 127 per table (ties to even), s in scales.
+// round(t / s) with s = max |t| / int8_table_limit(nbits) per table (ties to
+// even), s in scales.
 void round_tables_to_int8(const uint16_t* lut, int64_t n_tables, int nbits, int8_t* entries,
                           float* scales);
 
-// q[i] = round(v[i] * 127 / max |v|), ties to even as the SIMD conversions
-// round; returns the scale max |v| / 127 (NaN, with q all 0, if v holds
+// q[i] = round(v[i] * limit / max |v|), ties to even as the SIMD conversions
+// round; returns the scale max |v| / limit (NaN, with q all 0, if v holds
 // infinities or NaN, so that they reach the product).
-float round_to_int8(const float* v, int64_t n, int8_t* q);
+float round_to_int8(const float* v, int64_t n, int8_t* q, int limit = 127);
 
 // Throws unless w is a combination the kernels support (kinds, widths, pointers, group).
 void check_quant_matrix(const QuantMatrix& w);

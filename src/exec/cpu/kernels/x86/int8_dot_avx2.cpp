@@ -1,12 +1,14 @@
 // AVX2 integer dot products for quantized matrices (int8_dot_applies).
 // Without VNNI, vpmaddubsw multiplies unsigned by signed bytes into 16-bit
-// pair sums: the inputs' magnitudes |q| <= 127 (Int8Rows::magnitude) against
-// the weights carrying the inputs' signs (vpsignb), or for int8 codes, which
-// may be -128, the weights' magnitudes against the inputs carrying theirs; a
-// pair sum (at most 2 * 128 * 127) cannot saturate. Weights come from vpshufb
-// look-ups: 4-bit codes index 16 entries; 6-bit codes, read in the planes
-// layout (int8_layout.cpp), index four 16-entry sub-tables by their low
-// nibbles and two vpblendvb rounds pick the sub-table their high bits name.
+// pair sums. 4-bit codes look up their entries (|e| <= 63, int8_table_limit)
+// offset by 64 and multiply them, unsigned, by the inputs as they are, 64
+// times each block's input sum taken away after; 6-bit codes multiply the
+// inputs' magnitudes |q| <= 127 (Int8Rows::magnitude) by their entries
+// carrying the inputs' signs (vpsignb), and int8 codes, which may be -128,
+// their magnitudes by the inputs carrying theirs. No pair sum (at most
+// 2 * 128 * 127) saturates. 6-bit codes, read in the planes layout
+// (int8_layout.cpp), index four 16-entry sub-tables by their low nibbles and
+// two vpblendvb rounds pick the sub-table their high bits name.
 #include "exec/cpu/kernels/x86/int8_dot_avx2.h"
 
 #include "exec/cpu/kernels/int8_rows.h"
@@ -24,6 +26,9 @@ struct Table {
     __m256i sub[4];
 };
 
+// What 4-bit entries are offset by to be unsigned.
+constexpr int nibble_offset = 64;
+
 template <Codes C>
 inline void load_table(const int8_t* entries, Table& t) {
     constexpr int n_sub = C == Codes::six_bits ? 4 : C == Codes::nibbles ? 1 : 0;
@@ -31,6 +36,8 @@ inline void load_table(const int8_t* entries, Table& t) {
         t.sub[s] = _mm256_broadcastsi128_si256(
             _mm_loadu_si128(reinterpret_cast<const __m128i*>(entries + 16 * s)));
     }
+    if constexpr (C == Codes::nibbles)
+        t.sub[0] = _mm256_add_epi8(t.sub[0], _mm256_set1_epi8(nibble_offset));
 }
 
 inline __m256i load32(const void* p) {
@@ -74,11 +81,20 @@ inline void block_weights(const uint8_t* p, const Table& t, __m256i w[4]) {
     }
 }
 
-// Eight sums of four products w x, from |a| and b carrying a's sign: the
-// weights' (a = w) where a code may be -128 (int8 codes), else the inputs'
-// (a = x, |x| from x.magnitude) so that no |w| is taken per block.
-inline __m256i dot32(__m256i magnitude, __m256i signed_other) {
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, signed_other), _mm256_set1_epi16(1));
+// Eight sums of four products of unsigned a and signed b bytes.
+inline __m256i dot32(__m256i unsigned_a, __m256i signed_b) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(unsigned_a, signed_b), _mm256_set1_epi16(1));
+}
+
+// Eight sums of four products w q of the k-th 32 weights and inputs of a
+// block at i: see the file's comment for each kind of code.
+template <Codes C>
+inline __m256i dot32_of(const __m256i* w, const __m256i* magnitude, int k, const Int8Rows& x,
+                        int64_t i) {
+    const __m256i q = load32(x.q + i);
+    if constexpr (C == Codes::nibbles) return dot32(w[k], q);
+    if constexpr (C == Codes::bytes) return dot32(magnitude[k], _mm256_sign_epi8(q, w[k]));
+    return dot32(load32(x.magnitude + i), _mm256_sign_epi8(w[k], q));
 }
 
 // sums[t] = sum_b d_b * (block b of the row . q) for the T tokens of x, each
@@ -88,24 +104,23 @@ inline __m256i dot32(__m256i magnitude, __m256i signed_other) {
 template <Codes C, int T>
 void row_dot(const uint8_t* row, const Table& table, const Int8Rows& x, float* sums) {
     constexpr int64_t bb = int8_block_bytes<C>;
-    constexpr bool weight_signs = C == Codes::bytes;
     __m256 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
     const int64_t n_in = x.n_in, n_blocks = n_in / int8_block;
     for (int64_t b = 0; b < n_blocks; ++b) {
         __m256i w[4], magnitude[4];
         block_weights<C>(row + b * bb, table, w);
-        if constexpr (weight_signs) {
+        if constexpr (C == Codes::bytes) {
             for (int k = 0; k < 4; ++k) magnitude[k] = _mm256_abs_epi8(w[k]);
         }
         for (int t = 0; t < T; ++t) {
-            __m256i dot = _mm256_setzero_si256();
+            // The offset entries' excess, taken away in the first lane.
+            __m256i dot = C == Codes::nibbles ? _mm256_zextsi128_si256(_mm_cvtsi32_si128(
+                                                    -nibble_offset * x.sum[t * n_blocks + b]))
+                                              : _mm256_setzero_si256();
             for (int k = 0; k < 4; ++k) {
                 const int64_t i = t * n_in + b * int8_block + 32 * k;
-                const __m256i xq = load32(x.q + i);
-                dot = _mm256_add_epi32(
-                    dot, weight_signs ? dot32(magnitude[k], _mm256_sign_epi8(xq, w[k]))
-                                      : dot32(load32(x.magnitude + i), _mm256_sign_epi8(w[k], xq)));
+                dot = _mm256_add_epi32(dot, dot32_of<C>(w, magnitude, k, x, i));
             }
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
                                      _mm256_set1_ps(x.scale[t * n_blocks + b]), acc[t]);
