@@ -188,12 +188,11 @@ TEST(Int8Dot, LargestEntriesAndInputsDoNotSaturate) {
         if (f.kind != QuantKind::lut) continue;
         auto q = test::random_quantized(rng, f.kind, f.nbits, 24, 256, f.group);
         for (size_t e = 0; e < q.lut.size(); ++e) q.lut[e] = f32_to_f16(e % 2 ? -0.5f : 0.5f);
-        QuantMatrix exact = q.view();
         std::vector<float> x(static_cast<size_t>(2 * q.n_in), 3.0f);
         std::fill(x.begin() + q.n_in, x.end(), -3.0f);
         for (const QuantIsa* isa : quant_available()) {
             q.use_int8_dot(isa);
-            exact = q.view();
+            QuantMatrix exact = q.view();
             exact.int8_dot = false;
             // Entries and inputs round to their grids' ends: the products are
             // the exact ones but for f32 rounding (a saturated pair would be

@@ -19,7 +19,7 @@ struct Int8Rows {
     const float* scale = nullptr;  // d of each block, n_in / int8_block per token
     const int32_t* sum = nullptr;  // the sum of each block's q
     int64_t n_in = 0;
-    // |q| of each input, where the leaves read it (QuantIsa::int8_magnitudes).
+    // |q| of each input, where the leaves read it (QuantIsa::int8_six_bit_magnitudes).
     const uint8_t* magnitude = nullptr;
 
     // The tokens from t on.
@@ -72,8 +72,9 @@ struct QuantIsa {
     // The layout the integer leaves read 6-bit codes in: a matrix holding its
     // codes in another (QuantMatrix::int8_layout) takes the exact path.
     Int8Layout int8_six_bit_layout;
-    // Whether the integer leaves read Int8Rows::magnitude.
-    bool int8_magnitudes;
+    // Whether the integer leaves read Int8Rows::magnitude for 6-bit codes
+    // (no leaf reads it for other codes).
+    bool int8_six_bit_magnitudes;
     void (*gemv_int8)(const QuantMatrix& w, const Int8Rows& x, int64_t o0, int64_t o1, float* y);
     int int8_pass_tokens;
     void (*gemv_int8_tokens)(const QuantMatrix& w, const Int8Rows& x, int64_t n_tokens, int64_t o0,

@@ -106,8 +106,9 @@ Int8Rows round_rows_to_int8(const QuantIsa& isa, const QuantMatrix& w, const flo
     thread_local std::vector<float> scale_buffer;
     thread_local std::vector<int32_t> sum_buffer;
     thread_local std::vector<uint8_t, AlignedAllocator<uint8_t>> magnitude_buffer;
+    const bool magnitudes = isa.int8_six_bit_magnitudes && int8_codes(w) == Int8Codes::six_bits;
     q_buffer.resize(static_cast<size_t>(n_tokens * w.n_in));
-    if (isa.int8_magnitudes) magnitude_buffer.resize(q_buffer.size());
+    if (magnitudes) magnitude_buffer.resize(q_buffer.size());
     scale_buffer.resize(static_cast<size_t>(n_tokens * n_blocks));
     sum_buffer.resize(scale_buffer.size());
     const std::array<uint8_t, int8_block>* source = slot_sources(isa, w.nbits);
@@ -115,7 +116,7 @@ Int8Rows round_rows_to_int8(const QuantIsa& isa, const QuantMatrix& w, const flo
     int8_t* q = q_buffer.data();
     float* scale = scale_buffer.data();
     int32_t* sum = sum_buffer.data();
-    uint8_t* magnitude = isa.int8_magnitudes ? magnitude_buffer.data() : nullptr;
+    uint8_t* magnitude = magnitudes ? magnitude_buffer.data() : nullptr;
     pool.run(n_tokens, [&](int64_t t, int) {
         std::array<int8_t, int8_block> natural;
         for (int64_t b = t * n_blocks; b < (t + 1) * n_blocks; ++b) {
