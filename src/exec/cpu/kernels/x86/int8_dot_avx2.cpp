@@ -44,14 +44,23 @@ inline __m256i load32(const void* p) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
 
+// _mm256_blendv_epi8(a, b, m): GCC 12 compiles the intrinsic to a compare of
+// m with zero and then the blend, one more operation per 32 weights in a leaf
+// bound by its operations (bench/README.md, "AVX2: prefetching 6-bit codes").
+inline __m256i blend_by_sign(__m256i a, __m256i b, __m256i m) {
+    __m256i r;
+    asm("vpblendvb %3, %2, %1, %0" : "=x"(r) : "x"(a), "x"(b), "x"(m));
+    return r;
+}
+
 // The entries of 32 six-bit codes: low nibbles in idx, bit 4 in the sign bit
 // of bit4's bytes, bit 5 in that of bit5's.
 inline __m256i lookup_six_bits(__m256i idx, __m256i bit4, __m256i bit5, const Table& t) {
-    const __m256i low = _mm256_blendv_epi8(_mm256_shuffle_epi8(t.sub[0], idx),
-                                           _mm256_shuffle_epi8(t.sub[1], idx), bit4);
-    const __m256i high = _mm256_blendv_epi8(_mm256_shuffle_epi8(t.sub[2], idx),
-                                            _mm256_shuffle_epi8(t.sub[3], idx), bit4);
-    return _mm256_blendv_epi8(low, high, bit5);
+    const __m256i low =
+        blend_by_sign(_mm256_shuffle_epi8(t.sub[0], idx), _mm256_shuffle_epi8(t.sub[1], idx), bit4);
+    const __m256i high =
+        blend_by_sign(_mm256_shuffle_epi8(t.sub[2], idx), _mm256_shuffle_epi8(t.sub[3], idx), bit4);
+    return blend_by_sign(low, high, bit5);
 }
 
 // The four runs of 32 int8 weights of one block of a row, in slot() order.
@@ -97,10 +106,15 @@ inline __m256i dot32_of(const __m256i* w, const __m256i* magnitude, int k, const
     return dot32(load32(x.magnitude + i), _mm256_sign_epi8(w[k], q));
 }
 
+// How far ahead 6-bit codes are prefetched. Their lookups make them the one
+// leaf here slower than the memory, and with the hardware prefetchers alone
+// the reads then fall behind too (bench/README.md, "AVX2: prefetching 6-bit
+// codes"); the faster leaves read in order without, as on AVX-512
+// ("Decode: one row at a time").
+constexpr int64_t six_bit_prefetch_ahead = 3072;
+
 // sums[t] = sum_b d_b * (block b of the row . q) for the T tokens of x, each
-// block decoded once for all of them; the blocks read in order with no
-// software prefetch, as the AVX-512 leaf does (bench/README.md, "Decode: one
-// row at a time").
+// block decoded once for all of them.
 template <Codes C, int T>
 void row_dot(const uint8_t* row, const Table& table, const Int8Rows& x, float* sums) {
     constexpr int64_t bb = int8_block_bytes<C>;
@@ -108,6 +122,13 @@ void row_dot(const uint8_t* row, const Table& table, const Int8Rows& x, float* s
     for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
     const int64_t n_in = x.n_in, n_blocks = n_in / int8_block;
     for (int64_t b = 0; b < n_blocks; ++b) {
+        if constexpr (C == Codes::six_bits) {
+            // Both cache lines a 96-byte block may span.
+            const char* ahead =
+                reinterpret_cast<const char*>(row + b * bb + six_bit_prefetch_ahead);
+            _mm_prefetch(ahead, _MM_HINT_T0);
+            _mm_prefetch(ahead + 64, _MM_HINT_T0);
+        }
         __m256i w[4], magnitude[4];
         block_weights<C>(row + b * bb, table, w);
         if constexpr (C == Codes::bytes) {
