@@ -92,6 +92,57 @@ TEST(Int8Dot, RoundsBlocksToInt8WithTiesToEven) {
 
     const float with_inf[2] = {1.0f, INFINITY};
     EXPECT_TRUE(std::isnan(round_to_int8(with_inf, 2, qz)));
+    const float with_nan[3] = {1.0f, NAN, 2.0f};
+    qz[0] = 1;
+    EXPECT_TRUE(std::isnan(round_to_int8(with_nan, 3, qz)));
+    EXPECT_TRUE(std::all_of(qz, qz + 3, [](int8_t v) { return v == 0; }));
+}
+
+// Each instruction set's block rounding against round_to_int8, its values
+// moved to their int8_slot: ties, zeros, infinities and NaN included.
+TEST(Int8Dot, SimdBlockRoundingMatchesThePortableOne) {
+    std::mt19937 rng(11);
+    std::vector<std::vector<float>> blocks;
+    for (int i = 0; i < 20; ++i) blocks.push_back(random_x(rng, int8_block));
+    std::vector<float> ties(int8_block);
+    for (int64_t e = 0; e < int8_block; ++e) ties[e] = static_cast<float>(e % 9) - 4.5f;
+    ties[7] = -127.0f;  // the scale 1: every other value an exact tie
+    blocks.push_back(ties);
+    blocks.emplace_back(int8_block, 0.0f);
+    for (float bad : {INFINITY, -INFINITY, NAN}) {
+        blocks.push_back(random_x(rng, int8_block));
+        blocks.back()[93] = bad;
+    }
+    int tested = 0;
+    for (const QuantIsa* isa : quant_available()) {
+        if (!isa->round_int8_block) continue;
+        for (int nbits : {4, 6, 8}) {
+            for (const auto& x : blocks) {
+                std::vector<int8_t> natural(int8_block), want(int8_block), q(int8_block);
+                std::vector<uint8_t> magnitude(int8_block);
+                const float want_scale = round_to_int8(x.data(), int8_block, natural.data());
+                int32_t want_sum = 0, sum = -1;
+                for (int64_t e = 0; e < int8_block; ++e) {
+                    want[isa->int8_slot(nbits, e)] = natural[e];
+                    want_sum += natural[e];
+                }
+                const float scale =
+                    isa->round_int8_block(x.data(), nbits, q.data(), magnitude.data(), &sum);
+                const std::string what = std::string(isa->name) + " nbits " + std::to_string(nbits);
+                if (std::isnan(want_scale)) {
+                    EXPECT_TRUE(std::isnan(scale)) << what;
+                } else {
+                    EXPECT_EQ(scale, want_scale) << what;
+                }
+                EXPECT_EQ(q, want) << what;
+                EXPECT_EQ(sum, want_sum) << what;
+                for (int64_t j = 0; j < int8_block; ++j)
+                    ASSERT_EQ(magnitude[j], std::abs(want[j])) << what << " slot " << j;
+                ++tested;
+            }
+        }
+    }
+    if (tested == 0) GTEST_SKIP() << "no instruction set here rounds blocks itself";
 }
 
 TEST(Int8Dot, RoundingAgreesWithNearbyint) {

@@ -10,8 +10,12 @@ namespace anelm::kernels {
 
 float round_to_int8(const float* v, int64_t n, int8_t* q, int limit) {
     float max_abs = 0.0f;
-    for (int64_t i = 0; i < n; ++i) max_abs = std::max(max_abs, std::fabs(v[i]));
-    if (!std::isfinite(max_abs)) {
+    bool finite = true;
+    for (int64_t i = 0; i < n; ++i) {
+        finite &= std::isfinite(v[i]);
+        max_abs = std::max(max_abs, std::fabs(v[i]));
+    }
+    if (!finite) {
         std::fill(q, q + n, int8_t{0});
         return NAN;
     }

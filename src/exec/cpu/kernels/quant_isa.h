@@ -69,6 +69,12 @@ struct QuantIsa {
     // once for all of them (null: gemv_int8 token after token). gemm_int8:
     // y[t * ldy + o] for the n_tokens rows of x, each row of w decoded once.
     int64_t (*int8_slot)(int nbits, int64_t e);
+    // One block of int8_block inputs rounded as round_to_int8 rounds them (NaN
+    // or infinity anywhere: all zero, d NaN), each at its int8_slot in q and
+    // |q| in magnitude unless null; returns d and sets *sum to the sum of q.
+    // Null: the portable rounding.
+    float (*round_int8_block)(const float* x, int nbits, int8_t* q, uint8_t* magnitude,
+                              int32_t* sum);
     // The layout the integer leaves read 6-bit codes in: a matrix holding its
     // codes in another (QuantMatrix::int8_layout) takes the exact path.
     Int8Layout int8_six_bit_layout;

@@ -96,6 +96,26 @@ const std::array<uint8_t, int8_block>* slot_sources(const QuantIsa& isa, int nbi
     return it->identity ? nullptr : &it->source;
 }
 
+// QuantIsa::round_int8_block without SIMD, the slots given by `source` (null:
+// in order).
+float round_block_to_int8(const float* x, const std::array<uint8_t, int8_block>* source, int8_t* q,
+                          uint8_t* magnitude, int32_t* sum) {
+    std::array<int8_t, int8_block> natural;
+    int8_t* rounded = source ? natural.data() : q;
+    const float scale = round_to_int8(x, int8_block, rounded);
+    int32_t s = 0;
+    for (int64_t e = 0; e < int8_block; ++e) s += rounded[e];
+    *sum = s;
+    if (source) {
+        for (int64_t j = 0; j < int8_block; ++j) q[j] = natural[(*source)[static_cast<size_t>(j)]];
+    }
+    if (magnitude) {
+        for (int64_t j = 0; j < int8_block; ++j)
+            magnitude[j] = static_cast<uint8_t>(q[j] < 0 ? -q[j] : q[j]);
+    }
+    return scale;
+}
+
 // The tokens rounded to int8 per block (int8_dot_applies), each block in the
 // leaves' order, with their magnitudes where the leaves read them; the storage
 // is the calling thread's and lives until its next call.
@@ -111,30 +131,20 @@ Int8Rows round_rows_to_int8(const QuantIsa& isa, const QuantMatrix& w, const flo
     if (magnitudes) magnitude_buffer.resize(q_buffer.size());
     scale_buffer.resize(static_cast<size_t>(n_tokens * n_blocks));
     sum_buffer.resize(scale_buffer.size());
-    const std::array<uint8_t, int8_block>* source = slot_sources(isa, w.nbits);
+    const std::array<uint8_t, int8_block>* source =
+        isa.round_int8_block ? nullptr : slot_sources(isa, w.nbits);
     // Thread-local names inside the tasks would mean the workers' own buffers.
     int8_t* q = q_buffer.data();
     float* scale = scale_buffer.data();
     int32_t* sum = sum_buffer.data();
     uint8_t* magnitude = magnitudes ? magnitude_buffer.data() : nullptr;
     pool.run(n_tokens, [&](int64_t t, int) {
-        std::array<int8_t, int8_block> natural;
         for (int64_t b = t * n_blocks; b < (t + 1) * n_blocks; ++b) {
-            int8_t* block = q + b * int8_block;
-            int8_t* rounded = source ? natural.data() : block;
-            scale[b] = round_to_int8(x + b * int8_block, int8_block, rounded);
-            int32_t s = 0;
-            for (int64_t e = 0; e < int8_block; ++e) s += rounded[e];
-            sum[b] = s;
-            if (source) {
-                for (int64_t j = 0; j < int8_block; ++j)
-                    block[j] = natural[(*source)[static_cast<size_t>(j)]];
-            }
-            if (magnitude) {
-                uint8_t* m = magnitude + b * int8_block;
-                for (int64_t j = 0; j < int8_block; ++j)
-                    m[j] = static_cast<uint8_t>(block[j] < 0 ? -block[j] : block[j]);
-            }
+            const float* xb = x + b * int8_block;
+            int8_t* qb = q + b * int8_block;
+            uint8_t* mb = magnitude ? magnitude + b * int8_block : nullptr;
+            scale[b] = isa.round_int8_block ? isa.round_int8_block(xb, w.nbits, qb, mb, &sum[b])
+                                            : round_block_to_int8(xb, source, qb, mb, &sum[b]);
         }
     });
     return {q, scale, sum, w.n_in, magnitude};

@@ -222,6 +222,7 @@ const QuantIsa neon_quant_isa = {
     .gemv = neon::Leaves::gemv,
     .decode_row = neon::Leaves::decode_row,
     .int8_slot = neon_int8::slot,
+    .round_int8_block = nullptr,
     .int8_six_bit_layout = Int8Layout::packed,
     .int8_six_bit_magnitudes = false,
     .gemv_int8 = neon_int8::gemv,

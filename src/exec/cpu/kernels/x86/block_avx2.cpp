@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "exec/cpu/kernels/block_isa.h"
+#include "exec/cpu/kernels/x86/round_avx2.h"
 
 namespace anelm::kernels {
 
@@ -342,47 +343,22 @@ struct BlocksK {
 
 // ---- Rounding the activations (BlockIsa::round) ----
 
-// Whether the 8 values are all finite: v - v is NaN for infinities and NaN.
-inline bool all_finite(__m256 v) {
-    return _mm256_movemask_ps(
-               _mm256_cmp_ps(_mm256_sub_ps(v, v), _mm256_setzero_ps(), _CMP_EQ_OQ)) == 0xff;
-}
-
-inline __m256 abs_ps(__m256 v) {
-    return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
-}
-
 inline float hmax(__m256 v) {
     const __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     const __m128 m2 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
     return _mm_cvtss_f32(_mm_max_ss(m2, _mm_movehdup_ps(m2)));
 }
 
-inline int hsum_epi32(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-    return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1)));
-}
-
 inline float f16_rounded(float v) {
     return _cvtsh_ss(_cvtss_sh(v, _MM_FROUND_TO_NEAREST_INT));
 }
 
-// 32 values times `scale`, rounded to nearest even (vcvtps2dq) and
-// saturated to int8 in order; their sums in sums[0] (the first 16) and [1].
+using avx2::abs_ps;
+using avx2::all_finite;
+
+// round32 stored to q.
 inline void round32(const float* x, __m256 scale, int8_t* q, int* sums) {
-    __m256i i[4];
-    for (int k = 0; k < 4; ++k)
-        i[k] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * k), scale));
-    // Packing works within 128-bit lanes: dwords of bytes come out as
-    // i0[0-3], i1[0-3], i2[0-3], i3[0-3], i0[4-7], ...
-    const __m256i bytes =
-        _mm256_packs_epi16(_mm256_packs_epi32(i[0], i[1]), _mm256_packs_epi32(i[2], i[3]));
-    _mm256_storeu_si256(
-        reinterpret_cast<__m256i*>(q),
-        _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
-    sums[0] = hsum_epi32(_mm256_add_epi32(i[0], i[1]));
-    sums[1] = hsum_epi32(_mm256_add_epi32(i[2], i[3]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), avx2::round32(x, scale, sums));
 }
 
 // q8_0 / q8_1 blocks of 32: d = max |x| / 127 kept as f16, q = x * (127 /

@@ -11,8 +11,11 @@
 // two vpblendvb rounds pick the sub-table their high bits name.
 #include "exec/cpu/kernels/x86/int8_dot_avx2.h"
 
+#include <cmath>
+
 #include "exec/cpu/kernels/int8_rows.h"
 #include "exec/cpu/kernels/x86/avx2.h"
+#include "exec/cpu/kernels/x86/round_avx2.h"
 
 namespace anelm::kernels::avx2_int8 {
 
@@ -168,7 +171,75 @@ struct GemvLeaf {
     }
 };
 
+// A block rounded in order, inputs 32k..32k+31 in r[k], moved to 4-bit
+// slots: the even inputs of each Span inputs first, then the odd ones.
+template <int Span>
+inline void nibble_order(__m256i r[4]) {
+    static_assert(Span == 64 || Span == 128);
+    const __m256i evens_first =
+        _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8, 10,
+                         12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    // Each lane's evens and odds in 64-bit halves, then each run's 16 evens
+    // in its low lane and 16 odds in its high one.
+    constexpr int halves_in_order = 0xd8;  // 64-bit elements 0, 2, 1, 3
+    __m256i t[4];
+    for (int k = 0; k < 4; ++k)
+        t[k] = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(r[k], evens_first), halves_in_order);
+    const __m256i evens01 = _mm256_permute2x128_si256(t[0], t[1], 0x20),
+                  odds01 = _mm256_permute2x128_si256(t[0], t[1], 0x31),
+                  evens23 = _mm256_permute2x128_si256(t[2], t[3], 0x20),
+                  odds23 = _mm256_permute2x128_si256(t[2], t[3], 0x31);
+    r[0] = evens01;
+    r[1] = Span == 64 ? odds01 : evens23;
+    r[2] = Span == 64 ? evens23 : odds01;
+    r[3] = odds23;
+}
+
+template <int Span>
+float round_block_in(const float* x, int nbits, int8_t* q, uint8_t* magnitude, int32_t* sum) {
+    __m256 max_abs = _mm256_setzero_ps();
+    bool finite = true;
+    for (int k = 0; k < int8_block / 8; ++k) {
+        const __m256 v = _mm256_loadu_ps(x + 8 * k);
+        finite &= avx2::all_finite(v);
+        max_abs = _mm256_max_ps(max_abs, avx2::abs_ps(v));
+    }
+    __m256i r[int8_block / 32];
+    float scale = NAN;
+    *sum = 0;
+    if (finite) {
+        const float m = avx2::hmax(max_abs);
+        const __m256 inverse = _mm256_set1_ps(m > 0.0f ? 127.0f / m : 0.0f);
+        for (int k = 0; k < int8_block / 32; ++k) {
+            int sums[2];
+            r[k] = avx2::round32(x + 32 * k, inverse, sums);
+            *sum += sums[0] + sums[1];
+        }
+        scale = m / 127.0f;
+    } else {
+        for (__m256i& v : r) v = _mm256_setzero_si256();
+    }
+    if (nbits == 4) nibble_order<Span>(r);
+    for (int k = 0; k < int8_block / 32; ++k) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 32 * k), r[k]);
+        if (magnitude) {
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(magnitude + 32 * k),
+                                _mm256_abs_epi8(r[k]));
+        }
+    }
+    return scale;
+}
+
 }  // namespace
+
+float round_block(const float* x, int nbits, int8_t* q, uint8_t* magnitude, int32_t* sum) {
+    return round_block_in<64>(x, nbits, q, magnitude, sum);
+}
+
+float round_block_evens_of_128(const float* x, int nbits, int8_t* q, uint8_t* magnitude,
+                               int32_t* sum) {
+    return round_block_in<128>(x, nbits, q, magnitude, sum);
+}
 
 int64_t slot(int nbits, int64_t e) {
     if (nbits != 4) return e;

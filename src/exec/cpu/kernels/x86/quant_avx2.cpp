@@ -319,6 +319,7 @@ const QuantIsa avx2_quant_isa = {
     .gemv = avx2::Leaves::gemv,
     .decode_row = avx2::Leaves::decode_row,
     .int8_slot = avx2_int8::slot,
+    .round_int8_block = avx2_int8::round_block,
     .int8_six_bit_layout = Int8Layout::planes,
     .int8_six_bit_magnitudes = true,
     .gemv_int8 = avx2_int8::gemv,

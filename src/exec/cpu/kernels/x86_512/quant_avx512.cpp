@@ -21,6 +21,7 @@
 #include "exec/cpu/kernels/gemv_prefetch.h"
 #include "exec/cpu/kernels/quant_isa.h"
 #include "exec/cpu/kernels/vec_quant.h"
+#include "exec/cpu/kernels/x86/int8_dot_avx2.h"
 #include "exec/cpu/kernels/x86_512/int8_dot_avx512.h"
 
 namespace anelm::kernels::avx512_quant {
@@ -401,6 +402,7 @@ const QuantIsa avx512_quant_isa = {
     .gemv = avx512_quant::Leaves::gemv,
     .decode_row = avx512_quant::Leaves::decode_row,
     .int8_slot = avx512_int8::slot,
+    .round_int8_block = avx2_int8::round_block_evens_of_128,
     .int8_six_bit_layout = Int8Layout::packed,
     .int8_six_bit_magnitudes = false,
     .gemv_int8 = avx512_int8::gemv,
