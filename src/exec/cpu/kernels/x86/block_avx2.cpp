@@ -343,18 +343,12 @@ struct BlocksK {
 
 // ---- Rounding the activations (BlockIsa::round) ----
 
-inline float hmax(__m256 v) {
-    const __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    const __m128 m2 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-    return _mm_cvtss_f32(_mm_max_ss(m2, _mm_movehdup_ps(m2)));
-}
-
 inline float f16_rounded(float v) {
     return _cvtsh_ss(_cvtss_sh(v, _MM_FROUND_TO_NEAREST_INT));
 }
 
 using avx2::abs_ps;
-using avx2::all_finite;
+using avx2::max_abs_if_finite;
 
 // round32 stored to q.
 inline void round32(const float* x, __m256 scale, int8_t* q, int* sums) {
@@ -366,20 +360,14 @@ inline void round32(const float* x, __m256 scale, int8_t* q, int* sums) {
 void round_blocks_32(const float* x, int64_t n_in, int8_t* q, float* d, float* s) {
     for (int64_t b = 0; b < n_in / 32; ++b) {
         const float* xb = x + 32 * b;
-        __m256 amax = _mm256_setzero_ps();
-        bool finite = true;
-        for (int k = 0; k < 4; ++k) {
-            const __m256 v = _mm256_loadu_ps(xb + 8 * k);
-            finite &= all_finite(v);
-            amax = _mm256_max_ps(amax, abs_ps(v));
-        }
-        if (!finite) {
+        float m;
+        if (!max_abs_if_finite(xb, 32, &m)) {
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 32 * b), _mm256_setzero_si256());
             d[b] = NAN;
             if (s) s[b] = NAN;
             continue;
         }
-        const float m = hmax(amax), scale = m / 127.0f;
+        const float scale = m / 127.0f;
         int sums[2];
         round32(xb, _mm256_set1_ps(m > 0.0f ? 127.0f / m : 0.0f), q + 32 * b, sums);
         d[b] = f16_rounded(scale);
@@ -394,14 +382,8 @@ void round_blocks_256(const float* x, int64_t n_in, int8_t* q, float* d, int16_t
         const float* xb = x + 256 * b;
         int8_t* qb = q + 256 * b;
         int16_t* sums = bsums + 16 * b;
-        __m256 amax = _mm256_setzero_ps();
-        bool finite = true;
-        for (int k = 0; k < 32; ++k) {
-            const __m256 v = _mm256_loadu_ps(xb + 8 * k);
-            finite &= all_finite(v);
-            amax = _mm256_max_ps(amax, abs_ps(v));
-        }
-        const float m = hmax(amax);
+        float m;
+        const bool finite = max_abs_if_finite(xb, 256, &m);
         if (m == 0.0f || !finite) {
             std::memset(qb, 0, 256);
             std::memset(sums, 0, 16 * sizeof(int16_t));

@@ -197,18 +197,12 @@ inline void nibble_order(__m256i r[4]) {
 
 template <int Span>
 float round_block_in(const float* x, int nbits, int8_t* q, uint8_t* magnitude, int32_t* sum) {
-    __m256 max_abs = _mm256_setzero_ps();
-    bool finite = true;
-    for (int k = 0; k < int8_block / 8; ++k) {
-        const __m256 v = _mm256_loadu_ps(x + 8 * k);
-        finite &= avx2::all_finite(v);
-        max_abs = _mm256_max_ps(max_abs, avx2::abs_ps(v));
-    }
+    float m;
+    const bool finite = avx2::max_abs_if_finite(x, int8_block, &m);
     __m256i r[int8_block / 32];
     float scale = NAN;
     *sum = 0;
     if (finite) {
-        const float m = avx2::hmax(max_abs);
         const __m256 inverse = _mm256_set1_ps(m > 0.0f ? 127.0f / m : 0.0f);
         for (int k = 0; k < int8_block / 32; ++k) {
             int sums[2];

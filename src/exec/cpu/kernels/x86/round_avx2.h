@@ -5,6 +5,8 @@
 
 #include <immintrin.h>
 
+#include "exec/cpu/kernels/x86/avx2.h"
+
 namespace anelm::kernels::avx2 {
 
 // Whether the 8 values are all finite: v - v is NaN for infinities and NaN.
@@ -15,6 +17,20 @@ static inline bool all_finite(__m256 v) {
 
 static inline __m256 abs_ps(__m256 v) {
     return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
+}
+
+// The largest |x| of the n values at x (n a multiple of 8) in *max_abs, and
+// whether all of them are finite.
+static inline bool max_abs_if_finite(const float* x, int n, float* max_abs) {
+    __m256 m = _mm256_setzero_ps();
+    bool finite = true;
+    for (int k = 0; k < n; k += 8) {
+        const __m256 v = _mm256_loadu_ps(x + k);
+        finite &= all_finite(v);
+        m = _mm256_max_ps(m, abs_ps(v));
+    }
+    *max_abs = hmax(m);
+    return finite;
 }
 
 static inline int hsum_epi32(__m256i v) {
