@@ -187,6 +187,40 @@ BENCHMARK(BM_decode)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
+// Args: format index, n_out, n_in, leaf table. One token, one thread, one
+// matrix small enough to stay in L2: the leaf's own rate, what it could
+// reach were memory never the limit.
+void BM_decode_cached(benchmark::State& state) {
+    const Format& f = formats[state.range(0)];
+    const int64_t n_out = state.range(1), n_in = state.range(2);
+    const kernels::QuantIsa* isa = kernels::quant_available().at(state.range(3));
+    const QuantizedMatrix q = random_quantized(f, n_out, n_in, 1, isa);
+    const auto x = random_floats(n_in, 1.0f, 2);
+    std::vector<float> y(static_cast<size_t>(n_out));
+    for (auto _ : state) {
+        kernels::quant_matmul(*isa, q.view(), x.data(), 1, y.data(), pool(1));
+        benchmark::DoNotOptimize(y.data());
+    }
+    state.counters["Gweights/s"] = benchmark::Counter(
+        rate(state, static_cast<double>(n_out * n_in) / 1e9), benchmark::Counter::kIsRate);
+    state.SetLabel(std::string(f.name) + " " + isa->name);
+}
+
+void cached_shapes(benchmark::internal::Benchmark* b) {
+    const auto n_tables = static_cast<int64_t>(kernels::quant_available().size());
+    for (int64_t f : {5, 6, 7, 8}) {
+        for (int64_t t = 0; t < n_tables; ++t) {
+            b->Args({f, 256, 1024, t});
+            b->Args({f, 64, 4096, t});
+        }
+    }
+}
+BENCHMARK(BM_decode_cached)
+    ->Name("quant_decode_cached")
+    ->Apply(cached_shapes)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
 // Args: format index, n_tokens, n_out, n_in, leaf table (as for quant_decode;
 // f16 takes the active dense leaves); 2 threads, the weights from memory. A
 // few tokens are the steps of several sequences decoded at once, where the

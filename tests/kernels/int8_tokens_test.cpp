@@ -88,6 +88,7 @@ struct Tokens {
     std::vector<float> scale;
     std::vector<int32_t> sum;
     std::vector<uint8_t> magnitude;
+    std::vector<float> scaled_sum;
     Int8Rows rows;
 };
 
@@ -98,13 +99,17 @@ Tokens random_tokens(std::mt19937& rng, int64_t n_tokens, int64_t n_in) {
     for (auto& v : x.q) v = static_cast<int8_t>(q(rng));
     for (int8_t v : x.q) x.magnitude.push_back(static_cast<uint8_t>(std::abs(v)));
     std::uniform_real_distribution<float> scale(0.001f, 0.1f);
-    for (int64_t b = 0; b < n_tokens * n_in / int8_block; ++b) {
+    const int64_t n_blocks = n_in / int8_block;
+    x.scaled_sum.assign(static_cast<size_t>(n_tokens), 0.0f);
+    for (int64_t b = 0; b < n_tokens * n_blocks; ++b) {
         x.scale.push_back(scale(rng));
         int32_t s = 0;
         for (int64_t e = 0; e < int8_block; ++e) s += x.q[static_cast<size_t>(b * int8_block + e)];
         x.sum.push_back(s);
+        x.scaled_sum[static_cast<size_t>(b / n_blocks)] += x.scale.back() * static_cast<float>(s);
     }
-    x.rows = {x.q.data(), x.scale.data(), x.sum.data(), n_in, x.magnitude.data()};
+    x.rows = {x.q.data(), x.scale.data(),     x.sum.data(),
+              n_in,       x.magnitude.data(), x.scaled_sum.data()};
     return x;
 }
 

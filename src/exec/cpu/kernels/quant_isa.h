@@ -21,12 +21,19 @@ struct Int8Rows {
     int64_t n_in = 0;
     // |q| of each input, where the leaves read it (QuantIsa::int8_six_bit_magnitudes).
     const uint8_t* magnitude = nullptr;
+    // sum_b d_b * sum_b of each token: what a weight offset by c adds to a
+    // row's product, times c.
+    const float* scaled_sum = nullptr;
 
     // The tokens from t on.
     Int8Rows token(int64_t t) const {
         const int64_t n_blocks = n_in / int8_block;
-        return {q + t * n_in, scale + t * n_blocks, sum + t * n_blocks, n_in,
-                magnitude ? magnitude + t * n_in : nullptr};
+        return {q + t * n_in,
+                scale + t * n_blocks,
+                sum + t * n_blocks,
+                n_in,
+                magnitude ? magnitude + t * n_in : nullptr,
+                scaled_sum ? scaled_sum + t : nullptr};
     }
 };
 

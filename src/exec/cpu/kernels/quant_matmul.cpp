@@ -125,29 +125,35 @@ Int8Rows round_rows_to_int8(const QuantIsa& isa, const QuantMatrix& w, const flo
     thread_local std::vector<int8_t, AlignedAllocator<int8_t>> q_buffer;
     thread_local std::vector<float> scale_buffer;
     thread_local std::vector<int32_t> sum_buffer;
+    thread_local std::vector<float> scaled_sum_buffer;
     thread_local std::vector<uint8_t, AlignedAllocator<uint8_t>> magnitude_buffer;
     const bool magnitudes = isa.int8_six_bit_magnitudes && int8_codes(w) == Int8Codes::six_bits;
     q_buffer.resize(static_cast<size_t>(n_tokens * w.n_in));
     if (magnitudes) magnitude_buffer.resize(q_buffer.size());
     scale_buffer.resize(static_cast<size_t>(n_tokens * n_blocks));
     sum_buffer.resize(scale_buffer.size());
+    scaled_sum_buffer.resize(static_cast<size_t>(n_tokens));
     const std::array<uint8_t, int8_block>* source =
         isa.round_int8_block ? nullptr : slot_sources(isa, w.nbits);
     // Thread-local names inside the tasks would mean the workers' own buffers.
     int8_t* q = q_buffer.data();
     float* scale = scale_buffer.data();
     int32_t* sum = sum_buffer.data();
+    float* scaled_sum = scaled_sum_buffer.data();
     uint8_t* magnitude = magnitudes ? magnitude_buffer.data() : nullptr;
     pool.run(n_tokens, [&](int64_t t, int) {
+        float scaled = 0.0f;
         for (int64_t b = t * n_blocks; b < (t + 1) * n_blocks; ++b) {
             const float* xb = x + b * int8_block;
             int8_t* qb = q + b * int8_block;
             uint8_t* mb = magnitude ? magnitude + b * int8_block : nullptr;
             scale[b] = isa.round_int8_block ? isa.round_int8_block(xb, w.nbits, qb, mb, &sum[b])
                                             : round_block_to_int8(xb, source, qb, mb, &sum[b]);
+            scaled += scale[b] * static_cast<float>(sum[b]);
         }
+        scaled_sum[t] = scaled;
     });
-    return {q, scale, sum, w.n_in, magnitude};
+    return {q, scale, sum, w.n_in, magnitude, scaled_sum};
 }
 
 // Up to quant_gemv_max_tokens: passes through the rows, each for as many

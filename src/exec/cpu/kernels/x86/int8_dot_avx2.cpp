@@ -2,13 +2,14 @@
 // Without VNNI, vpmaddubsw multiplies unsigned by signed bytes into 16-bit
 // pair sums. 4-bit codes look up their entries (|e| <= 63, int8_table_limit)
 // offset by 64 and multiply them, unsigned, by the inputs as they are, 64
-// times each block's input sum taken away after; 6-bit codes multiply the
-// inputs' magnitudes |q| <= 127 (Int8Rows::magnitude) by their entries
-// carrying the inputs' signs (vpsignb), and int8 codes, which may be -128,
-// their magnitudes by the inputs carrying theirs. No pair sum (at most
-// 2 * 128 * 127) saturates. 6-bit codes, read in the planes layout
-// (int8_layout.cpp), index four 16-entry sub-tables by their low nibbles and
-// two vpblendvb rounds pick the sub-table their high bits name.
+// times the token's scaled input sum (Int8Rows::scaled_sum) taken away from
+// each row's sum; 6-bit codes multiply the inputs' magnitudes |q| <= 127
+// (Int8Rows::magnitude) by their entries carrying the inputs' signs
+// (vpsignb), and int8 codes, which may be -128, their magnitudes by the
+// inputs carrying theirs. No pair sum (at most 2 * 128 * 127) saturates.
+// 6-bit codes, read in the planes layout (int8_layout.cpp), index four
+// 16-entry sub-tables by their low nibbles and two vpblendvb rounds pick the
+// sub-table their high bits name.
 #include "exec/cpu/kernels/x86/int8_dot_avx2.h"
 
 #include <cmath>
@@ -138,10 +139,7 @@ void row_dot(const uint8_t* row, const Table& table, const Int8Rows& x, float* s
             for (int k = 0; k < 4; ++k) magnitude[k] = _mm256_abs_epi8(w[k]);
         }
         for (int t = 0; t < T; ++t) {
-            // The offset entries' excess, taken away in the first lane.
-            __m256i dot = C == Codes::nibbles ? _mm256_zextsi128_si256(_mm_cvtsi32_si128(
-                                                    -nibble_offset * x.sum[t * n_blocks + b]))
-                                              : _mm256_setzero_si256();
+            __m256i dot = _mm256_setzero_si256();
             for (int k = 0; k < 4; ++k) {
                 const int64_t i = t * n_in + b * int8_block + 32 * k;
                 dot = _mm256_add_epi32(dot, dot32_of<C>(w, magnitude, k, x, i));
@@ -150,7 +148,13 @@ void row_dot(const uint8_t* row, const Table& table, const Int8Rows& x, float* s
                                      _mm256_set1_ps(x.scale[t * n_blocks + b]), acc[t]);
         }
     }
-    for (int t = 0; t < T; ++t) sums[t] = avx2::hsum(acc[t]);
+    // The offset entries' excess, taken away once for the row rather than
+    // block by block: three operations fewer per block in a leaf bound by its
+    // operations (bench/README.md, "AVX2: the 4-bit offset once per row").
+    for (int t = 0; t < T; ++t) {
+        sums[t] = avx2::hsum(acc[t]);
+        if constexpr (C == Codes::nibbles) sums[t] -= nibble_offset * x.scaled_sum[t];
+    }
 }
 
 // The matrix-vector leaf int8_gemv_rows drives.
