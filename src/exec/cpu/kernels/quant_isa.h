@@ -21,8 +21,8 @@ struct Int8Rows {
     int64_t n_in = 0;
     // |q| of each input, where the leaves read it (QuantIsa::int8_six_bit_magnitudes).
     const uint8_t* magnitude = nullptr;
-    // sum_b d_b * sum_b of each token: what a weight offset by c adds to a
-    // row's product, times c.
+    // Of each token, d times the sum of q over every block, added up: what
+    // weights all offset by c add to a row's product, divided by c.
     const float* scaled_sum = nullptr;
 
     // The tokens from t on.
