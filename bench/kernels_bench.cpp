@@ -88,6 +88,42 @@ void BM_memory_read(benchmark::State& state) {
 }
 BENCHMARK(BM_memory_read)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// Reads of one chunk of Arg bytes per step, split between the threads, each
+// step a chunk further on in a buffer far larger than the caches: the rate a
+// matrix-vector product of that many bytes could reach, its start and end included.
+void BM_memory_read_chunks(benchmark::State& state) {
+    std::vector<uint64_t> data(stream_n / 2, 1);
+    const int64_t chunk = state.range(0) / 8;
+    const int64_t n_chunks = static_cast<int64_t>(data.size()) / chunk;
+    uint64_t sums[n_threads] = {};
+    int64_t c = 0;
+    for (auto _ : state) {
+        const uint64_t* base = data.data() + c * chunk;
+        pool().run(n_threads, [&](int64_t task, int) {
+            const int64_t begin = task * chunk / n_threads, end = (task + 1) * chunk / n_threads;
+            uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+            for (int64_t i = begin; i + 4 <= end; i += 4) {
+                s0 += base[i];
+                s1 += base[i + 1];
+                s2 += base[i + 2];
+                s3 += base[i + 3];
+            }
+            sums[task] = s0 + s1 + s2 + s3;
+        });
+        benchmark::DoNotOptimize(sums);
+        c = (c + 1) % n_chunks;
+    }
+    state.counters["GB/s"] =
+        benchmark::Counter(rate(state, 8.0 * chunk / 1e9), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_memory_read_chunks)
+    ->Name("memory_read_chunks")
+    ->Arg(1 << 20)
+    ->Arg(3 << 20)
+    ->Arg(16 << 20)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
 // The fixed cost of one parallel step (decode runs a few hundred per token).
 void BM_thread_pool_run(benchmark::State& state) {
     std::atomic<int64_t> sink{0};

@@ -31,11 +31,12 @@ TEST(GemvSplit, TasksCoverEveryRowOnce) {
             }
 }
 
-TEST(GemvSplit, OnePassStartsEachThreadOnThreeQuartersOfItsShare) {
+TEST(GemvSplit, OnePassStartsEachThreadOnSevenEighthsOfItsShare) {
     const GemvSplit s = gemv_split(8192, 4096, 1, 4, 2);
-    EXPECT_EQ(s.begin(1) - s.begin(0), 3072);
-    EXPECT_EQ(s.begin(2) - s.begin(1), 3072);
-    EXPECT_EQ(s.n_tasks(), 2 + 8);  // the last quarter in four pieces per thread
+    EXPECT_EQ(s.begin(1) - s.begin(0), 3584);
+    EXPECT_EQ(s.begin(2) - s.begin(1), 3584);
+    EXPECT_EQ(s.n_tasks(), 2 + 4);  // the last eighth in two pieces per thread
+    EXPECT_EQ(s.begin(3) - s.begin(2), 256);
 }
 
 TEST(GemvSplit, SeveralPassesTakeTasksOfAbout64KiB) {

@@ -39,12 +39,14 @@ struct GemvSplit {
 
 // The split for n_out rows of row_bytes read by leaves that take up to
 // tokens_per_pass tokens at once. Read once (one pass), each thread starts on
-// one long run of three quarters of its share: short interleaved tasks restart
+// one long run of seven eighths of its share: short interleaved tasks restart
 // the hardware prefetchers every few KiB and cost a third of the bandwidth
-// (bench/README.md, "Decode: long runs of rows"). The last quarter goes in
-// four pieces per thread to whichever thread is free, so a thread the rest of
-// the machine slows holds the others up by one piece at most. Reread by
-// several passes, tasks of about 64 KiB stay in L2 between them.
+// (bench/README.md, "Decode: long runs of rows"). The last eighth goes in
+// two pieces per thread to whichever thread is free, so a thread the rest of
+// the machine slows holds the others up by one piece at most; more, shorter
+// pieces restarted the streams more often for no better balance
+// ("Decode: fewer tail pieces"). Reread by several passes, tasks of about
+// 64 KiB stay in L2 between them.
 inline GemvSplit gemv_split(int64_t n_out, int64_t row_bytes, int64_t n_tokens,
                             int64_t tokens_per_pass, int n_threads) {
     const auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
@@ -57,8 +59,8 @@ inline GemvSplit gemv_split(int64_t n_out, int64_t row_bytes, int64_t n_tokens,
                                      ceil_div(n_out, 4 * n)));
         return s;
     }
-    constexpr int64_t tail_pieces_per_thread = 4;
-    s.head_rows = rows8(n_out * 3 / (4 * n));
+    constexpr int64_t tail_pieces_per_thread = 2;
+    s.head_rows = rows8(n_out * 7 / (8 * n));
     s.n_head = std::min(n, n_out / s.head_rows);
     const int64_t rest = std::max<int64_t>(1, n_out - s.n_head * s.head_rows);
     s.tail_rows = rows8(ceil_div(rest, tail_pieces_per_thread * n));
