@@ -14,6 +14,7 @@
 
 #include "exec/cpu/kernels/block_isa.h"
 #include "kernels/block_testing.h"
+#include "sum_words.h"
 
 namespace anelm::kernels {
 namespace {
@@ -103,16 +104,8 @@ void BM_decode(benchmark::State& state) {
         if (t < 0) {
             const int64_t n = blocks.bytes() / 8;
             pool().run(n_threads, [&](int64_t task, int) {
-                const auto* p = reinterpret_cast<const uint64_t*>(w.data);
-                uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-                int64_t i = task * n / n_threads;
-                for (const int64_t end = (task + 1) * n / n_threads; i + 4 <= end; i += 4) {
-                    s0 += p[i];
-                    s1 += p[i + 1];
-                    s2 += p[i + 2];
-                    s3 += p[i + 3];
-                }
-                sums[task] = s0 + s1 + s2 + s3;
+                sums[task] = sum_words(reinterpret_cast<const uint64_t*>(w.data),
+                                       task * n / n_threads, (task + 1) * n / n_threads);
             });
             benchmark::DoNotOptimize(sums);
         } else {

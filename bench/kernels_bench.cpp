@@ -13,6 +13,7 @@
 
 #include "base/half.h"
 #include "exec/cpu/kernels/kernels.h"
+#include "sum_words.h"
 
 namespace anelm::kernels {
 namespace {
@@ -71,15 +72,7 @@ void BM_memory_read(benchmark::State& state) {
     uint64_t sums[n_threads] = {};
     for (auto _ : state) {
         pool().run(n_threads, [&](int64_t task, int) {
-            const int64_t begin = task * n / n_threads, end = (task + 1) * n / n_threads;
-            uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-            for (int64_t i = begin; i + 4 <= end; i += 4) {
-                s0 += data[i];
-                s1 += data[i + 1];
-                s2 += data[i + 2];
-                s3 += data[i + 3];
-            }
-            sums[task] = s0 + s1 + s2 + s3;
+            sums[task] = sum_words(data.data(), task * n / n_threads, (task + 1) * n / n_threads);
         });
         benchmark::DoNotOptimize(sums);
     }
@@ -100,15 +93,7 @@ void BM_memory_read_chunks(benchmark::State& state) {
     for (auto _ : state) {
         const uint64_t* base = data.data() + c * chunk;
         pool().run(n_threads, [&](int64_t task, int) {
-            const int64_t begin = task * chunk / n_threads, end = (task + 1) * chunk / n_threads;
-            uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-            for (int64_t i = begin; i + 4 <= end; i += 4) {
-                s0 += base[i];
-                s1 += base[i + 1];
-                s2 += base[i + 2];
-                s3 += base[i + 3];
-            }
-            sums[task] = s0 + s1 + s2 + s3;
+            sums[task] = sum_words(base, task * chunk / n_threads, (task + 1) * chunk / n_threads);
         });
         benchmark::DoNotOptimize(sums);
         c = (c + 1) % n_chunks;
