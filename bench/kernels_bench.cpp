@@ -66,27 +66,11 @@ void BM_memory_triad(benchmark::State& state) {
 }
 BENCHMARK(BM_memory_triad)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-void BM_memory_read(benchmark::State& state) {
+// Reads of one chunk of chunk_bytes per step, split between the threads, each
+// step a chunk further on in a 256 MiB buffer (far larger than the caches).
+void read_chunks(benchmark::State& state, int64_t chunk_bytes) {
     std::vector<uint64_t> data(stream_n / 2, 1);
-    const int64_t n = static_cast<int64_t>(data.size());
-    uint64_t sums[n_threads] = {};
-    for (auto _ : state) {
-        pool().run(n_threads, [&](int64_t task, int) {
-            sums[task] = sum_words(data.data(), task * n / n_threads, (task + 1) * n / n_threads);
-        });
-        benchmark::DoNotOptimize(sums);
-    }
-    state.counters["GB/s"] =
-        benchmark::Counter(rate(state, 8.0 * n / 1e9), benchmark::Counter::kIsRate);
-}
-BENCHMARK(BM_memory_read)->Unit(benchmark::kMillisecond)->UseRealTime();
-
-// Reads of one chunk of Arg bytes per step, split between the threads, each
-// step a chunk further on in a buffer far larger than the caches: the rate a
-// matrix-vector product of that many bytes could reach, its start and end included.
-void BM_memory_read_chunks(benchmark::State& state) {
-    std::vector<uint64_t> data(stream_n / 2, 1);
-    const int64_t chunk = state.range(0) / 8;
+    const int64_t chunk = chunk_bytes / 8;
     const int64_t n_chunks = static_cast<int64_t>(data.size()) / chunk;
     uint64_t sums[n_threads] = {};
     int64_t c = 0;
@@ -100,6 +84,18 @@ void BM_memory_read_chunks(benchmark::State& state) {
     }
     state.counters["GB/s"] =
         benchmark::Counter(rate(state, 8.0 * chunk / 1e9), benchmark::Counter::kIsRate);
+}
+
+// The whole buffer per step: the read stream the kernels are compared with.
+void BM_memory_read(benchmark::State& state) {
+    read_chunks(state, stream_n * 4);
+}
+BENCHMARK(BM_memory_read)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Arg bytes per step: the rate a matrix-vector product of that many bytes
+// could reach, its start and end included.
+void BM_memory_read_chunks(benchmark::State& state) {
+    read_chunks(state, state.range(0));
 }
 BENCHMARK(BM_memory_read_chunks)
     ->Name("memory_read_chunks")
