@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <utility>
@@ -11,6 +12,7 @@
 
 #include "base/atomic_file.h"
 #include "base/error.h"
+#include "io/generation_config.h"
 #include "io/json_file.h"
 
 namespace anelm::coreml {
@@ -299,25 +301,13 @@ void read_monolithic(const Fields& p, MetaYaml& meta) {
 }  // namespace
 
 std::optional<RecommendedSampling> read_recommended_sampling(const std::string& path) {
-    const nlohmann::json j = read_json_file(path);
-    if (!j.is_object()) fail("{}: expected a JSON object", path);
+    const GenerationSampling g = read_generation_sampling(path);
+    if (!g.do_sample && !g.temperature && !g.top_p && !g.top_k) return std::nullopt;
     RecommendedSampling r;
-    bool any = false;
-    auto take = [&](const char* key, auto& field, auto is_type, const char* expected) {
-        const auto it = j.find(key);
-        if (it == j.end() || it->is_null()) return;
-        if (!is_type(*it)) fail("{}: {}: expected {}, got {}", path, key, expected, json_type_words(*it));
-        field = it->template get<std::remove_reference_t<decltype(field)>>();
-        any = true;
-    };
-    take("do_sample", r.do_sample, [](const nlohmann::json& v) { return v.is_boolean(); },
-         "true or false");
-    take("temperature", r.temperature, [](const nlohmann::json& v) { return v.is_number(); },
-         "a number");
-    take("top_p", r.top_p, [](const nlohmann::json& v) { return v.is_number(); }, "a number");
-    take("top_k", r.top_k, [](const nlohmann::json& v) { return v.is_number_integer(); },
-         "an integer");
-    if (!any) return std::nullopt;
+    r.do_sample = g.do_sample.value_or(r.do_sample);
+    r.temperature = g.temperature.value_or(r.temperature);
+    r.top_p = g.top_p.value_or(r.top_p);
+    r.top_k = g.top_k.value_or(r.top_k);
     return r;
 }
 
@@ -354,6 +344,7 @@ std::string meta_yaml_text(const MetaYaml& meta) {
 
     out << YAML::Key << "parameters" << YAML::Value << YAML::BeginMap;
     out << YAML::Key << "context_length" << YAML::Value << l.context_length;
+    if (meta.n_ctx_train > 0) out << YAML::Key << "n_ctx_train" << YAML::Value << meta.n_ctx_train;
     out << YAML::Key << "batch_size" << YAML::Value << l.batch_size;
     if (l.monolithic) {
         // The layers' LUT names the file; the other two are written where they differ.
@@ -416,6 +407,9 @@ MetaYaml read_meta_yaml(const std::string& path) {
     constexpr int64_t max_context = int64_t{1} << 20, max_vocab = int64_t{1} << 24;
     l.context_length = in_range("context_length", p.integer("context_length"), 1, max_context);
     l.batch_size = in_range("batch_size", p.integer("batch_size"), 1, max_context);
+    // Only compared with context_length, never allocated: any positive length will do.
+    meta.n_ctx_train = in_range("n_ctx_train", p.optional_integer("n_ctx_train").value_or(0), 0,
+                                std::numeric_limits<int64_t>::max());
 
     const std::optional<std::string> model_type = info.optional_text("model_type");
     if (model_type && *model_type == "monolithic") {

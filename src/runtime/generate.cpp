@@ -60,9 +60,8 @@ GenerateStats generate(TokenModel& model, std::span<const int32_t> prompt,
                        const GenerateOptions& options,
                        const std::function<void(int32_t token)>& on_token) {
     if (prompt.empty()) fail("the prompt has no tokens");
-    const int64_t limit = std::min(options.max_tokens, model.n_ctx());
-    if (static_cast<int64_t>(prompt.size()) > model.n_ctx())
-        fail("the prompt has {} tokens but the context holds {} (raise --ctx)", prompt.size(),
+    if (model.pos() + static_cast<int64_t>(prompt.size()) > model.n_ctx())
+        fail("the prompt has {} tokens but the context holds {}", model.pos() + prompt.size(),
              model.n_ctx());
 
     if (options.drafter != nullptr) {
@@ -78,6 +77,12 @@ GenerateStats generate(TokenModel& model, std::span<const int32_t> prompt,
     auto start = std::chrono::steady_clock::now();
     std::span<const float> logits = model.prefill(prompt);
     stats.prompt_seconds = seconds_since(start);
+    if (options.max_new_tokens == 0) return stats;
+
+    // The last position fed back: the token sampled after it is still emitted.
+    int64_t limit = model.n_ctx();
+    if (options.max_steps >= 0) limit = std::min(limit, options.max_steps);
+    if (options.max_new_tokens > 0) limit = std::min(limit, model.pos() + options.max_new_tokens - 1);
 
     start = std::chrono::steady_clock::now();
     // Samples the next token from one row of logits: false at a stop token.

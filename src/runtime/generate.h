@@ -15,9 +15,12 @@
 namespace anelm {
 
 struct GenerateOptions {
-    // The sequence (prompt + generated) stops at this many tokens, as llama2.c's
-    // run.c counts its steps; capped at the context.
-    int64_t max_tokens = 256;
+    // At most this many tokens are generated (< 0: no limit but the context).
+    int64_t max_new_tokens = 256;
+    // The sequence (the cache's positions, prompt + generated) stops at this
+    // many tokens, as llama2.c's run.c counts its steps (< 0: no such limit).
+    // Both limits are capped at the context.
+    int64_t max_steps = -1;
     SamplerParams sampler;
     std::vector<int32_t> stop_ids;  // generation ends when one of these is sampled
     // The tokens already in the model's cache before the prompt (a chat's

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <chrono>
 
 #include "base/error.h"
 
@@ -22,6 +23,13 @@ int32_t argmax(std::span<const float> logits) {
 }
 
 }  // namespace
+
+uint64_t random_seed() {
+    std::random_device device;
+    const auto now = static_cast<uint64_t>(
+        std::chrono::high_resolution_clock::now().time_since_epoch().count());
+    return ((uint64_t{device()} << 32) ^ device()) ^ now;
+}
 
 Sampler::Sampler(SamplerParams params) : params_(params), rng_(params.seed) {}
 

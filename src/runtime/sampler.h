@@ -8,7 +8,15 @@
 #include <utility>
 #include <vector>
 
+#include "base/value_range.h"
+
 namespace anelm {
+
+// What each setting accepts, on the command line and in a server request alike.
+namespace sampler_limits {
+inline constexpr ValueRange temp{0, 2}, top_p{0, 1}, min_p{0, 1}, top_k{0, 1 << 30},
+    repeat_penalty{1e-3, 100}, presence_penalty{-2, 2}, frequency_penalty{-2, 2};
+}  // namespace sampler_limits
 
 struct SamplerParams {
     float temp = 0.8f;            // <= 0: greedy argmax
@@ -21,6 +29,9 @@ struct SamplerParams {
     int repeat_last_n = 64;       // tokens the penalties look back over; < 0: all of them
     uint64_t seed = 0;
 };
+
+// A seed for a run that names none: from the system's entropy and the clock.
+uint64_t random_seed();
 
 class Sampler {
 public:

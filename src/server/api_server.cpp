@@ -335,6 +335,7 @@ void ApiServer::completions(const Request& req, Response& res, bool chat) {
     }
     spec.max_tokens = r.max_tokens;
     spec.sampler = r.sampler;
+    if (!r.seed_given && !m->fixed_seed) spec.sampler.seed = random_seed();
     spec.stop = r.stop;
     spec.logprobs = r.logprobs;
     spec.top_logprobs = r.top_logprobs;

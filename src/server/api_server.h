@@ -28,6 +28,9 @@ struct ServedModel {
     const ChatTemplate* chat_template = nullptr;  // null: chat completions refused
     Engine* engine = nullptr;
     SamplerParams defaults;  // fields a request leaves out
+    // A request naming no seed draws its own unless the server was given one
+    // (then defaults.seed, the same for every such request).
+    bool fixed_seed = false;
     // The constraint a response_format asks for (throws ApiError for a bad schema).
     std::function<std::unique_ptr<Constraint>(const CompletionRequest&)> constraint;
 };

@@ -11,10 +11,10 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-double number(const ojson& v, const std::string& name, double lo, double hi) {
+double number(const ojson& v, const std::string& name, ValueRange range) {
     if (!v.is_number()) bad_field(name, "{}: expected a number, got {}", name, v.type_name());
     const double x = v.get<double>();
-    if (!(x >= lo && x <= hi)) bad_field(name, "{}: {} is outside [{}, {}]", name, x, lo, hi);
+    if (!range.contains(x)) bad_field(name, "{}", range_violation(name, x, range));
     return x;
 }
 
@@ -135,23 +135,23 @@ void read_response_format(const ojson& v, CompletionRequest& r) {
                   "response_format.json_schema.schema: expected a JSON schema object");
 }
 
-void read_sampler(const ojson& body, SamplerParams& s) {
-    if (const ojson& v = body_field(body, "temperature"); !v.is_null())
-        s.temp = static_cast<float>(number(v, "temperature", 0, 2));
-    if (const ojson& v = body_field(body, "top_p"); !v.is_null())
-        s.top_p = static_cast<float>(number(v, "top_p", 0, 1));
+void read_sampler(const ojson& body, SamplerParams& s, bool& seed_given) {
+    namespace lim = sampler_limits;
+    const auto read = [&](const char* name, auto& field, ValueRange range) {
+        if (const ojson& v = body_field(body, name); !v.is_null())
+            field = static_cast<std::remove_reference_t<decltype(field)>>(number(v, name, range));
+    };
+    read("temperature", s.temp, lim::temp);
+    read("top_p", s.top_p, lim::top_p);
+    read("min_p", s.min_p, lim::min_p);
+    read("repeat_penalty", s.repeat_penalty, lim::repeat_penalty);
+    read("presence_penalty", s.presence_penalty, lim::presence_penalty);
+    read("frequency_penalty", s.frequency_penalty, lim::frequency_penalty);
     if (const ojson& v = body_field(body, "top_k"); !v.is_null())
-        s.top_k = static_cast<int>(integer(v, "top_k", 0, 1 << 30));
-    if (const ojson& v = body_field(body, "min_p"); !v.is_null())
-        s.min_p = static_cast<float>(number(v, "min_p", 0, 1));
-    if (const ojson& v = body_field(body, "repeat_penalty"); !v.is_null())
-        s.repeat_penalty = static_cast<float>(number(v, "repeat_penalty", 1e-3, 100));
-    if (const ojson& v = body_field(body, "presence_penalty"); !v.is_null())
-        s.presence_penalty = static_cast<float>(number(v, "presence_penalty", -2, 2));
-    if (const ojson& v = body_field(body, "frequency_penalty"); !v.is_null())
-        s.frequency_penalty = static_cast<float>(number(v, "frequency_penalty", -2, 2));
-    if (const ojson& v = body_field(body, "seed"); !v.is_null())
-        s.seed = static_cast<uint64_t>(integer(v, "seed", INT64_MIN, INT64_MAX));
+        s.top_k = static_cast<int>(integer(v, "top_k", 0, static_cast<int64_t>(lim::top_k.hi)));
+    const ojson& seed = body_field(body, "seed");
+    seed_given = !seed.is_null();
+    if (seed_given) s.seed = static_cast<uint64_t>(integer(seed, "seed", INT64_MIN, INT64_MAX));
 }
 
 }  // namespace
@@ -202,7 +202,7 @@ CompletionRequest parse_completion_request(const nlohmann::ordered_json& body, b
     for (const char* name : {"max_completion_tokens", "max_tokens"})
         if (const ojson& v = body_field(body, name); !v.is_null())
             r.max_tokens = integer(v, name, 1, INT32_MAX);
-    read_sampler(body, r.sampler);
+    read_sampler(body, r.sampler, r.seed_given);
     read_stop(body_field(body, "stop"), r);
     if (const ojson& v = body_field(body, "stream"); !v.is_null()) r.stream = boolean(v, "stream");
     if (const ojson& v = body_field(body, "stream_options"); !v.is_null()) {

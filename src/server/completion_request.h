@@ -28,6 +28,7 @@ struct CompletionRequest {
 
     int64_t max_tokens = -1;  // -1: until the context is full
     SamplerParams sampler;
+    bool seed_given = false;  // the body named a seed
     std::vector<std::string> stop;
     bool stream = false;
     bool include_usage = false;  // stream_options.include_usage

@@ -30,7 +30,7 @@ std::string expect_run_c_text(const Golden& g, const std::string& extra) {
     const auto dir = test::shared_path("models/stories260K");
     const auto r = test::run_anelm("generate '" + (dir / "stories260K.bin").string() +
                                    "' --tokenizer '" + (dir / "tok512.bin").string() + "' -p '" +
-                                   g.prompt + "' -n 256 --temp 0" + extra);
+                                   g.prompt + "' --steps 256 --temp 0" + extra);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     const std::string expected =
         read_file(std::string(ANELM_SOURCE_DIR) + "/tests/data/stories260K/" + g.file);

@@ -112,7 +112,7 @@ TEST_P(AneLoweringTest, HybridPrefillThenCpuDecodeGivesEitherPathsTokens) {
     so.precision = Precision::ane;
     so.rope_halves = true;
     GenerateOptions options;
-    options.max_tokens = n_ctx;
+    options.max_new_tokens = -1;  // up to the context
     options.sampler.temp = 0;
     const auto prompt = test::random_tokens(m.spec.n_vocab, 11, 6);  // two batches and three
     auto run = [&](TokenModel& model) {
@@ -182,7 +182,7 @@ TEST_P(AneLoweringTest, VerifyScoresEveryRowAsInferDoes) {
         std::vector<int32_t> repeating = prompt;
         repeating.insert(repeating.end(), prompt.begin(), prompt.begin() + 6);
         GenerateOptions options;
-        options.max_tokens = n_ctx;
+        options.max_new_tokens = -1;  // up to the context
         options.sampler.temp = 0;
         std::vector<int32_t> plain, drafted;
         AnePipeline a = pipeline(l, with_argmax, milexec::Rounding::f16, t);

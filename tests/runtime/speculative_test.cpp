@@ -61,7 +61,7 @@ SessionOptions session_options(int64_t verify_tokens, const std::string& quant =
 
 GenerateOptions generate_options(Drafter* drafter, int64_t draft_n, SamplerParams sampler) {
     GenerateOptions options;
-    options.max_tokens = n_ctx;
+    options.max_new_tokens = -1;  // up to the context
     options.sampler = sampler;
     options.drafter = drafter;
     options.draft_n = draft_n;
@@ -253,7 +253,7 @@ TEST(SpeculativeSampling, TokensFollowTheTargetsDistribution) {
     for (int seed = 0; seed < runs; ++seed) {
         p.seed = static_cast<uint64_t>(seed);
         GenerateOptions options = generate_options(&drafter, 3, p);
-        options.max_tokens = static_cast<int64_t>(prompt.size()) + 2;  // three tokens
+        options.max_new_tokens = 3;
         const Generated g = generate_on(target, prompt, options);
         ASSERT_EQ(g.tokens.size(), 3u);
         ++seconds[g.tokens[1]];

@@ -83,8 +83,7 @@ std::vector<int32_t> alone(const std::vector<int32_t>& prompt, int64_t max_token
                            float presence_penalty = 2) {
     Session session(tiny().spec(), tiny().weights(), session_options(0));
     GenerateOptions options;
-    // The plain loop counts the prompt and, as run.c does, one more.
-    options.max_tokens = static_cast<int64_t>(prompt.size()) + max_tokens - 1;
+    options.max_new_tokens = max_tokens;
     options.sampler.temp = 0;
     options.sampler.presence_penalty = presence_penalty;
     options.stop_ids = tiny().stop_ids();

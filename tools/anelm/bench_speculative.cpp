@@ -27,7 +27,7 @@ struct Run {
 Run best_run(Session& session, const std::vector<int32_t>& prompt, const SpeculativeBench& bench,
              Drafter* drafter, int64_t draft_n, bool adaptive) {
     GenerateOptions options;
-    options.max_tokens = static_cast<int64_t>(prompt.size()) + bench.n_gen;
+    options.max_new_tokens = bench.n_gen;
     options.sampler.temp = 0;
     options.drafter = drafter;
     options.draft_n = draft_n;

@@ -9,25 +9,28 @@
 
 #include "chat/chat_template.h"
 #include "command.h"
+#include "flag_checks.h"
+#include "io/generation_config.h"
 #include "run_options.h"
 #include "runtime/generate.h"
 #include "runtime/model.h"
+#include "sampler_options.h"
 #include "speculative_options.h"
 
 namespace anelm::cli {
 namespace {
 
 struct ChatArgs {
-    std::string model, tokenizer, system;
+    std::string model, tokenizer, system, template_file;
     int64_t n = 1024;
     RunOptions run;
-    SamplerParams sampler;
+    SamplerOptions sampler{SamplerParams{.temp = 0.7f}};
     SpeculativeOptions speculative;
 };
 
 int run_chat(const ChatArgs& args) {
     Model model = open_model(args.model, args.tokenizer, true);
-    const ChatTemplate chat_template = ChatTemplate::load(args.model);
+    const ChatTemplate chat_template = ChatTemplate::load(args.model, args.template_file);
     SessionOptions so = args.run.session(model);
     std::unique_ptr<DraftSource> draft;
     if (args.speculative.active()) {
@@ -45,7 +48,9 @@ int run_chat(const ChatArgs& args) {
     reset();
     std::vector<int32_t> cached;  // the tokens the KV cache holds, in order
 
-    fmt::print(stderr, "anelm chat: /reset clears the conversation, /quit ends it\n");
+    const ResolvedSampling sampling = args.sampler.resolve(model_generation_sampling(args.model));
+    fmt::print(stderr, "{}\nanelm chat: /reset clears the conversation, /quit ends it\n",
+               sampling.description);
     std::string line;
     while (true) {
         fmt::print("> ");
@@ -69,8 +74,8 @@ int run_chat(const ChatArgs& args) {
         cached.assign(tokens.begin(), tokens.end());
 
         GenerateOptions options;
-        options.max_tokens = static_cast<int64_t>(tokens.size()) + args.n;
-        options.sampler = args.sampler;
+        options.max_new_tokens = args.n;
+        options.sampler = sampling.params;
         options.stop_ids = model.stop_ids();
         options.context = std::span<const int32_t>(tokens.data(), keep);
         if (draft != nullptr) options.drafter = &draft->drafter();
@@ -95,12 +100,14 @@ int run_chat(const ChatArgs& args) {
 
 std::function<int()> setup(CLI::App& app) {
     auto args = std::make_shared<ChatArgs>();
-    args->sampler.temp = 0.7f;
     app.add_option("model", args->model, "Hugging Face folder or GGUF file")->required();
     app.add_option("--tokenizer", args->tokenizer, "tokenizer.json (default: the model's)");
     app.add_option("--system", args->system, "system message");
-    app.add_option("-n", args->n, "most tokens per reply")->capture_default_str();
-    add_sampler_options(app, args->sampler);
+    app.add_option("--template", args->template_file,
+                   "a Jinja chat template file to use instead of the model's");
+    in_range(app.add_option("-n", args->n, "new tokens per reply at most (-1: until the context is full)"), {-1, 1e9})
+        ->capture_default_str();
+    args->sampler.add_to(app);
     add_run_options(app, args->run);
     add_speculative_options(app, args->speculative, false);
     return [args] { return run_chat(*args); };

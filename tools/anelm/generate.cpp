@@ -8,39 +8,52 @@
 #include "base/error.h"
 #include "chat/chat_template.h"
 #include "command.h"
+#include "flag_checks.h"
+#include "io/generation_config.h"
 #include "run_options.h"
 #include "runtime/generate.h"
 #include "runtime/model.h"
+#include "sampler_options.h"
 #include "speculative_options.h"
 
 namespace anelm::cli {
 namespace {
 
 struct GenerateArgs {
-    std::string model, tokenizer, prompt;
+    std::string model, tokenizer, prompt, template_file;
     int64_t n = 256;
+    int64_t steps = -1;  // run.c's count: prompt and generated tokens together
     bool chat = false;
     RunOptions run;
-    SamplerParams sampler;
+    SamplerOptions sampler{SamplerParams{}};
     SpeculativeOptions speculative;
     std::string prefill_packages;  // a converted folder of the model that prefills the prompt
 };
 
 // Streams the prompt and its continuation to stdout; statistics to stderr.
+// `context_reason` says why the context is no larger, for a prompt that does not fit.
 int stream(TokenModel& model, const Tokenizer& tokenizer, std::vector<int32_t> stop_ids,
-           const GenerateArgs& args, const std::string& how, DraftSource* draft) {
+           const GenerateArgs& args, const std::string& how, DraftSource* draft,
+           const std::string& context_reason) {
     // With --chat the prompt is one user message rendered through the model's
     // template, which writes any BOS itself.
     std::string text = args.prompt;
     if (args.chat) {
         const nlohmann::ordered_json messages = {{{"role", "user"}, {"content", args.prompt}}};
-        text = ChatTemplate::load(args.model).render(messages, true);
+        text = ChatTemplate::load(args.model, args.template_file).render(messages, true);
     }
     const std::vector<int32_t> prompt = tokenizer.encode(text, !args.chat);
+    if (static_cast<int64_t>(prompt.size()) > model.n_ctx())
+        fail("the prompt has {} tokens but the context holds {} ({})", prompt.size(),
+             model.n_ctx(), context_reason);
 
     GenerateOptions options;
-    options.max_tokens = args.n;
-    options.sampler = args.sampler;
+    options.max_new_tokens = args.steps >= 0 ? -1 : args.n;
+    options.max_steps = args.steps;
+    const ResolvedSampling sampling =
+        args.sampler.resolve(model_generation_sampling(args.model));
+    options.sampler = sampling.params;
+    fmt::print(stderr, "{}\n", sampling.description);
     options.stop_ids = std::move(stop_ids);
     if (draft != nullptr) options.drafter = &draft->drafter();
     options.draft_n = args.speculative.draft_n.front();
@@ -94,9 +107,10 @@ int run_hybrid(const GenerateArgs& args, const Model& model, SessionOptions so) 
     HybridModel hybrid(packages.pipeline(), *session);
     const int status =
         stream(hybrid, *model.tokenizer, model.stop_ids(), args,
-               fmt::format("prefill on the packages, decode on {} threads, {}, {}",
-                           session->threads(), args.run.precision_name, kernels_isa()),
-               draft.get());
+               fmt::format("prefill on the packages, decode on {}, {}, {}",
+                           thread_count(session->threads()), args.run.precision_name,
+                           kernels_isa()),
+               draft.get(), "the packages' context, or the model's");
     const KvHandoff& h = hybrid.handoff();
     fmt::print(stderr, "KV hand-off: {} positions, {:.3f} MB in {:.3f} ms ({:.1f} GB/s)\n",
                h.tokens, h.bytes / 1e6, h.seconds * 1e3, h.bytes / std::max(h.seconds, 1e-9) / 1e9);
@@ -118,9 +132,9 @@ int run_generate(const GenerateArgs& args) {
             draft = std::make_unique<DraftSource>(spec, converted.tokenizer(), args.run.threads);
         }
         return stream(converted.pipeline(), converted.tokenizer(), converted.stop_ids(), args,
-                      fmt::format("Core ML packages on the MIL interpreter, {} threads, {}",
-                                  pool.size(), args.run.precision_name),
-                      draft.get());
+                      fmt::format("Core ML packages on the MIL interpreter, {}, {}",
+                                  thread_count(pool.size()), args.run.precision_name),
+                      draft.get(), "the packages were converted with this --ctx");
     }
     Model model = open_model(args.model, args.tokenizer, true);
     SessionOptions so = args.run.session(model);
@@ -132,9 +146,9 @@ int run_generate(const GenerateArgs& args) {
     }
     const std::unique_ptr<Session> session = open_session(model, so);
     return stream(*session, *model.tokenizer, model.stop_ids(), args,
-                  fmt::format("{} threads, {}, {}", session->threads(), args.run.precision_name,
-                              kernels_isa()),
-                  draft.get());
+                  fmt::format("{}, {}, {}", thread_count(session->threads()),
+                              args.run.precision_name, kernels_isa()),
+                  draft.get(), args.run.context_limit_reason(model.spec()));
 }
 
 std::function<int()> setup(CLI::App& app) {
@@ -145,15 +159,27 @@ std::function<int()> setup(CLI::App& app) {
     app.add_option("--tokenizer", args->tokenizer,
                    "tokenizer.json, a GGUF file or llama2.c tokenizer.bin");
     app.add_option("-p,--prompt", args->prompt, "the prompt")->required();
-    app.add_option("-n", args->n, "stop when prompt + generated tokens reach N (as run.c counts)")
-        ->capture_default_str();
-    app.add_flag("--chat", args->chat, "render the prompt through the model's chat template");
+    auto* n = in_range(app.add_option("-n", args->n,
+                                      "new tokens to generate at most (-1: until the context is "
+                                      "full or an end-of-sequence token)"),
+                       {-1, 1e9})
+                  ->capture_default_str();
+    in_range(app.add_option("--steps", args->steps,
+                            "stop when the prompt and the generated tokens together reach N, as "
+                            "llama2.c's run.c counts its steps (instead of -n)"),
+             {1, 1e9})
+        ->excludes(n);
+    auto* chat =
+        app.add_flag("--chat", args->chat, "render the prompt through the model's chat template");
+    app.add_option("--template", args->template_file,
+                   "with --chat: a Jinja chat template file to use instead of the model's")
+        ->needs(chat);
     add_speculative_options(app, args->speculative, false);
     app.add_option("--prefill-packages", args->prefill_packages,
                    "prefill the prompt through this converted folder of the model (the Neural "
                    "Engine's form, on the MIL interpreter), hand the KV cache over and decode on "
                    "the CPU; --precision ane gives either path's tokens");
-    add_sampler_options(app, args->sampler);
+    args->sampler.add_to(app);
     add_run_options(app, args->run);
     return [args] { return run_generate(*args); };
 }

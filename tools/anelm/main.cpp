@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "command.h"
+#include "flag_checks.h"
 
 namespace anelm::cli {
 
@@ -42,7 +43,19 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        return app.exit(e);
+        if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+        // The subcommand that met the error, else the program itself.
+        const CLI::App* where = &app;
+        for (const auto& [sub, run] : runners)
+            if (sub->parsed()) where = sub;
+        for (const std::string& arg : where->remaining())
+            if (const std::string hint = cli::nearest_name_hint(*where, arg); !hint.empty()) {
+                fmt::print(stderr, "anelm: error: {}: not expected here{}\n", arg, hint);
+                return e.get_exit_code();
+            }
+        fmt::print(stderr, "anelm: error: {} ({} --help lists the options)\n", e.what(),
+                   where == &app ? "anelm" : "anelm " + where->get_name());
+        return e.get_exit_code();
     }
     try {
         for (auto& [sub, run] : runners)

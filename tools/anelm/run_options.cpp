@@ -4,6 +4,7 @@
 
 #include "analysis/doctor.h"
 #include "base/error.h"
+#include "flag_checks.h"
 
 #include "exec/cpu/kernels/kernels.h"
 
@@ -37,13 +38,24 @@ float fp16_scale_option(const std::string& text, const Model& model, int threads
 SessionOptions RunOptions::session(const Model& model) const {
     SessionOptions s;
     s.threads = threads;
-    s.n_ctx = n_ctx;
+    s.n_ctx = context_for(model.spec());
+    if (model.spec().n_ctx_train > 0 && n_ctx > model.spec().n_ctx_train && ctx_flag->count() > 0)
+        fmt::print(stderr, "--ctx {}: capped at {}, the model's trained length\n", n_ctx,
+                   model.spec().n_ctx_train);
     s.precision = precision_from_name(precision_name);
     s.quant = quant::parse_quant_spec(quant);
     s.quant.int8_dot = quant_dot == "int8";
     s.fp16_scale = fp16_scale_option(fp16_scale, model, threads);
     s.mmap = mmap;
     return s;
+}
+
+int64_t RunOptions::context_for(const ModelSpec& spec) const {
+    return spec.n_ctx_train > 0 ? std::min(n_ctx, spec.n_ctx_train) : n_ctx;
+}
+
+std::string RunOptions::context_limit_reason(const ModelSpec& spec) const {
+    return context_for(spec) < n_ctx ? "the model's trained length" : "raise --ctx";
 }
 
 std::unique_ptr<Session> open_session(const Model& model, SessionOptions options) {
@@ -67,8 +79,12 @@ milexec::Rounding converted_rounding(const std::string& precision_name) {
 }
 
 void add_run_options(CLI::App& app, RunOptions& options) {
-    app.add_option("-t,--threads", options.threads, "threads (default: physical cores)");
-    app.add_option("--ctx", options.n_ctx, "context length (KV cache size)")->capture_default_str();
+    add_threads_option(app, options.threads);
+    options.ctx_flag = in_range(app.add_option("--ctx", options.n_ctx,
+                                               "context length (KV cache size), at most the "
+                                               "model's trained length"),
+                                {1, 1 << 24})
+                           ->capture_default_str();
     app.add_option("--precision", options.precision_name,
                    "f32 or f16 activations, or ane (the Neural Engine's half storage emulated)")
         ->check(CLI::IsMember({"f32", "f16", "ane"}))
@@ -83,7 +99,8 @@ void add_run_options(CLI::App& app, RunOptions& options) {
 void add_weight_options(CLI::App& app, RunOptions& options) {
     app.add_option("--quant", options.quant,
                    "quantize the weights at load: a preset (lut4, lut6, lut8, int8, int4) and/or "
-                   "embed=|ffn=|head= none, BITS, BITS:GROUP, int8, int4 (docs/quantization.md)")
+                   "embed=|ffn=|head= none, BITS, BITS:GROUP, BITS,GROUP, int8, int4 "
+                   "(docs/quantization.md)")
         ->capture_default_str();
     app.add_option("--quant-dot", options.quant_dot,
                    "how quantized weights are multiplied: int8 (activations rounded to "
@@ -97,16 +114,8 @@ void add_weight_options(CLI::App& app, RunOptions& options) {
                  "measured 10-20% slower)");
 }
 
-void add_sampler_options(CLI::App& app, SamplerParams& p) {
-    app.add_option("--temp", p.temp, "temperature (0: greedy)")->capture_default_str();
-    app.add_option("--top-k", p.top_k, "keep the k most likely tokens (0: off)")
-        ->capture_default_str();
-    app.add_option("--top-p", p.top_p, "nucleus sampling mass (1: off)")->capture_default_str();
-    app.add_option("--min-p", p.min_p, "drop tokens below min-p × the top probability (0: off)")
-        ->capture_default_str();
-    app.add_option("--repeat-penalty", p.repeat_penalty, "penalty on recent tokens (1: off)")
-        ->capture_default_str();
-    app.add_option("--seed", p.seed, "random seed")->capture_default_str();
+std::string thread_count(size_t n) {
+    return fmt::format("{} {}", n, n == 1 ? "thread" : "threads");
 }
 
 const char* kernels_isa() {

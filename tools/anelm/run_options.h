@@ -21,10 +21,17 @@ struct RunOptions {
     std::string quant_dot = "int8";  // int8 or exact
     std::string fp16_scale = "none";  // none, auto or a power of two
     bool mmap = false;
+    CLI::Option* ctx_flag = nullptr;  // counts whether --ctx was given
 
     // Throws Error on a bad --quant spec or --fp16-scale; "auto" measures the
     // model on the doctor's calibration prompts (f32 runs) to choose alpha.
+    // Says on stderr when --ctx is past the model's trained length.
     SessionOptions session(const Model& model) const;
+    // The context the session holds: --ctx, else 4096, at most the model's trained length.
+    int64_t context_for(const ModelSpec& spec) const;
+    // Why a prompt does not fit that context, for the error: "raise --ctx" or
+    // "the model's trained length".
+    std::string context_limit_reason(const ModelSpec& spec) const;
 };
 
 // --fp16-scale's value: none (1), auto (measured as anelm doctor does) or a
@@ -41,7 +48,8 @@ void add_weight_options(CLI::App& app, RunOptions& options);
 // A session on the model; while it quantizes the weights a progress bar
 // ("quantize [###---] 40% ...") goes to stderr.
 std::unique_ptr<Session> open_session(const Model& model, SessionOptions options);
-void add_sampler_options(CLI::App& app, SamplerParams& params);
 const char* kernels_isa();
+// "1 thread", "2 threads".
+std::string thread_count(size_t n);
 
 }  // namespace anelm::cli

@@ -10,8 +10,11 @@
 #include "ane/ane_pipeline.h"
 #include "base/error.h"
 #include "command.h"
+#include "flag_checks.h"
+#include "io/generation_config.h"
 #include "io/gguf.h"
 #include "run_options.h"
+#include "sampler_options.h"
 #include "server/api_server.h"
 #include "server/json_constraint.h"
 
@@ -19,12 +22,12 @@ namespace anelm::cli {
 namespace {
 
 struct ServeArgs {
-    std::string model, tokenizer, alias, api_key_file;
+    std::string model, tokenizer, alias, api_key_file, template_file;
     server::ServerOptions server;
     int parallel = 4;
     server::Speculation speculation;
     RunOptions run;
-    SamplerParams sampler;
+    SamplerOptions sampler{SamplerParams{}};
 };
 
 std::string read_key_file(const std::string& path) {
@@ -36,7 +39,8 @@ std::string read_key_file(const std::string& path) {
     return key;
 }
 
-std::unique_ptr<ChatTemplate> load_template(const std::string& path) {
+std::unique_ptr<ChatTemplate> load_template(const std::string& path, const std::string& file) {
+    if (!file.empty()) return std::make_unique<ChatTemplate>(ChatTemplate::load(path, file));
     if (!std::filesystem::is_directory(path) && !is_gguf_file(path)) {
         fmt::print(stderr, "anelm serve: a checkpoint file has no chat template; "
                            "/v1/chat/completions is off\n");
@@ -92,7 +96,7 @@ std::shared_ptr<const server::ServedModel> load(const ServeArgs& args, Loaded& l
         how = fmt::format("{} threads, {}, {}", l.session->threads(), args.run.precision_name,
                           kernels_isa());
     }
-    l.chat_template = load_template(args.model);
+    l.chat_template = load_template(args.model, args.template_file);
     l.engine =
         std::make_unique<server::Engine>(*l.slots, *tokenizer, stop_ids, 512, args.speculation);
     l.json = std::make_unique<server::JsonConstraints>(*tokenizer, stop_ids);
@@ -105,12 +109,17 @@ std::shared_ptr<const server::ServedModel> load(const ServeArgs& args, Loaded& l
     served->tokenizer = tokenizer;
     served->chat_template = l.chat_template.get();
     served->engine = l.engine.get();
-    served->defaults = args.sampler;
+    const ResolvedSampling sampling = args.sampler.resolve(model_generation_sampling(args.model));
+    served->defaults = sampling.params;
+    served->fixed_seed = sampling.seed_given;
     served->constraint = [json = l.json.get()](const server::CompletionRequest& r) {
         return json->make(r);
     };
-    fmt::print(stderr, "anelm serve: {} ready: {} slots of {} tokens ({})\n", served->name,
-               l.slots->slots(), l.slots->n_ctx(), how);
+    fmt::print(stderr, "anelm serve: {} ready: {} {} of {} tokens ({})\n", served->name,
+               l.slots->slots(), l.slots->slots() == 1 ? "slot" : "slots", l.slots->n_ctx(), how);
+    fmt::print(stderr, "requests that set none: {}, {}\n", sampling.settings,
+               sampling.seed_given ? fmt::format("seed {}", sampling.params.seed)
+                                   : "a random seed each");
     return served;
 }
 
@@ -148,14 +157,14 @@ int run_serve(ServeArgs args) {
 
 std::function<int()> setup(CLI::App& app) {
     auto args = std::make_shared<ServeArgs>();
-    args->sampler.temp = 0.8f;
     app.add_option("model", args->model,
                    "Hugging Face folder, GGUF file, llama2.c .bin, or a folder anelm convert wrote")
         ->required();
     app.add_option("--tokenizer", args->tokenizer,
                    "tokenizer.json, a GGUF file or llama2.c tokenizer.bin");
     app.add_option("--host", args->server.host, "address to listen on")->capture_default_str();
-    app.add_option("--port", args->server.port, "port (0: any free one)")->capture_default_str();
+    in_range(app.add_option("--port", args->server.port, "port (0: any free one)"), {0, 65535})
+        ->capture_default_str();
     auto* key = app.add_option("--api-key", args->server.api_key,
                                "require Authorization: Bearer KEY on every route but /health");
     app.add_option("--api-key-file", args->api_key_file, "read the API key from this file")
@@ -163,19 +172,26 @@ std::function<int()> setup(CLI::App& app) {
     app.add_option("--lookup", args->speculation.lookup,
                    "speculative decoding with prompt lookup (n-grams of up to N tokens) for "
                    "requests without a response_format; the same text, greedy or seeded");
-    app.add_option("--draft-n", args->speculation.draft_n,
-                   "tokens drafted per request and step (a verify pass holds parallel x (N + 1))")
+    in_range(app.add_option("--draft-n", args->speculation.draft_n,
+                            "tokens drafted per request and step (a verify pass holds parallel x "
+                            "(N + 1))"),
+             {1, 64})
         ->capture_default_str();
-    app.add_option("--parallel", args->parallel,
-                   "requests generated at once (their decode steps run as one batch)")
+    in_range(app.add_option("--parallel", args->parallel,
+                            "requests generated at once (their decode steps run as one batch)"),
+             {1, 256})
         ->capture_default_str();
-    app.add_option("--max-body", args->server.max_body, "largest request body in bytes")
+    in_range(app.add_option("--max-body", args->server.max_body, "largest request body in bytes"),
+             {1024, 1 << 30})
         ->capture_default_str();
-    app.add_option("--timeout", args->server.timeout_seconds,
-                   "seconds a stalled socket read or write may take")
+    in_range(app.add_option("--timeout", args->server.timeout_seconds,
+                            "seconds a stalled socket read or write may take"),
+             {1, 86400})
         ->capture_default_str();
     app.add_option("--alias", args->alias, "the model's name in the API (default: folder name)");
-    add_sampler_options(app, args->sampler);
+    app.add_option("--template", args->template_file,
+                   "a Jinja chat template file for /v1/chat/completions instead of the model's");
+    args->sampler.add_to(app);
     add_run_options(app, args->run);
     return [args] { return run_serve(*args); };
 }
