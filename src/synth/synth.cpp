@@ -7,6 +7,7 @@
 
 #include "base/atomic_file.h"
 #include "base/error.h"
+#include "base/output_check.h"
 #include "base/thread_pool.h"
 #include "io/expected_tensors.h"
 #include "io/safetensors_writer.h"
@@ -96,8 +97,7 @@ void synth_write(const SynthPreset& preset, const std::string& dir, const SynthO
     std::error_code ec;
     // First, so that an output a killed run set aside is back before the check.
     clean_up_after_killed_runs(target);
-    if (fs::exists(target, ec) && !options.force)
-        fail("{}: already exists (--force replaces it)", dir);
+    check_output_folder(target, options.force);
 
     // Built beside the target, so the final rename stays on one file system.
     const fs::path tmp = partial_path(target);
@@ -106,6 +106,7 @@ void synth_write(const SynthPreset& preset, const std::string& dir, const SynthO
         fail("{}: cannot create: {}", tmp.string(), ec.message());
     try {
         write_folder(preset, tmp, options);
+        write_output_list(tmp);
         move_folder_into_place(tmp, target, true);
     } catch (const fs::filesystem_error& e) {
         fs::remove_all(tmp, ec);

@@ -22,7 +22,7 @@ struct SynthPreset {
 struct SynthOptions {
     DType dtype = DType::bf16;
     uint64_t seed = 0;
-    bool force = false;  // replace an existing folder
+    bool force = false;  // replace an existing folder anelm wrote (base/output_check.h)
     int n_threads = 0;   // 0: one per physical core; the output does not depend on it
 };
 
@@ -33,10 +33,11 @@ std::vector<std::string> synth_presets();
 // Throws Error listing the known names when there is none by that name.
 SynthPreset synth_preset(std::string_view name);
 
-// Writes config.json, model.safetensors, tokenizer.json, tokenizer_config.json and
-// generation_config.json into `dir`. The folder is built under a temporary name
-// beside `dir` and renamed when complete; an existing `dir` is an error unless
-// options.force.
+// Writes config.json, model.safetensors, tokenizer.json, tokenizer_config.json,
+// generation_config.json and the list of them (.anelm-output) into `dir`. The
+// folder is built under a temporary name beside `dir` and renamed when
+// complete; an existing `dir` is an error unless options.force and it is
+// empty or anelm's own output.
 void synth_write(const SynthPreset& preset, const std::string& dir,
                  const SynthOptions& options = {});
 void synth_write(const std::string& preset, const std::string& dir, DType dtype = DType::bf16,

@@ -271,17 +271,19 @@ TEST_F(SynthTest, SameSeedSameBytesWhateverTheThreadCount) {
     EXPECT_EQ(read_json(root_ / "a" / "config.json")["hidden_size"], 256);
 }
 
-TEST_F(SynthTest, ExistingFolderNeedsForce) {
+TEST_F(SynthTest, ExistingFolderNeedsForceAndAnelmsOwnFiles) {
     const fs::path dir = root_ / "model";
-    fs::create_directories(dir);
-    std::ofstream(dir / "stale.txt") << "old";
+    synth_write("tiny-llama", dir.string());
     SynthOptions o;
     EXPECT_THROW(synth_write(synth_preset("tiny-qwen3"), dir.string(), o), Error);
-    EXPECT_TRUE(fs::exists(dir / "stale.txt"));
+    // A file anelm did not write: --force leaves the folder alone too.
+    std::ofstream(dir / "mine.txt") << "mine";
     o.force = true;
+    EXPECT_THROW(synth_write(synth_preset("tiny-qwen3"), dir.string(), o), Error);
+    EXPECT_TRUE(fs::exists(dir / "mine.txt"));
+    fs::remove(dir / "mine.txt");
     synth_write(synth_preset("tiny-qwen3"), dir.string(), o);
-    EXPECT_FALSE(fs::exists(dir / "stale.txt"));
-    EXPECT_TRUE(fs::exists(dir / "model.safetensors"));
+    EXPECT_EQ(read_json(dir / "config.json")["model_type"], "qwen3");
     // Nothing but the finished folder is left beside it.
     size_t entries = 0;
     for (const auto& e : fs::directory_iterator(root_)) entries += e.path().filename() != "model";

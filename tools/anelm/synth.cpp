@@ -72,7 +72,7 @@ std::function<int()> setup(CLI::App& app) {
         ->capture_default_str();
     app.add_option("--seed", args->seed, "random seed")->capture_default_str();
     app.add_option("-t,--threads", args->threads, "threads (default: physical cores)");
-    app.add_flag("--force", args->force, "replace an existing output folder");
+    app.add_flag("--force", args->force, "replace an existing output folder anelm wrote");
     app.add_flag("--list", args->list, "list the presets");
     return [args] { return run_synth(*args); };
 }
