@@ -1,11 +1,13 @@
 #include "convert/convert.h"
 
 #include <charconv>
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
 #include "base/atomic_file.h"
 #include "base/error.h"
+#include "base/output_check.h"
 #include "coreml/convert_readme.h"
 #include "coreml/meta_yaml.h"
 #include "coreml/per_layer_table.h"
@@ -87,6 +89,22 @@ private:
     fs::path path_;
     bool done_ = false;
 };
+
+// The tokenizers that may be a llama2.c checkpoint's, beside it: tokenizer.bin
+// or tokNNN.bin, comma-separated. Only named: which one is its own is the
+// user's to say.
+std::string llama2c_tokenizers_beside(const fs::path& checkpoint) {
+    std::vector<std::string> found;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(fs::absolute(checkpoint).parent_path(), ec)) {
+        const std::string name = e.path().filename().string();
+        if (name.ends_with(".bin") && name.starts_with("tok")) found.push_back(e.path().string());
+    }
+    std::ranges::sort(found);
+    std::string text;
+    for (const std::string& f : found) text += (text.empty() ? "" : ", ") + f;
+    return text;
+}
 
 std::string join(const std::vector<int64_t>& v) {
     std::string s;
@@ -233,15 +251,26 @@ coreml::ConvertLayout lower_converted(const Model& model, const ConvertOptions& 
     return layout;
 }
 
-ConvertResult convert_model(const Model& model, const ConvertOptions& options, ThreadPool& pool,
-                            const StageFn& stage) {
+void check_convert_request(const std::string& model_path, const ConvertOptions& options) {
     const fs::path out(options.out);
     if (options.out.empty()) fail("convert: no output folder given (-o)");
     // First, so that an output a killed run set aside is back before the check.
     clean_up_after_killed_runs(out);
-    if (fs::exists(out) && !options.force)
-        fail("{}: already exists (use --force to replace it)", out.string());
+    check_output_folder(out, options.force, {model_path, options.tokenizer_path});
+    if (fs::is_directory(model_path)) {
+        coreml::check_tokenizer_source(model_path);
+    } else if (!is_gguf_file(model_path) && options.tokenizer_path.empty()) {
+        const std::string beside = llama2c_tokenizers_beside(model_path);
+        fail("{}: a llama2.c checkpoint holds no tokenizer and `anelm generate` needs one in the "
+             "output: pass its tokenizer.bin with --tokenizer{}",
+             model_path, beside.empty() ? "" : " (beside it: " + beside + ")");
+    }
+}
 
+ConvertResult convert_model(const Model& model, const ConvertOptions& options, ThreadPool& pool,
+                            const StageFn& stage) {
+    check_convert_request(model.path, options);
+    const fs::path out(options.out);
     TempDir tmp(out);
     ConvertResult result;
     result.layout = lower_converted(
@@ -308,7 +337,10 @@ ConvertResult convert_model(const Model& model, const ConvertOptions& options, T
         (tmp.path() / "README.txt").string(),
         coreml::convert_readme_text(meta, tokenizer_files, options.out, result.carried));
     result.files.push_back("README.txt");
-    tmp.rename_to(out, options.force);
+    write_output_list(tmp.path());
+    // Again: the output may have changed during a long conversion.
+    check_output_folder(out, options.force);
+    tmp.rename_to(out, true);
     return result;
 }
 

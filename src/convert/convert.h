@@ -36,7 +36,7 @@ struct ConvertOptions {
     // Gemma 4's per-layer table: beside the packages at 8 or 16 bits, or
     // "package" (inside the embeddings).
     std::string per_layer_table = "8";
-    bool force = false;        // replace an existing output
+    bool force = false;        // replace an existing output anelm wrote
     std::string command_line;  // recorded in meta.yaml's comment block
 };
 
@@ -63,6 +63,13 @@ coreml::ConvertLayout lower_converted(const Model& model, const ConvertOptions& 
                                       ThreadPool& pool, const StageFn& stage,
                                       const ConvertedPackageFn& each,
                                       std::vector<WeightReport>* weights = nullptr);
+
+// Throws Error when convert_model would refuse to write options.out for the
+// model at `model_path`, so that a caller can ask before any long work: an
+// output that is, lies inside or holds the model or the tokenizer, an existing
+// output --force may not replace (base/output_check.h), or a model without the
+// tokenizer `anelm generate OUT` needs.
+void check_convert_request(const std::string& model_path, const ConvertOptions& options);
 
 ConvertResult convert_model(const Model& model, const ConvertOptions& options, ThreadPool& pool,
                             const StageFn& stage = {});

@@ -115,13 +115,18 @@ std::optional<BpeVocabFiles> byte_level_bpe_files(const std::string& tokenizer_j
     return out;
 }
 
-std::vector<std::string> copy_tokenizer_files(const std::string& model_dir,
-                                              const std::string& dest_dir) {
+void check_tokenizer_source(const std::string& model_dir) {
     const fs::path from(model_dir);
     if (!fs::is_directory(from)) fail("{}: not a folder", model_dir);
     if (!fs::exists(from / "tokenizer.json") && !fs::exists(from / "tokenizer.model"))
         fail("{}: neither tokenizer.json nor tokenizer.model, one of which a runner needs",
              model_dir);
+}
+
+std::vector<std::string> copy_tokenizer_files(const std::string& model_dir,
+                                              const std::string& dest_dir) {
+    check_tokenizer_source(model_dir);
+    const fs::path from(model_dir);
     std::vector<std::string_view> written;
     for (std::string_view name : names) {
         const fs::path source = from / name;

@@ -26,13 +26,17 @@ struct BpeVocabFiles {
 // Throws Error naming the file for bad JSON or a merge a line cannot hold.
 std::optional<BpeVocabFiles> byte_level_bpe_files(const std::string& tokenizer_json);
 
+// Throws Error naming model_dir when it has neither tokenizer.json nor
+// tokenizer.model, one of which a runner of the converted folder needs.
+void check_tokenizer_source(const std::string& model_dir);
+
 // Copies every present one of tokenizer_file_names() from model_dir into
 // dest_dir (which must exist), replacing files of the same name. When
 // vocab.json or merges.txt is absent and tokenizer.json is a byte-level BPE,
 // writes the absent ones from it: ANEMLL's chat.py asks for a slow tokenizer,
 // which reads those two. Returns the names written, in the order of
-// tokenizer_file_names(). Throws Error naming model_dir when it has neither
-// tokenizer.json nor tokenizer.model, and naming the file when a copy fails.
+// tokenizer_file_names(). Throws Error as check_tokenizer_source does, and
+// naming the file when a copy fails.
 std::vector<std::string> copy_tokenizer_files(const std::string& model_dir,
                                               const std::string& dest_dir);
 

@@ -43,10 +43,10 @@ int run_convert(ConvertArgs& args, const std::string& command_line) {
             fail("--chunks: expected a positive count or auto, got '{}'", args.chunks);
         }
     }
-    if (std::filesystem::exists(o.out) && !o.force)
-        fail("{}: already exists (use --force to replace it)", o.out);
     const Model model = open_model(args.model, args.tokenizer, false);
     o.tokenizer_path = args.tokenizer;
+    // Before --fp16-scale auto's calibration and the conversion, which take minutes.
+    check_convert_request(args.model, o);
     o.fp16_scale = fp16_scale_option(args.fp16_scale, model, args.threads);
     o.command_line = command_line;
     ThreadPool pool(args.threads > 0 ? args.threads : ThreadPool::physical_cores());
@@ -110,7 +110,7 @@ std::function<int()> setup(CLI::App& app) {
                    "Gemma 4's per-layer embeddings: beside the packages at 8 or 16 bits, or "
                    "package (inside the embeddings)")
         ->capture_default_str();
-    app.add_flag("--force", o.force, "replace an existing output folder");
+    app.add_flag("--force", o.force, "replace an existing output folder anelm wrote");
     app.add_option("-t,--threads", args->threads, "threads (default: physical cores)");
     return [args] {
         const ConvertOptions& c = args->options;
