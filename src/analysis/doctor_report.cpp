@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "analysis/markup.h"
+#include "base/output_check.h"
 #include "passes/fp16_scale.h"
 
 namespace anelm {
@@ -301,8 +302,10 @@ std::string doctor_html(const DoctorReport& r) {
                    peak_text(r.residual_peak), escape_markup(r.device_precision),
                    escape_markup(divergence_text(r.unscaled)), alpha_text(r.alpha),
                    percent(r.scaled.top1_agree, r.scaled.tokens));
-    std::string html = fmt::format(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+    // The mark lets the next report replace this one and nothing else.
+    std::string html = fmt::format("<!DOCTYPE html>\n{}\n", report_mark);
+    html += fmt::format(
+        "<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
         "<title>anelm doctor: {0}</title>\n<style>\n"
         "body{{font-family:sans-serif;margin:24px;max-width:960px;color:#222}}\n"
         "h1{{font-size:22px}} .verdict{{padding:12px 16px;border-radius:6px;font-size:16px;"

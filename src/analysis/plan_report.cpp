@@ -1,6 +1,7 @@
 #include "analysis/plan_report.h"
 
 #include "analysis/markup.h"
+#include "base/output_check.h"
 
 #include <fmt/format.h>
 
@@ -170,7 +171,7 @@ std::string plan_svg(const PlanInput& in, const std::vector<ChipPlan>& plans) {
     const double height = top + plot_h + 60;
     std::string out = fmt::format(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" "
-        "font-family=\"sans-serif\" font-size=\"10\">\n"
+        "font-family=\"sans-serif\" font-size=\"10\">\n{}\n"
         "<title>{} predicted decode tok/s, ctx {}, {}</title>\n"
         "<text x=\"{}\" y=\"16\" font-size=\"13\">{}: predicted decode tok/s (ctx {}, {})</text>\n"
         "<rect x=\"{}\" y=\"22\" width=\"10\" height=\"10\" fill=\"#2a7ab8\"/>"
@@ -179,10 +180,10 @@ std::string plan_svg(const PlanInput& in, const std::vector<ChipPlan>& plans) {
         "<text x=\"{}\" y=\"31\">GPU</text>\n"
         "<line x1=\"{}\" y1=\"{}\" x2=\"{:.0f}\" y2=\"{}\" stroke=\"#444\"/>\n"
         "<text x=\"4\" y=\"{}\">{:.0f}</text>\n",
-        width, height, escape_markup(in.shape.name), in.n_ctx, escape_markup(in.precision.label),
-        left, escape_markup(in.shape.name), in.n_ctx, escape_markup(in.precision.label), left,
-        left + 14, left + 50, left + 64, left, top + plot_h, width - 10, top + plot_h, top + 8,
-        top_tps);
+        width, height, report_mark, escape_markup(in.shape.name), in.n_ctx,
+        escape_markup(in.precision.label), left, escape_markup(in.shape.name), in.n_ctx,
+        escape_markup(in.precision.label), left, left + 14, left + 50, left + 64, left,
+        top + plot_h, width - 10, top + plot_h, top + 8, top_tps);
     for (size_t i = 0; i < plans.size(); ++i) {
         const ChipPlan& p = plans[i];
         const double x = left + group_w * i + 6;

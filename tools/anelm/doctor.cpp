@@ -6,6 +6,7 @@
 #include "analysis/doctor_report.h"
 #include "base/atomic_file.h"
 #include "base/error.h"
+#include "base/output_check.h"
 #include "command.h"
 #include "runtime/model.h"
 
@@ -27,6 +28,9 @@ struct DoctorArgs {
 int run_doctor_command(const DoctorArgs& args) {
     if (!(args.target > 0 && args.target <= 65504))
         fail("--target must be in (0, 65504], got {}", args.target);
+    // Before the calibration, which takes minutes.
+    if (!args.report.empty())
+        check_output_file(args.report, {args.model, args.tokenizer, args.prompts_file});
     Model model = open_model(args.model, args.tokenizer, true);
     const std::vector<DoctorPrompt> prompts =
         calibration_prompts(model, args.model, args.prompts_file, args.n_tokens);

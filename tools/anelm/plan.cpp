@@ -10,6 +10,7 @@
 #include "analysis/plan_validate.h"
 #include "base/atomic_file.h"
 #include "base/error.h"
+#include "base/output_check.h"
 #include "command.h"
 
 namespace anelm::cli {
@@ -36,6 +37,7 @@ int run_plan(const PlanArgs& args) {
     }
     if (args.model.empty()) fail("plan: a model path or preset is needed (or --validate)");
     if (args.n_ctx < 1) fail("plan: --ctx {}: expected a positive context length", args.n_ctx);
+    if (!args.svg.empty()) check_output_file(args.svg, {args.model});
 
     plan::PlanInput in;
     in.shape = plan::resolve_model(args.model);
