@@ -25,6 +25,9 @@ struct MetaYaml {
     ConvertLayout layout;
     std::optional<RecommendedSampling> sampling;
     std::string model_name;  // the source model's folder name: model_info.name anemll-NAME-ctxC
+    // anelm's own: the longest sequence the source model was trained on
+    // (ModelSpec::n_ctx_train), so that lint can hold context_length to it; 0: unknown.
+    int64_t n_ctx_train = 0;
     // The .mlmodelc names recorded for the runners (ffn: chunk 1, the others
     // are found by its `_chunk_01of` part); empty where the layout has none.
     std::string embeddings, lm_head, ffn, monolithic_model;
