@@ -78,6 +78,11 @@ void check_output_apart(const fs::path& out, const std::vector<std::string>& inp
 
 }  // namespace
 
+fs::path folder_path(const std::string& out) {
+    const fs::path p = fs::path(out).lexically_normal();
+    return p.has_filename() || !p.has_relative_path() ? p : p.parent_path();
+}
+
 void check_output_folder(const fs::path& out, bool force, const std::vector<std::string>& inputs) {
     check_output_apart(out, inputs);
     fs::path above = resolved(out).parent_path();

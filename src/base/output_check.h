@@ -16,6 +16,10 @@ namespace anelm {
 inline constexpr std::string_view output_list_name = ".anelm-output";
 inline constexpr std::string_view report_mark = "<!-- written by anelm -->";
 
+// `out` without a trailing separator ("out/" is "out"): the name a folder
+// output is written beside and renamed to.
+std::filesystem::path folder_path(const std::string& out);
+
 // Throws Error unless the folder `out` can be written: it is none of
 // `inputs` (empty ones skipped), lies inside none and holds none; the nearest
 // existing folder above it is writable (missing ones are created); and an

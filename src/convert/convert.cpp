@@ -252,7 +252,7 @@ coreml::ConvertLayout lower_converted(const Model& model, const ConvertOptions& 
 }
 
 void check_convert_request(const std::string& model_path, const ConvertOptions& options) {
-    const fs::path out(options.out);
+    const fs::path out = folder_path(options.out);
     if (options.out.empty()) fail("convert: no output folder given (-o)");
     // First, so that an output a killed run set aside is back before the check.
     clean_up_after_killed_runs(out);
@@ -270,7 +270,7 @@ void check_convert_request(const std::string& model_path, const ConvertOptions& 
 ConvertResult convert_model(const Model& model, const ConvertOptions& options, ThreadPool& pool,
                             const StageFn& stage) {
     check_convert_request(model.path, options);
-    const fs::path out(options.out);
+    const fs::path out = folder_path(options.out);
     TempDir tmp(out);
     ConvertResult result;
     result.layout = lower_converted(

@@ -92,7 +92,7 @@ int64_t synth_param_count(const SynthPreset& preset) {
 
 void synth_write(const SynthPreset& preset, const std::string& dir, const SynthOptions& options) {
     synth::check_preset(preset);
-    const fs::path target = fs::path(dir).lexically_normal();
+    const fs::path target = folder_path(dir);
     if (target.filename().empty()) fail("{}: not a folder name", dir);
     std::error_code ec;
     // First, so that an output a killed run set aside is back before the check.

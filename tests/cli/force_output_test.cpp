@@ -114,7 +114,9 @@ TEST(ForceOutput, ForceReplacesAnelmsOwnOutputAndEmptyFolders) {
     ASSERT_EQ(first.exit_code, 0) << first.err;
     EXPECT_NE(read_file(out / ".anelm-output").find("meta.yaml"), std::string::npos);
     expect_refused(test::run_anelm(convert), out, "already exists");
-    const auto second = test::run_anelm(convert + " --argmax --force");
+    // Spelt with a trailing separator: still the folder, replaced from beside it.
+    const auto second = test::run_anelm("convert " + word(synth) + " -o " + word(out / "") +
+                                        convert_options + " --argmax --force");
     ASSERT_EQ(second.exit_code, 0) << second.err;
     EXPECT_NE(read_file(out / "meta.yaml").find("argmax_in_model: true"), std::string::npos);
 }
