@@ -121,6 +121,12 @@ TEST(RunFlags, NumbersOutOfRangeAreRefusedNamingTheFlag) {
         {"serve " + model + " --port 99999", "--port"},
         {"serve " + model + " --draft-n 0 --lookup 3", "--draft-n"},
         {"serve " + model + " --parallel 0", "--parallel"},
+        {"generate " + model + " -p hi --lookup 3 --draft-n 0", "--draft-n"},
+        {"bench " + model + " -r 0", "--repetitions"},
+        {"bench " + model + " --lookup 2 --draft-n 3,0", "--draft-n"},
+        {"convert " + model + " -o /nonexistent/out --ctx 0", "--ctx"},
+        {"perplexity " + model + " -f /dev/null -b 0", "--batch"},
+        {"synth tiny-llama -o /nonexistent/out -t 9999", "--threads"},
     };
     for (const auto& [args, flag] : cases) {
         const auto r = test::run_anelm(args);

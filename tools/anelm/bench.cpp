@@ -9,8 +9,10 @@
 
 #include "ane/ane_pipeline.h"
 #include "base/error.h"
+#include "base/format_count.h"
 #include "bench_speculative.h"
 #include "command.h"
+#include "flag_checks.h"
 #include "run_options.h"
 #include "runtime/model.h"
 #include "runtime/session.h"
@@ -59,7 +61,7 @@ MeanSd mean_sd(const std::vector<double>& v) {
 // One row of llama-bench's table; params of 0 print as unknown.
 void print_row(const std::string& model, int64_t n_params, double bytes, int threads,
                const std::string& test, const MeanSd& m) {
-    const std::string params = n_params > 0 ? fmt::format("{:.2f}B", n_params / 1e9) : "-";
+    const std::string params = n_params > 0 ? format_count(n_params) : "-";
     fmt::print("| {:<30} | {:>10} | {:>6.2f} GiB | {:>7} | {:>8} | {:>11.2f} ± {:>6.2f} |\n",
                model_label(model), params, bytes / 1073741824.0, threads, test, m.mean, m.sd);
 }
@@ -225,13 +227,14 @@ std::function<int()> setup(CLI::App& app) {
     app.add_option("model", args->model,
                    "Hugging Face folder, GGUF file, llama2.c .bin, or a folder anelm convert wrote")
         ->required();
-    app.add_option("-p,--n-prompt", args->n_prompt, "prompt tokens")->capture_default_str();
-    app.add_option("-n,--n-gen", args->n_gen, "generated tokens")->capture_default_str();
-    app.add_option("-r,--repetitions", args->repetitions, "runs per test")
-        ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+    in_range(app.add_option("-p,--n-prompt", args->n_prompt, "prompt tokens"), {0, 1 << 20})
+        ->capture_default_str();
+    in_range(app.add_option("-n,--n-gen", args->n_gen, "generated tokens"), {0, 1 << 20})
+        ->capture_default_str();
+    in_range(app.add_option("-r,--repetitions", args->repetitions, "runs per test"), {1, 1000})
+        ->capture_default_str();
     app.add_flag("--json", args->json, "print JSON");
-    app.add_option("-t,--threads", args->run.threads, "threads (default: physical cores)");
+    add_threads_option(app, args->run.threads);
     app.add_option("--precision", args->run.precision_name, "f32, f16 or ane (see generate)")
         ->check(CLI::IsMember({"f32", "f16", "ane"}));
     add_weight_options(app, args->run);

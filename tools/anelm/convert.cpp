@@ -7,9 +7,11 @@
 #include <memory>
 #include <optional>
 
+#include "analysis/trained_context.h"
 #include "base/error.h"
 #include "base/thread_pool.h"
 #include "command.h"
+#include "flag_checks.h"
 #include "convert/convert.h"
 #include "run_options.h"
 
@@ -44,6 +46,11 @@ int run_convert(ConvertArgs& args, const std::string& command_line) {
         }
     }
     const Model model = open_model(args.model, args.tokenizer, false);
+    // A warning, not a refusal: the context is the user's to choose, and lint reports it too
+    // (ANE019), from the trained length convert records in meta.yaml.
+    if (const std::string past = past_trained_context(o.ctx, model.spec().n_ctx_train);
+        !past.empty())
+        fmt::print(stderr, "anelm: warning: --ctx {}\n", past);
     o.tokenizer_path = args.tokenizer;
     // Before --fp16-scale auto's calibration and the conversion, which take minutes.
     check_convert_request(args.model, o);
@@ -81,19 +88,24 @@ std::function<int()> setup(CLI::App& app) {
         ->required();
     app.add_option("-o,--out", o.out, "output folder (ANEMLL's layout)")->required();
     app.add_option("--tokenizer", args->tokenizer, "a llama2.c checkpoint's tokenizer.bin");
-    app.add_option("--ctx", o.ctx, "context length (KV cache and causal mask width)")
+    in_range(app.add_option("--ctx", o.ctx, "context length (KV cache and causal mask width)"),
+             {1, 1 << 20})
         ->capture_default_str();
-    app.add_option("--batch", o.batch, "tokens per prefill call")->capture_default_str();
+    in_range(app.add_option("--batch", o.batch, "tokens per prefill call"), {1, 1 << 20})
+        ->capture_default_str();
     app.add_option("--chunks", args->chunks,
                    "transformer chunks, or auto: the fewest whose largest fits --max-chunk-mb")
         ->capture_default_str();
-    app.add_option("--max-chunk-mb", o.max_chunk_mb, "largest chunk for --chunks auto (MiB)")
+    in_range(app.add_option("--max-chunk-mb", o.max_chunk_mb,
+                            "largest chunk for --chunks auto (MiB)"),
+             {1, 1 << 20})
         ->capture_default_str();
-    app.add_option("--lut-embed", o.lut_embed, "embeddings: none, BITS or BITS,GROUP")
+    app.add_option("--lut-embed", o.lut_embed, "embeddings: none, BITS, BITS,GROUP or BITS:GROUP")
         ->capture_default_str();
-    app.add_option("--lut-ffn", o.lut_ffn, "transformer layers: none, BITS or BITS,GROUP")
+    app.add_option("--lut-ffn", o.lut_ffn,
+                   "transformer layers: none, BITS, BITS,GROUP or BITS:GROUP")
         ->capture_default_str();
-    app.add_option("--lut-head", o.lut_head, "LM head: none, BITS or BITS,GROUP")
+    app.add_option("--lut-head", o.lut_head, "LM head: none, BITS, BITS,GROUP or BITS:GROUP")
         ->capture_default_str();
     app.add_flag("--argmax", o.argmax, "the LM head returns each piece's argmax, not logits");
     app.add_option("--fp16-scale", args->fp16_scale,
@@ -111,7 +123,7 @@ std::function<int()> setup(CLI::App& app) {
                    "package (inside the embeddings)")
         ->capture_default_str();
     app.add_flag("--force", o.force, "replace an existing output folder anelm wrote");
-    app.add_option("-t,--threads", args->threads, "threads (default: physical cores)");
+    add_threads_option(app, args->threads);
     return [args] {
         const ConvertOptions& c = args->options;
         const std::string line = fmt::format(

@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "base/output_check.h"
 #include "command.h"
+#include "flag_checks.h"
 #include "runtime/model.h"
 
 namespace anelm::cli {
@@ -65,7 +66,8 @@ std::function<int()> setup(CLI::App& app) {
     app.add_option("--prompts", args->prompts_file,
                    "calibration prompts: a JSON array of strings, or one prompt per line "
                    "(default: built-in chat, code, repetition and multilingual texts)");
-    app.add_option("-n", args->n_tokens, "tokens per prompt at most")->capture_default_str();
+    in_range(app.add_option("-n", args->n_tokens, "tokens per prompt at most"), {1, 1 << 20})
+        ->capture_default_str();
     app.add_flag("--json", args->json, "print the findings as JSON (docs/doctor.md)");
     app.add_option("--report", args->report, "write an HTML report with per-layer charts");
     app.add_option("--target", args->target, "the residual peak alpha aims for")
@@ -73,7 +75,7 @@ std::function<int()> setup(CLI::App& app) {
     app.add_option("--precision", args->precision, "the device precision to check: f16 or ane")
         ->check(CLI::IsMember({"f16", "ane"}))
         ->capture_default_str();
-    app.add_option("-t,--threads", args->threads, "threads (default: physical cores)");
+    add_threads_option(app, args->threads);
     return [args] { return run_doctor_command(*args); };
 }
 

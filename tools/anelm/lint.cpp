@@ -8,10 +8,12 @@
 
 #include "analysis/lint.h"
 #include "analysis/lint_report.h"
+#include "analysis/trained_context.h"
 #include "ane/ane_pipeline.h"
 #include "base/progress.h"
 #include "base/thread_pool.h"
 #include "command.h"
+#include "flag_checks.h"
 #include "convert/convert.h"
 #include "coreml/converted_files.h"
 #include "coreml/package.h"
@@ -37,13 +39,17 @@ uint64_t weight_file_bytes(const coreml::Package& pkg) {
     return ec ? 0 : static_cast<uint64_t>(n);
 }
 
+void add_findings(const std::vector<LintFinding>& findings, LintReport& report) {
+    report.findings.insert(report.findings.end(), findings.begin(), findings.end());
+}
+
 void add_package(const LintPackage& p, LintReport& report) {
     const auto findings = lint_package(p, report.target);
     report.memory.push_back(lint_package_memory(p));
     const auto memory = lint_package_memory_check(report.memory.back(), report.target);
     report.packages.push_back(p.name);
-    report.findings.insert(report.findings.end(), findings.begin(), findings.end());
-    report.findings.insert(report.findings.end(), memory.begin(), memory.end());
+    add_findings(findings, report);
+    add_findings(memory, report);
 }
 
 void lint_file(const std::string& path, int chunk_no, int n_chunks, LintReport& report) {
@@ -56,6 +62,9 @@ void lint_file(const std::string& path, int chunk_no, int n_chunks, LintReport& 
 void lint_converted_dir(const std::string& dir, LintReport& report) {
     const coreml::ConvertedFiles files =
         coreml::find_converted_files((fs::path(dir) / "meta.yaml").string());
+    add_findings(lint_trained_context(files.meta.layout.context_length, files.meta.n_ctx_train,
+                                      "meta.yaml"),
+                 report);
     if (!files.monolithic.empty()) return lint_file(files.monolithic, 0, 0, report);
     lint_file(files.embeddings, 0, 0, report);
     const int n = static_cast<int>(files.chunks.size());
@@ -67,6 +76,7 @@ void lint_converted_dir(const std::string& dir, LintReport& report) {
 void lint_model(const LintArgs& args, LintReport& report) {
     const Model model = open_model(args.path, args.tokenizer, false);
     ConvertOptions o = args.convert;
+    add_findings(lint_trained_context(o.ctx, model.spec().n_ctx_train, args.path), report);
     o.chunks = args.chunks;
     ThreadPool pool(args.threads > 0 ? args.threads : ThreadPool::physical_cores());
     std::optional<ProgressBar> bar;  // on stderr, as convert draws it
@@ -93,8 +103,7 @@ int run_lint(const LintArgs& args) {
     else
         lint_model(args, report);
     // The packages together, as a runner loads them all (ANE017).
-    const auto total = lint_total_memory_check(report.memory, report.target, args.path);
-    report.findings.insert(report.findings.end(), total.begin(), total.end());
+    add_findings(lint_total_memory_check(report.memory, report.target, args.path), report);
     if (args.json)
         fmt::print("{}\n", lint_json(report).dump(2));
     else
@@ -113,17 +122,21 @@ std::function<int()> setup(CLI::App& app) {
     app.add_option("--target", args->target, "macos15 or ios18: the per-file size limit")
         ->capture_default_str();
     app.add_option("--tokenizer", args->tokenizer, "a llama2.c checkpoint's tokenizer.bin");
-    app.add_option("--ctx", o.ctx, "as anelm convert: context length")->capture_default_str();
-    app.add_option("--batch", o.batch, "as anelm convert: tokens per prefill call")
+    in_range(app.add_option("--ctx", o.ctx, "as anelm convert: context length"), {1, 1 << 20})
         ->capture_default_str();
-    app.add_option("--chunks", args->chunks, "as anelm convert: transformer chunks (0: auto)")
+    in_range(app.add_option("--batch", o.batch, "as anelm convert: tokens per prefill call"),
+             {1, 1 << 20})
+        ->capture_default_str();
+    in_range(app.add_option("--chunks", args->chunks,
+                            "as anelm convert: transformer chunks (0: auto)"),
+             {0, 1024})
         ->capture_default_str();
     app.add_option("--lut-embed", o.lut_embed, "as anelm convert")->capture_default_str();
     app.add_option("--lut-ffn", o.lut_ffn, "as anelm convert")->capture_default_str();
     app.add_option("--lut-head", o.lut_head, "as anelm convert")->capture_default_str();
     app.add_flag("--argmax", o.argmax, "as anelm convert: argmax in the LM head");
     app.add_flag("--monolithic", o.monolithic, "as anelm convert: one package");
-    app.add_option("-t,--threads", args->threads, "threads (default: physical cores)");
+    add_threads_option(app, args->threads);
     return [args] { return run_lint(*args); };
 }
 

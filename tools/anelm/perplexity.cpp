@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "command.h"
+#include "flag_checks.h"
 #include "io/json_file.h"
 #include "run_options.h"
 #include "runtime/model.h"
@@ -115,10 +116,13 @@ std::function<int()> setup(CLI::App& app) {
     app.add_option("-f,--file", args->text_path, "the text to score (UTF-8)")->required();
     app.add_option("--tokenizer", args->tokenizer,
                    "tokenizer.json, a GGUF file or llama2.c tokenizer.bin");
-    app.add_option("--chunks", args->n_chunks, "windows to run (default: all)");
-    app.add_option("-b,--batch", args->batch,
-                   "tokens per prefill call (default: the whole window); 16 or fewer take the "
-                   "decode path of quantized products, integer dot products included");
+    in_range(app.add_option("--chunks", args->n_chunks, "windows to run (default: all)"),
+             {1, 1e9});
+    in_range(app.add_option("-b,--batch", args->batch,
+                            "tokens per prefill call (default: the whole window); 16 or fewer "
+                            "take the decode path of quantized products, integer dot products "
+                            "included"),
+             {1, 1 << 20});
     app.add_flag("--kl-base", args->kl_base,
                  "also run the unquantized model: KL divergence, top-1 agreement");
     app.add_flag("--json", args->json, "print JSON");

@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "base/output_check.h"
 #include "command.h"
+#include "flag_checks.h"
 
 namespace anelm::cli {
 namespace {
@@ -61,7 +62,8 @@ std::function<int()> setup(CLI::App& app) {
                    "Hugging Face folder, GGUF file, llama2.c .bin, or synth preset");
     app.add_option("--chip", args->chip, "chip name (\"M4 Max\", m4-max) or all")
         ->capture_default_str();
-    app.add_option("--ctx", args->n_ctx, "context length the KV cache is sized for")
+    in_range(app.add_option("--ctx", args->n_ctx, "context length the KV cache is sized for"),
+             {1, 1 << 24})
         ->capture_default_str();
     app.add_option("--quant", args->quant, "weight quantization spec (docs/quantization.md)")
         ->capture_default_str();

@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "base/thread_pool.h"
 #include "command.h"
+#include "flag_checks.h"
 #include "io/expected_tensors.h"
 #include "io/model_loader.h"
 #include "quant/quant_error.h"
@@ -46,8 +47,7 @@ struct Result {
 std::vector<Job> linear_jobs(const LoadedModel& m, const quant::QuantSpec& spec) {
     std::vector<Job> jobs;
     const auto add = [&](std::string name, const TensorView& view, quant::Component c) {
-        jobs.push_back(
-            {std::move(name), &view, c, spec.choice_for(c, view.shape[0], view.numel())});
+        jobs.push_back({std::move(name), &view, c, spec.choice_for(c, view.numel())});
     };
     for (const ExpectedTensor& t : expected_tensors(m.spec)) {
         const std::optional<quant::Component> c = quant::tensor_component(t.name);
@@ -222,9 +222,10 @@ std::function<int()> setup(CLI::App& app) {
         ->required();
     app.add_option("--quant", args->spec,
                    "what to quantize: a preset (lut4, lut6, lut8, int8, int4) and/or "
-                   "embed=|ffn=|head= none, BITS, BITS:GROUP, int8, int4 (docs/quantization.md)")
+                   "embed=|ffn=|head= none, BITS, BITS:GROUP, BITS,GROUP, int8, int4 "
+                   "(docs/quantization.md)")
         ->capture_default_str();
-    app.add_option("-t,--threads", args->threads, "threads (default: physical cores)");
+    add_threads_option(app, args->threads);
     app.add_option("--seed", args->seed, "k-means seed")->capture_default_str();
     app.add_flag("--json", args->json, "print JSON");
     return [args] { return run_quantize(*args); };

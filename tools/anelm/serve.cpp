@@ -169,9 +169,11 @@ std::function<int()> setup(CLI::App& app) {
                                "require Authorization: Bearer KEY on every route but /health");
     app.add_option("--api-key-file", args->api_key_file, "read the API key from this file")
         ->excludes(key);
-    app.add_option("--lookup", args->speculation.lookup,
-                   "speculative decoding with prompt lookup (n-grams of up to N tokens) for "
-                   "requests without a response_format; the same text, greedy or seeded");
+    in_range(app.add_option("--lookup", args->speculation.lookup,
+                            "speculative decoding with prompt lookup (n-grams of up to N tokens) "
+                            "for requests without a response_format; the same text, greedy or "
+                            "seeded"),
+             {1, 64});
     in_range(app.add_option("--draft-n", args->speculation.draft_n,
                             "tokens drafted per request and step (a verify pass holds parallel x "
                             "(N + 1))"),

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "flag_checks.h"
 #include "run_options.h"
 
 namespace anelm::cli {
@@ -31,9 +32,10 @@ int64_t SpeculativeOptions::max_draft_n() const {
 }
 
 void add_speculative_options(CLI::App& app, SpeculativeOptions& options, bool sweep) {
-    app.add_option("--lookup", options.lookup,
-                   "speculative decoding with prompt lookup: draft what followed the latest "
-                   "earlier n-gram (n up to N) of the prompt or output");
+    in_range(app.add_option("--lookup", options.lookup,
+                            "speculative decoding with prompt lookup: draft what followed the "
+                            "latest earlier n-gram (n up to N) of the prompt or output"),
+             {1, 64});
     app.add_option("--draft", options.draft_model,
                    "speculative decoding with a smaller draft model that has the same tokenizer");
     app.add_option("--draft-quant", options.draft_quant,
@@ -42,8 +44,8 @@ void add_speculative_options(CLI::App& app, SpeculativeOptions& options, bool sw
     auto* n = app.add_option("--draft-n", options.draft_n,
                              sweep ? "tokens drafted per verify pass, a list to sweep (1,3,7)"
                                    : "tokens drafted per verify pass (verify: N + 1)")
-                  ->capture_default_str()
-                  ->check(CLI::PositiveNumber);
+                  ->capture_default_str();
+    in_range(n, {1, 64});
     if (sweep)
         n->delimiter(',');
     else

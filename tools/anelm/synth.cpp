@@ -6,7 +6,9 @@
 #include <memory>
 
 #include "base/error.h"
+#include "base/format_count.h"
 #include "command.h"
+#include "flag_checks.h"
 #include "synth/synth.h"
 
 namespace anelm::cli {
@@ -28,12 +30,9 @@ void print_presets() {
     for (const std::string& name : synth_presets()) {
         const SynthPreset p = synth_preset(name);
         const int64_t n = synth_param_count(p);
-        const std::string params = n >= 1000000000 ? fmt::format("{:.2f}B", n / 1e9)
-                                   : n >= 1000000  ? fmt::format("{:.1f}M", n / 1e6)
-                                                   : fmt::format("{:.0f}K", n / 1e3);
         fmt::print("{:<14} {:<7} {:>7} {:>7} {:>6} {:>8} {:>5.2f} GiB  {}\n", p.name,
-                   arch_name(p.spec.arch), params, p.spec.n_layer, p.spec.n_embd, p.spec.n_vocab,
-                   2.0 * static_cast<double>(n) / (1 << 30), p.model);
+                   arch_name(p.spec.arch), format_count(n), p.spec.n_layer, p.spec.n_embd,
+                   p.spec.n_vocab, 2.0 * static_cast<double>(n) / (1 << 30), p.model);
     }
 }
 
@@ -71,7 +70,7 @@ std::function<int()> setup(CLI::App& app) {
         ->check(CLI::IsMember({"bf16", "f16", "f32"}))
         ->capture_default_str();
     app.add_option("--seed", args->seed, "random seed")->capture_default_str();
-    app.add_option("-t,--threads", args->threads, "threads (default: physical cores)");
+    add_threads_option(app, args->threads);
     app.add_flag("--force", args->force, "replace an existing output folder anelm wrote");
     app.add_flag("--list", args->list, "list the presets");
     return [args] { return run_synth(*args); };
