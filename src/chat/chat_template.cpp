@@ -9,6 +9,7 @@
 #include "chat/jinja_template.h"
 #include "io/gguf.h"
 #include "io/json_file.h"
+#include "io/model_format.h"
 
 namespace anelm {
 namespace fs = std::filesystem;
@@ -64,11 +65,11 @@ ojson special_tokens_of(const ojson& config, const fs::path& path) {
     return tokens;
 }
 
-// A GGUF file's tokenizer.chat_template, with its BOS and EOS tokens' text.
-ChatTemplate gguf_chat_template(const std::string& path) {
-    const GgufFile gguf(path);
-    const auto source = gguf.find_string("tokenizer.chat_template");
-    if (!source) fail("{}: no chat template (no metadata tokenizer.chat_template)", path);
+// What a model without a chat template is told.
+constexpr const char* no_template_hint = "use generate, or --template FILE";
+
+// A GGUF file's BOS and EOS tokens' text.
+ojson gguf_special_tokens(const GgufFile& gguf) {
     const std::vector<std::string_view> tokens = gguf.strings("tokenizer.ggml.tokens");
     ojson special = ojson::object();
     for (const auto& [name, key] : {std::pair{"bos_token", "tokenizer.ggml.bos_token_id"},
@@ -77,7 +78,38 @@ ChatTemplate gguf_chat_template(const std::string& path) {
         if (id && *id >= 0 && static_cast<size_t>(*id) < tokens.size())
             special[name] = std::string(tokens[static_cast<size_t>(*id)]);
     }
-    return ChatTemplate(*source, path + ":tokenizer.chat_template", special);
+    return special;
+}
+
+// A GGUF file's tokenizer.chat_template, with its BOS and EOS tokens' text.
+ChatTemplate gguf_chat_template(const std::string& path) {
+    const GgufFile gguf(path);
+    const auto source = gguf.find_string("tokenizer.chat_template");
+    if (!source)
+        fail("{}: no chat template (no metadata tokenizer.chat_template); {}", path,
+             no_template_hint);
+    return ChatTemplate(*source, path + ":tokenizer.chat_template", gguf_special_tokens(gguf));
+}
+
+// A template file: Jinja text, never a checkpoint read as one.
+std::string read_template_file(const fs::path& path) {
+    if (!is_text_file(path.string()))
+        fail("{}: not a text file (expected a Jinja chat template)", path.string());
+    return read_file(path);
+}
+
+// The special tokens of the model at `path` (a folder's tokenizer_config.json, a
+// GGUF file's BOS and EOS), for a template given apart from it.
+ojson model_special_tokens(const fs::path& path) {
+    if (fs::is_directory(path)) {
+        const fs::path config_path = path / "tokenizer_config.json";
+        if (!fs::exists(config_path)) return ojson::object();
+        const ojson config = read_json(config_path);
+        if (!config.is_object()) fail("{}: expected a JSON object", config_path.string());
+        return special_tokens_of(config, config_path);
+    }
+    if (is_gguf_file(path.string())) return gguf_special_tokens(GgufFile(path.string()));
+    return ojson::object();
 }
 
 std::string token_string(const ojson& tokens, const char* name) {
@@ -107,6 +139,11 @@ ChatTemplate ChatTemplate::load(const std::string& path_str) {
     if (!fs::is_directory(path)) {
         if (is_gguf_file(path_str)) return gguf_chat_template(path_str);
         if (path.extension() != ".json") {
+            if (!is_text_file(path_str)) {
+                // A checkpoint has no template; anything else is named for what it is.
+                detect_model_format(path_str);
+                fail("{}: no chat template; {}", path_str, no_template_hint);
+            }
             t.add("default", read_file(path), path_str);
             return t;
         }
@@ -161,9 +198,17 @@ ChatTemplate ChatTemplate::load(const std::string& path_str) {
     if (t.templates_.empty())
         fail(
             "{}: no chat template (no chat_template.jinja, and tokenizer_config.json has no "
-            "\"chat_template\")",
-            path_str);
+            "\"chat_template\"); {}",
+            path_str, no_template_hint);
     return t;
+}
+
+ChatTemplate ChatTemplate::load(const std::string& path, const std::string& template_file) {
+    if (template_file.empty()) return load(path);
+    if (!fs::exists(path)) fail("{}: no such file or directory", path);
+    if (!fs::exists(template_file)) fail("{}: no such file", template_file);
+    return ChatTemplate(read_template_file(template_file), template_file,
+                        model_special_tokens(path));
 }
 
 const ChatTemplate::Named& ChatTemplate::pick(const std::string& template_name,

@@ -24,9 +24,14 @@ public:
     // of {"name", "template"}), as in transformers; chat_template.json (written by
     // processors) is the last resort. Special tokens (bos_token, eos_token, ...;
     // strings or {"content": ...} objects) come from tokenizer_config.json. A
-    // GGUF file gives tokenizer.chat_template, with its BOS and EOS tokens.
-    // Throws Error naming the file, or "TEMPLATE:LINE: message" for syntax errors.
+    // GGUF file gives tokenizer.chat_template, with its BOS and EOS tokens; a
+    // llama2.c checkpoint has none. Throws Error naming the file ("MODEL: no chat
+    // template; use generate, or --template FILE"), or "TEMPLATE:LINE: message"
+    // for syntax errors.
     static ChatTemplate load(const std::string& path);
+    // The Jinja file template_file with the special tokens of the model at
+    // `path`; load(path) when template_file is empty.
+    static ChatTemplate load(const std::string& path, const std::string& template_file);
 
     // One template from source. `name` is used in error messages; special_tokens
     // is an object of token strings (bos_token, eos_token, ...).

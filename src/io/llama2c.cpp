@@ -2,7 +2,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
+#include <tuple>
 
 #include "base/error.h"
 #include "base/mapped_file.h"
@@ -19,36 +21,40 @@ static_assert(sizeof(Header) == 28);
 // Newer llama2.c exports start with this magic ("ak42") and a version.
 constexpr int32_t versioned_magic = 0x616b3432;
 
-void check_range(const std::string& path, const char* field, int64_t value, int64_t hi) {
-    if (value < 1 || value > hi)
-        fail("{}: header field {} is {}, expected 1 .. {}", path, field, value, hi);
-}
-
-// Checks the header and returns the spec it describes. The bounds keep every
-// size computed from them far inside int64.
-ModelSpec spec_from_header(const std::string& path, const Header& h) {
+// What is wrong with a header, or "" when its sizes are all in range. The
+// bounds keep every size computed from them far inside int64.
+std::string header_problem(const Header& h) {
     if (h.dim == versioned_magic)
-        fail("{}: a versioned llama2.c export (magic \"ak42\"); only the legacy format is read",
-             path);
-    check_range(path, "dim", h.dim, 1 << 16);
-    check_range(path, "hidden_dim", h.hidden_dim, 1 << 20);
-    check_range(path, "n_layers", h.n_layers, 1024);
-    check_range(path, "n_heads", h.n_heads, h.dim);
-    check_range(path, "n_kv_heads", h.n_kv_heads, h.n_heads);
+        return "a versioned llama2.c export (magic \"ak42\"); only the legacy format is read";
+    for (const auto& [field, value, hi] :
+         {std::tuple{"dim", h.dim, 1 << 16}, std::tuple{"hidden_dim", h.hidden_dim, 1 << 20},
+          std::tuple{"n_layers", h.n_layers, 1024}, std::tuple{"n_heads", h.n_heads, h.dim},
+          std::tuple{"n_kv_heads", h.n_kv_heads, h.n_heads}})
+        if (value < 1 || value > hi)
+            return fmt::format("header field {} is {}, expected 1 .. {}", field, value, hi);
     // The sign of vocab_size says whether the classifier is shared.
     const int64_t n_vocab = std::abs(int64_t{h.vocab_size});
     if (n_vocab < 1 || n_vocab > (1 << 24))
-        fail("{}: header field vocab_size is {}, expected ±1 .. ±{}", path, h.vocab_size, 1 << 24);
-    check_range(path, "seq_len", h.seq_len, 1 << 24);
+        return fmt::format("header field vocab_size is {}, expected ±1 .. ±{}", h.vocab_size,
+                           1 << 24);
+    if (h.seq_len < 1 || h.seq_len > (1 << 24))
+        return fmt::format("header field seq_len is {}, expected 1 .. {}", h.seq_len, 1 << 24);
     if (h.dim % h.n_heads != 0)
-        fail("{}: header field n_heads is {}, which does not divide dim {}", path, h.n_heads,
-             h.dim);
+        return fmt::format("header field n_heads is {}, which does not divide dim {}", h.n_heads,
+                           h.dim);
     if (h.n_heads % h.n_kv_heads != 0)
-        fail("{}: header field n_kv_heads is {}, which does not divide n_heads {}", path,
-             h.n_kv_heads, h.n_heads);
+        return fmt::format("header field n_kv_heads is {}, which does not divide n_heads {}",
+                           h.n_kv_heads, h.n_heads);
     if ((h.dim / h.n_heads) % 2 != 0)
-        fail("{}: head size {} (dim / n_heads) is odd; rotary embedding rotates pairs", path,
-             h.dim / h.n_heads);
+        return fmt::format("head size {} (dim / n_heads) is odd; rotary embedding rotates pairs",
+                           h.dim / h.n_heads);
+    return "";
+}
+
+// Checks the header and returns the spec it describes.
+ModelSpec spec_from_header(const std::string& path, const Header& h) {
+    if (const std::string problem = header_problem(h); !problem.empty())
+        fail("{}: {}", path, problem);
 
     ModelSpec spec;
     spec.arch = Arch::llama;
@@ -59,7 +65,7 @@ ModelSpec spec_from_header(const std::string& path, const Header& h) {
     spec.n_head_kv = h.n_kv_heads;
     spec.head_dim = h.dim / h.n_heads;
     spec.n_ff = h.hidden_dim;
-    spec.n_vocab = n_vocab;
+    spec.n_vocab = std::abs(int64_t{h.vocab_size});
     spec.n_ctx_train = h.seq_len;
     // run.c's fixed constants: RoPE base 10000 over interleaved pairs (2i, 2i+1),
     // which its exported q/k rows are ordered for, and RMSNorm epsilon 1e-5.
@@ -74,6 +80,13 @@ ModelSpec spec_from_header(const std::string& path, const Header& h) {
 }
 
 }  // namespace
+
+bool has_llama2c_header(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    Header h;
+    if (!in.read(reinterpret_cast<char*>(&h), sizeof h)) return false;
+    return h.dim == versioned_magic || header_problem(h).empty();
+}
 
 ModelSpec load_llama2c(const std::string& path, WeightStore& store) {
     auto file = std::make_shared<const MappedFile>(path);

@@ -17,6 +17,11 @@ namespace anelm {
 // EOS (2) is never the signal.
 inline constexpr int32_t llama2c_stop_id = 1;
 
+// Whether the file starts with a llama2.c header whose sizes are all in range (or
+// the versioned export's magic): how a checkpoint is told from other files,
+// which almost never pass. load_llama2c then checks the length against it.
+bool has_llama2c_header(const std::string& path);
+
 ModelSpec load_llama2c(const std::string& path, WeightStore& store);
 
 }  // namespace anelm

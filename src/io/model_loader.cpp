@@ -9,6 +9,7 @@
 #include "io/gguf_model.h"
 #include "io/hf_config.h"
 #include "io/llama2c.h"
+#include "io/model_format.h"
 #include "io/safetensors.h"
 
 namespace anelm {
@@ -44,9 +45,7 @@ void unwrap_language_model(WeightStore& weights) {
 
 LoadedModel load_hf_folder(const fs::path& dir) {
     LoadedModel model;
-    const fs::path config = dir / "config.json";
-    if (!fs::is_regular_file(config)) fail("{}: no config.json in this folder", dir.string());
-    model.spec = load_hf_config(config.string());
+    model.spec = load_hf_config((dir / "config.json").string());
     if (const fs::path gen = dir / "generation_config.json"; fs::is_regular_file(gen))
         load_generation_config(gen.string(), model.spec);
 
@@ -70,26 +69,31 @@ LoadedModel load_hf_folder(const fs::path& dir) {
 }  // namespace
 
 LoadedModel load_model(const std::string& path) {
-    const fs::path p(path);
-    std::error_code ec;
-    const fs::file_status status = fs::status(p, ec);
-    if (ec || !fs::exists(status)) fail("{}: no such file or folder", path);
-
     LoadedModel model;
-    if (fs::is_directory(status)) {
-        model = load_hf_folder(p);
-    } else {
-        const std::string ext = p.extension().string();
-        if (ext == ".safetensors" || ext == ".json")
-            fail("{}: give the model's folder (with config.json), not one of its files", path);
-        if (is_gguf_file(path)) {
+    switch (detect_model_format(path)) {
+        case ModelFormat::hf_folder:
+            model = load_hf_folder(path);
+            break;
+        case ModelFormat::gguf: {
             const GgufFile gguf(path);
             model.spec = gguf_model_spec(gguf);
             load_gguf_weights(gguf, model.spec, model.weights);
             model.tokenizer_path = path;  // its tokenizer.* metadata
-        } else {
-            model.spec = load_llama2c(path, model.weights);
+            break;
         }
+        case ModelFormat::llama2c:
+            model.spec = load_llama2c(path, model.weights);
+            break;
+        case ModelFormat::converted_folder:
+            fail(
+                "{}: a folder anelm convert wrote (meta.yaml); give the Hugging Face folder, GGUF "
+                "file or llama2.c checkpoint it was converted from",
+                path);
+        case ModelFormat::coreml_package:
+            fail(
+                "{}: a Core ML package; give the Hugging Face folder, GGUF file or llama2.c "
+                "checkpoint it was converted from",
+                path);
     }
     check_tensors(model.spec, model.weights);
     return model;

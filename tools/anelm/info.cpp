@@ -2,15 +2,15 @@
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
-#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "ane/ane_pipeline.h"
+#include "base/format_count.h"
 #include "command.h"
 #include "coreml_info.h"
 #include "io/ggml_types.h"
 #include "io/gguf_model.h"
+#include "io/model_format.h"
 #include "io/model_loader.h"
 
 namespace anelm::cli {
@@ -76,11 +76,12 @@ void print_gemma4_layers(const ModelSpec& s) {
 }
 
 int run_info(const InfoArgs& args) {
-    if (is_coreml_package(args.model)) return run_coreml_info(args.model, args.json);
-    if (is_converted_dir(args.model)) return run_converted_info(args.model, args.json);
+    const ModelFormat format = detect_model_format(args.model);
+    if (format == ModelFormat::coreml_package) return run_coreml_info(args.model, args.json);
+    if (format == ModelFormat::converted_folder) return run_converted_info(args.model, args.json);
     ModelSpec s;
     WeightSummary w;
-    if (!std::filesystem::is_directory(args.model) && is_gguf_file(args.model)) {
+    if (format == ModelFormat::gguf) {
         const GgufFile gguf(args.model);
         s = gguf_model_spec(gguf);
         w = summarize(gguf);
@@ -136,7 +137,7 @@ int run_info(const InfoArgs& args) {
     }
     fmt::print("model          {}\n", args.model);
     fmt::print("architecture   {}\n", arch_name(s.arch));
-    fmt::print("parameters     {} ({:.3f} B)\n", w.n_params, w.n_params / 1e9);
+    fmt::print("parameters     {} ({})\n", w.n_params, format_count(w.n_params));
     fmt::print("weights        {:.1f} MiB in {} tensors\n", w.bytes / 1048576.0, w.n_tensors);
     for (const auto& [dtype, count] : w.type_params)
         fmt::print("  {:<12} {} parameters\n", dtype, count);

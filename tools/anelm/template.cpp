@@ -21,6 +21,7 @@ struct TemplateOptions {
     bool add_generation_prompt = false;
     std::vector<std::string> vars;
     std::string template_name;
+    std::string template_file;
 };
 
 ojson read_json_file(const std::string& path) {
@@ -53,7 +54,7 @@ ojson parse_vars(const std::vector<std::string>& vars) {
 }
 
 int run(const TemplateOptions& o) {
-    const ChatTemplate chat = ChatTemplate::load(o.model);
+    const ChatTemplate chat = ChatTemplate::load(o.model, o.template_file);
     const ojson messages = read_json_file(o.messages_path);
     if (!messages.is_array()) fail("{}: expected a JSON array of messages", o.messages_path);
     const std::string prompt =
@@ -79,6 +80,9 @@ const bool registered = register_command(
          app.add_option("--var", o->vars,
                         "template variable NAME=JSON, e.g. enable_thinking=false, tools=[...]")
              ->allow_extra_args(false);  // one value per --var; a path after it stays MODEL
+         app.add_option("--template", o->template_file,
+                        "a Jinja chat template file to use instead of the model's, with the "
+                        "model's special tokens");
          app.add_option(
              "--template-name", o->template_name,
              "one of several named templates (default: tool_use with tools, else default)");
