@@ -8,6 +8,7 @@
 #include "coreml/converted_files.h"
 #include "io/hf_config.h"
 #include "io/llama2c.h"
+#include "runtime/model.h"
 
 namespace anelm {
 
@@ -360,6 +361,7 @@ ConvertedModel::ConvertedModel(const std::string& dir, const std::string& tokeni
     if (tok.empty())
         fail("{}: no tokenizer.json or tokenizer.bin (give one with --tokenizer)", dir);
     tokenizer_ = load_tokenizer(tok);
+    check_tokenizer_fits(*tokenizer_, tok, layout.vocab_size, dir);
     ModelSpec spec;
     spec.n_vocab = layout.vocab_size;
     if (const fs::path gen = fs::path(dir) / "generation_config.json"; fs::exists(gen))

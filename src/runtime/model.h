@@ -20,8 +20,13 @@ struct Model {
     std::vector<int32_t> stop_ids() const;
 };
 
+// Refuses a tokenizer with ids the model has no embedding rows for. Fewer ids
+// are fine: vocabularies are often padded.
+void check_tokenizer_fits(const Tokenizer& tokenizer, const std::string& tokenizer_path,
+                          int64_t n_vocab, const std::string& model_path);
+
 // tokenizer_path overrides the tokenizer found beside the model; a llama2.c
-// checkpoint has none of its own.
+// checkpoint has none of its own. Either must fit the model (check_tokenizer_fits).
 Model open_model(const std::string& path, const std::string& tokenizer_path, bool need_tokenizer);
 
 }  // namespace anelm
