@@ -92,11 +92,9 @@ Precision precision_from_spec(const quant::QuantSpec& spec, const ModelShape& m)
     const int64_t ffn_out = std::max<int64_t>(m.big_n_out, 1);
     const int64_t ffn_in = std::max<int64_t>(m.big_n_in, 1);
     Precision p;
-    p.ffn_bits = bits_of(spec.choice_for(Component::ffn, ffn_out, ffn_out * ffn_in), ffn_in);
-    p.head_bits =
-        bits_of(spec.choice_for(Component::head, m.n_vocab, m.n_vocab * m.n_embd), m.n_embd);
-    p.embed_bits =
-        bits_of(spec.choice_for(Component::embed, m.n_vocab, m.n_vocab * m.n_embd), m.n_embd);
+    p.ffn_bits = bits_of(spec.choice_for(Component::ffn, ffn_out * ffn_in), ffn_in);
+    p.head_bits = bits_of(spec.choice_for(Component::head, m.n_vocab * m.n_embd), m.n_embd);
+    p.embed_bits = bits_of(spec.choice_for(Component::embed, m.n_vocab * m.n_embd), m.n_embd);
     p.label = spec.to_string();
     return p;
 }

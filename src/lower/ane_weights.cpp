@@ -81,12 +81,18 @@ AneWeights::Stored AneWeights::store_quantized(ir::WeightId id, float scale, int
     if (q.kind == quant::QuantKind::lut) {
         const int64_t g = q.rows_per_table();
         const bool one_table = q.n_tables() == 1;
-        if (!one_table && (row0 % g != 0 || rows % g != 0))
+        // Whole groups, but for the weight's partial last group, which is
+        // padded with rows of code 0 (shape[0] grows: the caller slices them off).
+        const int64_t padded = q.whole_group_rows(rows);
+        if (!one_table && (row0 % g != 0 || (padded != rows && row0 + rows != q.n_out)))
             fail("{}: rows {}..{} do not split into LUT groups of {}", weight.name, row0,
                  row0 + rows, g);
+        codes->resize(static_cast<size_t>(padded * q.row_bytes()), 0);
+        shape[0] = padded;
+        s.shape = shape;
         const int64_t entries = int64_t{1} << q.nbits;
         const int64_t t0 = one_table ? 0 : row0 / g;
-        const int64_t nt = one_table ? 1 : rows / g;
+        const int64_t nt = one_table ? 1 : padded / g;
         const auto lut = scaled_f16(std::span(q.lut).subspan(static_cast<size_t>(t0 * entries),
                                                              static_cast<size_t>(nt * entries)),
                                     scale);

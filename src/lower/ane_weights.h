@@ -22,7 +22,9 @@ public:
         : program_(program), blobs_(blobs) {}
 
     // Rows [row0, row0 + rows) of a linear weight as a conv weight
-    // fp16 [rows, n_in, 1, 1], times `scale`.
+    // fp16 [rows, n_in, 1, 1], times `scale`. A LUT weight whose last group is
+    // partial gives more rows when the slice ends there: whole groups, as
+    // constexpr_lut_to_dense needs (QuantizedMatrix::whole_group_rows).
     coreml::MilValue conv_weight(coreml::MilBuilder& b, ir::WeightId id, float scale, int64_t row0,
                                  int64_t rows, const std::string& name);
     // Elements [begin, begin + n) of a vector weight as fp16 of `shape`:
@@ -30,7 +32,8 @@ public:
     coreml::MilValue vector(coreml::MilBuilder& b, ir::WeightId id, float offset, float scale,
                             int64_t begin, int64_t n, std::vector<int64_t> shape,
                             const std::string& name);
-    // An embedding table fp16 [n_vocab, n_embd] times `scale`.
+    // An embedding table fp16 [n_vocab, n_embd] times `scale` (more rows for a
+    // LUT's partial last group, as conv_weight; no id reads them).
     coreml::MilValue table(coreml::MilBuilder& b, ir::WeightId id, float scale,
                            const std::string& name);
 

@@ -206,6 +206,7 @@ MilValue FunctionLowering::linear(const ir::Node& node, const std::string& name)
     const float scale = node.attrs.out_scale;
     const MilValue weight =
         pkg_.weights.conv_weight(b_, node.weight, scale, row0, rows, name + "_weight");
+    const int64_t t = x.shape.at(3);
     std::vector<coreml::MilInput> inputs{{"x", x},
                                          {"weight", weight},
                                          {"strides", MilParam::i32s({1, 1})},
@@ -213,10 +214,22 @@ MilValue FunctionLowering::linear(const ir::Node& node, const std::string& name)
                                          {"pad", MilParam::i32s({0, 0, 0, 0})},
                                          {"dilations", MilParam::i32s({1, 1})},
                                          {"groups", MilParam::i32(1)}};
-    if (node.bias != ir::no_weight)
-        inputs.emplace_back("bias", pkg_.weights.vector(b_, node.bias, 0, scale, row0, rows, {rows},
-                                                        name + "_bias"));
-    return b_.op("conv", name, inputs, mil::FLOAT16, {1, rows, 1, x.shape.at(3)});
+    const int64_t padded = weight.shape.at(0);
+    if (padded == rows) {
+        if (node.bias != ir::no_weight)
+            inputs.emplace_back("bias", pkg_.weights.vector(b_, node.bias, 0, scale, row0, rows,
+                                                            {rows}, name + "_bias"));
+        return b_.op("conv", name, inputs, mil::FLOAT16, {1, rows, 1, t});
+    }
+    // A LUT's last group padded to whole rows: their outputs are cut off, then the bias added.
+    const MilValue all = b_.op("conv", name + "_padded", inputs, mil::FLOAT16, {1, padded, 1, t});
+    const auto end = static_cast<int32_t>(rows);
+    if (node.bias == ir::no_weight) return slice(all, {0, 0, 0, 0}, {1, end, 1, int32_t(t)}, name);
+    const MilValue y = slice(all, {0, 0, 0, 0}, {1, end, 1, int32_t(t)}, name + "_rows");
+    return binary(
+        "add", y,
+        pkg_.weights.vector(b_, node.bias, 0, scale, row0, rows, {1, rows, 1, 1}, name + "_bias"),
+        name);
 }
 
 MilValue FunctionLowering::rms_norm(const ir::Node& node, const std::string& name) {

@@ -124,13 +124,8 @@ const QuantChoice& QuantSpec::choice(Component c) const {
     return c == Component::embed ? embed : c == Component::ffn ? ffn : head;
 }
 
-QuantChoice QuantSpec::choice_for(Component c, int64_t n_out, int64_t numel) const {
-    if (numel < min_elements) return none_choice;
-    QuantChoice q = choice(c);
-    if (q.method == QuantMethod::lut && q.group_size > 0 && n_out > 0) {
-        while (n_out % q.group_size != 0) --q.group_size;
-    }
-    return q;
+QuantChoice QuantSpec::choice_for(Component c, int64_t numel) const {
+    return numel < min_elements ? none_choice : choice(c);
 }
 
 std::string QuantSpec::to_string() const {

@@ -10,7 +10,8 @@
 // BITS is a LUT width (1, 2, 3, 4, 6, 8), GROUP the output rows sharing one
 // table (default 8; 0 = one table per tensor). Tensors with fewer than N
 // elements (default 2048, as coremltools) stay f16; a weight whose rows do not
-// split into whole groups gets the largest group size below that does.
+// split into whole groups keeps its group size, the last group holding the
+// rest (the Core ML writer pads it).
 #pragma once
 
 #include <cstdint>
@@ -52,10 +53,8 @@ struct QuantSpec {
     bool run_blocks = true;
 
     const QuantChoice& choice(Component c) const;
-    // The choice for a weight of n_out rows and numel elements: none below
-    // min_elements; a LUT group that does not divide n_out (Core ML needs whole
-    // groups) shrinks to the largest group size that does.
-    QuantChoice choice_for(Component c, int64_t n_out, int64_t numel) const;
+    // The choice for a weight of numel elements: none below min_elements.
+    QuantChoice choice_for(Component c, int64_t numel) const;
     // A spec text that parses back to this spec.
     std::string to_string() const;
 };

@@ -144,9 +144,6 @@ QuantizedMatrix quantize_matrix(const TensorView& w, const QuantChoice& choice, 
             q.kind = QuantKind::lut;
             q.nbits = choice.nbits;
             q.group_size = choice.group_size;
-            if (shape.n_out % q.rows_per_table() != 0)
-                fail("quantize: {} rows do not split into groups of {}", shape.n_out,
-                     q.rows_per_table());
             break;
         case QuantMethod::int8:
             q.kind = QuantKind::int8;

@@ -17,7 +17,8 @@ namespace anelm::quant {
 // lut: for each group of rows, kmeans_1d over the group's values with seed
 //   mix_seed(seed, group); the centres rounded to f16, ascending, padded to
 //   2^nbits entries by repeating the last; every weight takes the index of its
-//   nearest entry (the lower one on a tie). The rows must split into whole groups.
+//   nearest entry (the lower one on a tie). When the group does not divide the
+//   rows, the last group holds the rest.
 // int8 / int4: scale = max |w[o, :]| / 127 (or / 7) rounded to f16; codes
 //   round(w / scale) clamped to [-127, 127] (or [-7, 7]); an all-zero row has scale 0.
 // Groups or blocks of rows run in parallel on the pool; the result depends on

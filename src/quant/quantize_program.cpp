@@ -56,7 +56,7 @@ void quantize_program(ir::Program& program, const QuantSpec& spec, ThreadPool& p
     const auto choice_of = [&](ir::WeightId id, Component c) {
         const TensorView& w = program.weights[id].view;
         if (w.shape.size() != 2) return QuantChoice{};
-        return spec.choice_for(c, w.shape[0], w.numel());
+        return spec.choice_for(c, w.numel());
     };
     std::vector<Job> jobs;
     for (const auto& [id, components] : uses) {

@@ -90,8 +90,13 @@ QuantizedMatrix blocks_matrix(const TensorView& w) {
 }
 
 std::vector<uint8_t> coreml_codes(const QuantizedMatrix& q) {
-    if (q.n_in * q.nbits % 8 == 0) return {q.codes.begin(), q.codes.end()};
-    std::vector<uint8_t> out(static_cast<size_t>(packed_bytes(q.n_out * q.n_in, q.nbits)), 0);
+    const int64_t rows = q.whole_group_rows(q.n_out);
+    if (q.n_in * q.nbits % 8 == 0) {
+        std::vector<uint8_t> out(q.codes.begin(), q.codes.end());
+        out.resize(static_cast<size_t>(rows * q.row_bytes()), 0);
+        return out;
+    }
+    std::vector<uint8_t> out(static_cast<size_t>(packed_bytes(rows * q.n_in, q.nbits)), 0);
     std::vector<uint8_t> row(static_cast<size_t>(q.n_in));
     for (int64_t o = 0; o < q.n_out; ++o) {
         unpack_codes(q.codes.data() + o * q.row_bytes(), q.n_in, q.nbits, row.data());
@@ -102,10 +107,6 @@ std::vector<uint8_t> coreml_codes(const QuantizedMatrix& q) {
 
 std::array<int64_t, 4> coreml_lut_shape(const QuantizedMatrix& q) {
     if (q.kind != QuantKind::lut) fail("coreml_lut_shape: the matrix is not LUT palettized");
-    if (q.n_out % q.rows_per_table() != 0) {
-        fail("coreml_lut_shape: {} rows do not split into groups of {}", q.n_out,
-             q.rows_per_table());
-    }
     return {q.n_tables(), 1, int64_t{1} << q.nbits, 1};
 }
 

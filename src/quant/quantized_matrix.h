@@ -1,8 +1,9 @@
 // A quantized weight [n_out, n_in] and its storage, in the form Core ML's
 // iOS18 ops take: LUT palettization per grouped output channel
 // (constexpr_lut_to_dense: uintN indices of the weight's shape, an f16 lut
-// [n_out / G, 1, 2^nbits, 1]) or symmetric int8 / int4 per output channel
-// (constexpr_blockwise_shift_scale: int8 / int4 data, an f16 scale [n_out, 1]).
+// [n_out / G, 1, 2^nbits, 1]; when G does not divide n_out the last group is
+// partial here, and Core ML's indices get rows of code 0 to make it whole) or symmetric int8 / int4
+// per output channel (constexpr_blockwise_shift_scale: int8 / int4 data, an f16 scale [n_out, 1]).
 //
 // Or a GGUF's block-quantized weight as stored (kind blocks): each row's ggml
 // blocks, multiplied by kernels::block_matmul.
@@ -59,6 +60,13 @@ struct QuantizedMatrix {
         return group_size > 0 ? group_size : std::max<int64_t>(1, n_out);
     }
     int64_t n_tables() const { return (n_out + rows_per_table() - 1) / rows_per_table(); }
+    // `rows` rows from the start of a group, padded to whole groups as Core
+    // ML's constexpr_lut_to_dense needs (it gives every table as many rows);
+    // `rows` itself for one table, int8 and int4.
+    int64_t whole_group_rows(int64_t rows) const {
+        if (kind != QuantKind::lut || n_tables() == 1) return rows;
+        return (rows + rows_per_table() - 1) / rows_per_table() * rows_per_table();
+    }
     int64_t row_bytes() const {
         return kind == QuantKind::blocks ? n_in / block_elems * block_bytes
                                          : (n_in * nbits + 7) / 8;
@@ -84,12 +92,11 @@ struct QuantizedMatrix {
 // for a block type the kernels do not multiply, naming it.
 QuantizedMatrix blocks_matrix(const TensorView& w);
 
-// The codes as Core ML's blob holds them: all n_out * n_in elements packed
-// contiguously, LSB first, ceil(n_out * n_in * nbits / 8) bytes.
+// The codes as Core ML's blob holds them: the elements of whole_group_rows(n_out)
+// rows (the padding's codes 0) packed contiguously, LSB first.
 std::vector<uint8_t> coreml_codes(const QuantizedMatrix& q);
 // The shape of the lut tensor of constexpr_lut_to_dense (iOS18) for this weight
-// as a linear layer: [n_tables, 1, 2^nbits, 1]. Throws when the rows do not
-// divide into whole groups, which Core ML requires.
+// as a linear layer: [n_tables, 1, 2^nbits, 1].
 std::array<int64_t, 4> coreml_lut_shape(const QuantizedMatrix& q);
 
 // y[t, o] = sum_i x[t, i] * W[o, i]: kernels::quant_matmul on q's storage.

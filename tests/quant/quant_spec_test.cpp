@@ -93,14 +93,11 @@ TEST(QuantSpec, BadSpecsNameTheBadPart) {
 
 TEST(QuantSpec, ThresholdAndComponents) {
     const QuantSpec s = parse_quant_spec("lut4");
-    EXPECT_EQ(s.choice_for(Component::ffn, 32, 2047), none);
-    EXPECT_EQ(s.choice_for(Component::ffn, 32, 2048), lut(4));
-    EXPECT_EQ(s.choice_for(Component::head, 1024, 1 << 20), lut(6));
-    // Rows that do not split into groups of 8: the largest group that fits.
-    EXPECT_EQ(s.choice_for(Component::ffn, 172, 172 * 64), lut(4, 4));
-    EXPECT_EQ(s.choice_for(Component::ffn, 31, 31 * 128), lut(4, 1));
-    EXPECT_EQ(parse_quant_spec("ffn=4:0").choice_for(Component::ffn, 31, 31 * 128), lut(4, 0));
-    EXPECT_EQ(parse_quant_spec("ffn=int8").choice_for(Component::ffn, 31, 31 * 128), int8);
+    EXPECT_EQ(s.choice_for(Component::ffn, 2047), none);
+    EXPECT_EQ(s.choice_for(Component::ffn, 2048), lut(4));
+    EXPECT_EQ(s.choice_for(Component::head, 1 << 20), lut(6));
+    EXPECT_EQ(parse_quant_spec("ffn=4:0").choice_for(Component::ffn, 31 * 128), lut(4, 0));
+    EXPECT_EQ(parse_quant_spec("ffn=int8").choice_for(Component::ffn, 31 * 128), int8);
     EXPECT_EQ(tensor_component("model.embed_tokens.weight"), Component::embed);
     EXPECT_EQ(tensor_component("lm_head.weight"), Component::head);
     EXPECT_EQ(tensor_component("model.layers.3.mlp.down_proj.weight"), Component::ffn);
