@@ -1,6 +1,5 @@
 #include "convert/convert.h"
 
-#include <charconv>
 #include <algorithm>
 #include <filesystem>
 #include <set>
@@ -19,6 +18,7 @@
 #include "passes/fp16_scale.h"
 #include "passes/rope_halves.h"
 #include "quant/quant_error.h"
+#include "quant/quant_spec.h"
 #include "quant/quantize_program.h"
 #include "quant/quantized_matrix.h"
 #include "tokenizer/gguf_vocab.h"
@@ -36,14 +36,6 @@ std::string source_name(const std::string& path) {
     fs::path p = fs::absolute(path).lexically_normal();
     if (!p.has_filename()) p = p.parent_path();
     return p.filename().string();
-}
-
-int parse_int(const std::string& option, const std::string& text, std::string_view part) {
-    int v = 0;
-    const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
-    if (ec != std::errc() || end != part.data() + part.size())
-        fail("{}: expected none, BITS or BITS,GROUP, got '{}'", option, text);
-    return v;
 }
 
 // Bytes a weight occupies in a package: its codes and tables, or fp16.
@@ -115,17 +107,11 @@ std::string join(const std::vector<int64_t>& v) {
 }  // namespace
 
 quant::QuantChoice parse_lut_option(const std::string& option, const std::string& text) {
-    if (text == "none" || text.empty()) return {};
-    quant::QuantChoice c;
-    c.method = quant::QuantMethod::lut;
-    const auto comma = text.find(',');
-    c.nbits = parse_int(option, text, std::string_view(text).substr(0, comma));
-    if (comma != std::string::npos)
-        c.group_size = parse_int(option, text, std::string_view(text).substr(comma + 1));
-    const int b = c.nbits;
-    if (b != 1 && b != 2 && b != 3 && b != 4 && b != 6 && b != 8)
-        fail("{}: {} bits, expected 1, 2, 3, 4, 6 or 8", option, b);
-    if (c.group_size < 0) fail("{}: group {} is negative", option, c.group_size);
+    if (text.empty()) return {};
+    const quant::QuantChoice c = quant::parse_quant_choice(text, option);
+    if (c.method != quant::QuantMethod::lut && c.method != quant::QuantMethod::none)
+        fail("{}: {} has no ANEMLL name, expected none, BITS, BITS,GROUP or BITS:GROUP", option,
+             text);
     return c;
 }
 

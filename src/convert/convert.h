@@ -25,7 +25,7 @@ struct ConvertOptions {
     int64_t batch = 64;
     int chunks = 0;                  // 0: auto, the fewest that fit max_chunk_mb
     double max_chunk_mb = 950;       // MiB
-    std::string lut_embed = "none";  // none, BITS or BITS,GROUP
+    std::string lut_embed = "none";  // none, BITS, BITS,GROUP or BITS:GROUP
     std::string lut_ffn = "4,8";
     std::string lut_head = "6,8";
     bool argmax = false;
@@ -50,7 +50,7 @@ struct ConvertResult {
     std::vector<coreml::CarriedInput> carried;  // the packages' carried state inputs
 };
 
-// "none", "4" (group 8) or "4,8": a LUT choice as ANEMLL's --lut options take it.
+// "none", "4" (group 8), "4,8" (ANEMLL's --lut spelling) or "4:8" (--quant's): a LUT choice.
 quant::QuantChoice parse_lut_option(const std::string& option, const std::string& text);
 
 // Builds and lowers what convert_model writes, without writing it: `each` gets

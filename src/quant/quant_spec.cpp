@@ -35,29 +35,8 @@ constexpr QuantChoice none_choice{};
 constexpr QuantChoice int8_choice{QuantMethod::int8, 8, 0};
 constexpr QuantChoice int4_choice{QuantMethod::int4, 4, 0};
 
-QuantChoice parse_choice(std::string_view part, std::string_view text) {
-    if (text == "none") return none_choice;
-    if (text == "int8") return int8_choice;
-    if (text == "int4") return int4_choice;
-    const size_t colon = text.find(':');
-    const std::string_view bits_text = text.substr(0, colon);
-    const std::optional<int64_t> bits = parse_count(bits_text);
-    if (!bits) {
-        bad_part(part, fmt::format("'{}' is not none, int8, int4, BITS or BITS:GROUP", text));
-    }
-    if (*bits != 1 && *bits != 2 && *bits != 3 && *bits != 4 && *bits != 6 && *bits != 8) {
-        bad_part(part, fmt::format("{} bits, expected 1, 2, 3, 4, 6 or 8", *bits));
-    }
-    int64_t group = default_group_size;
-    if (colon != std::string_view::npos) {
-        const std::optional<int64_t> g = parse_count(text.substr(colon + 1));
-        if (!g)
-            bad_part(part, fmt::format("group '{}', expected a number of rows (0 = per tensor)",
-                                       text.substr(colon + 1)));
-        group = *g;
-    }
-    return lut(static_cast<int>(*bits), group);
-}
+// BITS,GROUP is ANEMLL's spelling (convert's --lut-* options), BITS:GROUP the spec's.
+constexpr std::string_view choice_forms = "none, int8, int4, BITS, BITS:GROUP or BITS,GROUP";
 
 struct Preset {
     std::string_view name;
@@ -135,9 +114,34 @@ std::string QuantSpec::to_string() const {
     return s;
 }
 
+QuantChoice parse_quant_choice(std::string_view text, std::string_view what) {
+    text = trim(text);
+    if (text == "none") return none_choice;
+    if (text == "int8") return int8_choice;
+    if (text == "int4") return int4_choice;
+    const size_t sep = text.find_first_of(":,");
+    const std::optional<int64_t> bits = parse_count(trim(text.substr(0, sep)));
+    if (!bits) fail("{}: '{}' is not {}", what, text, choice_forms);
+    if (*bits != 1 && *bits != 2 && *bits != 3 && *bits != 4 && *bits != 6 && *bits != 8)
+        fail("{}: {} bits, expected 1, 2, 3, 4, 6 or 8", what, *bits);
+    int64_t group = default_group_size;
+    if (sep != std::string_view::npos) {
+        const std::optional<int64_t> g = parse_count(trim(text.substr(sep + 1)));
+        if (!g)
+            fail("{}: group '{}', expected a number of rows (0 = per tensor) in {}", what,
+                 text.substr(sep + 1), choice_forms);
+        group = *g;
+    }
+    return lut(static_cast<int>(*bits), group);
+}
+
 QuantSpec parse_quant_spec(std::string_view text) {
     QuantSpec spec;
     if (trim(text).empty()) fail("quant spec: empty, expected a preset or COMPONENT=CHOICE parts");
+    // The previous part while it is COMPONENT=BITS: a bare number after it is
+    // its group, so that "ffn=4,8" reads as "ffn=4:8".
+    QuantChoice* open = nullptr;
+    std::string_view open_part;
     size_t begin = 0;
     while (begin <= text.size()) {
         size_t end = text.find(',', begin);
@@ -146,6 +150,16 @@ QuantSpec parse_quant_spec(std::string_view text) {
         begin = end + 1;
         if (part.empty()) fail("quant spec: '{}': empty part between commas", text);
         const size_t eq = part.find('=');
+        if (open && eq == std::string_view::npos && parse_count(part)) {
+            // The two parts and the comma between them, as the user wrote them.
+            const std::string_view both(open_part.data(),
+                                        part.data() + part.size() - open_part.data());
+            *open = parse_quant_choice(both.substr(both.find('=') + 1),
+                                       fmt::format("quant spec: '{}'", both));
+            open = nullptr;
+            continue;
+        }
+        open = nullptr;
         if (eq == std::string_view::npos) {
             if (!apply_preset(part, spec)) {
                 bad_part(part,
@@ -159,15 +173,19 @@ QuantSpec parse_quant_spec(std::string_view text) {
             const std::optional<int64_t> n = parse_count(value);
             if (!n) bad_part(part, "expected a number of elements");
             spec.min_elements = *n;
-        } else if (key == "embed") {
-            spec.embed = parse_choice(part, value);
-        } else if (key == "ffn") {
-            spec.ffn = parse_choice(part, value);
-        } else if (key == "head") {
-            spec.head = parse_choice(part, value);
-        } else {
+            continue;
+        }
+        QuantChoice* choice = key == "embed"  ? &spec.embed
+                              : key == "ffn"  ? &spec.ffn
+                              : key == "head" ? &spec.head
+                                              : nullptr;
+        if (!choice)
             bad_part(part,
                      fmt::format("unknown component '{}', expected embed, ffn, head or min", key));
+        *choice = parse_quant_choice(value, fmt::format("quant spec: '{}'", part));
+        if (parse_count(value)) {
+            open = choice;
+            open_part = part;
         }
     }
     return spec;

@@ -5,13 +5,14 @@
 //   spec   := part ("," part)*                  later parts override earlier ones
 //   part   := preset | component "=" choice | "min=" N
 //   preset := none | lut4 | lut6 | lut8 | int8 | int4
-//   choice := none | BITS | BITS ":" GROUP | int8 | int4
+//   choice := none | BITS | BITS ":" GROUP | BITS "," GROUP | int8 | int4
 //
 // BITS is a LUT width (1, 2, 3, 4, 6, 8), GROUP the output rows sharing one
-// table (default 8; 0 = one table per tensor). Tensors with fewer than N
-// elements (default 2048, as coremltools) stay f16; a weight whose rows do not
-// split into whole groups keeps its group size, the last group holding the
-// rest (the Core ML writer pads it).
+// table (default 8; 0 = one table per tensor). BITS,GROUP is ANEMLL's spelling
+// (convert's --lut-* options); a bare GROUP after "COMPONENT=BITS" is read as
+// its group. Tensors with fewer than N elements (default 2048, as coremltools)
+// stay f16; a weight whose rows do not split into whole groups keeps its group
+// size, the last group holding the rest (the Core ML writer pads it).
 #pragma once
 
 #include <cstdint>
@@ -61,6 +62,10 @@ struct QuantSpec {
 
 // Throws Error "quant spec: PART: what was expected" naming the bad part.
 QuantSpec parse_quant_spec(std::string_view text);
+
+// One choice: none, BITS, BITS:GROUP, BITS,GROUP, int8 or int4. Throws Error
+// "WHAT: ..." listing the accepted forms.
+QuantChoice parse_quant_choice(std::string_view text, std::string_view what);
 
 // The component of a Hugging Face tensor name: model.embed_tokens.weight is
 // embed, lm_head.weight head, model.layers.N.*.weight ffn; others none. Only

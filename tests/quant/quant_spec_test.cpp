@@ -41,6 +41,35 @@ TEST(QuantSpec, ComponentChoices) {
     EXPECT_EQ(parse_quant_spec("ffn=2:0").ffn, lut(2, 0));  // one table per tensor
 }
 
+// ANEMLL's BITS,GROUP (convert's --lut-* options) and the spec's BITS:GROUP
+// are one choice, in a spec and alone.
+TEST(QuantSpec, GroupAfterCommaOrColon) {
+    EXPECT_EQ(parse_quant_spec("ffn=4,8").ffn, lut(4, 8));
+    EXPECT_EQ(parse_quant_spec("ffn=4,16").ffn, lut(4, 16));
+    const QuantSpec s = parse_quant_spec("lut4,ffn=2,4,head=6:16,embed=8, 0,min=0");
+    EXPECT_EQ(s.ffn, lut(2, 4));
+    EXPECT_EQ(s.head, lut(6, 16));
+    EXPECT_EQ(s.embed, lut(8, 0));
+    EXPECT_EQ(s.min_elements, 0);
+    // A number after a choice that has its group is no group.
+    EXPECT_NE(error_of("ffn=4:8,16").find("'16': unknown preset"), std::string::npos);
+    EXPECT_NE(error_of("ffn=int8,16").find("'16': unknown preset"), std::string::npos);
+    for (const char* text : {"4,8", "4:8", " 4 , 8 "})
+        EXPECT_EQ(parse_quant_choice(text, "--lut-ffn"), lut(4, 8)) << text;
+    EXPECT_EQ(parse_quant_choice("6", "--lut-head"), lut(6, 8));
+    EXPECT_EQ(parse_quant_choice("none", "--lut-head"), none);
+    try {
+        parse_quant_choice("4;8", "--lut-ffn");
+        FAIL() << "4;8 was accepted";
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(),
+                     "--lut-ffn: '4;8' is not none, int8, int4, BITS, BITS:GROUP or BITS,GROUP");
+    }
+    EXPECT_EQ(error_of("ffn=4,x"),
+              "quant spec: 'x': unknown preset, expected none, lut4, lut6, "
+              "lut8, int8, int4 or COMPONENT=CHOICE");
+}
+
 TEST(QuantSpec, PresetsFollowANEMLLDefaults) {
     const QuantSpec lut4 = parse_quant_spec("lut4");
     EXPECT_EQ(lut4.embed, none);
