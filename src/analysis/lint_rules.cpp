@@ -11,7 +11,7 @@ namespace {
 
 using enum LintSeverity;
 
-constexpr std::array<LintRule, 18> rules{{
+constexpr std::array<LintRule, 19> rules{{
     {"ANE001", error, "state dimension neither a power of two nor a multiple of 32",
      "pad the dimension to a power of two or a multiple of 32 (head_dim 80 -> 128, a context "
      "of 80 -> 96)",
@@ -98,6 +98,12 @@ constexpr std::array<LintRule, 18> rules{{
      "keep the depthwise conv's taps fp16 (they are a few kilobytes)",
      "research/ane-peers-2026.md section 4 (LFM2.5): INT4 palettization of the depthwise conv "
      "fails on the ANE, and padding the conv to 16 taps produced garbage"},
+    {"ANE019", warning, "context past the model's trained length",
+     "convert with --ctx at most the trained length (meta.yaml's n_ctx_train), or use a model "
+     "trained on the context you need",
+     "the model's own config: max_position_embeddings (config.json), context_length (GGUF) or "
+     "seq_len (llama2.c) is the longest sequence it was trained on; ane-llm-notes.txt, "
+     "'Core AI': classic Core ML ANE models run 512-4K of context"},
 }};
 
 }  // namespace

@@ -296,6 +296,7 @@ ConvertResult convert_model(const Model& model, const ConvertOptions& options, T
     if (const fs::path gen = fs::path(model.path) / "generation_config.json"; fs::exists(gen))
         meta.sampling = coreml::read_recommended_sampling(gen.string());
     meta.model_path = source_name(model.path);
+    meta.n_ctx_train = model.spec().n_ctx_train;
     meta.command_line = options.command_line;
     coreml::write_meta_yaml((tmp.path() / "meta.yaml").string(), meta);
     result.files.push_back("meta.yaml");

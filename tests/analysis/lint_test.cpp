@@ -114,7 +114,7 @@ TEST(Lint, CatalogHasIdsSeveritiesFixesAndFacts) {
                     r.fact.find("research/") != std::string_view::npos)
             << r.id;
     }
-    EXPECT_EQ(lint_rules().size(), 18u);
+    EXPECT_EQ(lint_rules().size(), 19u);
 }
 
 TEST(Lint, StateDimensionNeitherPowerOfTwoNorMultipleOf32) {
