@@ -12,6 +12,7 @@
 #include "coreml/per_layer_table.h"
 #include "coreml/tokenizer_files.h"
 #include "io/gguf.h"
+#include "io/model_format.h"
 #include "lower/ane_lowering.h"
 #include "lower/program_parts.h"
 #include "models/models.h"
@@ -243,9 +244,10 @@ void check_convert_request(const std::string& model_path, const ConvertOptions& 
     // First, so that an output a killed run set aside is back before the check.
     clean_up_after_killed_runs(out);
     check_output_folder(out, options.force, {model_path, options.tokenizer_path});
-    if (fs::is_directory(model_path)) {
+    const ModelFormat format = detect_model_format(model_path);
+    if (format == ModelFormat::hf_folder) {
         coreml::check_tokenizer_source(model_path);
-    } else if (!is_gguf_file(model_path) && options.tokenizer_path.empty()) {
+    } else if (format == ModelFormat::llama2c && options.tokenizer_path.empty()) {
         const std::string beside = llama2c_tokenizers_beside(model_path);
         fail("{}: a llama2.c checkpoint holds no tokenizer and `anelm generate` needs one in the "
              "output: pass its tokenizer.bin with --tokenizer{}",
