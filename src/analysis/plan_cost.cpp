@@ -3,8 +3,6 @@
 // article as the notes quote it. docs/plan.md explains each term.
 #include "analysis/plan_cost.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cmath>
 
@@ -132,16 +130,20 @@ UnitSpeed predict_gpu(const Chip& chip, const PlanInput& in) {
     const double bw = chip.mem_gbps * 1e9 * gpu_bandwidth_efficiency;
     u.weights_ms = weight_bytes_per_token(in) / bw * 1e3;
     u.kv_ms = kv_bytes(in) / bw * 1e3;
+    // The kernels' dispatch overlaps the reads: only the floor's excess adds to them.
+    const double floor_ms = double(m.n_layer + 1) * gpu_layer_floor_ms;
+    u.overhead_ms = std::max(0.0, floor_ms - (u.weights_ms + u.kv_ms));
     if (in.precision.gpu_dequant_flops > 0 && chip.gpu_tflops > 0)
-        u.overhead_ms = (m.layer_params + m.head_params) * in.precision.gpu_dequant_flops /
-                        (chip.gpu_tflops * 1e12) * 1e3;
+        u.overhead_ms += (m.layer_params + m.head_params) * in.precision.gpu_dequant_flops /
+                         (chip.gpu_tflops * 1e12) * 1e3;
     u.decode_tps = 1e3 / (u.weights_ms + u.kv_ms + u.overhead_ms);
     if (chip.gpu_tflops > 0) {
-        // Causal attention: a prompt token attends to n_ctx / 2 positions on average.
+        // Causal attention: a prompt token attends to n_ctx / 2 positions on average. A
+        // prefill step shares one read of the weights and one dispatch of the kernels.
         const double compute_ms = prefill_flops(m, in.n_ctx / 2.0) /
                                   (chip.gpu_tflops * 1e12 * gpu_compute_efficiency) * 1e3;
-        const double read_ms = u.weights_ms / gpu_prefill_batch;
-        u.prefill_tps = 1e3 / std::max(compute_ms, read_ms);
+        const double step_ms = std::max(u.weights_ms, floor_ms) / gpu_prefill_batch;
+        u.prefill_tps = 1e3 / std::max(compute_ms, step_ms);
     }
     return u;
 }
@@ -199,44 +201,7 @@ ChipPlan plan_chip(const Chip& chip, const PlanInput& in) {
         if (const double w = decode_watts(chip, unit); w > 0 && speed->available)
             speed->energy_j = w / speed->decode_tps;
 
-    // [notes] "Decide": the GPU wins decode speed, context and stability; the ANE wins for
-    // <=1-2B always-on battery use (~1/10 the power), tight memory, or leaving the GPU free.
-    // "Core AI": classic Core ML ANE models run 512-4K of context.
-    constexpr double small_model_params = 2.5e9;
-    constexpr int64_t ane_max_ctx = 4096;
-    const double read_params = in.shape.layer_params + in.shape.head_params;
-    if (!plan.ane.available) {
-        plan.recommended = Unit::gpu;
-        plan.reason = "no ANE bandwidth is published for this chip";
-    } else if (in.n_ctx > ane_max_ctx) {
-        plan.recommended = Unit::gpu;
-        plan.reason =
-            fmt::format("context {} is past the 512-4K classic Core ML ANE models run", in.n_ctx);
-    } else if (!plan.ane_fits()) {
-        // Loaded for the ANE the model needs more than the smallest device with the chip
-        // lets an app wire; the GPU needs one copy.
-        plan.recommended = Unit::gpu;
-        plan.reason = fmt::format(
-            "the ANE would wire {:.1f} GB ({} functions per chunk), over the {:.1f} GB budget of "
-            "the {:.0f} GB {}{}",
-            plan.memory.ane_loaded() / 1e9, plan.memory.ane_functions,
-            plan.memory_budget_bytes / 1e9, chip.ram_gib, chip.name,
-            plan.gpu_fits() ? fmt::format("; the GPU needs {:.1f} GB", plan.memory.total() / 1e9)
-                            : fmt::format("; the GPU's {:.1f} GB does not fit either",
-                                          plan.memory.total() / 1e9));
-    } else if (plan.ane.decode_tps >= plan.gpu.decode_tps) {
-        plan.recommended = Unit::ane;
-        plan.reason = "ANE decodes as fast as the GPU at ~1/10 of its power";
-    } else if (read_params <= small_model_params) {
-        plan.recommended = Unit::ane;
-        plan.reason = fmt::format(
-            "<=2B model: ~1/10 of the GPU's power and the GPU stays free (GPU {:.1f}x faster)",
-            plan.gpu.decode_tps / plan.ane.decode_tps);
-    } else {
-        plan.recommended = Unit::gpu;
-        plan.reason = fmt::format("decode {:.1f}x faster; the GPU also wins context and stability",
-                                  plan.gpu.decode_tps / plan.ane.decode_tps);
-    }
+    recommend(plan, in);
     return plan;
 }
 

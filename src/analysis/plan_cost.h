@@ -40,8 +40,19 @@ struct UnitSpeed {
     double energy_j = -1;    // joules per decoded token; < 0: no power measurement
     double weights_ms = 0;   // decode time reading weights
     double kv_ms = 0;        // ... reading the KV cache and states
-    double overhead_ms = 0;  // ... dispatch and call round trips, dequantization
+    // ... the rest: the ANE's dispatches and call round trips; the GPU's dispatch floor beyond
+    // the reads, and dequantization.
+    double overhead_ms = 0;
 };
+
+// The least time a GPU decode step spends per transformer layer (and one for the head),
+// however little the layer reads: its kernels' dispatch and synchronization. The GPU runs
+// them while it reads, so a token takes the larger of the reads and this floor. The geometric
+// mean of two MLX decodes on one M3 Ultra whose reads take a fraction of their token time
+// (Rapid-MLX PRs #633 and #640, mlx 0.31.2): Qwen3-0.6B 4-bit at 387.64 tok/s, 2.58 ms over
+// 29 dispatch groups (0.089 ms each), and Gemma 3 1B 4-bit at 257.65 tok/s, 3.88 ms over 27
+// (0.144 ms). Both are rows of the --validate table (docs/plan.md, "Decode on the GPU").
+inline constexpr double gpu_layer_floor_ms = 0.113;
 
 // Bytes of ANE memory wired per byte of weights, for each function of a package that is
 // loaded. Measured by Forge (research/ane-peers-2026.md section 3, its
@@ -92,6 +103,12 @@ struct HybridSpeed {
 enum class Unit { ane, gpu };
 const char* unit_name(Unit u);
 
+// What decided a recommendation: a unit the chip cannot use (no ANE figure, a context past
+// what ANE models run, the ANE's loaded memory over the budget), or the columns plan prints:
+// decode speed alone where no energy is measured, else speed and joules per token.
+enum class Basis { no_ane, context, memory, speed, energy };
+const char* basis_name(Basis b);
+
 struct ChipPlan {
     Chip chip;
     UnitSpeed ane, gpu;
@@ -105,7 +122,8 @@ struct ChipPlan {
         return memory_budget_bytes <= 0 || memory.total() <= memory_budget_bytes;
     }
     Unit recommended = Unit::gpu;
-    std::string reason;  // one line, from the notes' "Decide" rules
+    Basis basis = Basis::no_ane;
+    std::string reason;  // one line, with the numbers it rests on
 };
 
 UnitSpeed predict_ane(const Chip& chip, const PlanInput& in);
@@ -118,5 +136,12 @@ ChipPlan plan_chip(const Chip& chip, const PlanInput& in);
 // Package power while decoding, from the one published energy measurement (M4 Max);
 // 0 where nothing is measured. In plan_energy.cpp.
 double decode_watts(const Chip& chip, Unit unit);
+
+// Sets plan.recommended, basis and reason from the plan's own numbers. In plan_advice.cpp,
+// with the forms the table and the reasons print numbers in: tokens/s ("305", "67.4") and
+// joules per token ("0.36").
+void recommend(ChipPlan& plan, const PlanInput& in);
+std::string tps_text(double tps);
+std::string joules_text(double j);
 
 }  // namespace anelm::plan

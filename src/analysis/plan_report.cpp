@@ -1,6 +1,7 @@
 #include "analysis/plan_report.h"
 
 #include "analysis/markup.h"
+#include "analysis/trained_context.h"
 #include "base/output_check.h"
 
 #include <fmt/format.h>
@@ -14,11 +15,11 @@ namespace {
 
 std::string num(double v, bool known) {
     if (!known || v <= 0) return "—";
-    return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.1f}", v);
+    return tps_text(v);
 }
 
 std::string energy(double j) {
-    return j < 0 ? "—" : fmt::format("{:.2f}", j);
+    return j < 0 ? "—" : joules_text(j);
 }
 
 // The chip's memory budget in GB, "!" when the ANE's loaded footprint exceeds it.
@@ -102,6 +103,9 @@ std::string plan_table(const PlanInput& in, const std::vector<ChipPlan>& plans) 
         f.weights_bytes / 1e6, f.kv_bytes / 1e6, f.runtime_bytes / 1e6, f.total() / 1e6,
         ane_wired_per_function, f.ane_layer_bytes / 1e6, f.ane_functions, f.ane_other_bytes / 1e6,
         f.kv_bytes / 1e6, f.runtime_bytes / 1e6, f.ane_loaded() / 1e6);
+    if (const std::string past = past_trained_context(in.n_ctx, in.shape.n_ctx_train);
+        !past.empty())
+        out.insert(out.size() - 1, fmt::format("warning: --ctx {}\n", past));
     out += fmt::format("{:<9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7}  {}\n", "chip", "ANE dec",
                        "GPU dec", "ANE pre", "GPU pre", "ANE J", "GPU J", "budget", "use: reason");
     for (const ChipPlan& p : plans)
@@ -121,12 +125,18 @@ std::string plan_table(const PlanInput& in, const std::vector<ChipPlan>& plans) 
 
 nlohmann::ordered_json plan_json(const PlanInput& in, const std::vector<ChipPlan>& plans) {
     nlohmann::ordered_json j;
-    j["model"] = {{"name", in.shape.name},
-                  {"source", in.shape.source},
-                  {"params", in.shape.params()},
-                  {"params_read_per_token", in.shape.layer_params + in.shape.head_params},
-                  {"n_layer", in.shape.n_layer}};
+    j["model"] = {
+        {"name", in.shape.name},
+        {"source", in.shape.source},
+        {"params", in.shape.params()},
+        {"params_read_per_token", in.shape.layer_params + in.shape.head_params},
+        {"n_layer", in.shape.n_layer},
+        {"n_ctx_train",
+         in.shape.n_ctx_train > 0 ? nlohmann::ordered_json(in.shape.n_ctx_train) : nullptr}};
     j["n_ctx"] = in.n_ctx;
+    const std::string past = past_trained_context(in.n_ctx, in.shape.n_ctx_train);
+    j["n_ctx_warning"] =
+        past.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json("--ctx " + past);
     j["precision"] = {{"label", in.precision.label},
                       {"embed_bits", in.precision.embed_bits},
                       {"ffn_bits", in.precision.ffn_bits},
@@ -153,7 +163,9 @@ nlohmann::ordered_json plan_json(const PlanInput& in, const std::vector<ChipPlan
                        {"budget_bytes", or_null(p.memory_budget_bytes)},
                        {"ane_fits", or_null(p.ane_fits())},
                        {"gpu_fits", or_null(p.gpu_fits())}};
-        c["recommendation"] = {{"unit", unit_name(p.recommended)}, {"reason", p.reason}};
+        c["recommendation"] = {{"unit", unit_name(p.recommended)},
+                               {"basis", basis_name(p.basis)},
+                               {"reason", p.reason}};
         c["source"] = p.chip.source;
         list.push_back(std::move(c));
     }

@@ -55,6 +55,7 @@ ModelShape shape_from_spec(const ModelSpec& s, std::string name) {
     m.n_layer = s.n_layer;
     m.n_embd = s.n_embd;
     m.n_vocab = s.n_vocab;
+    m.n_ctx_train = s.n_ctx_train;
     // q and o, k and v, then gate, up and down.
     m.layer_params = s.n_layer * (2 * e * q_dim + 2 * e * kv_dim + 3 * e * s.n_ff);
     m.embed_params = double(s.n_vocab) * e;
@@ -112,13 +113,15 @@ std::vector<ModelShape> build_known_shapes() {
     {
         // openai-community/gpt2 config.json: n_embd 768, n_layer 12, n_head 12, n_inner 4 x 768,
         // vocab 50257, tied head. A layer: c_attn 768x2304, c_proj 768x768, c_fc and its
-        // projection 768x3072 each. The learned position table (1024 x 768) counts as embedding.
+        // projection 768x3072 each, n_positions 1024. The learned position table (1024 x 768)
+        // counts as embedding.
         ModelShape m;
         m.name = "gpt2-124m";
         m.source = "openai-community/gpt2 config.json (Hugging Face)";
         m.n_layer = 12;
         m.n_embd = 768;
         m.n_vocab = 50257;
+        m.n_ctx_train = 1024;  // n_positions
         m.layer_params = 12 * (768.0 * 2304 + 768.0 * 768 + 2 * 768.0 * 3072);
         m.embed_params = 50257.0 * 768 + 1024.0 * 768;
         m.head_params = 50257.0 * 768;

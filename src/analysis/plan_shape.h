@@ -20,6 +20,7 @@ struct ModelShape {
     int64_t n_layer = 0;
     int64_t n_embd = 0;
     int64_t n_vocab = 0;
+    int64_t n_ctx_train = 0;  // the longest sequence it was trained on; 0: not known
     double layer_params = 0;  // every weight of the transformer layers, read once per token
     double embed_params = 0;  // token embedding table: resident, one row read per token
     double head_params = 0;   // LM head, read once per token

@@ -47,6 +47,8 @@ const Precision coreml_llm_int8 = bits(8, 8, 8, "CoreML-LLM INT8 palettized");
 const Precision mlx_4bit = bits(4.5, 4.5, 4.5, "MLX 4-bit g64");
 // [anemll.md] §8 issue 33: "MLX mixed 4/6-bit": 6-bit embeddings and head taken.
 const Precision mlx_4_6 = bits(6.5, 4.5, 6.5, "MLX mixed 4/6-bit");
+// MLX's 8-bit affine quantization, the same groups.
+const Precision mlx_8bit = bits(8.5, 8.5, 8.5, "MLX 8-bit g64");
 const Precision f16 = bits(16, 16, 16, "f16");
 // Core ML's int4 with an f16 scale per block of 32 [notes] "Decide". Its GPU kernels expand
 // the blocks at ~16.4 FLOPs per weight: the gap between this point and the f16 one on M1
@@ -132,6 +134,23 @@ std::vector<PublishedPoint> build_points() {
     }
     add(point("Qwen3-4B MLX ctx 1024", "qwen3-4b", "M1", Unit::gpu, 23, mlx_4_6, 1024,
               "[anemll.md] 8, issue 33"));
+    // Small models on the GPU, where the kernels' dispatch floor, not the reads, sets the
+    // speed (gpu_layer_floor_ms). Rapid-MLX's community bench (mlx 0.31.2, one M3 Ultra, short
+    // prompts; the context is not given, 512 is taken): the two smallest set the floor, the
+    // 8B checks that the reads still decide for a large model on the same Mac.
+    for (auto [name, model, value, source] :
+         {std::tuple{"Qwen3-0.6B MLX 4-bit", "qwen3-0.6b", 387.64, "Rapid-MLX PR #633"},
+          std::tuple{"Gemma 3 1B MLX 4-bit", "gemma-3-1b", 257.65, "Rapid-MLX PR #640"}}) {
+        auto& p = add(point(name, model, "M3 Ultra", Unit::gpu, value, mlx_4bit, 512, source));
+        p.role = "sets the GPU dispatch floor (geometric mean of the two)";
+    }
+    add(point("Llama-3.1-8B MLX 4-bit", "llama-3.1-8b", "M3 Ultra", Unit::gpu, 119.39, mlx_4bit,
+              512, "Rapid-MLX PR #586"));
+    // vllm-mlx on an M4 Pro: 3.52 ms a token, less than the 8-bit weights' reads plus the floor
+    // (7.3 ms), so the dispatch overlaps the reads rather than adding to them. 11 prompt and
+    // 256 generated tokens a run.
+    add(point("Qwen3-0.6B vllm-mlx 8-bit", "qwen3-0.6b", "M4 Pro", Unit::gpu, 284.2, mlx_8bit, 256,
+              "vllm-mlx issue #531"));
     return out;
 }
 

@@ -200,18 +200,85 @@ TEST(PlanCost, ChipWithoutAneBandwidthRecommendsGpu) {
     EXPECT_EQ(p.recommended, Unit::gpu);
 }
 
-TEST(PlanCost, RecommendationFollowsTheDecideRules) {
-    // Small model: the ANE for power, though the GPU is faster.
+// The recommendation follows the numbers plan prints: the faster unit where no energy is
+// measured; where it is, the unit that wins both decode speed and joules per token, or the one
+// with the larger margin when each wins one.
+TEST(PlanCost, RecommendationFollowsThePrintedNumbers) {
+    int speed = 0, energy = 0;
+    for (const std::string model :
+         {"tiny-llama", "qwen3-0.6b", "gemma-3-1b", "qwen3-4b", "llama-3.1-8b"})
+        for (const Chip& chip : chips()) {
+            const ChipPlan p = plan_chip(chip, input(model, "lut4", 512));
+            SCOPED_TRACE(model + " on " + chip.name + ": " + p.reason);
+            if (p.basis != Basis::speed && p.basis != Basis::energy) continue;
+            const double s = p.gpu.decode_tps / p.ane.decode_tps;
+            const Unit faster = s > 1 ? Unit::gpu : Unit::ane;
+            // Both speeds, the faster first.
+            const double fast = std::max(p.ane.decode_tps, p.gpu.decode_tps);
+            const double slow = std::min(p.ane.decode_tps, p.gpu.decode_tps);
+            EXPECT_NE(p.reason.find("(" + tps_text(fast) + " vs " + tps_text(slow) + " tok/s)"),
+                      std::string::npos);
+            if (p.basis == Basis::speed) {
+                ++speed;
+                EXPECT_TRUE(p.ane.energy_j < 0 || p.gpu.energy_j < 0);
+                EXPECT_EQ(p.recommended, faster);
+                continue;
+            }
+            ++energy;
+            const double e = p.ane.energy_j / p.gpu.energy_j;
+            const Unit cheaper = e < 1 ? Unit::ane : Unit::gpu;
+            EXPECT_NE(p.reason.find(joules_text(p.ane.energy_j)), std::string::npos);
+            EXPECT_NE(p.reason.find(joules_text(p.gpu.energy_j)), std::string::npos);
+            if (faster == cheaper)
+                EXPECT_EQ(p.recommended, faster);
+            else
+                EXPECT_EQ(p.recommended,
+                          std::max(s, 1 / s) >= std::max(e, 1 / e) ? faster : cheaper);
+            // The recommended unit's numbers come first in the reason.
+            EXPECT_EQ(p.reason.rfind(unit_name(p.recommended), 0), 0u);
+        }
+    EXPECT_GT(speed, 50);
+    EXPECT_EQ(energy, 5);  // M4 Max, the one chip with a power measurement
+
+    // The example: Qwen3-0.6B on M4 Max, where the GPU is faster and takes fewer
+    // joules per token, is not sent to the ANE "for power".
     const ChipPlan small = plan_chip(find_chip("M4 Max"), input("qwen3-0.6b", "lut4", 512));
-    EXPECT_EQ(small.recommended, Unit::ane);
-    EXPECT_LT(small.ane.decode_tps, small.gpu.decode_tps);
+    EXPECT_GT(small.gpu.decode_tps, small.ane.decode_tps);
+    EXPECT_LT(small.gpu.energy_j, small.ane.energy_j);
+    EXPECT_EQ(small.recommended, Unit::gpu);
+    EXPECT_EQ(small.reason.find("1/10"), std::string::npos) << small.reason;
     // 8B on a Max: the GPU.
     const ChipPlan big = plan_chip(find_chip("M1 Max"), input("llama-3.1-8b", "lut4", 512));
     EXPECT_EQ(big.recommended, Unit::gpu);
     // Long context: the GPU, whatever the size.
     const ChipPlan long_ctx = plan_chip(find_chip("M4"), input("qwen3-0.6b", "lut4", 32768));
     EXPECT_EQ(long_ctx.recommended, Unit::gpu);
+    EXPECT_EQ(long_ctx.basis, Basis::context);
     EXPECT_NE(long_ctx.reason.find("32768"), std::string::npos);
+}
+
+// A GPU decode step takes at least its kernels' dispatch floor per layer (and one for the
+// head), however little it reads: a two-layer model is not decoded a million times a second.
+// The floor is no lower than the fastest per-layer time published for a small model (MLX's
+// Qwen3-0.6B on an M3 Ultra, 387.64 tok/s over 28 layers and the head).
+TEST(PlanCost, TinyModelGpuDecodeIsBoundedByTheDispatchFloor) {
+    constexpr double fastest_published_ms = 1e3 / 387.64 / 29;
+    EXPECT_GE(gpu_layer_floor_ms, fastest_published_ms);
+    for (const Chip& chip : chips()) {
+        const PlanInput in = input("tiny-llama", "lut4", 512);
+        const ChipPlan p = plan_chip(chip, in);
+        SCOPED_TRACE(chip.name);
+        const double layers = double(in.shape.n_layer + 1);
+        EXPECT_LE(p.gpu.decode_tps, 1e3 / (layers * fastest_published_ms));
+        EXPECT_NEAR(p.gpu.decode_tps, 1e3 / (layers * gpu_layer_floor_ms), 1e-6);
+        if (p.gpu.prefill_tps > 0) {
+            EXPECT_LE(p.gpu.prefill_tps, 512 * 1e3 / (layers * gpu_layer_floor_ms) + 1e-6);
+        }
+    }
+    // Where the reads take longer than the floor, the floor is hidden behind them.
+    const ChipPlan big = plan_chip(find_chip("M1 Max"), input("llama-3.1-8b", "lut4", 512));
+    EXPECT_EQ(big.gpu.overhead_ms, 0);
+    EXPECT_GT(big.gpu.weights_ms, 33 * gpu_layer_floor_ms);
 }
 
 // Hybrid: the prompt's KV (2 layers' worth of K and V per position, f16) read and
