@@ -151,11 +151,17 @@ TEST(PlanReport, JsonHasEveryField) {
 }
 
 // A small well-formedness check: every tag closes in order, attributes are quoted,
-// no stray '&' or '<'.
+// no stray '&' or '<'; comments (the report's written-by-anelm mark) are skipped.
 bool well_formed(const std::string& xml, std::string& why) {
     std::vector<std::string> open;
     size_t i = 0;
     while (i < xml.size()) {
+        if (xml.compare(i, 4, "<!--") == 0) {
+            const size_t end = xml.find("-->", i + 4);
+            if (end == std::string::npos) return why = "unclosed comment", false;
+            i = end + 3;
+            continue;
+        }
         if (xml[i] == '&') {
             const size_t semi = xml.find(';', i);
             if (semi == std::string::npos || semi - i > 6) return why = "bare &", false;
@@ -212,6 +218,8 @@ TEST(PlanReport, SvgIsWellFormedWithOneGroupPerChip) {
 TEST(PlanReport, SvgCheckerCatchesBrokenXml) {
     std::string why;
     EXPECT_FALSE(well_formed("<svg><g></svg>", why));
+    EXPECT_FALSE(well_formed("<svg><!-- a </svg>", why));
+    EXPECT_TRUE(well_formed("<svg><!-- a <b> --></svg>", why)) << why;
     EXPECT_FALSE(well_formed("<svg>a & b</svg>", why));
     EXPECT_TRUE(well_formed("<svg><g a=\"1\"><rect/></g></svg>", why));
 }
