@@ -39,10 +39,12 @@ std::string shell_word(const fs::path& p) {
     return "'" + p.string() + "'";
 }
 
-// converted_extra: options for the converted folder's run only.
-void expect_same_greedy_text(const std::string& model_args, const fs::path& out, int n = 64,
+// Up to `steps` positions, prompt included; converted_extra: options for the
+// converted folder's run only.
+void expect_same_greedy_text(const std::string& model_args, const fs::path& out, int steps = 64,
                              const std::string& converted_extra = "") {
-    const std::string args = fmt::format(" -p {} -n {} --temp 0 --precision ane", prompt, n);
+    const std::string args =
+        fmt::format(" -p {} --steps {} --temp 0 --precision ane", prompt, steps);
     const auto original = test::run_anelm("generate " + model_args + args);
     ASSERT_EQ(original.exit_code, 0) << original.err;
     const auto converted = test::run_anelm("generate " + shell_word(out) + args + converted_extra);
@@ -186,7 +188,7 @@ TEST(CliConvert, AutoChunksFitTheLimit) {
         fs::exists(dir / "many" /
                    fmt::format("llama_FFN_PF_chunk_{:02d}of{:02d}.mlpackage", n_layer, n_layer)));
     const auto none = test::run_anelm("convert " + shell_word(model) + " -o " +
-                                      shell_word(dir / "none") + " --max-chunk-mb 0.000001");
+                                      shell_word(dir / "none") + " --max-chunk-mb 0.001");
     EXPECT_EQ(none.exit_code, 1);
     EXPECT_FALSE(fs::exists(dir / "none"));
 }

@@ -98,7 +98,7 @@ std::function<int()> setup(CLI::App& app) {
         ->capture_default_str();
     in_range(app.add_option("--max-chunk-mb", o.max_chunk_mb,
                             "largest chunk for --chunks auto (MiB)"),
-             {1, 1 << 20})
+             {0.001, 1 << 20})
         ->capture_default_str();
     app.add_option("--lut-embed", o.lut_embed, "embeddings: none, BITS, BITS,GROUP or BITS:GROUP")
         ->capture_default_str();

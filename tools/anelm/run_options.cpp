@@ -39,7 +39,8 @@ SessionOptions RunOptions::session(const Model& model) const {
     SessionOptions s;
     s.threads = threads;
     s.n_ctx = context_for(model.spec());
-    if (model.spec().n_ctx_train > 0 && n_ctx > model.spec().n_ctx_train && ctx_flag->count() > 0)
+    if (model.spec().n_ctx_train > 0 && n_ctx > model.spec().n_ctx_train && ctx_flag &&
+        ctx_flag->count() > 0)
         fmt::print(stderr, "--ctx {}: capped at {}, the model's trained length\n", n_ctx,
                    model.spec().n_ctx_train);
     s.precision = precision_from_name(precision_name);
