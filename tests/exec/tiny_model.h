@@ -24,16 +24,19 @@
 
 namespace anelm::test {
 
-inline const LoadedModel& tiny_model(const std::string& preset) {
-    static std::map<std::string, LoadedModel> models;
-    auto it = models.find(preset);
+// n_vocab: the preset's vocabulary when 0, else this many ids.
+inline const LoadedModel& tiny_model(const std::string& preset, int64_t n_vocab = 0) {
+    static std::map<std::pair<std::string, int64_t>, LoadedModel> models;
+    auto it = models.find({preset, n_vocab});
     if (it == models.end()) {
-        const auto dir = temp_dir("exec") / preset;
+        SynthPreset p = synth_preset(preset);
+        if (n_vocab > 0) p.spec.n_vocab = n_vocab;
+        const auto dir = temp_dir("exec") / (preset + "-" + std::to_string(p.spec.n_vocab));
         SynthOptions options;
         options.dtype = DType::f32;
         options.seed = 7;
-        synth_write(synth_preset(preset), dir.string(), options);
-        it = models.emplace(preset, load_model(dir.string())).first;
+        synth_write(p, dir.string(), options);
+        it = models.emplace(std::pair(preset, n_vocab), load_model(dir.string())).first;
     }
     return it->second;
 }

@@ -22,17 +22,7 @@ namespace {
 constexpr int64_t vocab = 650;
 
 const LoadedModel& model_650() {
-    static const LoadedModel m = [] {
-        SynthPreset preset = synth_preset("tiny-llama");
-        preset.spec.n_vocab = vocab;
-        const auto dir = test::temp_dir("lm-head-650") / "model";
-        SynthOptions options;
-        options.dtype = DType::f32;
-        options.seed = 5;
-        synth_write(preset, dir.string(), options);
-        return load_model(dir.string());
-    }();
-    return m;
+    return test::tiny_model("tiny-llama", vocab);
 }
 
 ir::Program decode_program(const LoadedModel& m) {

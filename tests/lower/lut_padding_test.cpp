@@ -23,17 +23,7 @@ namespace {
 constexpr int64_t vocab = 650;
 
 const LoadedModel& model_650() {
-    static const LoadedModel m = [] {
-        SynthPreset preset = synth_preset("tiny-llama");
-        preset.spec.n_vocab = vocab;
-        const auto dir = test::temp_dir("lut-padding-650") / "model";
-        SynthOptions options;
-        options.dtype = DType::f32;
-        options.seed = 3;
-        synth_write(preset, dir.string(), options);
-        return load_model(dir.string());
-    }();
-    return m;
+    return test::tiny_model("tiny-llama", vocab);
 }
 
 ir::Program quantized_program(const LoadedModel& m, const quant::QuantSpec& spec) {

@@ -25,48 +25,47 @@ async function texts(client, body, n) {
   return out;
 }
 
-describe('sampling without --seed', () => {
-  let server, client;
+// A server with `args` for the tests of one describe block.
+function serve(args) {
+  const s = {};
   before(async () => {
-    server = await startServer([]);
-    client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+    s.server = await startServer(args);
+    s.client = new OpenAI({ baseURL: `${s.server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
   });
   after(async () => {
-    assert.equal(await server.stop(), 0);
+    assert.equal(await s.server.stop(), 0);
   });
+  return s;
+}
+
+describe('sampling without --seed', () => {
+  const s = serve([]);
 
   it('gives each request without a seed its own draw', async () => {
-    const [a, b] = await texts(client, request, 2);
+    const [a, b] = await texts(s.client, request, 2);
     assert.notEqual(a, b);
   });
 
   it('repeats a request that names its seed', async () => {
-    const [a, b] = await texts(client, { ...request, seed: 42 }, 2);
+    const [a, b] = await texts(s.client, { ...request, seed: 42 }, 2);
     assert.equal(a, b);
   });
 
   it('says where the settings of requests that set none come from', () => {
-    assert.match(server.stderr(), /requests that set none: temp [0-9.]+ \(generation_config\.json\).*a random seed each/);
+    assert.match(s.server.stderr(), /requests that set none: temp [0-9.]+ \(generation_config\.json\).*a random seed each/);
   });
 
   it('refuses a temperature outside the range the command line allows too', async () => {
-    await assert.rejects(client.chat.completions.create({ ...request, temperature: 2.5 }),
+    await assert.rejects(s.client.chat.completions.create({ ...request, temperature: 2.5 }),
       (e) => e.status === 400 && /temperature: 2.5 is outside \[0, 2\]/.test(e.message));
   });
 });
 
 describe('sampling with --seed', () => {
-  let server, client;
-  before(async () => {
-    server = await startServer(['--seed', '7']);
-    client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
-  });
-  after(async () => {
-    assert.equal(await server.stop(), 0);
-  });
+  const s = serve(['--seed', '7']);
 
   it('gives requests without a seed the server\'s', async () => {
-    const [a, b] = await texts(client, request, 2);
+    const [a, b] = await texts(s.client, request, 2);
     assert.equal(a, b);
   });
 });
