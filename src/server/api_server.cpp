@@ -1,13 +1,17 @@
 #include "server/api_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
+#include <cerrno>
 #include <chrono>
+#include <thread>
 
 #include "base/error.h"
 #include "server/api_error.h"
 #include "server/chat_page.h"
 #include "server/openai_json.h"
+#include "server/request_body.h"
 
 namespace anelm::server {
 
@@ -25,6 +29,50 @@ void send_json(Response& res, int status, const json& body) {
 
 void send_error(Response& res, const ApiError& e) {
     send_json(res, e.status, error_body(e));
+}
+
+// Runs a route's handler, answering its errors the way OpenAI does.
+void answer(Response& res, const std::function<void()>& handler) {
+    try {
+        handler();
+    } catch (const ApiError& e) {
+        send_error(res, e);
+    } catch (const Error& e) {
+        send_error(res, ApiError(400, "invalid_request_error", "", "", e.what()));
+    } catch (const std::exception& e) {
+        send_error(res, ApiError(500, "server_error", "", "", e.what()));
+    }
+}
+
+ApiError no_route(const Request& req) {
+    return ApiError(404, "invalid_request_error", "not_found", "",
+                    fmt::format("no route {} {}", req.method, req.path));
+}
+
+// cpp-httplib's default sets SO_REUSEPORT, with which a second server binds the
+// same port and the kernel shares the connections out between the two.
+// SO_REUSEADDR alone lets a restarted server bind past its old connections in
+// TIME_WAIT, and on Linux refuses any port another socket listens on. On macOS
+// (BSD) it refuses the same address and port too, but lets a specific address
+// be bound beside a wildcard one on that port (the specific one then takes that
+// address's connections); without it a restart would fail until TIME_WAIT ends.
+void exclusive_socket(socket_t sock) {
+    const int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+}
+
+// Why binding failed, from the errno bind(2) or listen(2) left (cpp-httplib keeps none).
+std::string bind_failure(int err) {
+    switch (err) {
+        case EADDRINUSE:
+            return "address already in use";
+        case EADDRNOTAVAIL:
+            return "not an address of this machine";
+        case EACCES:
+            return "permission denied";
+        default:
+            return "cannot listen there (not an address or host name of this machine?)";
+    }
 }
 
 // Compares without stopping at the first difference, so the time taken does
@@ -123,28 +171,33 @@ ApiServer::ApiServer(ServerOptions options)
     : options_(std::move(options)), http_(std::make_unique<httplib::Server>()) {
     const int connections = std::max(options_.connections, 1);
     http_->new_task_queue = [connections] { return new httplib::ThreadPool(connections); };
+    http_->set_socket_options(exclusive_socket);
     http_->set_payload_max_length(options_.max_body);
     http_->set_read_timeout(options_.timeout_seconds, 0);
     http_->set_write_timeout(options_.timeout_seconds, 0);
     routes();
 }
 
-ApiServer::~ApiServer() = default;
-
-int ApiServer::bind() {
-    if (options_.port == 0) {
-        const int port = http_->bind_to_any_port(options_.host);
-        if (port < 0) fail("serve: cannot listen on {}", options_.host);
-        return port;
-    }
-    if (!http_->bind_to_port(options_.host, options_.port))
-        fail("serve: cannot listen on {}:{} (in use, or not an address of this machine)",
-             options_.host, options_.port);
-    return options_.port;
+ApiServer::~ApiServer() {
+    stop();
 }
 
-void ApiServer::run() {
-    http_->listen_after_bind();
+int ApiServer::bind() {
+    errno = 0;
+    int port = options_.port;
+    if (port == 0)
+        port = http_->bind_to_any_port(options_.host);
+    else if (!http_->bind_to_port(options_.host, port))
+        port = -1;
+    if (port < 0) fail("{}:{}: {}", options_.host, options_.port, bind_failure(errno));
+    return port;
+}
+
+void ApiServer::start() {
+    thread_ = std::thread([this] {
+        http_->listen_after_bind();
+        listen_ended_ = true;
+    });
 }
 
 void ApiServer::serve(std::shared_ptr<const ServedModel> model) {
@@ -153,7 +206,13 @@ void ApiServer::serve(std::shared_ptr<const ServedModel> model) {
 }
 
 void ApiServer::stop() {
+    if (!thread_.joinable()) return;
+    // cpp-httplib's stop() does nothing before its accept loop has begun, so a
+    // stop that comes first (a model that fails to load at once) waits for it.
+    while (!http_->is_running() && !listen_ended_)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
     http_->stop();
+    thread_.join();
 }
 
 std::shared_ptr<const ServedModel> ApiServer::model() const {
@@ -163,18 +222,18 @@ std::shared_ptr<const ServedModel> ApiServer::model() const {
 }
 
 void ApiServer::routes() {
-    // Every handler answers errors the way OpenAI does.
     auto handle = [](std::function<void(const Request&, Response&)> fn) {
         return [fn = std::move(fn)](const Request& req, Response& res) {
-            try {
-                fn(req, res);
-            } catch (const ApiError& e) {
-                send_error(res, e);
-            } catch (const Error& e) {
-                send_error(res, ApiError(400, "invalid_request_error", "", "", e.what()));
-            } catch (const std::exception& e) {
-                send_error(res, ApiError(500, "server_error", "", "", e.what()));
-            }
+            answer(res, [&] { fn(req, res); });
+        };
+    };
+    // Routes with a body get it whole (read_request_body), not from req.body.
+    using BodyHandler = std::function<void(const Request&, Response&, const std::string& body)>;
+    auto handle_body = [this](BodyHandler fn) {
+        return [this, fn = std::move(fn)](const Request& req, Response& res,
+                                          const httplib::ContentReader& reader) {
+            answer(res,
+                   [&] { fn(req, res, read_request_body(req, res, reader, options_.max_body)); });
         };
     };
 
@@ -201,11 +260,7 @@ void ApiServer::routes() {
     http_->set_error_handler([](const Request& req, Response& res) {
         if (!res.body.empty()) return;
         if (res.status == 404)
-            send_error(res, ApiError(404, "invalid_request_error", "not_found", "",
-                                     fmt::format("no route {} {}", req.method, req.path)));
-        else if (res.status == 413)
-            send_error(res, ApiError(413, "invalid_request_error", "request_too_large", "",
-                                     "the request body is larger than --max-body"));
+            send_error(res, no_route(req));
         else
             send_error(res, ApiError(res.status, "invalid_request_error", "", "",
                                      fmt::format("HTTP {}", res.status)));
@@ -267,15 +322,18 @@ void ApiServer::routes() {
                                          {"n_vocab", m->tokenizer->n_vocab()}}}};
                    send_json(res, 200, {{"object", "list"}, {"data", json::array({entry})}});
                }));
-    http_->Post("/v1/chat/completions", handle([this](const Request& req, Response& res) {
-                    completions(req, res, true);
+    http_->Post("/v1/chat/completions",
+                handle_body([this](const Request&, Response& res, const std::string& body) {
+                    completions(body, res, true);
                 }));
-    http_->Post("/v1/completions", handle([this](const Request& req, Response& res) {
-                    completions(req, res, false);
+    http_->Post("/v1/completions",
+                handle_body([this](const Request&, Response& res, const std::string& body) {
+                    completions(body, res, false);
                 }));
-    http_->Post("/tokenize", handle([this](const Request& req, Response& res) {
+    http_->Post("/tokenize", handle_body([this](const Request&, Response& res,
+                                                const std::string& text) {
                     const auto m = model();
-                    const ojson body = parse_body(req.body);
+                    const ojson body = parse_body(text);
                     const ojson& content = body_field(body, "content");
                     if (!content.is_string()) bad_field("content", "content: expected a string");
                     const ojson& special = body_field(body, "add_special");
@@ -285,9 +343,10 @@ void ApiServer::routes() {
                                                           special.is_boolean() && special.get<bool>());
                     send_json(res, 200, {{"tokens", ids}});
                 }));
-    http_->Post("/detokenize", handle([this](const Request& req, Response& res) {
+    http_->Post("/detokenize", handle_body([this](const Request&, Response& res,
+                                                  const std::string& text) {
                     const auto m = model();
-                    const ojson body = parse_body(req.body);
+                    const ojson body = parse_body(text);
                     const ojson& tokens = body_field(body, "tokens");
                     if (!tokens.is_array()) bad_field("tokens", "tokens: expected an array of ids");
                     std::vector<int32_t> ids;
@@ -300,21 +359,30 @@ void ApiServer::routes() {
                     }
                     send_json(res, 200, {{"content", m->tokenizer->decode(ids)}});
                 }));
-    http_->Post("/apply-template", handle([this](const Request& req, Response& res) {
+    http_->Post("/apply-template", handle_body([this](const Request&, Response& res,
+                                                      const std::string& text) {
                     const auto m = model();
                     if (!m->chat_template)
                         bad_field("messages", "this model has no chat template");
                     const CompletionRequest r =
-                        parse_completion_request(parse_body(req.body), true, m->defaults);
+                        parse_completion_request(parse_body(text), true, m->defaults);
                     send_json(res, 200,
                               {{"prompt", m->chat_template->render(r.messages, true,
                                                                    r.template_kwargs)}});
                 }));
+    // Any other route with a body, after those above: read, so that --max-body
+    // alone says 413, then 404.
+    const auto elsewhere =
+        handle_body([](const Request& req, Response&, const std::string&) { throw no_route(req); });
+    http_->Post(".*", elsewhere);
+    http_->Put(".*", elsewhere);
+    http_->Patch(".*", elsewhere);
+    http_->Delete(".*", elsewhere);
 }
 
-void ApiServer::completions(const Request& req, Response& res, bool chat) {
+void ApiServer::completions(const std::string& body, Response& res, bool chat) {
     const auto m = model();
-    const CompletionRequest r = parse_completion_request(parse_body(req.body), chat, m->defaults);
+    const CompletionRequest r = parse_completion_request(parse_body(body), chat, m->defaults);
     if (!r.model.empty() && r.model != m->name)
         throw ApiError(404, "invalid_request_error", "model_not_found", "model",
                        fmt::format("model '{}' is not served here (/v1/models lists '{}')",

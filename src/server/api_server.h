@@ -3,10 +3,12 @@
 // apply-template) and the chat page, over cpp-httplib.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "chat/chat_template.h"
 #include "server/completion_request.h"
@@ -49,24 +51,29 @@ struct ServerOptions {
 class ApiServer {
 public:
     explicit ApiServer(ServerOptions options);
-    ~ApiServer();
+    ~ApiServer();  // stops
 
-    // Binds the socket; returns the port (the one chosen when options.port is 0).
+    // Binds the socket, which no other may share; returns the port (the one
+    // chosen when options.port is 0). Throws naming host:port and why not.
     int bind();
-    // Answers requests until stop(); /health says 503 until serve() is called.
-    void run();
+    // Answers requests on a thread of its own until stop(); /health says 503
+    // until serve() is called.
+    void start();
     void serve(std::shared_ptr<const ServedModel> model);
+    // Stops answering and waits for the thread, also when called at once after start().
     void stop();
 
 private:
     void routes();
     std::shared_ptr<const ServedModel> model() const;
-    void completions(const httplib::Request& req, httplib::Response& res, bool chat);
+    void completions(const std::string& body, httplib::Response& res, bool chat);
 
     ServerOptions options_;
     std::unique_ptr<httplib::Server> http_;
     mutable std::mutex mutex_;
     std::shared_ptr<const ServedModel> model_;
+    std::thread thread_;
+    std::atomic<bool> listen_ended_ = false;
 };
 
 }  // namespace anelm::server

@@ -5,7 +5,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
 #include "ane/ane_pipeline.h"
 #include "base/error.h"
@@ -134,25 +133,19 @@ int run_serve(ServeArgs args) {
     sigaddset(&signals, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+    Loaded loaded;  // outlives the server, whose threads answer with it
     server::ApiServer api(args.server);
     const int port = api.bind();
     fmt::print(stderr, "anelm serve: listening on http://{}:{} (loading {})\n", args.server.host,
                port, args.model);
-    std::thread http([&] { api.run(); });
-    Loaded loaded;
-    int code = 0;
-    try {
-        api.serve(load(args, loaded));
-        int signal = 0;
-        sigwait(&signals, &signal);
-        fmt::print(stderr, "anelm serve: stopping\n");
-    } catch (const std::exception& e) {
-        fmt::print(stderr, "error: {}\n", e.what());
-        code = 1;
-    }
+    api.start();
+    // A load that throws stops the server (~ApiServer) on its way to main's one-line error.
+    api.serve(load(args, loaded));
+    int signal = 0;
+    sigwait(&signals, &signal);
+    fmt::print(stderr, "anelm serve: stopping\n");
     api.stop();
-    http.join();
-    return code;
+    return 0;
 }
 
 std::function<int()> setup(CLI::App& app) {

@@ -3,8 +3,11 @@
 // key, cancellation, concurrent streams and OpenAI-style errors.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import OpenAI from 'openai';
-import { startServer } from './server.mjs';
+import { freePort, runAnelm, startServer } from './server.mjs';
 
 const user = (content) => [{ role: 'user', content }];
 // Greedy, with a penalty that keeps the random test model from repeating one token.
@@ -19,11 +22,13 @@ async function collect(stream) {
 const deltas = (chunks) =>
   chunks.filter((c) => c.choices.length > 0).map((c) => c.choices[0].delta?.content ?? c.choices[0].text ?? '');
 
+const MAX_BODY = 24576;
+
 describe('OpenAI API', () => {
   let server, client;
 
   before(async () => {
-    server = await startServer(['--parallel', '4', '--max-body', '20000']);
+    server = await startServer(['--parallel', '4', '--max-body', String(MAX_BODY)]);
     client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
   });
 
@@ -239,6 +244,74 @@ describe('OpenAI API', () => {
     assert.ok((await missing.json()).error.message.includes('/v1/nothing'));
     // Still serving.
     assert.equal((await fetch(`${server.url}/health`)).status, 200);
+  });
+
+  it('takes a JSON body whatever its Content-Type says, and only --max-body limits it', async () => {
+    // `curl -d @body.json` sends application/x-www-form-urlencoded; a pretty-printed
+    // file passes 8 KiB long before its prompt does (here the padding is JSON whitespace).
+    const padded = (fields, pad = 20 * 1024) => `{${' '.repeat(pad)}${JSON.stringify(fields).slice(1)}`;
+    const post = (route, body, type = 'application/x-www-form-urlencoded') =>
+      fetch(`${server.url}${route}`, { method: 'POST', headers: { 'content-type': type }, body });
+    const chat = await post('/v1/chat/completions', padded({ messages: user('Hi'), max_tokens: 2 }));
+    const reply = await chat.text();
+    assert.equal(chat.status, 200, reply);
+    assert.equal(JSON.parse(reply).object, 'chat.completion');
+    for (const [route, fields] of [['/v1/completions', { prompt: 'Hi', max_tokens: 2 }],
+      ['/tokenize', { content: 'Hi' }], ['/detokenize', { tokens: [1, 2] }],
+      ['/apply-template', { messages: user('Hi') }]]) {
+      const r = await post(route, padded(fields));
+      assert.equal(r.status, 200, `${route}: ${await r.text()}`);
+    }
+    // A route that does not exist says so, whatever the body.
+    assert.equal((await post('/v1/embeddings', padded({ input: 'Hi' }))).status, 404);
+
+    // Past --max-body: 413, whatever the type, its length declared or chunked.
+    const big = padded({ messages: user('Hi'), max_tokens: 2 }, MAX_BODY);
+    const tooLarge = async (r) => {
+      assert.equal(r.status, 413);
+      assert.equal((await r.json()).error.code, 'request_too_large');
+    };
+    await tooLarge(await post('/v1/chat/completions', big));
+    await tooLarge(await post('/v1/chat/completions', big, 'application/json'));
+    await tooLarge(await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: new Blob([big]).stream(), duplex: 'half',
+    }));
+    assert.equal((await fetch(`${server.url}/health`)).status, 200);
+  });
+
+  it('leaves its port to itself: a second server there exits, naming it, and the first answers on', async () => {
+    const { port } = new URL(server.url);
+    const second = await runAnelm(['serve', process.env.ANELM_TEST_MODEL, '--host', '127.0.0.1',
+      '--port', port]);
+    assert.equal(second.code, 1, second.stderr);
+    assert.match(second.stderr, new RegExp(`^anelm: error: 127\\.0\\.0\\.1:${port}: address already in use$`, 'm'));
+    for (let i = 0; i < 4; i++) {
+      const r = await client.completions.create({ prompt: 'Hi', max_tokens: 2 });
+      assert.equal(r.model, 'tiny-qwen3');
+    }
+  });
+});
+
+describe('Start-up', () => {
+  // A model that cannot be loaded ends the server with its error, at once or
+  // part of the way through the load.
+  it('exits with the error when the folder holds no model, or only part of one', async () => {
+    const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'anelm-serve-'));
+    const partial = fs.mkdtempSync(path.join(os.tmpdir(), 'anelm-serve-'));
+    for (const name of fs.readdirSync(process.env.ANELM_TEST_MODEL)) {
+      if (!name.endsWith('.safetensors')) fs.copyFileSync(path.join(process.env.ANELM_TEST_MODEL, name), path.join(partial, name));
+    }
+    try {
+      for (const folder of [empty, partial]) {
+        const r = await runAnelm(['serve', folder, '--host', '127.0.0.1', '--port', String(await freePort())]);
+        assert.equal(r.code, 1, r.stderr);
+        assert.match(r.stderr, /^anelm: error: \S.*$/m);
+      }
+    } finally {
+      fs.rmSync(empty, { recursive: true });
+      fs.rmSync(partial, { recursive: true });
+    }
   });
 });
 

@@ -1,5 +1,6 @@
-// Starts `anelm serve` on a free loopback port for one test file and stops it.
-// ANELM_BIN is the program, ANELM_TEST_MODEL the model folder it serves.
+// Starts `anelm serve` on a free loopback port for one test file and stops it,
+// or runs one that should end by itself. ANELM_BIN is the program,
+// ANELM_TEST_MODEL the model folder it serves.
 import { spawn } from 'node:child_process';
 import net from 'node:net';
 
@@ -54,4 +55,19 @@ export async function startServer(extraArgs = []) {
       child.kill('SIGTERM');
     }),
   };
+}
+
+// Runs `anelm ARGS`, which should end by itself; resolves with { code, stderr },
+// code null when it was still running after `ms` and had to be killed.
+export function runAnelm(args, ms = 10000) {
+  return new Promise((resolve) => {
+    const child = spawn(process.env.ANELM_BIN, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d) => { stderr += d; });
+    const timer = setTimeout(() => child.kill('SIGKILL'), ms);
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr });
+    });
+  });
 }
