@@ -77,19 +77,19 @@ check() {
     if [[ -z $verdict ]]; then
         local want got
         # shellcheck disable=SC2086
-        got=$("$anelm" generate "$out" -p "$prompt" -n $n_tokens --temp 0 \
+        got=$("$anelm" generate "$out" -p "$prompt" --steps $n_tokens --temp 0 \
             --precision ane 2>> "$log") ||
             verdict="generate OUT failed: $(tail -1 "$log")"
         if [[ -z $verdict && " $* " == *" --verify "* ]]; then
             local drafted
             # shellcheck disable=SC2086
-            drafted=$("$anelm" generate "$out" -p "$prompt" -n $n_tokens --temp 0 \
+            drafted=$("$anelm" generate "$out" -p "$prompt" --steps $n_tokens --temp 0 \
                 --precision ane --lookup 2 2>> "$log") || verdict="generate OUT --lookup failed"
             [[ -n $verdict || $drafted == "$got" ]] || verdict="--lookup changes the text"
         fi
         if [[ -z $verdict && $exact == exact ]]; then
             # shellcheck disable=SC2086
-            want=$("$anelm" generate ${model_args[$model]} -p "$prompt" -n $n_tokens \
+            want=$("$anelm" generate ${model_args[$model]} -p "$prompt" --steps $n_tokens \
                 --temp 0 --precision ane 2>> "$log") || verdict="generate MODEL failed"
             [[ -n $verdict || $got == "$want" ]] || verdict="text differs from the source model"
         fi
