@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/json_escape.h"
 #include "chat/jinja_error.h"
 #include "chat/jinja_format.h"
 #include "chat/jinja_ops.h"
-#include "chat/jinja_text.h"
 
 namespace anelm::jinja {
 
@@ -44,49 +44,6 @@ Value from_json(const nlohmann::ordered_json& j) {
         default:
             return Value::none();
     }
-}
-
-static void json_string(std::string& out, std::string_view s, bool ensure_ascii) {
-    out += '"';
-    for (size_t i = 0; i < s.size();) {
-        const char32_t c = text::decode(s, i);
-        switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            case '\b':
-                out += "\\b";
-                break;
-            case '\f':
-                out += "\\f";
-                break;
-            default:
-                if (c < 0x20 || (ensure_ascii && c >= 0x7f)) {
-                    if (c >= 0x10000) {
-                        const char32_t v = c - 0x10000;
-                        out += fmt::format("\\u{:04x}\\u{:04x}", 0xd800 + (v >> 10),
-                                           0xdc00 + (v & 0x3ff));
-                    } else {
-                        out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-                    }
-                } else {
-                    text::append(out, c);
-                }
-        }
-    }
-    out += '"';
 }
 
 static std::string json_float(double d) {
@@ -145,7 +102,7 @@ struct JsonWriter {
                 out += json_float(v.as_float());
                 return;
             case Kind::string:
-                json_string(out, v.as_string(), options.ensure_ascii);
+                append_json_string(out, v.as_string(), options.ensure_ascii);
                 return;
             case Kind::array: {
                 const auto& items = v.as_array().items;
@@ -175,7 +132,7 @@ struct JsonWriter {
                 out += '{';
                 for (size_t i = 0; i < entries.size(); ++i) {
                     element(i == 0, depth + 1);
-                    json_string(out, json_key(entries[i]->first), options.ensure_ascii);
+                    append_json_string(out, json_key(entries[i]->first), options.ensure_ascii);
                     out += options.key_separator;
                     write(entries[i]->second, depth + 1);
                 }

@@ -7,12 +7,12 @@
 #include <string_view>
 #include <vector>
 
+#include "base/code_point.h"
+
 namespace anelm::jinja::text {
 
-// Decodes the code point at s[i] and advances i past it. A byte that starts no
-// valid sequence decodes as itself, so any input round-trips byte for byte.
-char32_t decode(std::string_view s, size_t& i);
-void append(std::string& out, char32_t c);
+using code_point::append;
+using code_point::decode;
 
 bool is_ascii(std::string_view s);
 size_t length(std::string_view s);

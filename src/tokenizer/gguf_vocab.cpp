@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "base/atomic_file.h"
+#include "base/json_escape.h"
 #include "tokenizer/gguf_vocab_read.h"
 #include "tokenizer/hf_tokenizer.h"
 #include "tokenizer/spm_merges.h"
@@ -34,35 +35,6 @@ std::vector<bool> vocab_members(const GgufVocab& v) {
     for (int32_t id : {v.bos, v.eos, v.unk, v.pad, v.eot, v.eom})
         if (id >= 0) in[id] = true;
     return in;
-}
-
-void append_json_string(std::string& out, std::string_view s) {
-    out += '"';
-    for (char c : s) {
-        switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            default:
-                if (static_cast<unsigned char>(c) < 0x20)
-                    out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
-                else
-                    out += c;
-        }
-    }
-    out += '"';
 }
 
 ordered_json replace(std::string_view from, std::string_view to) {
