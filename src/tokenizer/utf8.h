@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/code_point.h"
+
 namespace anelm::utf8 {
 
 inline constexpr std::string_view replacement = "\xEF\xBF\xBD";  // U+FFFD
@@ -24,7 +26,7 @@ Step step(std::string_view s, size_t i);
 // Decodes the well-formed character at s[i] and advances i past it.
 uint32_t decode(std::string_view s, size_t& i);
 
-void append(std::string& out, uint32_t cp);
+using code_point::append;
 
 // Byte offset of the first ill-formed byte, or npos when s is well-formed.
 size_t find_invalid(std::string_view s);
