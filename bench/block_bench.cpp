@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "exec/cpu/kernels/block_isa.h"
+#include "kernels/block_isa.h"
 #include "kernels/block_testing.h"
 #include "sum_words.h"
 

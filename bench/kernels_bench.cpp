@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "base/half.h"
-#include "exec/cpu/kernels/kernels.h"
+#include "kernels/kernels.h"
 #include "sum_words.h"
 
 namespace anelm::kernels {

@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "base/bit_packing.h"
 #include "base/half.h"
-#include "exec/cpu/kernels/kernels.h"
-#include "exec/cpu/kernels/quant_isa.h"
-#include "quant/bit_packing.h"
+#include "kernels/kernels.h"
+#include "kernels/quant_isa.h"
 #include "quant/quantize.h"
 
 namespace anelm::quant {

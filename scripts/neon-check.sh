@@ -33,9 +33,9 @@ mkdir -p "$out/obj" "$out/include"
 ln -s /usr/include/fmt "$out/include/fmt"
 
 sources=(
-  src/exec/cpu/kernels/*.cpp src/exec/cpu/kernels/arm/*.cpp
+  src/kernels/*.cpp src/kernels/arm/*.cpp
   src/base/thread_pool.cpp src/base/dtype.cpp src/io/ggml_types.cpp
-  src/quant/bit_packing.cpp src/quant/quantized_matrix.cpp
+  src/base/bit_packing.cpp src/quant/quantized_matrix.cpp
   tests/kernels/*_test.cpp tests/quant/quant_kernels_test.cpp tests/quant/int8_dot_test.cpp
   "$gtest/src/gtest-all.cc" "$gtest/src/gtest_main.cc"
 )

@@ -5,7 +5,7 @@
 #include <chrono>
 
 #include "base/error.h"
-#include "exec/cpu/kernels/kernels.h"
+#include "kernels/kernels.h"
 
 namespace anelm {
 

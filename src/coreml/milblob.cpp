@@ -5,8 +5,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/bit_packing.h"
 #include "base/error.h"
-#include "quant/bit_packing.h"
 
 namespace anelm::coreml {
 
@@ -167,8 +167,8 @@ std::vector<Blob> BlobFile::blobs() const {
 std::vector<uint8_t> blob_codes(const Blob& blob) {
     if (!is_sub_byte(blob.dtype)) return {blob.data.begin(), blob.data.end()};
     std::vector<uint8_t> codes(blob.numel());
-    quant::unpack_codes(blob.data.data(), static_cast<int64_t>(codes.size()),
-                        blob_dtype_bits(blob.dtype), codes.data());
+    unpack_codes(blob.data.data(), static_cast<int64_t>(codes.size()), blob_dtype_bits(blob.dtype),
+                 codes.data());
     return codes;
 }
 
@@ -221,7 +221,7 @@ uint64_t BlobWriter::add_codes(BlobDType dtype, std::span<const uint8_t> codes) 
         if (codes[i] >> bits)
             fail("{}: code {} of blob {} is {}, too large for {}", path_, i, count_, codes[i],
                  blob_dtype_name(dtype));
-    quant::pack_codes(codes.data(), static_cast<int64_t>(codes.size()), bits, packed.data());
+    pack_codes(codes.data(), static_cast<int64_t>(codes.size()), bits, packed.data());
     return add(dtype, codes.size(), packed);
 }
 

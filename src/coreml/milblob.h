@@ -2,7 +2,7 @@
 // A 64-byte header (blob count, version 2), then per blob a 64-byte metadata
 // record (sentinel 0xDEADBEEF, dtype, payload size and absolute offset, padding
 // bits) followed by its payload; records and payloads start 64-byte aligned.
-// Sub-byte payloads are packed LSB-first as in quant/bit_packing.h.
+// Sub-byte payloads are packed LSB-first as in base/bit_packing.h.
 #pragma once
 
 #include <cstdint>

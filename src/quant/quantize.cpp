@@ -4,9 +4,9 @@
 #include <cmath>
 #include <vector>
 
+#include "base/bit_packing.h"
 #include "base/error.h"
 #include "base/half.h"
-#include "quant/bit_packing.h"
 #include "quant/weight_rows.h"
 
 namespace anelm::quant {

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "base/error.h"
-#include "exec/cpu/kernels/block_kernels.h"
 #include "io/tensor_values.h"
+#include "kernels/block_kernels.h"
 #include "quant/quantize.h"
 
 namespace anelm::quant {

@@ -1,11 +1,10 @@
 #include "quant/quantized_matrix.h"
 
-#include <algorithm>
 #include <cstring>
 
+#include "base/bit_packing.h"
 #include "base/error.h"
 #include "io/ggml_types.h"
-#include "quant/bit_packing.h"
 
 namespace anelm::quant {
 
@@ -108,29 +107,6 @@ std::vector<uint8_t> coreml_codes(const QuantizedMatrix& q) {
 std::array<int64_t, 4> coreml_lut_shape(const QuantizedMatrix& q) {
     if (q.kind != QuantKind::lut) fail("coreml_lut_shape: the matrix is not LUT palettized");
     return {q.n_tables(), 1, int64_t{1} << q.nbits, 1};
-}
-
-void quant_matmul(const QuantizedMatrix& w, const float* x, int64_t n_tokens, float* y,
-                  ThreadPool& pool) {
-    if (w.kind == QuantKind::blocks)
-        kernels::block_matmul(w.block_view(), x, n_tokens, y, pool);
-    else
-        kernels::quant_matmul(w.view(), x, n_tokens, y, pool);
-}
-
-void quant_matmul_stacked(std::span<const QuantizedMatrix* const> ws, const float* x,
-                          int64_t n_tokens, std::span<float* const> ys, ThreadPool& pool) {
-    const bool blocks = std::any_of(ws.begin(), ws.end(), [](const QuantizedMatrix* w) {
-        return w->kind == QuantKind::blocks;
-    });
-    if (blocks) {
-        for (size_t k = 0; k < ws.size(); ++k) quant_matmul(*ws[k], x, n_tokens, ys[k], pool);
-        return;
-    }
-    std::vector<kernels::QuantMatrix> views;
-    views.reserve(ws.size());
-    for (const QuantizedMatrix* w : ws) views.push_back(w->view());
-    kernels::quant_matmul_stacked(views, x, n_tokens, ys, pool);
 }
 
 }  // namespace anelm::quant

@@ -18,15 +18,13 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <span>
 #include <vector>
 
 #include "base/aligned_allocator.h"
 #include "base/tensor.h"
-#include "base/thread_pool.h"
-#include "exec/cpu/kernels/block_kernels.h"
-#include "exec/cpu/kernels/quant_isa.h"
-#include "exec/cpu/kernels/quant_kernels.h"
+#include "kernels/block_kernels.h"
+#include "kernels/quant_isa.h"
+#include "kernels/quant_kernels.h"
 
 namespace anelm::quant {
 
@@ -98,13 +96,5 @@ std::vector<uint8_t> coreml_codes(const QuantizedMatrix& q);
 // The shape of the lut tensor of constexpr_lut_to_dense (iOS18) for this weight
 // as a linear layer: [n_tables, 1, 2^nbits, 1].
 std::array<int64_t, 4> coreml_lut_shape(const QuantizedMatrix& q);
-
-// y[t, o] = sum_i x[t, i] * W[o, i]: kernels::quant_matmul on q's storage.
-void quant_matmul(const QuantizedMatrix& w, const float* x, int64_t n_tokens, float* y,
-                  ThreadPool& pool);
-// ys[k] = quant_matmul(*ws[k], x) for matrices of one input, multiplied
-// together where the kernels can (kernels::quant_matmul_stacked).
-void quant_matmul_stacked(std::span<const QuantizedMatrix* const> ws, const float* x,
-                          int64_t n_tokens, std::span<float* const> ys, ThreadPool& pool);
 
 }  // namespace anelm::quant

@@ -6,7 +6,7 @@
 #include <random>
 
 #include "base/error.h"
-#include "exec/cpu/kernels/kernels.h"
+#include "kernels/kernels.h"
 #include "runtime/session.h"
 #include "tiny_model.h"
 

@@ -2,7 +2,7 @@
 // the activations, the scalar reference against exact products of the
 // dequantized weights (io/ggml_types.h), and every instruction set's leaves
 // against the reference.
-#include "exec/cpu/kernels/block_kernels.h"
+#include "kernels/block_kernels.h"
 
 #include <gtest/gtest.h>
 
@@ -14,8 +14,8 @@
 
 #include "base/error.h"
 #include "base/half.h"
-#include "exec/cpu/kernels/block_isa.h"
 #include "io/ggml_types.h"
+#include "kernels/block_isa.h"
 #include "kernels/block_testing.h"
 #include "kernels/kernel_testing.h"
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "base/half.h"
-#include "exec/cpu/kernels/block_kernels.h"
+#include "kernels/block_kernels.h"
 
 namespace anelm::test {
 

@@ -1,7 +1,7 @@
 // The row split of matrix-vector products: every row in exactly one task, in
 // order, in blocks of 8 rows but the last, and long first runs when the rows
 // are read once.
-#include "exec/cpu/kernels/gemv_split.h"
+#include "kernels/gemv_split.h"
 
 #include <gtest/gtest.h>
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "base/half.h"
-#include "exec/cpu/kernels/quant_isa.h"
+#include "kernels/quant_isa.h"
 
 namespace anelm::kernels {
 namespace {

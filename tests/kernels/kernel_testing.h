@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "base/half.h"
-#include "exec/cpu/kernels/kernels.h"
+#include "kernels/kernels.h"
 
 namespace anelm::test {
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "base/error.h"
-#include "exec/cpu/kernels/gemv_prefetch.h"
-#include "exec/cpu/kernels/gemv_split.h"
+#include "kernels/gemv_prefetch.h"
+#include "kernels/gemv_split.h"
 #include "kernels/kernel_testing.h"
 
 namespace anelm::kernels {

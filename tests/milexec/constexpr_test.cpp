@@ -2,9 +2,9 @@
 // (iOS18 form) and blockwise shift-and-scale with an offset.
 #include <gtest/gtest.h>
 
+#include "base/bit_packing.h"
 #include "base/half.h"
 #include "mil_program.h"
-#include "quant/bit_packing.h"
 
 namespace anelm::milexec::test {
 namespace {
@@ -23,8 +23,8 @@ TEST(MilConstexpr, LutToDenseWithGroupedChannels) {
     // w [4, 3] from 2-bit codes; rows 0-1 read palette 0, rows 2-3 palette 1.
     MilProgram p;
     const std::vector<uint8_t> codes = {0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3};
-    auto packed = std::make_shared<std::vector<uint8_t>>(quant::packed_bytes(12, 2));
-    quant::pack_codes(codes.data(), 12, 2, packed->data());
+    auto packed = std::make_shared<std::vector<uint8_t>>(packed_bytes(12, 2));
+    pack_codes(codes.data(), 12, 2, packed->data());
     const std::vector<float> lut = {-1, 0, 0.5f, 2, 10, 20, 30, 40};
     auto lut_bytes = std::make_shared<std::vector<uint8_t>>(f16_bytes(lut));
     const MilValue w = p.b.op_literal(
@@ -49,8 +49,8 @@ TEST(MilConstexpr, LutToDenseForAConvWeight) {
     // w [4, 3, 1, 1] with LUT [2, 1, 1, 1, 4, 1]: output channels 0-1 palette 0, 2-3 palette 1.
     MilProgram p;
     const std::vector<uint8_t> codes = {3, 2, 1, 0, 3, 2, 1, 0, 3, 2, 1, 0};
-    auto packed = std::make_shared<std::vector<uint8_t>>(quant::packed_bytes(12, 2));
-    quant::pack_codes(codes.data(), 12, 2, packed->data());
+    auto packed = std::make_shared<std::vector<uint8_t>>(packed_bytes(12, 2));
+    pack_codes(codes.data(), 12, 2, packed->data());
     const std::vector<float> lut = {1, 2, 3, 4, -1, -2, -3, -4};
     auto lut_bytes = std::make_shared<std::vector<uint8_t>>(f16_bytes(lut));
     p.b.output(p.b.op_literal(
@@ -71,8 +71,8 @@ TEST(MilConstexpr, LutBoundByNameToAnotherConstant) {
     const std::vector<float> lut = {0.5f, -0.5f};
     const MilValue palette = p.b.const_f16("palette", {1, 1, 2, 1}, lut);
     const std::vector<uint8_t> codes = {1, 0, 0, 1};
-    auto packed = std::make_shared<std::vector<uint8_t>>(quant::packed_bytes(4, 1));
-    quant::pack_codes(codes.data(), 4, 1, packed->data());
+    auto packed = std::make_shared<std::vector<uint8_t>>(packed_bytes(4, 1));
+    pack_codes(codes.data(), 4, 1, packed->data());
     const MilValue w = p.b.op_literal(
         "constexpr_lut_to_dense", "w",
         {{"indices", coreml::blob_value(p.blobs, mil::UINT1, {2, 2}, *packed, packed)}},
@@ -112,8 +112,8 @@ TEST(MilConstexpr, PalettizedWeightsMultipliedFromTheirCodes) {
     for (int64_t o = 0; o < n_out; ++o)
         for (int64_t i = 0; i < n_in; ++i)
             codes.push_back(static_cast<uint8_t>((o * 7 + i * 3) % 16));
-    auto packed = std::make_shared<std::vector<uint8_t>>(quant::packed_bytes(n_out * n_in, 4));
-    quant::pack_codes(codes.data(), n_out * n_in, 4, packed->data());
+    auto packed = std::make_shared<std::vector<uint8_t>>(packed_bytes(n_out * n_in, 4));
+    pack_codes(codes.data(), n_out * n_in, 4, packed->data());
     std::vector<float> lut;
     for (int64_t g = 0; g < groups; ++g)
         for (int e = 0; e < 16; ++e) lut.push_back((e - 7.5f) * 0.125f * (g + 1));

@@ -8,8 +8,9 @@
 #include <iterator>
 #include <vector>
 
+#include "base/bit_packing.h"
 #include "base/half.h"
-#include "quant/bit_packing.h"
+#include "kernels/quant_kernels.h"
 #include "quant/quantized_matrix.h"
 #include "test_support.h"
 
@@ -74,7 +75,7 @@ TEST(CoreMLSample, PalettizedIndicesAndLutMapOntoQuantizedMatrix) {
             x.assign(16, 0.0f);
             x[static_cast<size_t>(i)] = 1.0f;
             std::vector<float> y(32);
-            quant_matmul(q, x.data(), 1, y.data(), pool);
+            kernels::quant_matmul(q.view(), x.data(), 1, y.data(), pool);
             ASSERT_EQ(y[static_cast<size_t>(o)], want);
         }
     }

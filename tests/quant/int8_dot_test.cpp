@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "base/half.h"
-#include "exec/cpu/kernels/kernels.h"
-#include "exec/cpu/kernels/quant_isa.h"
-#include "exec/cpu/kernels/quant_kernels.h"
+#include "kernels/kernels.h"
+#include "kernels/quant_isa.h"
+#include "kernels/quant_kernels.h"
 #include "quant/quant_testing.h"
 
 namespace anelm::kernels {

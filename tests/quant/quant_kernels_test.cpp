@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "base/error.h"
-#include "exec/cpu/kernels/kernels.h"
-#include "exec/cpu/kernels/quant_isa.h"
-#include "exec/cpu/kernels/quant_kernels.h"
+#include "kernels/kernels.h"
+#include "kernels/quant_isa.h"
+#include "kernels/quant_kernels.h"
 #include "quant/quant_testing.h"
 
 namespace anelm::kernels {
@@ -63,7 +63,7 @@ std::vector<float> run(const quant::QuantizedMatrix& q, const std::vector<float>
                        int64_t n_tokens, bool scalar, ThreadPool& pool) {
     ScalarGuard guard(scalar);
     std::vector<float> y(static_cast<size_t>(n_tokens * q.n_out), NAN);
-    quant::quant_matmul(q, x.data(), n_tokens, y.data(), pool);
+    quant_matmul(q.view(), x.data(), n_tokens, y.data(), pool);
     return y;
 }
 
@@ -150,7 +150,7 @@ TEST(QuantMatmul, EmptyShapes) {
     ThreadPool pool(2);
     const auto q = test::random_quantized(rng, QuantKind::lut, 4, 8, 0, 8);
     std::vector<float> y(16, NAN);
-    quant::quant_matmul(q, nullptr, 2, y.data(), pool);
+    quant_matmul(q.view(), nullptr, 2, y.data(), pool);
     for (float v : y) EXPECT_EQ(v, 0.0f);
 }
 

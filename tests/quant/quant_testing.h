@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "base/bit_packing.h"
 #include "base/half.h"
 #include "base/tensor.h"
-#include "quant/bit_packing.h"
 #include "quant/quantized_matrix.h"
 
 namespace anelm::test {
@@ -46,7 +46,7 @@ inline quant::QuantizedMatrix random_quantized(std::mt19937& rng, kernels::Quant
     std::vector<uint8_t> row(static_cast<size_t>(n_in));
     for (int64_t o = 0; o < n_out; ++o) {
         for (auto& c : row) c = static_cast<uint8_t>(code(rng));
-        quant::pack_codes(row.data(), n_in, nbits, q.codes.data() + o * q.row_bytes());
+        pack_codes(row.data(), n_in, nbits, q.codes.data() + o * q.row_bytes());
     }
     std::normal_distribution<float> value(0.0f, 0.05f);
     if (kind == kernels::QuantKind::lut) {

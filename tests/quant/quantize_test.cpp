@@ -8,9 +8,9 @@
 #include <random>
 #include <vector>
 
+#include "base/bit_packing.h"
 #include "base/error.h"
 #include "base/half.h"
-#include "quant/bit_packing.h"
 #include "quant/quant_error.h"
 #include "quant/quant_testing.h"
 

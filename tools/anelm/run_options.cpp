@@ -6,7 +6,7 @@
 #include "base/error.h"
 #include "flag_checks.h"
 
-#include "exec/cpu/kernels/kernels.h"
+#include "kernels/kernels.h"
 
 namespace anelm::cli {
 

@@ -4,11 +4,12 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <span>
 
 #include "base/error.h"
 #include "base/half.h"
-#include "exec/cpu/kernels/kernels.h"
 #include "io/tensor_values.h"
+#include "kernels/kernels.h"
 #include "quant/quantized_matrix.h"
 
 namespace anelm {
@@ -30,6 +31,36 @@ Precision precision_from_name(const std::string& name) {
         if (name == precision_name(p)) return p;
     fail("unknown precision '{}' (expected f32, f16 or ane)", name);
 }
+
+namespace {
+
+// y[t, o] = sum_i x[t, i] * W[o, i] on w's storage: ggml blocks or Core ML's codes.
+void quant_matmul(const quant::QuantizedMatrix& w, const float* x, int64_t n_tokens, float* y,
+                  ThreadPool& pool) {
+    if (w.kind == kernels::QuantKind::blocks)
+        kernels::block_matmul(w.block_view(), x, n_tokens, y, pool);
+    else
+        kernels::quant_matmul(w.view(), x, n_tokens, y, pool);
+}
+
+// ys[k] = quant_matmul(*ws[k], x) for matrices of one input, multiplied together
+// where the kernels can (not ggml blocks).
+void quant_matmul_stacked(std::span<const quant::QuantizedMatrix* const> ws, const float* x,
+                          int64_t n_tokens, std::span<float* const> ys, ThreadPool& pool) {
+    const bool blocks = std::any_of(ws.begin(), ws.end(), [](const quant::QuantizedMatrix* w) {
+        return w->kind == kernels::QuantKind::blocks;
+    });
+    if (blocks) {
+        for (size_t k = 0; k < ws.size(); ++k) quant_matmul(*ws[k], x, n_tokens, ys[k], pool);
+        return;
+    }
+    std::vector<kernels::QuantMatrix> views;
+    views.reserve(ws.size());
+    for (const quant::QuantizedMatrix* w : ws) views.push_back(w->view());
+    kernels::quant_matmul_stacked(views, x, n_tokens, ys, pool);
+}
+
+}  // namespace
 
 // Where each value of a function lives in the arena. Buffers are reused once
 // the last reader of a value has run.
@@ -289,7 +320,7 @@ size_t Executor::stack_linears(const ir::Function& fn, const Plan& plan, size_t 
         std::vector<const quant::QuantizedMatrix*> ws;
         for (size_t k = index; k < end; ++k)
             ws.push_back(program_.weights[fn.nodes[k].weight].quantized.get());
-        quant::quant_matmul_stacked(ws, x, first.per_token ? rows : n_segments(), ys, pool_);
+        quant_matmul_stacked(ws, x, first.per_token ? rows : n_segments(), ys, pool_);
         return end;
     }
     std::vector<kernels::Matrix> ws;
@@ -341,7 +372,7 @@ void Executor::run_node(const ir::Function& fn, const Plan& plan, size_t index, 
             if (index >= stacked_begin_ && index < stacked_end_) {
                 // The product is made (stack_linears).
             } else if (w.quantized) {
-                quant::quant_matmul(*w.quantized, in(0), n_rows, out, pool_);
+                quant_matmul(*w.quantized, in(0), n_rows, out, pool_);
             } else {
                 kernels::matmul(as_matrix(weight_view(node.weight)), in(0), n_rows, out, pool_);
             }

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "base/thread_pool.h"
-#include "exec/cpu/kernels/kernels.h"
 #include "ir/program.h"
+#include "kernels/kernels.h"
 
 namespace anelm {
 

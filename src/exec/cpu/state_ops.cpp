@@ -7,7 +7,7 @@
 #include "base/error.h"
 #include "base/half.h"
 #include "exec/cpu/executor.h"
-#include "exec/cpu/kernels/kernels.h"
+#include "kernels/kernels.h"
 
 namespace anelm {
 

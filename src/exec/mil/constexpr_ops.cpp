@@ -5,10 +5,10 @@
 #include <map>
 #include <mutex>
 
+#include "base/bit_packing.h"
 #include "base/error.h"
 #include "base/half.h"
 #include "exec/mil/literal.h"
-#include "quant/bit_packing.h"
 
 namespace anelm::milexec {
 
@@ -55,8 +55,8 @@ public:
             constexpr int64_t chunk = int64_t{1} << 16;
             first_ = k / chunk * chunk;
             chunk_.resize(static_cast<size_t>(std::min(chunk, shape_numel(shape_) - first_)));
-            quant::unpack_codes(blob_.data.data(), static_cast<int64_t>(chunk_.size()), bits_,
-                                chunk_.data(), first_);
+            unpack_codes(blob_.data.data(), static_cast<int64_t>(chunk_.size()), bits_,
+                         chunk_.data(), first_);
         }
         return chunk_[static_cast<size_t>(k - first_)];
     }
@@ -179,11 +179,11 @@ Slot lut_ios16(const Tensor& indices, const Tensor& lut, const Tensor& shape, De
     const int nbits = std::countr_zero(static_cast<uint64_t>(entries));
     const int64_t n = shape_numel({shape.i.begin(), shape.i.end()}, where);
     const std::vector<uint8_t> packed(indices.i.begin(), indices.i.end());
-    if (static_cast<int64_t>(packed.size()) < quant::packed_bytes(n, nbits))
+    if (static_cast<int64_t>(packed.size()) < packed_bytes(n, nbits))
         fail("{}: {} index bytes for {} {}-bit codes", where, packed.size(), n, nbits);
     out.start(n);
     std::vector<uint8_t> codes(static_cast<size_t>(n));
-    quant::unpack_codes(packed.data(), n, nbits, codes.data());
+    unpack_codes(packed.data(), n, nbits, codes.data());
     for (int64_t k = 0; k < n; ++k) out.set(k, value_at(lut, codes[static_cast<size_t>(k)]));
     return out.finish();
 }

@@ -6,10 +6,10 @@
 #include "base/error.h"
 #include "base/half.h"
 #include "coreml/model_values.h"
-#include "exec/cpu/kernels/kernels.h"
 #include "exec/mil/constexpr_ops.h"
 #include "exec/mil/literal.h"
 #include "exec/mil/op_context.h"
+#include "kernels/kernels.h"
 
 namespace anelm::milexec {
 

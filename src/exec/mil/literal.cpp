@@ -3,9 +3,9 @@
 #include <cstring>
 #include <span>
 
+#include "base/bit_packing.h"
 #include "base/error.h"
 #include "base/half.h"
-#include "quant/bit_packing.h"
 
 namespace anelm::milexec {
 
@@ -65,10 +65,10 @@ Slot bytes_to_slot(mil::DataType dtype, std::vector<int64_t> shape, std::span<co
                    bool borrow, const std::string& where) {
     const int64_t n = shape_numel(shape, where);
     if (const int bits = sub_byte_bits(dtype)) {
-        if (static_cast<int64_t>(bytes.size()) < quant::packed_bytes(n, bits))
+        if (static_cast<int64_t>(bytes.size()) < packed_bytes(n, bits))
             fail("{}: {} bytes hold fewer than {} {}-bit elements", where, bytes.size(), n, bits);
         std::vector<uint8_t> codes(static_cast<size_t>(n));
-        quant::unpack_codes(bytes.data(), n, bits, codes.data());
+        unpack_codes(bytes.data(), n, bits, codes.data());
         Tensor t = make_tensor(dtype, std::move(shape));
         for (int64_t k = 0; k < n; ++k)
             t.i[k] = dtype == mil::INT4 && codes[k] >= 8 ? codes[k] - 16 : codes[k];

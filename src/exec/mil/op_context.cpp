@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "exec/cpu/kernels/kernels.h"
+#include "kernels/kernels.h"
 
 namespace anelm::milexec {
 

@@ -2,9 +2,9 @@
 #include <cmath>
 #include <limits>
 
-#include "exec/cpu/kernels/kernels.h"
-#include "exec/cpu/kernels/quant_kernels.h"
 #include "exec/mil/ops.h"
+#include "kernels/kernels.h"
+#include "kernels/quant_kernels.h"
 
 namespace anelm::milexec::ops {
 

@@ -2,8 +2,8 @@
 #include <cmath>
 #include <limits>
 
-#include "exec/cpu/kernels/kernels.h"
 #include "exec/mil/ops.h"
+#include "kernels/kernels.h"
 
 namespace anelm::milexec::ops {
 

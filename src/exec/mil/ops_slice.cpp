@@ -1,7 +1,7 @@
 #include <algorithm>
 
-#include "exec/cpu/kernels/kernels.h"
 #include "exec/mil/ops.h"
+#include "kernels/kernels.h"
 
 namespace anelm::milexec::ops {
 

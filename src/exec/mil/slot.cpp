@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "exec/cpu/kernels/kernels.h"
+#include "kernels/kernels.h"
 
 namespace anelm::milexec {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "exec/cpu/kernels/quant_kernels.h"
 #include "exec/mil/tensor.h"
+#include "kernels/quant_kernels.h"
 
 namespace anelm::milexec {
 

@@ -1,0 +1,186 @@
+// The attention leaf of isa.h (attend), written once over an instruction
+// set's vector layer F (see vec_matmul.h): the query heads of one kv head
+// against its f16 key rows, softmax, and the probability-weighted sum of its
+// f16 value rows. Up to four heads go together so each key and value vector
+// is converted once for all. The same weighted sum over f32 rows is the
+// weighted_rows leaf.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/isa.h"
+
+namespace anelm::kernels {
+
+template <class F>
+struct VecAttention {
+    using V = typename F::V;
+    static constexpr int L = F::lanes;
+    static constexpr int max_heads = 4;
+
+    // v(p) for the first len (<= L) values of p.
+    template <DType D, class E>
+    static V load(const E* p, int64_t len) {
+        return len == L ? F::template load<D>(p) : F::template load_first<D>(p, len);
+    }
+
+    // scores[h * n_keys + j0 + j] = scale * q_h . k_(j0 + j) for H heads and J keys.
+    template <int H, int J>
+    static void score_block(const float* q, const uint16_t* k, int64_t j0, int64_t n_keys,
+                            int64_t head_dim, float scale, float* scores) {
+        const uint16_t* rows = k + j0 * head_dim;
+        V acc[H][J];
+#pragma GCC unroll 4
+        for (int h = 0; h < H; ++h) {
+#pragma GCC unroll 4
+            for (int j = 0; j < J; ++j) acc[h][j] = F::zero();
+        }
+        for (int64_t d = 0; d < head_dim; d += L) {
+            const int64_t len = head_dim - d < L ? head_dim - d : L;
+            V kv[J];
+#pragma GCC unroll 4
+            for (int j = 0; j < J; ++j) kv[j] = load<DType::f16>(rows + j * head_dim + d, len);
+#pragma GCC unroll 4
+            for (int h = 0; h < H; ++h) {
+                const V qv = load<DType::f32>(q + h * head_dim + d, len);
+#pragma GCC unroll 4
+                for (int j = 0; j < J; ++j) acc[h][j] = F::fma(qv, kv[j], acc[h][j]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int h = 0; h < H; ++h) {
+#pragma GCC unroll 4
+            for (int j = 0; j < J; ++j) scores[h * n_keys + j0 + j] = F::sum(acc[h][j]) * scale;
+        }
+    }
+
+    // out_h[d0 .. d0 + L VB) = inv_sum_h * sum_j p_h[j] v_j[d0 ..] for H rows
+    // of weights p_h = p + h * ldp, the accumulators in registers across all
+    // rows v_j of `width` values (f16 or f32, per D). `len` < L marks a
+    // partial vector; a null inv_sum scales by 1. With `resume` the sums
+    // continue from what out holds (unscaled), so the rows can come in tiles.
+    template <int H, int VB, DType D, class E>
+    static void value_block(const float* p, int64_t ldp, int64_t n_keys, const E* v, int64_t width,
+                            int64_t d0, int64_t len, bool resume, const float* inv_sum,
+                            float* out) {
+        V acc[H][VB];
+#pragma GCC unroll 4
+        for (int h = 0; h < H; ++h) {
+#pragma GCC unroll 8
+            for (int b = 0; b < VB; ++b) {
+                const float* o = out + h * width + d0 + L * b;
+                acc[h][b] = !resume    ? F::zero()
+                            : len == L ? F::template load<DType::f32>(o)
+                                       : F::template load_first<DType::f32>(o, len);
+            }
+        }
+        for (int64_t j = 0; j < n_keys; ++j) {
+            const E* row = v + j * width + d0;
+            V vv[VB];
+#pragma GCC unroll 8
+            for (int b = 0; b < VB; ++b) vv[b] = load<D>(row + L * b, len);
+#pragma GCC unroll 4
+            for (int h = 0; h < H; ++h) {
+                const V pj = F::set1(p[h * ldp + j]);
+#pragma GCC unroll 8
+                for (int b = 0; b < VB; ++b) acc[h][b] = F::fma(pj, vv[b], acc[h][b]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int h = 0; h < H; ++h) {
+            const V inv = F::set1(inv_sum ? inv_sum[h] : 1.0f);
+#pragma GCC unroll 8
+            for (int b = 0; b < VB; ++b) {
+                float* o = out + h * width + d0 + L * b;
+                const V s = inv_sum ? F::mul(acc[h][b], inv) : acc[h][b];
+                len == L ? F::store(o, s) : F::store_first(o, s, len);
+            }
+        }
+    }
+
+    // Every column block of value_block for H rows of weights: 32 values per
+    // pass for one or two rows, 16 for more, about eight accumulators. The
+    // rows go in tiles of about 4 KiB, every column block of a tile before
+    // the next: one pass over all rows per column block read them from memory
+    // with a stride of a row, at about half the rate of a sequential read.
+    template <int H, DType D, class E>
+    static void values(const float* p, int64_t ldp, int64_t n_keys, const E* v, int64_t width,
+                       const float* inv_sum, float* out) {
+        constexpr int VB = (H <= 2 ? 32 : 16) / L;
+        const int64_t row_bytes = std::max<int64_t>(1, width * static_cast<int64_t>(sizeof(E)));
+        const int64_t tile = std::max<int64_t>(8, 4096 / row_bytes);
+        int64_t j0 = 0;
+        do {  // once at least, so that no rows still write zeros
+            const int64_t n = n_keys - j0 < tile ? n_keys - j0 : tile;
+            const bool resume = j0 > 0;
+            const float* scale = j0 + n == n_keys ? inv_sum : nullptr;
+            const float* pt = p + j0;
+            const E* vt = v + j0 * width;
+            int64_t d = 0;
+            for (; d + L * VB <= width; d += L * VB)
+                value_block<H, VB, D>(pt, ldp, n, vt, width, d, L, resume, scale, out);
+            for (; d < width; d += L) {
+                const int64_t len = width - d < L ? width - d : L;
+                value_block<H, 1, D>(pt, ldp, n, vt, width, d, len, resume, scale, out);
+            }
+            j0 += n;
+        } while (j0 < n_keys);
+    }
+
+    // Keys per pass chosen to keep about eight accumulators.
+    template <int H>
+    static void attend_heads(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_keys,
+                             int64_t head_dim, float scale, float* scores, float* out) {
+        constexpr int J = H <= 2 ? 4 : 2;
+        int64_t j = 0;
+        for (; j + J <= n_keys; j += J) score_block<H, J>(q, k, j, n_keys, head_dim, scale, scores);
+        for (; j < n_keys; ++j) score_block<H, 1>(q, k, j, n_keys, head_dim, scale, scores);
+        // Unnormalised softmax; the 1 / sum goes into the output scaling.
+        float inv_sum[H];
+        for (int h = 0; h < H; ++h) inv_sum[h] = 1.0f / F::exp_sum(scores + h * n_keys, n_keys);
+        values<H, DType::f16>(scores, n_keys, n_keys, v, head_dim, inv_sum, out);
+    }
+
+    // fn(std::integral_constant<int, H>{}, first) for groups of up to max_heads
+    // of n rows.
+    template <class Fn>
+    static void in_groups(int64_t n, Fn fn) {
+        for (int64_t h = 0; h < n; h += max_heads) {
+            switch (n - h < max_heads ? n - h : max_heads) {
+                case 1:
+                    fn(std::integral_constant<int, 1>{}, h);
+                    break;
+                case 2:
+                    fn(std::integral_constant<int, 2>{}, h);
+                    break;
+                case 3:
+                    fn(std::integral_constant<int, 3>{}, h);
+                    break;
+                default:
+                    fn(std::integral_constant<int, 4>{}, h);
+                    break;
+            }
+        }
+    }
+
+    static void attend(const float* q, int64_t n_q, const uint16_t* k, const uint16_t* v,
+                       int64_t n_keys, int64_t head_dim, float scale, float* scores, float* out) {
+        in_groups(n_q, [&](auto heads, int64_t h) {
+            attend_heads<decltype(heads)::value>(q + h * head_dim, k, v, n_keys, head_dim, scale,
+                                                 scores + h * n_keys, out + h * head_dim);
+        });
+    }
+
+    // out[s, :] = sum_t a[s * lda + t] rows[t, :] (the weighted_rows leaf).
+    static void weighted_rows(const float* a, int64_t n_sets, int64_t lda, const float* rows,
+                              int64_t n_rows, int64_t width, float* out) {
+        in_groups(n_sets, [&](auto sets, int64_t s) {
+            values<decltype(sets)::value, DType::f32>(a + s * lda, lda, n_rows, rows, width,
+                                                      nullptr, out + s * width);
+        });
+    }
+};
+
+}  // namespace anelm::kernels
