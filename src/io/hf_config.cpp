@@ -241,14 +241,19 @@ std::optional<std::vector<bool>> layer_types(const Fields& f, int64_t n_layer,
     return kinds;
 }
 
+// The layer_types transformers derives when a config lists none: every layer
+// marked but each period-th, which attends fully.
+std::vector<bool> all_but_every(int64_t n_layer, int64_t period) {
+    std::vector<bool> kinds(static_cast<size_t>(n_layer));
+    for (int64_t i = 0; i < n_layer; ++i) kinds[i] = (i + 1) % period != 0;
+    return kinds;
+}
+
 // Which layers use sliding-window attention: layer_types when given, else every
 // layer but each sliding_window_pattern-th (transformers' Gemma 3 rule).
 std::vector<bool> gemma3_sliding_layers(const Fields& f, int64_t n_layer) {
     if (auto kinds = layer_types(f, n_layer, "sliding_attention")) return *kinds;
-    std::vector<bool> sliding(static_cast<size_t>(n_layer));
-    const int64_t pattern = f.integer("sliding_window_pattern", 1, max_layers).value_or(6);
-    for (int64_t i = 0; i < n_layer; ++i) sliding[i] = (i + 1) % pattern != 0;
-    return sliding;
+    return all_but_every(n_layer, f.integer("sliding_window_pattern", 1, max_layers).value_or(6));
 }
 
 // Gemma3TextConfig's defaults. A multimodal config's text_config names only the
@@ -366,10 +371,7 @@ ModelSpec parse_lfm2(const Fields& f, const std::string& path, ModelSpec spec) {
 // full_attention_interval-th layer (Qwen3_5TextConfig's rule).
 std::vector<bool> qwen3_5_delta_layers(const Fields& f, int64_t n_layer) {
     if (auto kinds = layer_types(f, n_layer, "linear_attention")) return *kinds;
-    std::vector<bool> delta(static_cast<size_t>(n_layer));
-    const int64_t interval = f.integer("full_attention_interval", 1, max_layers).value_or(4);
-    for (int64_t i = 0; i < n_layer; ++i) delta[i] = (i + 1) % interval != 0;
-    return delta;
+    return all_but_every(n_layer, f.integer("full_attention_interval", 1, max_layers).value_or(4));
 }
 
 // Qwen3.5's rotation: rope_parameters (or the older rope_scaling) win over
@@ -493,12 +495,8 @@ void parse_gemma4_rope(const Fields& f, const std::string& path, const std::stri
 // Gemma 4's layer kinds: layer_types, else one full layer in six; the last
 // layer attends fully whatever the list says (Gemma4TextConfig forces it).
 std::vector<bool> gemma4_sliding_layers(const Fields& f, int64_t n_layer) {
-    std::vector<bool> kinds;
-    if (auto listed = layer_types(f, n_layer, "sliding_attention")) {
-        kinds = *listed;
-    } else {
-        for (int64_t i = 0; i < n_layer; ++i) kinds.push_back((i + 1) % 6 != 0);
-    }
+    std::vector<bool> kinds =
+        layer_types(f, n_layer, "sliding_attention").value_or(all_but_every(n_layer, 6));
     kinds.back() = false;
     return kinds;
 }
