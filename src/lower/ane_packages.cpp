@@ -3,8 +3,8 @@
 #include <optional>
 #include <set>
 
+#include "anemll/per_layer_table.h"
 #include "base/error.h"
-#include "coreml/per_layer_table.h"
 #include "coreml/write_package.h"
 #include "lower/ane_lowering.h"
 #include "lower/function_lowering.h"
@@ -124,7 +124,7 @@ std::optional<MilValue> lower_embedding_part(FunctionLowering& f, const ir::Func
     std::optional<MilValue> rows;
     for (ir::ValueId id : parts.embedding) {
         const ir::Node& node = fn.nodes.at(static_cast<size_t>(id));
-        if (!options.per_layer_rows_input || node.name != coreml::per_layer_lookup) {
+        if (!options.per_layer_rows_input || node.name != anemll::per_layer_lookup) {
             f.lower(id);
             continue;
         }
@@ -135,7 +135,7 @@ std::optional<MilValue> lower_embedding_part(FunctionLowering& f, const ir::Func
         f.bind_rows(id, *rows);
     }
     if (options.per_layer_rows_input && !rows)
-        fail("{}: no {} to take as an input", fn.name, coreml::per_layer_lookup);
+        fail("{}: no {} to take as an input", fn.name, anemll::per_layer_lookup);
     return rows;
 }
 
@@ -203,16 +203,6 @@ AnePackage lower_embeddings(const ir::Program& program, const AneOptions& option
 }
 
 namespace {
-
-// The inputs every chunk function reads besides its hidden state or tokens.
-void bind_chunk_inputs(FunctionLowering& f, const PackageContext& pkg, int64_t t) {
-    const int64_t n_ctx = context_length(pkg.program);
-    f.position_ids = MilValue{"position_ids", mil::INT32, {t}};
-    f.causal_mask = MilValue{"causal_mask", mil::FLOAT16, {1, 1, t, n_ctx}};
-    f.current_pos = MilValue{"current_pos", mil::INT32, {1}};
-    f.state_values[pkg.kv.state.name] =
-        MilValue{pkg.kv.state.name, mil::FLOAT16, pkg.kv.state.shape};
-}
 
 // The verify functions write every row's KV and the host rewinds past the
 // rejected ones; a carried state has no positions to rewind.
@@ -366,6 +356,23 @@ int64_t tokens_of(Rows rows, const AneOptions& options) {
     return rows == Rows::one ? 1 : rows == Rows::batch ? options.batch : options.verify;
 }
 
+// A new chunk function, lowering `nodes` with the states they carry: bound to the
+// inputs every chunk function reads besides its hidden state or tokens.
+FunctionLowering chunk_function(AnePackage& pkg, const ir::Function& fn, const ChunkFunction& cf,
+                                const AneOptions& options, const std::vector<ir::ValueId>& nodes) {
+    const int64_t t = tokens_of(cf.rows, options);
+    FunctionLowering f(*pkg.context, fn, new_function(pkg.model, cf.name), t);
+    f.all_rows = cf.rows == Rows::verify;
+    f.position_ids = MilValue{"position_ids", mil::INT32, {t}};
+    f.causal_mask =
+        MilValue{"causal_mask", mil::FLOAT16, {1, 1, t, context_length(pkg.context->program)}};
+    f.current_pos = MilValue{"current_pos", mil::INT32, {1}};
+    const ir::StateDecl& kv = pkg.context->kv.state;
+    f.state_values[kv.name] = MilValue{kv.name, mil::FLOAT16, kv.shape};
+    f.carry_states(nodes);
+    return f;
+}
+
 }  // namespace
 
 AnePackage lower_chunk(const ir::Program& program, int64_t first, int64_t end,
@@ -391,13 +398,10 @@ AnePackage lower_chunk(const ir::Program& program, int64_t first, int64_t end,
     const ir::ValueId out_id = part_output(fn, nodes);
     const int64_t h = hidden_width(fn, in_id);
 
-    for (const auto& [name, kind] : chunk_functions(options)) {
-        const int64_t t = tokens_of(kind, options);
-        mil::Block& block = new_function(pkg.model, name);
-        FunctionLowering f(*pkg.context, fn, block, t);
-        f.all_rows = kind == Rows::verify;
-        bind_chunk_inputs(f, *pkg.context, t);
-        f.carry_states(nodes);
+    for (const ChunkFunction& cf : chunk_functions(options)) {
+        const auto& [name, kind] = cf;
+        FunctionLowering f = chunk_function(pkg, fn, cf, options, nodes);
+        const int64_t t = f.n_tokens();
         const MilValue hidden{"hidden_states", mil::FLOAT16, {1, t, h}};
         f.bind(in_id, f.to_channels(hidden, "hidden_in"));
         std::vector<MilValue> side_inputs;
@@ -473,13 +477,10 @@ AnePackage lower_monolithic(const ir::Program& program, const std::vector<int64_
     for (const auto& l : parts.layers) layers.insert(layers.end(), l.begin(), l.end());
     const ir::ValueId stream = part_output(fn, layers);
 
-    for (const auto& [name, kind] : chunk_functions(options)) {
-        const int64_t t = tokens_of(kind, options);
-        mil::Block& block = new_function(pkg.model, name);
-        FunctionLowering f(*pkg.context, fn, block, t);
-        f.all_rows = kind == Rows::verify;
-        bind_chunk_inputs(f, *pkg.context, t);
-        f.carry_states(layers);
+    for (const ChunkFunction& cf : chunk_functions(options)) {
+        const auto& [name, kind] = cf;
+        FunctionLowering f = chunk_function(pkg, fn, cf, options, layers);
+        const int64_t t = f.n_tokens();
         f.input_ids = MilValue{"input_ids", mil::INT32, {1, t}};
         const std::optional<MilValue> rows_input = lower_embedding_part(f, fn, parts, options, t);
         for (ir::ValueId id : embedded)
@@ -501,8 +502,8 @@ AnePackage lower_monolithic(const ir::Program& program, const std::vector<int64_
     return pkg;
 }
 
-std::vector<coreml::CarriedInput> carried_inputs(const AnePackage& package) {
-    std::vector<coreml::CarriedInput> carried;
+std::vector<anemll::CarriedInput> carried_inputs(const AnePackage& package) {
+    std::vector<anemll::CarriedInput> carried;
     const auto& functions = package.model.description().functions();
     if (functions.empty()) return carried;
     std::set<std::string> outputs;
