@@ -25,6 +25,10 @@ class Builder;
 }
 // A new function of the program, named and sized as `shape` says.
 ir::Function& add_function(ir::Program& program, const FunctionShape& shape);
+// A layer's attention: the model's query and KV heads of head_dim, scores scaled
+// by 1/sqrt(head_dim), K and V in the program's state 0. The family sets the
+// layer and what differs (the scale, a window, a softcap, another state).
+ir::Attrs attention_attrs(const ModelSpec& spec, int64_t head_dim);
 // The logits: the last token's row (unless the shape asks for every row's),
 // the final norm `norm` and the LM head (the embedding table when tied).
 ir::ValueId lm_head(ir::Builder& b, const ModelSpec& spec, const FunctionShape& shape,

@@ -21,15 +21,11 @@ void build_gemma3_function(const ModelSpec& spec, const WeightStore& weights,
     const float eps = static_cast<float>(spec.rms_norm_eps);
     constexpr float gain_offset = 1.0f;  // Gemma's norms scale by (1 + w)
 
-    ir::Attrs attn;
-    attn.n_head = spec.n_head;
-    attn.n_head_kv = spec.n_head_kv;
-    attn.head_dim = spec.head_dim;
+    ir::Attrs attn = attention_attrs(spec, spec.head_dim);
     const double scalar = spec.query_pre_attn_scalar > 0 ? spec.query_pre_attn_scalar
                                                          : static_cast<double>(spec.head_dim);
     attn.scale = static_cast<float>(1.0 / std::sqrt(scalar));
     attn.softcap = static_cast<float>(spec.attn_logit_softcapping);
-    attn.state = 0;
 
     const ir::ValueId ids = b.input("input_ids");
     const ir::ValueId pos = b.input("position_ids");

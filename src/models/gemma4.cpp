@@ -118,10 +118,7 @@ void build_gemma4_function(const ModelSpec& spec, const WeightStore& weights,
         const int64_t hd = layer_head_dim(spec, il);
         const int32_t rope = is_sliding ? rope_sliding : 0;
 
-        ir::Attrs attn;
-        attn.n_head = spec.n_head;
-        attn.n_head_kv = spec.n_head_kv;
-        attn.head_dim = hd;
+        ir::Attrs attn = attention_attrs(spec, hd);
         attn.scale = 1.0f;  // q and k are RMS-normed instead
         attn.window = is_sliding ? spec.sliding_window : 0;
         const KvSlot slot = kv_slot(spec, il);

@@ -1,7 +1,5 @@
 // LFM2 and LFM2.5: pre-norm layers that are either attention (Q/K norms) or a
 // short-convolution block, each followed by a SwiGLU feed-forward.
-#include <cmath>
-
 #include "ir/builder.h"
 #include "models/families.h"
 
@@ -14,12 +12,7 @@ void build_lfm2_function(const ModelSpec& spec, const WeightStore& weights,
     const float eps = static_cast<float>(spec.rms_norm_eps);
     const int64_t d = spec.n_embd;
 
-    ir::Attrs attn;
-    attn.n_head = spec.n_head;
-    attn.n_head_kv = spec.n_head_kv;
-    attn.head_dim = spec.head_dim;
-    attn.scale = 1.0f / std::sqrt(static_cast<float>(spec.head_dim));
-    attn.state = 0;
+    ir::Attrs attn = attention_attrs(spec, spec.head_dim);
     ir::Attrs conv;
     conv.state = 1;
 

@@ -1,6 +1,4 @@
 // Llama, Qwen2 (q/k/v bias) and Qwen3 (q/k RMSNorm): one pre-norm decoder.
-#include <cmath>
-
 #include "base/error.h"
 #include "ir/builder.h"
 #include "models/families.h"
@@ -13,12 +11,7 @@ void build_llama_function(const ModelSpec& spec, const WeightStore& weights, con
     ir::Builder b(program, fn, weights);
     const float eps = static_cast<float>(spec.rms_norm_eps);
 
-    ir::Attrs attn;
-    attn.n_head = spec.n_head;
-    attn.n_head_kv = spec.n_head_kv;
-    attn.head_dim = spec.head_dim;
-    attn.scale = 1.0f / std::sqrt(static_cast<float>(spec.head_dim));
-    attn.state = 0;
+    ir::Attrs attn = attention_attrs(spec, spec.head_dim);
 
     const ir::ValueId ids = b.input("input_ids");
     const ir::ValueId pos = b.input("position_ids");

@@ -13,6 +13,16 @@ ir::Function& add_function(ir::Program& program, const FunctionShape& shape) {
     return fn;
 }
 
+ir::Attrs attention_attrs(const ModelSpec& spec, int64_t head_dim) {
+    ir::Attrs attn;
+    attn.n_head = spec.n_head;
+    attn.n_head_kv = spec.n_head_kv;
+    attn.head_dim = head_dim;
+    attn.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    attn.state = 0;
+    return attn;
+}
+
 ir::ValueId lm_head(ir::Builder& b, const ModelSpec& spec, const FunctionShape& shape,
                     ir::ValueId x, const char* norm, float gain_offset, std::string name) {
     if (!shape.all_logits) x = b.last_row(x, "last_token");

@@ -2,8 +2,6 @@
 // recurrent state) and, every few layers, full attention whose output is
 // gated per head; each followed by a SwiGLU MLP. Norm gains are stored as
 // offsets from one, but the gated norm inside DeltaNet's.
-#include <cmath>
-
 #include "ir/builder.h"
 #include "models/families.h"
 
@@ -33,12 +31,7 @@ struct Layer {
         k = b.rms_norm(k, w("self_attn.k_norm.weight"), eps, v("attn_k_norm"), 1.0f);
         q = b.rope(q, pos, 0, spec.n_head, hd, v("attn_q_rope"));
         k = b.rope(k, pos, 0, spec.n_head_kv, hd, v("attn_k_rope"));
-        ir::Attrs attn;
-        attn.n_head = spec.n_head;
-        attn.n_head_kv = spec.n_head_kv;
-        attn.head_dim = hd;
-        attn.scale = 1.0f / std::sqrt(static_cast<float>(hd));
-        attn.state = 0;
+        ir::Attrs attn = attention_attrs(spec, hd);
         attn.layer = slot;
         const ir::ValueId a = b.attention(q, k, vv, pos, attn, v("attn"));
         return b.linear(b.sigmoid_mul(gate, a, v("attn_gated")), w("self_attn.o_proj.weight"), "",
