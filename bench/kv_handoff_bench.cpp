@@ -3,7 +3,7 @@
 // fp16 cache, for the shapes of qwen3-0.6b, llama-3.2-1b and llama-3.1-8b.
 #include <benchmark/benchmark.h>
 
-#include "ane/kv_handoff.h"
+#include "converted/kv_handoff.h"
 
 namespace anelm {
 namespace {

@@ -4,13 +4,13 @@
 #include <filesystem>
 #include <set>
 
+#include "anemll/convert_readme.h"
+#include "anemll/meta_yaml.h"
+#include "anemll/per_layer_table.h"
+#include "anemll/tokenizer_files.h"
 #include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/output_check.h"
-#include "coreml/convert_readme.h"
-#include "coreml/meta_yaml.h"
-#include "coreml/per_layer_table.h"
-#include "coreml/tokenizer_files.h"
 #include "io/gguf.h"
 #include "io/model_format.h"
 #include "lower/ane_lowering.h"
@@ -116,14 +116,14 @@ quant::QuantChoice parse_lut_option(const std::string& option, const std::string
     return c;
 }
 
-coreml::ConvertLayout lower_converted(const Model& model, const ConvertOptions& options,
+anemll::ConvertLayout lower_converted(const Model& model, const ConvertOptions& options,
                                       ThreadPool& pool, const StageFn& stage,
                                       const ConvertedPackageFn& each,
                                       std::vector<WeightReport>* weights) {
     const ModelSpec& spec = model.spec();
     auto report = [&](const std::string& name) { return stage ? stage(name) : ProgressFn{}; };
 
-    coreml::ConvertLayout layout = coreml::default_layout(
+    anemll::ConvertLayout layout = anemll::default_layout(
         arch_name(spec.arch), spec.n_vocab, parse_lut_option("--lut-head", options.lut_head));
     if (!options.prefix.empty()) layout.prefix = options.prefix;
     layout.context_length = options.ctx;
@@ -146,7 +146,7 @@ coreml::ConvertLayout lower_converted(const Model& model, const ConvertOptions& 
     }
     if (options.chunks > spec.n_layer)
         fail("--chunks: {} chunks for {} layers", options.chunks, spec.n_layer);
-    if (!coreml::valid_verify_tokens(options.verify, options.ctx))
+    if (!anemll::valid_verify_tokens(options.verify, options.ctx))
         fail("--verify: {} tokens, expected 2 to the context of {}", options.verify, options.ctx);
 
     // The program: one-token decode, lowered into both functions of each chunk.
@@ -178,7 +178,7 @@ coreml::ConvertLayout lower_converted(const Model& model, const ConvertOptions& 
         for (const auto& layer : parts.layers)
             per_layer.push_back(weight_bytes(program, fn, layer));
         layout.n_chunks =
-            coreml::auto_chunk_count(per_layer, 0, weight_bytes(program, fn, parts.final_norm),
+            anemll::auto_chunk_count(per_layer, 0, weight_bytes(program, fn, parts.final_norm),
                                      static_cast<uint64_t>(options.max_chunk_mb * 1024 * 1024));
     }
     layout.check(options.out.empty() ? model.path : options.out);
@@ -199,7 +199,7 @@ coreml::ConvertLayout lower_converted(const Model& model, const ConvertOptions& 
                     {"com.anemll.lm_head_chunk_sizes", join(layout.lm_head_chunk_sizes)}};
     if (options.argmax) ane.metadata["com.anemll.argmax_in_model"] = "true";
 
-    const auto ranges = coreml::layer_ranges(n_layer, layout.n_chunks);
+    const auto ranges = anemll::layer_ranges(n_layer, layout.n_chunks);
     const int64_t n_steps = options.monolithic ? 1 : static_cast<int64_t>(ranges.size()) + 2;
     const ProgressFn progress = report("lower");
     int64_t step = 0;
@@ -246,12 +246,13 @@ void check_convert_request(const std::string& model_path, const ConvertOptions& 
     check_output_folder(out, options.force, {model_path, options.tokenizer_path});
     const ModelFormat format = detect_model_format(model_path);
     if (format == ModelFormat::hf_folder) {
-        coreml::check_tokenizer_source(model_path);
+        anemll::check_tokenizer_source(model_path);
     } else if (format == ModelFormat::llama2c && options.tokenizer_path.empty()) {
         const std::string beside = llama2c_tokenizers_beside(model_path);
-        fail("{}: a llama2.c checkpoint holds no tokenizer and `anelm generate` needs one in the "
-             "output: pass its tokenizer.bin with --tokenizer{}",
-             model_path, beside.empty() ? "" : " (beside it: " + beside + ")");
+        fail(
+            "{}: a llama2.c checkpoint holds no tokenizer and `anelm generate` needs one in the "
+            "output: pass its tokenizer.bin with --tokenizer{}",
+            model_path, beside.empty() ? "" : " (beside it: " + beside + ")");
     }
 }
 
@@ -264,10 +265,10 @@ ConvertResult convert_model(const Model& model, const ConvertOptions& options, T
     result.layout = lower_converted(
         model, options, pool, stage,
         [&](const lower::AnePackage& package, const std::string& stem) {
-            const std::string name = coreml::package_name(stem);
+            const std::string name = anemll::package_name(stem);
             lower::write_ane_package(package, tmp.path() / name);
             result.files.push_back(name);
-            for (coreml::CarriedInput& c : lower::carried_inputs(package)) {
+            for (anemll::CarriedInput& c : lower::carried_inputs(package)) {
                 c.package = name;
                 result.carried.push_back(std::move(c));
             }
@@ -275,7 +276,7 @@ ConvertResult convert_model(const Model& model, const ConvertOptions& options, T
         &result.weights);
     if (result.layout.per_layer_bits > 0) {
         const std::string file = result.layout.per_layer_table_file();
-        coreml::write_per_layer_table((tmp.path() / file).string(),
+        anemll::write_per_layer_table((tmp.path() / file).string(),
                                       model.weights().get("model.embed_tokens_per_layer.weight"),
                                       result.layout.per_layer_bits, model.spec().per_layer_dim,
                                       stage ? stage("per-layer table") : ProgressFn{});
@@ -284,7 +285,7 @@ ConvertResult convert_model(const Model& model, const ConvertOptions& options, T
         for (WeightReport& r : result.weights)
             if (r.name == "model.embed_tokens_per_layer.weight") {
                 r.written = result.layout.per_layer_bits == 16 ? "f16 file" : "int8 file";
-                const coreml::PerLayerTable table((tmp.path() / file).string());
+                const anemll::PerLayerTable table((tmp.path() / file).string());
                 r.error = quant::stand_in_error(
                     model.weights().get(r.name), pool, [&](int64_t o, float* out) {
                         const auto id = static_cast<int32_t>(o);
@@ -294,17 +295,17 @@ ConvertResult convert_model(const Model& model, const ConvertOptions& options, T
             }
     }
 
-    coreml::MetaYaml meta = coreml::make_meta_yaml(result.layout, source_name(model.path));
+    anemll::MetaYaml meta = anemll::make_meta_yaml(result.layout, source_name(model.path));
     if (const fs::path gen = fs::path(model.path) / "generation_config.json"; fs::exists(gen))
-        meta.sampling = coreml::read_recommended_sampling(gen.string());
+        meta.sampling = anemll::read_recommended_sampling(gen.string());
     meta.model_path = source_name(model.path);
     meta.n_ctx_train = model.spec().n_ctx_train;
     meta.command_line = options.command_line;
-    coreml::write_meta_yaml((tmp.path() / "meta.yaml").string(), meta);
+    anemll::write_meta_yaml((tmp.path() / "meta.yaml").string(), meta);
     result.files.push_back("meta.yaml");
     std::vector<std::string> tokenizer_files;
     if (fs::is_directory(model.path)) {
-        tokenizer_files = coreml::copy_tokenizer_files(model.path, tmp.path().string());
+        tokenizer_files = anemll::copy_tokenizer_files(model.path, tmp.path().string());
     } else if (is_gguf_file(model.path)) {
         // Its tokenizer.* metadata in Hugging Face's form, where anelm and
         // ANEMLL's runners look for a tokenizer.
@@ -324,7 +325,7 @@ ConvertResult convert_model(const Model& model, const ConvertOptions& options, T
     result.files.insert(result.files.end(), tokenizer_files.begin(), tokenizer_files.end());
     write_file_atomic(
         (tmp.path() / "README.txt").string(),
-        coreml::convert_readme_text(meta, tokenizer_files, options.out, result.carried));
+        anemll::convert_readme_text(meta, tokenizer_files, options.out, result.carried));
     result.files.push_back("README.txt");
     write_output_list(tmp.path());
     // Again: the output may have changed during a long conversion.

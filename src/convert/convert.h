@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "anemll/anemll_layout.h"
 #include "base/progress.h"
 #include "base/thread_pool.h"
 #include "convert/weight_report.h"
-#include "coreml/anemll_layout.h"
 #include "lower/ane_lowering.h"
 #include "runtime/model.h"
 
@@ -29,10 +29,10 @@ struct ConvertOptions {
     std::string lut_ffn = "4,8";
     std::string lut_head = "6,8";
     bool argmax = false;
-    float fp16_scale = 1;      // the residual stream scale (a power of two)
-    std::string prefix;        // empty: ANEMLL's default for the architecture
-    bool monolithic = false;   // one {prefix}_monolithic_full package instead of the split
-    int64_t verify = 0;        // tokens of a verify function in every package; 0: none
+    float fp16_scale = 1;     // the residual stream scale (a power of two)
+    std::string prefix;       // empty: ANEMLL's default for the architecture
+    bool monolithic = false;  // one {prefix}_monolithic_full package instead of the split
+    int64_t verify = 0;       // tokens of a verify function in every package; 0: none
     // Gemma 4's per-layer table: beside the packages at 8 or 16 bits, or
     // "package" (inside the embeddings).
     std::string per_layer_table = "8";
@@ -44,10 +44,10 @@ struct ConvertOptions {
 using StageFn = std::function<ProgressFn(const std::string& stage)>;
 
 struct ConvertResult {
-    coreml::ConvertLayout layout;
-    std::vector<std::string> files;  // what the output folder holds, in writing order
-    std::vector<WeightReport> weights;  // each matrix against the values it was read as
-    std::vector<coreml::CarriedInput> carried;  // the packages' carried state inputs
+    anemll::ConvertLayout layout;
+    std::vector<std::string> files;             // what the output folder holds, in writing order
+    std::vector<WeightReport> weights;          // each matrix against the values it was read as
+    std::vector<anemll::CarriedInput> carried;  // the packages' carried state inputs
 };
 
 // "none", "4" (group 8), "4,8" (ANEMLL's --lut spelling) or "4:8" (--quant's): a LUT choice.
@@ -59,7 +59,7 @@ quant::QuantChoice parse_lut_option(const std::string& option, const std::string
 using ConvertedPackageFn =
     std::function<void(const lower::AnePackage& package, const std::string& stem)>;
 // With `weights`, the weights are reported there too.
-coreml::ConvertLayout lower_converted(const Model& model, const ConvertOptions& options,
+anemll::ConvertLayout lower_converted(const Model& model, const ConvertOptions& options,
                                       ThreadPool& pool, const StageFn& stage,
                                       const ConvertedPackageFn& each,
                                       std::vector<WeightReport>* weights = nullptr);

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "coreml/convert_readme.h"
+#include "anemll/convert_readme.h"
 #include "coreml/mil_builder.h"
 #include "coreml/package.h"
 #include "ir/program.h"
@@ -21,8 +21,8 @@ namespace anelm::lower {
 struct PackageContext;
 
 struct AneOptions {
-    int64_t batch = 64;                           // tokens of one prefill call
-    bool argmax = false;                          // the LM head returns each piece's argmax
+    int64_t batch = 64;   // tokens of one prefill call
+    bool argmax = false;  // the LM head returns each piece's argmax
     bool rotate = false;  // chunks also get infer_rotate and prefill_rotate (sliding window)
     // Tokens of a `verify` function in every package (speculative decoding): it
     // writes the KV state as prefill does and returns every row's result; 0: none.
@@ -73,7 +73,7 @@ inline constexpr std::string_view side_input_suffix = "_rows";
 // The inputs a package's functions carry from call to call (conv windows,
 // delta-rule states), and those the embeddings pass them, with their shapes;
 // package names left empty.
-std::vector<coreml::CarriedInput> carried_inputs(const AnePackage& package);
+std::vector<anemll::CarriedInput> carried_inputs(const AnePackage& package);
 
 // Writes a lowered package (through a temporary folder renamed into place).
 void write_ane_package(const AnePackage& package, const std::filesystem::path& dir,

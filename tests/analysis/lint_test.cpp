@@ -9,8 +9,8 @@
 #include <cmath>
 #include <limits>
 
+#include "anemll/anemll_layout.h"
 #include "base/thread_pool.h"
-#include "coreml/anemll_layout.h"
 #include "coreml/mil_builder.h"
 #include "exec/tiny_model.h"
 #include "lower/ane_lowering.h"
@@ -477,12 +477,12 @@ TEST_P(LintLowered, ConvertsOwnOutputIsClean) {
     options.batch = 16;
     std::vector<std::pair<std::string, lower::AnePackage>> packages;
     packages.emplace_back("embeddings", lower::lower_embeddings(program, options));
-    const auto ranges = coreml::layer_ranges(lower::layer_count(program), 2);
+    const auto ranges = anemll::layer_ranges(lower::layer_count(program), 2);
     for (const auto& r : ranges)
         packages.emplace_back("chunk", lower::lower_chunk(program, r.begin, r.end, options));
     packages.emplace_back(
         "lm_head",
-        lower::lower_lm_head(program, coreml::lm_head_chunk_sizes(m.spec.n_vocab, 16), options));
+        lower::lower_lm_head(program, anemll::lm_head_chunk_sizes(m.spec.n_vocab, 16), options));
     int chunk = 0;
     for (const auto& [role, pkg] : packages) {
         const bool is_chunk = role == "chunk";

@@ -6,11 +6,11 @@
 #include <fstream>
 #include <string>
 
+#include "anemll/meta_yaml.h"
+#include "anemll/per_layer_table.h"
 #include "base/error.h"
 #include "chat/chat_template.h"
-#include "coreml/meta_yaml.h"
 #include "coreml/package.h"
-#include "coreml/per_layer_table.h"
 #include "exec/mil/function.h"
 #include "grammar/grammar.h"
 #include "grammar/matcher.h"
@@ -73,11 +73,11 @@ void llama2c(std::span<const uint8_t> bytes) {
 }
 
 void meta_yaml(std::span<const uint8_t> bytes) {
-    coreml::read_meta_yaml(as_file(bytes, "meta.yaml"));
+    anemll::read_meta_yaml(as_file(bytes, "meta.yaml"));
 }
 
 void per_layer_table(std::span<const uint8_t> bytes) {
-    const coreml::PerLayerTable table(as_file(bytes, "table.bin"));
+    const anemll::PerLayerTable table(as_file(bytes, "table.bin"));
     const int32_t last = static_cast<int32_t>(table.rows() - 1);
     std::vector<float> row(static_cast<size_t>(table.cols()));
     table.lookup(std::span(&last, 1), row);

@@ -9,10 +9,10 @@
 
 #include <filesystem>
 
-#include "ane/ane_pipeline.h"
-#include "ane/hybrid_model.h"
+#include "anemll/anemll_layout.h"
 #include "base/error.h"
-#include "coreml/anemll_layout.h"
+#include "converted/ane_pipeline.h"
+#include "converted/hybrid_model.h"
 #include "exec/tiny_model.h"
 #include "lower/lowering_support.h"
 #include "models/models.h"
@@ -233,8 +233,8 @@ TEST(AneLowering, RotateFunctionsPastTheWindowComputeTheSame) {
     lower::AneOptions options;
     options.batch = batch;
     options.rotate = true;
-    const lower::AnePackage chunk = lower::lower_chunk(program, 0, lower::layer_count(program),
-                                                        options);
+    const lower::AnePackage chunk =
+        lower::lower_chunk(program, 0, lower::layer_count(program), options);
     for (const char* fn : {"infer", "prefill", "infer_rotate", "prefill_rotate"})
         EXPECT_TRUE(chunk.model.mlprogram().functions().contains(fn)) << fn;
     EXPECT_EQ(chunk.model.description().functions_size(), 4);
@@ -246,8 +246,8 @@ TEST(AneLowering, RotateFunctionsPastTheWindowComputeTheSame) {
                          milexec::Rounding::f16);
     AnePipeline plain = pipeline(l, false, milexec::Rounding::f16);
     // Batches at and past the window go through prefill_rotate, then infer_rotate.
-    const auto prompt = test::random_tokens(m.spec.n_vocab,
-                                            static_cast<size_t>(m.spec.sliding_window + 2 * batch), 5);
+    const auto prompt = test::random_tokens(
+        m.spec.n_vocab, static_cast<size_t>(m.spec.sliding_window + 2 * batch), 5);
     auto a = rotating.prefill(prompt);
     auto b = plain.prefill(prompt);
     for (int step = 0; step < 4; ++step) {

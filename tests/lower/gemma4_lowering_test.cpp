@@ -4,10 +4,10 @@
 // their source's rows; run by the MIL interpreter against the CPU executor.
 #include <gtest/gtest.h>
 
-#include "ane/ane_pipeline.h"
+#include "anemll/anemll_layout.h"
+#include "anemll/per_layer_table.h"
 #include "base/error.h"
-#include "coreml/anemll_layout.h"
-#include "coreml/per_layer_table.h"
+#include "converted/ane_pipeline.h"
 #include "exec/tiny_model.h"
 #include "lower/ane_lowering.h"
 #include "lower/lowering_support.h"
@@ -28,7 +28,7 @@ struct Monolithic {
 Monolithic lower_tiny() {
     const LoadedModel& m = test::tiny_model("tiny-gemma4");
     const ir::Program program = test::decode_program(m);
-    std::vector<int64_t> pieces = coreml::lm_head_chunk_sizes(m.spec.n_vocab, 4);
+    std::vector<int64_t> pieces = anemll::lm_head_chunk_sizes(m.spec.n_vocab, 4);
     lower::AnePackage pkg = lower::lower_monolithic(program, pieces, test::lowering_options(false));
     return {std::move(pieces), std::move(pkg)};
 }
@@ -159,8 +159,8 @@ TEST(Gemma4Lowering, PerLayerTableBesideThePackages) {
     for (int bits : {16, 8}) {
         SCOPED_TRACE(bits);
         const std::string path = (dir / fmt::format("table{}.bin", bits)).string();
-        coreml::write_per_layer_table(path, table, bits, m.spec.per_layer_dim);
-        const coreml::PerLayerTable file(path);
+        anemll::write_per_layer_table(path, table, bits, m.spec.per_layer_dim);
+        const anemll::PerLayerTable file(path);
         AnePipeline ane = test::pipeline(beside, false, milexec::Rounding::f16);
         EXPECT_THROW(ane.prefill(prompt), Error);  // no table given
         ane.reset();

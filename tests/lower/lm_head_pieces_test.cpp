@@ -8,8 +8,8 @@
 
 #include <numeric>
 
+#include "anemll/anemll_layout.h"
 #include "base/half.h"
-#include "coreml/anemll_layout.h"
 #include "exec/mil/function.h"
 #include "exec/tiny_model.h"
 #include "lower/ane_lowering.h"
@@ -92,8 +92,8 @@ TEST_P(LmHeadPieces, EveryIdMapsAsAnemllCoreComputesIt) {
     const LoadedModel& m = model_650();
     ASSERT_EQ(m.spec.n_vocab, vocab);
     const ir::Program program = decode_program(m);
-    const std::vector<int64_t> sizes = coreml::lm_head_chunk_sizes(vocab, split);
-    const int64_t rows = coreml::lm_head_piece_rows(vocab, split);
+    const std::vector<int64_t> sizes = anemll::lm_head_chunk_sizes(vocab, split);
+    const int64_t rows = anemll::lm_head_piece_rows(vocab, split);
     ASSERT_EQ(std::ssize(sizes), split);
     ASSERT_LT(sizes.back(), rows);  // the last piece is padded
 

@@ -9,8 +9,8 @@
 #include <span>
 #include <vector>
 
-#include "ane/ane_pipeline.h"
-#include "coreml/anemll_layout.h"
+#include "anemll/anemll_layout.h"
+#include "converted/ane_pipeline.h"
 #include "lower/ane_lowering.h"
 #include "models/models.h"
 #include "passes/rope_halves.h"
@@ -49,7 +49,7 @@ inline lower::AneOptions lowering_options(bool argmax, int64_t verify = 0) {
 inline Lowered lower_all(const ir::Program& program, int64_t n_vocab,
                          const lower::AneOptions& options) {
     Lowered l{
-        lower::lower_embeddings(program, options), {}, {}, coreml::lm_head_chunk_sizes(n_vocab, 4)};
+        lower::lower_embeddings(program, options), {}, {}, anemll::lm_head_chunk_sizes(n_vocab, 4)};
     const int64_t n_layer = lower::layer_count(program);
     l.chunks.push_back(lower::lower_chunk(program, 0, 1, options));
     l.chunks.push_back(lower::lower_chunk(program, 1, n_layer, options));

@@ -67,7 +67,7 @@ TEST_P(LutPadding, HeadPiecesPadPartialGroups) {
     ASSERT_EQ(q.group_size, group);
     ASSERT_NE(vocab % group, 0);
 
-    const std::vector<int64_t> sizes = coreml::lm_head_chunk_sizes(vocab, 8, group);
+    const std::vector<int64_t> sizes = anemll::lm_head_chunk_sizes(vocab, 8, group);
     const int64_t rows = sizes[0];
     ASSERT_EQ(rows % group, 0);
     ASSERT_NE(sizes.back() % group, 0);  // the last piece ends in a partial group
@@ -133,7 +133,7 @@ TEST(LutPadding, PackagesMatchTheCpuOnTheSameLuts) {
         test::Lowered l{lower::lower_embeddings(program, test::lowering_options(argmax)),
                         {},
                         {},
-                        coreml::lm_head_chunk_sizes(vocab, 8, 8)};
+                        anemll::lm_head_chunk_sizes(vocab, 8, 8)};
         l.chunks.push_back(lower::lower_chunk(program, 0, 1, test::lowering_options(argmax)));
         l.chunks.push_back(lower::lower_chunk(program, 1, lower::layer_count(program),
                                               test::lowering_options(argmax)));

@@ -7,11 +7,11 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "ane/ane_pipeline.h"
 #include "base/error.h"
 #include "base/format_count.h"
 #include "bench_speculative.h"
 #include "command.h"
+#include "converted/ane_pipeline.h"
 #include "flag_checks.h"
 #include "run_options.h"
 #include "runtime/model.h"

@@ -11,8 +11,8 @@
 #include "base/error.h"
 #include "base/thread_pool.h"
 #include "command.h"
-#include "flag_checks.h"
 #include "convert/convert.h"
+#include "flag_checks.h"
 #include "run_options.h"
 
 namespace anelm::cli {
@@ -70,7 +70,7 @@ int run_convert(ConvertArgs& args, const std::string& command_line) {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     fmt::print("{}\n", weight_report_table(result.weights));
-    const coreml::ConvertLayout& l = result.layout;
+    const anemll::ConvertLayout& l = result.layout;
     fmt::print(
         "{}: {} chunks, context {}, batch {}, LUT embed/ffn/head {}/{}/{}, {} LM head "
         "pieces{}\n",
@@ -96,9 +96,9 @@ std::function<int()> setup(CLI::App& app) {
     app.add_option("--chunks", args->chunks,
                    "transformer chunks, or auto: the fewest whose largest fits --max-chunk-mb")
         ->capture_default_str();
-    in_range(app.add_option("--max-chunk-mb", o.max_chunk_mb,
-                            "largest chunk for --chunks auto (MiB)"),
-             {0.001, 1 << 20})
+    in_range(
+        app.add_option("--max-chunk-mb", o.max_chunk_mb, "largest chunk for --chunks auto (MiB)"),
+        {0.001, 1 << 20})
         ->capture_default_str();
     app.add_option("--lut-embed", o.lut_embed, "embeddings: none, BITS, BITS,GROUP or BITS:GROUP")
         ->capture_default_str();

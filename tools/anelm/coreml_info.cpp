@@ -5,7 +5,7 @@
 
 #include <filesystem>
 
-#include "coreml/converted_files.h"
+#include "anemll/converted_files.h"
 #include "coreml/summary.h"
 
 namespace anelm::cli {
@@ -59,9 +59,9 @@ int run_coreml_info(const std::string& path, bool json) {
 }
 
 int run_converted_info(const std::string& dir, bool json) {
-    const coreml::ConvertedFiles files =
-        coreml::find_converted_files((std::filesystem::path(dir) / "meta.yaml").string());
-    const coreml::ConvertLayout& l = files.meta.layout;
+    const anemll::ConvertedFiles files =
+        anemll::find_converted_files((std::filesystem::path(dir) / "meta.yaml").string());
+    const anemll::ConvertLayout& l = files.meta.layout;
     std::vector<std::string> paths;
     if (l.monolithic) {
         paths.push_back(files.monolithic);

@@ -3,11 +3,11 @@
 
 #include <cstdio>
 
-#include "ane/ane_pipeline.h"
-#include "ane/hybrid_model.h"
 #include "base/error.h"
 #include "chat/chat_template.h"
 #include "command.h"
+#include "converted/ane_pipeline.h"
+#include "converted/hybrid_model.h"
 #include "flag_checks.h"
 #include "io/generation_config.h"
 #include "run_options.h"
@@ -44,14 +44,13 @@ int stream(TokenModel& model, const Tokenizer& tokenizer, std::vector<int32_t> s
     }
     const std::vector<int32_t> prompt = tokenizer.encode(text, !args.chat);
     if (static_cast<int64_t>(prompt.size()) > model.n_ctx())
-        fail("the prompt has {} tokens but the context holds {} ({})", prompt.size(),
-             model.n_ctx(), context_reason);
+        fail("the prompt has {} tokens but the context holds {} ({})", prompt.size(), model.n_ctx(),
+             context_reason);
 
     GenerateOptions options;
     options.max_new_tokens = args.steps >= 0 ? -1 : args.n;
     options.max_steps = args.steps;
-    const ResolvedSampling sampling =
-        args.sampler.resolve(model_generation_sampling(args.model));
+    const ResolvedSampling sampling = args.sampler.resolve(model_generation_sampling(args.model));
     options.sampler = sampling.params;
     fmt::print(stderr, "{}\n", sampling.description);
     options.stop_ids = std::move(stop_ids);
@@ -91,7 +90,7 @@ int run_hybrid(const GenerateArgs& args, const Model& model, SessionOptions so) 
         fail("--prefill-packages: decode drafts with --lookup or --draft-quant");
     ThreadPool pool(args.run.threads > 0 ? args.run.threads : ThreadPool::physical_cores());
     ConvertedModel packages(args.prefill_packages, args.tokenizer, milexec::Rounding::f16, &pool);
-    const coreml::ConvertLayout& layout = packages.layout();
+    const anemll::ConvertLayout& layout = packages.layout();
     if (layout.vocab_size != model.spec().n_vocab)
         fail("--prefill-packages {}: meta.yaml: vocab_size: {}, the model has {}",
              args.prefill_packages, layout.vocab_size, model.spec().n_vocab);
@@ -105,12 +104,11 @@ int run_hybrid(const GenerateArgs& args, const Model& model, SessionOptions so) 
     }
     const std::unique_ptr<Session> session = open_session(model, so);
     HybridModel hybrid(packages.pipeline(), *session);
-    const int status =
-        stream(hybrid, *model.tokenizer, model.stop_ids(), args,
-               fmt::format("prefill on the packages, decode on {}, {}, {}",
-                           thread_count(session->threads()), args.run.precision_name,
-                           kernels_isa()),
-               draft.get(), "the packages' context, or the model's");
+    const int status = stream(
+        hybrid, *model.tokenizer, model.stop_ids(), args,
+        fmt::format("prefill on the packages, decode on {}, {}, {}",
+                    thread_count(session->threads()), args.run.precision_name, kernels_isa()),
+        draft.get(), "the packages' context, or the model's");
     const KvHandoff& h = hybrid.handoff();
     fmt::print(stderr, "KV hand-off: {} positions, {:.3f} MB in {:.3f} ms ({:.1f} GB/s)\n",
                h.tokens, h.bytes / 1e6, h.seconds * 1e3, h.bytes / std::max(h.seconds, 1e-9) / 1e9);

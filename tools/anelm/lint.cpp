@@ -9,15 +9,15 @@
 #include "analysis/lint.h"
 #include "analysis/lint_report.h"
 #include "analysis/trained_context.h"
-#include "ane/ane_pipeline.h"
+#include "anemll/converted_files.h"
 #include "base/progress.h"
 #include "base/thread_pool.h"
 #include "command.h"
-#include "flag_checks.h"
 #include "convert/convert.h"
-#include "coreml/converted_files.h"
+#include "converted/ane_pipeline.h"
 #include "coreml/package.h"
 #include "coreml_info.h"
+#include "flag_checks.h"
 
 namespace anelm::cli {
 namespace {
@@ -60,11 +60,11 @@ void lint_file(const std::string& path, int chunk_no, int n_chunks, LintReport& 
 }
 
 void lint_converted_dir(const std::string& dir, LintReport& report) {
-    const coreml::ConvertedFiles files =
-        coreml::find_converted_files((fs::path(dir) / "meta.yaml").string());
-    add_findings(lint_trained_context(files.meta.layout.context_length, files.meta.n_ctx_train,
-                                      "meta.yaml"),
-                 report);
+    const anemll::ConvertedFiles files =
+        anemll::find_converted_files((fs::path(dir) / "meta.yaml").string());
+    add_findings(
+        lint_trained_context(files.meta.layout.context_length, files.meta.n_ctx_train, "meta.yaml"),
+        report);
     if (!files.monolithic.empty()) return lint_file(files.monolithic, 0, 0, report);
     lint_file(files.embeddings, 0, 0, report);
     const int n = static_cast<int>(files.chunks.size());
@@ -88,7 +88,7 @@ void lint_model(const LintArgs& args, LintReport& report) {
     lower_converted(
         model, o, pool, stage, [&](const lower::AnePackage& pkg, const std::string& stem) {
             add_package(
-                {coreml::package_name(stem), &pkg.model, &pkg.blobs(), pkg.blobs().file_bytes()},
+                {anemll::package_name(stem), &pkg.model, &pkg.blobs(), pkg.blobs().file_bytes()},
                 report);
         });
     if (bar) bar->finish();
@@ -127,9 +127,9 @@ std::function<int()> setup(CLI::App& app) {
     in_range(app.add_option("--batch", o.batch, "as anelm convert: tokens per prefill call"),
              {1, 1 << 20})
         ->capture_default_str();
-    in_range(app.add_option("--chunks", args->chunks,
-                            "as anelm convert: transformer chunks (0: auto)"),
-             {0, 1024})
+    in_range(
+        app.add_option("--chunks", args->chunks, "as anelm convert: transformer chunks (0: auto)"),
+        {0, 1024})
         ->capture_default_str();
     app.add_option("--lut-embed", o.lut_embed, "as anelm convert")->capture_default_str();
     app.add_option("--lut-ffn", o.lut_ffn, "as anelm convert")->capture_default_str();

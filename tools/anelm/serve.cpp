@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "ane/ane_pipeline.h"
 #include "base/error.h"
 #include "command.h"
+#include "converted/ane_pipeline.h"
 #include "flag_checks.h"
 #include "io/generation_config.h"
 #include "io/gguf.h"
@@ -41,8 +41,9 @@ std::string read_key_file(const std::string& path) {
 std::unique_ptr<ChatTemplate> load_template(const std::string& path, const std::string& file) {
     if (!file.empty()) return std::make_unique<ChatTemplate>(ChatTemplate::load(path, file));
     if (!std::filesystem::is_directory(path) && !is_gguf_file(path)) {
-        fmt::print(stderr, "anelm serve: a checkpoint file has no chat template; "
-                           "/v1/chat/completions is off\n");
+        fmt::print(stderr,
+                   "anelm serve: a checkpoint file has no chat template; "
+                   "/v1/chat/completions is off\n");
         return nullptr;
     }
     try {
@@ -116,15 +117,16 @@ std::shared_ptr<const server::ServedModel> load(const ServeArgs& args, Loaded& l
     };
     fmt::print(stderr, "anelm serve: {} ready: {} {} of {} tokens ({})\n", served->name,
                l.slots->slots(), l.slots->slots() == 1 ? "slot" : "slots", l.slots->n_ctx(), how);
-    fmt::print(stderr, "requests that set none: {}, {}\n", sampling.settings,
-               sampling.seed_given ? fmt::format("seed {}", sampling.params.seed)
-                                   : "a random seed each");
+    fmt::print(
+        stderr, "requests that set none: {}, {}\n", sampling.settings,
+        sampling.seed_given ? fmt::format("seed {}", sampling.params.seed) : "a random seed each");
     return served;
 }
 
 int run_serve(ServeArgs args) {
     if (!args.api_key_file.empty()) args.server.api_key = read_key_file(args.api_key_file);
-    if (args.parallel < 1 || args.parallel > 256) fail("--parallel: {}, expected 1 to 256", args.parallel);
+    if (args.parallel < 1 || args.parallel > 256)
+        fail("--parallel: {}, expected 1 to 256", args.parallel);
     // SIGINT and SIGTERM are taken by this thread alone (sigwait), so every
     // other thread runs on undisturbed until the server stops.
     sigset_t signals;

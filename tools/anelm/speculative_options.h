@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "ane/ane_pipeline.h"
 #include "base/thread_pool.h"
+#include "converted/ane_pipeline.h"
 #include "runtime/drafter.h"
 #include "runtime/model.h"
 #include "runtime/session.h"

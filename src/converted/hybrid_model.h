@@ -3,7 +3,7 @@
 // the packages, everything after it to the session, speculative verify too.
 #pragma once
 
-#include "ane/kv_handoff.h"
+#include "converted/kv_handoff.h"
 #include "runtime/token_model.h"
 
 namespace anelm {

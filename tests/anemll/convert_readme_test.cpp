@@ -1,11 +1,11 @@
 // OUT/README.txt names every file and gives the compile and run commands for
 // ANEMLL's runners with their real flags.
-#include "coreml/convert_readme.h"
+#include "anemll/convert_readme.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-namespace anelm::coreml {
+namespace anelm::anemll {
 namespace {
 
 bool has(const std::string& text, std::string_view part) {
@@ -130,4 +130,4 @@ TEST(ConvertReadme, PerLayerInputsAndWhoCanRunThem) {
 }
 
 }  // namespace
-}  // namespace anelm::coreml
+}  // namespace anelm::anemll

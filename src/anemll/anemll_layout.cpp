@@ -1,4 +1,4 @@
-#include "coreml/anemll_layout.h"
+#include "anemll/anemll_layout.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 
 #include "base/error.h"
 
-namespace anelm::coreml {
+namespace anelm::anemll {
 
 namespace {
 
@@ -186,4 +186,4 @@ int auto_chunk_count(std::span<const uint64_t> layer_bytes, uint64_t first_chunk
         most, max_chunk_bytes / 1048576.0, *std::ranges::max_element(layer_bytes) / 1048576.0);
 }
 
-}  // namespace anelm::coreml
+}  // namespace anelm::anemll

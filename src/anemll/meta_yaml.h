@@ -7,9 +7,9 @@
 #include <optional>
 #include <string>
 
-#include "coreml/anemll_layout.h"
+#include "anemll/anemll_layout.h"
 
-namespace anelm::coreml {
+namespace anelm::anemll {
 
 // generation_config.json's sampling, which the Swift runner prefers to its
 // own defaults (meta.yaml's recommended_sampling).
@@ -56,4 +56,4 @@ void write_meta_yaml(const std::string& path, const MetaYaml& meta);
 // missing required key or a value of the wrong type.
 MetaYaml read_meta_yaml(const std::string& path);
 
-}  // namespace anelm::coreml
+}  // namespace anelm::anemll

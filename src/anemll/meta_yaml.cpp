@@ -1,4 +1,4 @@
-#include "coreml/meta_yaml.h"
+#include "anemll/meta_yaml.h"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -15,7 +15,7 @@
 #include "io/generation_config.h"
 #include "io/json_file.h"
 
-namespace anelm::coreml {
+namespace anelm::anemll {
 
 namespace {
 
@@ -477,4 +477,4 @@ MetaYaml read_meta_yaml(const std::string& path) {
     return meta;
 }
 
-}  // namespace anelm::coreml
+}  // namespace anelm::anemll

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "coreml/meta_yaml.h"
+#include "anemll/meta_yaml.h"
 
-namespace anelm::coreml {
+namespace anelm::anemll {
 
 struct ConvertedFiles {
     MetaYaml meta;
@@ -24,4 +24,4 @@ struct ConvertedFiles {
 // "META: model_info.parameters.KEY: ..." naming the file that is missing.
 ConvertedFiles find_converted_files(const std::string& meta_path);
 
-}  // namespace anelm::coreml
+}  // namespace anelm::anemll

@@ -1,6 +1,6 @@
 // ANEMLL's file names, chunk split and LM head pieces, as its converter and
 // runners expect them (../shared/docs/research/anemll.md §1, §2).
-#include "coreml/anemll_layout.h"
+#include "anemll/anemll_layout.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 
 #include "io/io_test_util.h"
 
-namespace anelm::coreml {
+namespace anelm::anemll {
 namespace {
 
 using quant::QuantChoice;
@@ -203,4 +203,4 @@ TEST(AnemllLayout, CheckNamesTheField) {
 }
 
 }  // namespace
-}  // namespace anelm::coreml
+}  // namespace anelm::anemll

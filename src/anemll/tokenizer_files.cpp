@@ -1,4 +1,4 @@
-#include "coreml/tokenizer_files.h"
+#include "anemll/tokenizer_files.h"
 
 #include <nlohmann/json.hpp>
 
@@ -11,7 +11,7 @@
 #include "base/error.h"
 #include "io/json_file.h"
 
-namespace anelm::coreml {
+namespace anelm::anemll {
 
 namespace {
 
@@ -159,4 +159,4 @@ std::vector<std::string> copy_tokenizer_files(const std::string& model_dir,
     return {written.begin(), written.end()};
 }
 
-}  // namespace anelm::coreml
+}  // namespace anelm::anemll

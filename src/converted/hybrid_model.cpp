@@ -1,4 +1,4 @@
-#include "ane/hybrid_model.h"
+#include "converted/hybrid_model.h"
 
 #include <algorithm>
 

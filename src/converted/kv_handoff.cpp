@@ -1,4 +1,4 @@
-#include "ane/kv_handoff.h"
+#include "converted/kv_handoff.h"
 
 #include <fmt/format.h>
 

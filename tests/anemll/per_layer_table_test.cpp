@@ -1,7 +1,7 @@
 // The per-layer table file: 16-bit rows are the table's values rounded to
 // half, 8-bit ones within half a step of their group's scale; a file that is
 // not one, or is cut short, is refused naming it.
-#include "coreml/per_layer_table.h"
+#include "anemll/per_layer_table.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@
 #include "io/io_test_util.h"
 #include "test_support.h"
 
-namespace anelm::coreml {
+namespace anelm::anemll {
 namespace {
 
 struct Table {
@@ -86,4 +86,4 @@ TEST(PerLayerTable, RefusesWhatIsNotATable) {
 }
 
 }  // namespace
-}  // namespace anelm::coreml
+}  // namespace anelm::anemll

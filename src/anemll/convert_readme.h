@@ -7,9 +7,9 @@
 #include <string_view>
 #include <vector>
 
-#include "coreml/meta_yaml.h"
+#include "anemll/meta_yaml.h"
 
-namespace anelm::coreml {
+namespace anelm::anemll {
 
 // An input a package reads besides the hidden state, positions, mask and KV
 // state: one it carries from call to call (LFM2's and Qwen3.5's conv windows
@@ -31,4 +31,4 @@ std::string convert_readme_text(const MetaYaml& meta, std::span<const std::strin
                                 std::string_view out_dir,
                                 std::span<const CarriedInput> carried = {});
 
-}  // namespace anelm::coreml
+}  // namespace anelm::anemll

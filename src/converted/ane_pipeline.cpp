@@ -1,11 +1,11 @@
-#include "ane/ane_pipeline.h"
+#include "converted/ane_pipeline.h"
 
 #include <filesystem>
 #include <limits>
 #include <numeric>
 
+#include "anemll/converted_files.h"
 #include "base/error.h"
-#include "coreml/converted_files.h"
 #include "io/hf_config.h"
 #include "io/llama2c.h"
 #include "runtime/model.h"
@@ -168,7 +168,7 @@ Tensor AnePipeline::run_chunks(const std::vector<std::unique_ptr<milexec::Functi
 void AnePipeline::add_per_layer_rows(const milexec::Function& fn, std::span<const int32_t> tokens,
                                      std::map<std::string, Tensor>& in) const {
     for (const milexec::TensorSpec& spec : fn.inputs()) {
-        if (spec.name != coreml::per_layer_lookup) continue;
+        if (spec.name != anemll::per_layer_lookup) continue;
         if (!per_layer_)
             fail("{}: takes {}, the per-layer table's rows, and no table was given", fn.name(),
                  spec.name);
@@ -322,9 +322,9 @@ bool is_converted_dir(const std::string& path) {
 
 ConvertedModel::ConvertedModel(const std::string& dir, const std::string& tokenizer_path,
                                milexec::Rounding rounding, ThreadPool* pool) {
-    const coreml::ConvertedFiles files =
-        coreml::find_converted_files((fs::path(dir) / "meta.yaml").string());
-    const coreml::ConvertLayout& layout = files.meta.layout;
+    const anemll::ConvertedFiles files =
+        anemll::find_converted_files((fs::path(dir) / "meta.yaml").string());
+    const anemll::ConvertLayout& layout = files.meta.layout;
     auto open = [&](const std::string& path) {
         packages_.push_back(std::make_unique<coreml::Package>(path));
         return AnePart{&packages_.back()->model(), packages_.back().get()};
@@ -349,7 +349,7 @@ ConvertedModel::ConvertedModel(const std::string& dir, const std::string& tokeni
     }
     layout_ = layout;
     if (layout.per_layer_bits > 0) {
-        per_layer_ = std::make_unique<coreml::PerLayerTable>(
+        per_layer_ = std::make_unique<anemll::PerLayerTable>(
             (fs::path(dir) / layout.per_layer_table_file()).string());
         pipeline_->set_per_layer_table(per_layer_.get());
     }

@@ -1,6 +1,6 @@
 // Finding a converted directory's packages from its meta.yaml as ANEMLL's
 // runners do, with the .mlpackage standing in for an uncompiled .mlmodelc.
-#include "coreml/converted_files.h"
+#include "anemll/converted_files.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 
 #include "io/io_test_util.h"
 
-namespace anelm::coreml {
+namespace anelm::anemll {
 namespace {
 
 namespace fs = std::filesystem;
@@ -107,4 +107,4 @@ TEST_F(ConvertedFilesTest, ChunkCountMustMatchTheName) {
 }
 
 }  // namespace
-}  // namespace anelm::coreml
+}  // namespace anelm::anemll

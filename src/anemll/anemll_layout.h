@@ -12,7 +12,7 @@
 
 #include "quant/quant_spec.h"
 
-namespace anelm::coreml {
+namespace anelm::anemll {
 
 // The version of ANEMLL's output contract we follow; meta.yaml's
 // model_info.version (Swift's runner switches to a legacy mode for 0.1.1).
@@ -114,4 +114,4 @@ std::vector<LayerRange> layer_ranges(int64_t n_layer, int n_chunks);
 int auto_chunk_count(std::span<const uint64_t> layer_bytes, uint64_t first_chunk_extra_bytes,
                      uint64_t last_chunk_extra_bytes, uint64_t max_chunk_bytes);
 
-}  // namespace anelm::coreml
+}  // namespace anelm::anemll

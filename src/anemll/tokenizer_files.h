@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace anelm::coreml {
+namespace anelm::anemll {
 
 // The names copied when present, in this order.
 std::span<const std::string_view> tokenizer_file_names();
@@ -40,4 +40,4 @@ void check_tokenizer_source(const std::string& model_dir);
 std::vector<std::string> copy_tokenizer_files(const std::string& model_dir,
                                               const std::string& dest_dir);
 
-}  // namespace anelm::coreml
+}  // namespace anelm::anemll

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "coreml/anemll_layout.h"
+#include "anemll/anemll_layout.h"
+#include "anemll/per_layer_table.h"
 #include "coreml/blob_table.h"
 #include "coreml/package.h"
-#include "coreml/per_layer_table.h"
 #include "exec/mil/function.h"
 #include "runtime/token_model.h"
 #include "tokenizer/tokenizer.h"
@@ -61,7 +61,7 @@ public:
     void reset();
     // Gemma 4's per-layer table, kept beside the packages: its rows are looked
     // up for the embeddings (or monolithic) function that takes them.
-    void set_per_layer_table(const coreml::PerLayerTable* table) { per_layer_ = table; }
+    void set_per_layer_table(const anemll::PerLayerTable* table) { per_layer_ = table; }
     // A state of the packages (the KV cache), as the interpreter holds it.
     const milexec::Tensor& state(const std::string& name) const { return states_.at(name); }
     bool has_state(const std::string& name) const { return states_.contains(name); }
@@ -113,7 +113,7 @@ private:
     std::map<std::string, milexec::Tensor> last_outputs_;  // monolithic infer's head outputs
     std::vector<float> logits_;
     std::vector<float> verify_logits_;  // [tokens, n_vocab]
-    const coreml::PerLayerTable* per_layer_ = nullptr;
+    const anemll::PerLayerTable* per_layer_ = nullptr;
     // The table's rows for `tokens` into `in`, when `fn` takes them.
     void add_per_layer_rows(const milexec::Function& fn, std::span<const int32_t> tokens,
                             std::map<std::string, milexec::Tensor>& in) const;
@@ -135,15 +135,15 @@ public:
     // llama2.c tokenizer, as run.c stops.
     const std::vector<int32_t>& stop_ids() const { return stop_ids_; }
     int64_t vocab_size() const { return layout_.vocab_size; }
-    const coreml::ConvertLayout& layout() const { return layout_; }
+    const anemll::ConvertLayout& layout() const { return layout_; }
 
 private:
     std::unique_ptr<Tokenizer> tokenizer_;
     std::vector<int32_t> stop_ids_;
     std::vector<std::unique_ptr<coreml::Package>> packages_;
     std::unique_ptr<AnePipeline> pipeline_;
-    std::unique_ptr<coreml::PerLayerTable> per_layer_;
-    coreml::ConvertLayout layout_;
+    std::unique_ptr<anemll::PerLayerTable> per_layer_;
+    anemll::ConvertLayout layout_;
 };
 
 // True when `path` is a folder holding meta.yaml.

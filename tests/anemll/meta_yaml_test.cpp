@@ -1,14 +1,14 @@
 // meta.yaml: written with the keys and YAML types ANEMLL's runners read
 // (../shared/docs/research/anemll.md §5), read back to the same layout, and
 // refused on one line naming the key.
-#include "coreml/meta_yaml.h"
+#include "anemll/meta_yaml.h"
 
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
 #include "io/io_test_util.h"
 
-namespace anelm::coreml {
+namespace anelm::anemll {
 namespace {
 
 using quant::QuantChoice;
@@ -312,4 +312,4 @@ TEST_F(MetaYamlTest, WritingChecksTheLayout) {
 }
 
 }  // namespace
-}  // namespace anelm::coreml
+}  // namespace anelm::anemll

@@ -1,4 +1,4 @@
-#include "coreml/per_layer_table.h"
+#include "anemll/per_layer_table.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,7 +11,7 @@
 #include "base/mapped_file.h"
 #include "io/tensor_values.h"
 
-namespace anelm::coreml {
+namespace anelm::anemll {
 
 namespace {
 
@@ -145,4 +145,4 @@ void PerLayerTable::lookup(std::span<const int32_t> ids, std::span<float> out) c
     }
 }
 
-}  // namespace anelm::coreml
+}  // namespace anelm::anemll

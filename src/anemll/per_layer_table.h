@@ -23,7 +23,7 @@ namespace anelm {
 class MappedFile;
 }
 
-namespace anelm::coreml {
+namespace anelm::anemll {
 
 // The IR node of the table's lookup, and the name of the input the embeddings
 // (or monolithic) function takes the looked-up rows as.
@@ -53,4 +53,4 @@ private:
     const std::byte* rows_begin_ = nullptr;
 };
 
-}  // namespace anelm::coreml
+}  // namespace anelm::anemll

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "ane/ane_pipeline.h"
+#include "converted/ane_pipeline.h"
 #include "runtime/session.h"
 
 namespace anelm {

@@ -1,6 +1,6 @@
 // Copying the tokenizer files of a Hugging Face folder beside meta.yaml, and
 // deriving the ones a runner needs that the folder lacks.
-#include "coreml/tokenizer_files.h"
+#include "anemll/tokenizer_files.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -10,7 +10,7 @@
 #include "io/io_test_util.h"
 #include "test_support.h"
 
-namespace anelm::coreml {
+namespace anelm::anemll {
 namespace {
 
 namespace fs = std::filesystem;
@@ -170,4 +170,4 @@ TEST_P(RealBpeVocabFiles, HoldEveryMergeAndToken) {
 INSTANTIATE_TEST_SUITE_P(Shared, RealBpeVocabFiles, testing::Values("qwen3", "llama3"));
 
 }  // namespace
-}  // namespace anelm::coreml
+}  // namespace anelm::anemll

@@ -1,4 +1,4 @@
-#include "coreml/convert_readme.h"
+#include "anemll/convert_readme.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-namespace anelm::coreml {
+namespace anelm::anemll {
 
 namespace {
 
@@ -253,4 +253,4 @@ std::string convert_readme_text(const MetaYaml& meta, std::span<const std::strin
     return t;
 }
 
-}  // namespace anelm::coreml
+}  // namespace anelm::anemll

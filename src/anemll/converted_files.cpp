@@ -1,4 +1,4 @@
-#include "coreml/converted_files.h"
+#include "anemll/converted_files.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 
 #include "base/error.h"
 
-namespace anelm::coreml {
+namespace anelm::anemll {
 
 namespace {
 
@@ -107,4 +107,4 @@ ConvertedFiles find_converted_files(const std::string& meta_path) {
     return files;
 }
 
-}  // namespace anelm::coreml
+}  // namespace anelm::anemll
