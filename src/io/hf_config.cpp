@@ -241,6 +241,21 @@ std::optional<std::vector<bool>> layer_types(const Fields& f, int64_t n_layer,
     return kinds;
 }
 
+// The head size of a config that names none: hidden_size over the query heads.
+int64_t derived_head_dim(const Fields& f, const ModelSpec& spec) {
+    if (spec.n_embd % spec.n_head != 0)
+        f.fail_field("num_attention_heads", "{} does not divide hidden_size {}", spec.n_head,
+                     spec.n_embd);
+    return spec.n_embd / spec.n_head;
+}
+
+// Grouped-query attention: each KV head serves the same number of query heads.
+void check_kv_heads(const Fields& f, const ModelSpec& spec) {
+    if (spec.n_head % spec.n_head_kv != 0)
+        f.fail_field("num_key_value_heads", "{} does not divide num_attention_heads {}",
+                     spec.n_head_kv, spec.n_head);
+}
+
 // The layer_types transformers derives when a config lists none: every layer
 // marked but each period-th, which attends fully.
 std::vector<bool> all_but_every(int64_t n_layer, int64_t period) {
@@ -321,13 +336,8 @@ ModelSpec parse_lfm2(const Fields& f, const std::string& path, ModelSpec spec) {
     spec.n_layer = f.required_integer("num_hidden_layers", 1, max_layers);
     spec.n_head = f.required_integer("num_attention_heads", 1, max_dim);
     spec.n_head_kv = f.integer("num_key_value_heads", 1, max_dim).value_or(8);
-    if (spec.n_embd % spec.n_head != 0)
-        f.fail_field("num_attention_heads", "{} does not divide hidden_size {}", spec.n_head,
-                     spec.n_embd);
-    spec.head_dim = spec.n_embd / spec.n_head;
-    if (spec.n_head % spec.n_head_kv != 0)
-        f.fail_field("num_key_value_heads", "{} does not divide num_attention_heads {}",
-                     spec.n_head_kv, spec.n_head);
+    spec.head_dim = derived_head_dim(f, spec);
+    check_kv_heads(f, spec);
     if (spec.head_dim % 2 != 0)
         f.fail_field("num_attention_heads",
                      "heads of {} dimensions; rotary embedding rotates pairs", spec.head_dim);
@@ -425,9 +435,7 @@ ModelSpec parse_qwen3_5(const Fields& top, const std::string& path, ModelSpec sp
     spec.n_head = f.required_integer("num_attention_heads", 1, max_dim);
     spec.n_head_kv = f.integer("num_key_value_heads", 1, max_dim).value_or(4);
     spec.head_dim = f.integer("head_dim", 2, max_dim).value_or(256);
-    if (spec.n_head % spec.n_head_kv != 0)
-        f.fail_field("num_key_value_heads", "{} does not divide num_attention_heads {}",
-                     spec.n_head_kv, spec.n_head);
+    check_kv_heads(f, spec);
     spec.n_ff = f.required_integer("intermediate_size", 1, max_dim * 16);
     spec.n_vocab = f.required_integer("vocab_size", 1, max_vocab);
     spec.n_ctx_train = f.integer("max_position_embeddings", 1, max_ctx).value_or(32768);
@@ -518,9 +526,7 @@ ModelSpec parse_gemma4(const Fields& top, const std::string& path, ModelSpec spe
     spec.n_layer = f.integer("num_hidden_layers", 1, max_layers).value_or(30);
     spec.n_head = f.integer("num_attention_heads", 1, max_dim).value_or(8);
     spec.n_head_kv = f.integer("num_key_value_heads", 1, max_dim).value_or(4);
-    if (spec.n_head % spec.n_head_kv != 0)
-        f.fail_field("num_key_value_heads", "{} does not divide num_attention_heads {}",
-                     spec.n_head_kv, spec.n_head);
+    check_kv_heads(f, spec);
     spec.head_dim = f.integer("head_dim", 2, max_dim).value_or(256);
     spec.global_head_dim = f.integer("global_head_dim", 2, max_dim).value_or(512);
     if (spec.head_dim % 2 != 0 || spec.global_head_dim % 2 != 0)
@@ -613,14 +619,9 @@ ModelSpec parse_hf_config(std::string_view text, const std::string& path) {
         f.fail_field("head_dim", "missing ({} does not derive it from hidden_size)",
                      arch_name(spec.arch));
     } else {
-        if (spec.n_embd % spec.n_head != 0)
-            f.fail_field("num_attention_heads", "{} does not divide hidden_size {}", spec.n_head,
-                         spec.n_embd);
-        spec.head_dim = spec.n_embd / spec.n_head;
+        spec.head_dim = derived_head_dim(f, spec);
     }
-    if (spec.n_head % spec.n_head_kv != 0)
-        f.fail_field("num_key_value_heads", "{} does not divide num_attention_heads {}",
-                     spec.n_head_kv, spec.n_head);
+    check_kv_heads(f, spec);
     if (spec.head_dim % 2 != 0)
         f.fail_field("head_dim", "{} is odd; rotary embedding rotates pairs", spec.head_dim);
     spec.n_ff = f.required_integer("intermediate_size", 1, max_dim * 16);
