@@ -16,7 +16,15 @@ anelm=./build/anelm
 stories=models/stories260K
 demo=build/demo
 mkdir -p "$demo"
-step() { printf '\n== %s\n$ anelm %s\n' "$1" "${*:2}"; "$anelm" "${@:2}"; }
+# Prints a title and the command (arguments with spaces quoted), then runs it.
+step() {
+  printf '\n== %s\n$ anelm' "$1"
+  for arg in "${@:2}"; do
+    if [[ $arg == *" "* ]]; then printf ' "%s"' "$arg"; else printf ' %s' "$arg"; fi
+  done
+  printf '\n'
+  "$anelm" "${@:2}"
+}
 
 step "A real model on the CPU (stories260K: 260K parameters, trained on children's stories)" \
   generate "$stories/stories260K.bin" --tokenizer "$stories/tok512.bin" -p "Once upon a time" -n 80
@@ -26,7 +34,7 @@ step "Check the packages against the Neural Engine's rules before a Mac compiles
   lint "$demo/stories260K-ane"
 step "Predict speed, memory and energy on an Apple chip (Qwen3-0.6B's shapes, LUT4; --chip all lists every chip)" \
   plan qwen3-0.6b --quant lut4 --chip M4
-step "Run the converted packages here, as ANEMLL's runners run them on a Mac" \
+step "Run the converted packages here, as ANEMLL's runners run them on a Mac (LUT4 weights: a model this small loses some fluency)" \
   generate "$demo/stories260K-ane" -p "Once upon a time" -n 60
 
 if [ ! -d "$demo/qwen3-0.6b" ]; then
