@@ -9,8 +9,8 @@
 
 #include "base/error.h"
 #include "io/gguf.h"
-#include "io/gguf_model.h"
-#include "io/model_loader.h"
+#include "models/gguf_model.h"
+#include "models/model_loader.h"
 #include "synth/synth.h"
 
 namespace anelm::plan {

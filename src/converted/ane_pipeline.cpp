@@ -6,8 +6,8 @@
 
 #include "anemll/converted_files.h"
 #include "base/error.h"
-#include "io/hf_config.h"
 #include "io/llama2c.h"
+#include "models/hf_config.h"
 #include "runtime/model.h"
 
 namespace anelm {

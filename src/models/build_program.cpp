@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "models/families.h"
+#include "models/model_family.h"
 
 namespace anelm {
 
@@ -46,7 +47,12 @@ ir::Program build_program(const ModelSpec& spec, const WeightStore& weights,
     }
     program.ropes.push_back({rope_inv_freq(spec), spec.rope_style == RopeStyle::interleaved});
 
+    const ModelFamily* family = model_family(spec.arch);
     for (const FunctionShape& shape : options.functions) {
+        if (family) {
+            family->build_function(spec, weights, shape, program);
+            continue;
+        }
         switch (spec.arch) {
             case Arch::llama:
             case Arch::qwen2:
@@ -56,8 +62,7 @@ ir::Program build_program(const ModelSpec& spec, const WeightStore& weights,
             case Arch::gemma3:
                 build_gemma3_function(spec, weights, shape, program);
                 break;
-            case Arch::lfm2:
-                build_lfm2_function(spec, weights, shape, program);
+            case Arch::lfm2:  // its ModelFamily builds it
                 break;
             case Arch::qwen3_5:
                 build_qwen3_5_function(spec, weights, shape, program);

@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "io/model_loader.h"
+#include "models/model_loader.h"
 #include "tokenizer/tokenizer.h"
 
 namespace anelm {

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "models/model_family.h"
 #include "synth/family.h"
 #include "synth/hf_json.h"
 
@@ -51,38 +52,6 @@ json rope_scaling_json(const RopeScaling& r) {
 // A number, or null for 0 (transformers' None).
 json optional_number(double x) {
     return x > 0 ? json(x) : json(nullptr);
-}
-
-// Lfm2Config's own names (norm_eps, conv_L_cache); the MLP width given as is,
-// not derived from block_ff_dim.
-std::string lfm2_config_json(const ModelSpec& s, DType dtype) {
-    json types = json::array();
-    for (bool conv : s.conv_layers) types.push_back(conv ? "conv" : "full_attention");
-    const json j = {
-        {"architectures", {"Lfm2ForCausalLM"}},
-        {"block_auto_adjust_ff_dim", false},
-        {"bos_token_id", s.bos_token_id},
-        {"conv_L_cache", s.conv_kernel},
-        {"conv_bias", s.conv_bias},
-        {"eos_token_id", ids_json(s.eos_token_ids)},
-        {"hidden_size", s.n_embd},
-        {"initializer_range", 0.02},
-        {"intermediate_size", s.n_ff},
-        {"layer_types", types},
-        {"max_position_embeddings", s.n_ctx_train},
-        {"model_type", "lfm2"},
-        {"norm_eps", s.rms_norm_eps},
-        {"num_attention_heads", s.n_head},
-        {"num_hidden_layers", s.n_layer},
-        {"num_key_value_heads", s.n_head_kv},
-        {"rope_theta", s.rope_theta},
-        {"tie_embedding", s.tie_word_embeddings},
-        {"torch_dtype", torch_dtype(dtype)},
-        {"transformers_version", "4.57.0"},
-        {"use_cache", true},
-        {"vocab_size", s.n_vocab},
-    };
-    return j.dump(2) + "\n";
 }
 
 // A text-only Qwen3.5 config (Qwen3_5ForCausalLM), its rotation in
@@ -208,12 +177,9 @@ void check_preset(const SynthPreset& preset) {
                       s.arch == Arch::qwen3_5 || s.arch == Arch::gemma4))
         fail("synth: preset {}: q/k norms come with qwen3, gemma3, lfm2, qwen3_5 and gemma4 only",
              name);
-    if (s.arch == Arch::lfm2 && (static_cast<int64_t>(s.conv_layers.size()) != s.n_layer ||
-                                 s.conv_kernel < 1 || s.head_dim * s.n_head != s.n_embd))
-        fail(
-            "synth: preset {}: lfm2 needs a kind for each of its {} layers, a kernel, and "
-            "heads that divide the width",
-            name, s.n_layer);
+    if (const ModelFamily* arch_family = model_family(s.arch);
+        arch_family && arch_family->check_synth)
+        arch_family->check_synth(name, s);
     if ((s.arch == Arch::gemma3 || s.arch == Arch::gemma4) &&
         static_cast<int64_t>(s.sliding_layers.size()) != s.n_layer)
         fail("synth: preset {}: {} layer types for {} layers", name, s.sliding_layers.size(),
@@ -245,7 +211,12 @@ std::string config_json(const SynthPreset& preset, DType dtype) {
         {"use_cache", true},
         {"vocab_size", s.n_vocab},
     };
-    if (s.arch == Arch::lfm2) return lfm2_config_json(s, dtype);
+    if (const ModelFamily* family = model_family(s.arch); family && family->config_json) {
+        json own = family->config_json(s);
+        own["eos_token_id"] = ids_json(s.eos_token_ids);
+        own["torch_dtype"] = torch_dtype(dtype);
+        return own.dump(2) + "\n";
+    }
     if (s.arch == Arch::qwen3_5) return qwen3_5_config_json(s, dtype);
     if (s.arch == Arch::gemma4) return gemma4_config_json(preset, dtype);
     if (s.arch != Arch::gemma3) j["hidden_act"] = "silu";

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "base/error.h"
+#include "models/model_family.h"
 #include "synth/family.h"
 #include "synth/synth.h"
 
@@ -77,22 +78,6 @@ constexpr std::array rows = {
         10240, 262144, 256000, 131072, 1e6, 1e-6, true, 0},
     Row{"tiny-gemma4", "tiny test model, Gemma 4 layout", Arch::gemma4, 64, 6, 4, 2, 16, 128, 640,
         608, 1024, 1e6, 1e-6, true, 0},
-};
-
-// What LFM2 adds to a row: which layers are short-convolution blocks ('c') and
-// which attention ('a'), the convolution's taps, and its biases. The tiny one
-// has biases and a wider kernel, so every path is exercised.
-struct Lfm2Row {
-    const char* name;
-    const char* layers;
-    int64_t conv_kernel;
-    bool conv_bias;
-};
-
-constexpr std::array lfm2_rows = {
-    Lfm2Row{"lfm2.5-350m", "ccaccaccacacacac", 3, false},
-    Lfm2Row{"lfm2-1.2b", "ccaccaccacacacac", 3, false},
-    Lfm2Row{"tiny-lfm2", "cacc", 4, true},
 };
 
 // What Gemma 3 adds to a row. A layer is global when every_global divides its
@@ -206,18 +191,6 @@ void add_gemma4_fields(std::string_view name, ModelSpec& s) {
     fail("synth: preset {} has no Gemma 4 fields", name);
 }
 
-void add_lfm2_fields(std::string_view name, ModelSpec& s) {
-    for (const Lfm2Row& l : lfm2_rows) {
-        if (name != l.name) continue;
-        for (const char* c = l.layers; *c; ++c) s.conv_layers.push_back(*c == 'c');
-        s.conv_kernel = l.conv_kernel;
-        s.conv_bias = l.conv_bias;
-        s.qk_norm = true;
-        return;
-    }
-    fail("synth: preset {} has no LFM2 fields", name);
-}
-
 SynthPreset make_preset(const Row& r) {
     SynthPreset p;
     p.name = r.name;
@@ -247,9 +220,10 @@ SynthPreset make_preset(const Row& r) {
     s.attention_bias = r.arch == Arch::qwen2;
     s.qk_norm = r.arch == Arch::qwen3;
     if (r.arch == Arch::gemma3) add_gemma3_fields(r.name, s);
-    if (r.arch == Arch::lfm2) add_lfm2_fields(r.name, s);
     if (r.arch == Arch::qwen3_5) add_qwen3_5_fields(r.name, s);
     if (r.arch == Arch::gemma4) add_gemma4_fields(r.name, s);
+    if (const ModelFamily* family = model_family(r.arch); family && family->synth_fields)
+        family->synth_fields(r.name, s);
     s.torch_dtype = "bfloat16";
 
     const auto& family = synth::family_of(r.arch);

@@ -9,8 +9,8 @@
 #include "base/error.h"
 #include "base/output_check.h"
 #include "base/thread_pool.h"
-#include "io/expected_tensors.h"
 #include "io/safetensors_writer.h"
+#include "models/expected_tensors.h"
 #include "synth/hf_json.h"
 #include "synth/random_fill.h"
 

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <tuple>
 
-#include "io/model_loader.h"
+#include "models/model_loader.h"
 #include "run_anelm.h"
 #include "runtime/gguf_from_hf.h"
 #include "synth/synth.h"

@@ -16,7 +16,7 @@
 
 #include "base/error.h"
 
-#include "io/model_loader.h"
+#include "models/model_loader.h"
 #include "quant/quant_spec.h"
 #include "runtime/session.h"
 #include "synth/synth.h"

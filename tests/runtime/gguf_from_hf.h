@@ -15,8 +15,8 @@
 #include "base/half.h"
 #include "exec/tiny_model.h"
 #include "io/gguf_test_writer.h"
-#include "io/model_loader.h"
 #include "io/tensor_values.h"
+#include "models/model_loader.h"
 #include "tokenizer/gguf_vocab_writer.h"
 
 namespace anelm::test {

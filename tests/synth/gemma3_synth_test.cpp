@@ -7,7 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "io/model_loader.h"
+#include "models/model_loader.h"
 #include "synth/synth.h"
 #include "test_support.h"
 

@@ -13,7 +13,7 @@
 
 #include "base/error.h"
 #include "base/half.h"
-#include "io/model_loader.h"
+#include "models/model_loader.h"
 #include "test_support.h"
 
 namespace anelm {

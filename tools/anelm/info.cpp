@@ -9,9 +9,9 @@
 #include "command.h"
 #include "coreml_info.h"
 #include "io/ggml_types.h"
-#include "io/gguf_model.h"
 #include "io/model_format.h"
-#include "io/model_loader.h"
+#include "models/gguf_model.h"
+#include "models/model_loader.h"
 
 namespace anelm::cli {
 namespace {

@@ -13,8 +13,8 @@
 #include "base/thread_pool.h"
 #include "command.h"
 #include "flag_checks.h"
-#include "io/expected_tensors.h"
-#include "io/model_loader.h"
+#include "models/expected_tensors.h"
+#include "models/model_loader.h"
 #include "quant/quant_error.h"
 #include "quant/quantize.h"
 

@@ -16,7 +16,7 @@ struct LoadedModel {
 
 // `path` is a Hugging Face folder (config.json; model.safetensors or
 // model.safetensors.index.json with its shards; optionally generation_config.json
-// and tokenizer.json), a GGUF file (io/gguf_model.h) or a llama2.c .bin
+// and tokenizer.json), a GGUF file (models/gguf_model.h) or a llama2.c .bin
 // checkpoint, as detect_model_format tells them apart; anything else is refused
 // with its message. The weights are checked against the spec: every expected
 // tensor present, with the expected shape.

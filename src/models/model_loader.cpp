@@ -1,16 +1,16 @@
-#include "io/model_loader.h"
+#include "models/model_loader.h"
 
 #include <filesystem>
 #include <memory>
 
 #include "base/error.h"
-#include "io/expected_tensors.h"
 #include "io/gguf.h"
-#include "io/gguf_model.h"
-#include "io/hf_config.h"
 #include "io/llama2c.h"
 #include "io/model_format.h"
 #include "io/safetensors.h"
+#include "models/expected_tensors.h"
+#include "models/gguf_model.h"
+#include "models/hf_config.h"
 
 namespace anelm {
 

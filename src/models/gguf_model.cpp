@@ -1,4 +1,4 @@
-#include "io/gguf_model.h"
+#include "models/gguf_model.h"
 
 #include <algorithm>
 #include <charconv>
@@ -8,56 +8,22 @@
 
 #include "base/error.h"
 #include "io/ggml_types.h"
+#include "models/model_family.h"
 
 namespace anelm {
 
 namespace {
 
-constexpr int64_t max_dim = int64_t{1} << 20;
-constexpr int64_t max_layers = 4096;
-constexpr int64_t max_ctx = int64_t{1} << 30;
-
-// Metadata keys under the architecture's prefix ("qwen3.block_count").
-class ArchKeys {
-public:
-    ArchKeys(const GgufFile& gguf, std::string arch) : gguf_(gguf), prefix_(arch + ".") {}
-
-    int64_t required(std::string_view key, int64_t lo, int64_t hi) const {
-        return checked(key, gguf_.get_int(name(key)), lo, hi);
-    }
-    std::optional<int64_t> integer(std::string_view key, int64_t lo, int64_t hi) const {
-        const auto v = gguf_.find_int(name(key));
-        if (!v) return std::nullopt;
-        return checked(key, *v, lo, hi);
-    }
-    std::optional<double> positive(std::string_view key) const {
-        const auto v = gguf_.find_float(name(key));
-        if (v && !(*v > 0 && std::isfinite(*v)))
-            fail("{}: metadata {} is {}, expected a positive number", gguf_.path(), name(key), *v);
-        return v;
-    }
-    std::optional<std::string> string(std::string_view key) const {
-        return gguf_.find_string(name(key));
-    }
-    std::string name(std::string_view key) const { return prefix_ + std::string(key); }
-
-private:
-    int64_t checked(std::string_view key, int64_t v, int64_t lo, int64_t hi) const {
-        if (v < lo || v > hi)
-            fail("{}: metadata {} is {}, expected {} .. {}", gguf_.path(), name(key), v, lo, hi);
-        return v;
-    }
-    const GgufFile& gguf_;
-    std::string prefix_;
-};
-
 // general.architecture of each family; llama.cpp names Qwen3.5 qwen35.
-constexpr std::pair<std::string_view, Arch> gguf_archs[] = {
-    {"llama", Arch::llama},   {"qwen2", Arch::qwen2}, {"qwen3", Arch::qwen3},
-    {"gemma3", Arch::gemma3}, {"lfm2", Arch::lfm2},   {"qwen35", Arch::qwen3_5}};
+constexpr std::pair<std::string_view, Arch> gguf_archs[] = {{"llama", Arch::llama},
+                                                            {"qwen2", Arch::qwen2},
+                                                            {"qwen3", Arch::qwen3},
+                                                            {"gemma3", Arch::gemma3},
+                                                            {"qwen35", Arch::qwen3_5}};
 
 Arch parse_arch(const GgufFile& gguf) {
     const std::string name = gguf.get_string("general.architecture");
+    if (const ModelFamily* family = family_for_gguf(name)) return family->arch;
     for (const auto& [gguf_name, arch] : gguf_archs)
         if (name == gguf_name) return arch;
     fail(
@@ -66,7 +32,7 @@ Arch parse_arch(const GgufFile& gguf) {
         gguf.path(), name);
 }
 
-void read_rope_scaling(const GgufFile& gguf, const ArchKeys& keys, ModelSpec& spec) {
+void read_rope_scaling(const GgufFile& gguf, const GgufKeys& keys, ModelSpec& spec) {
     const std::string type = keys.string("rope.scaling.type").value_or("none");
     auto factor = keys.positive("rope.scaling.factor");
     if (!factor) factor = keys.positive("rope.scale_linear");  // the older key
@@ -91,7 +57,7 @@ void read_rope_scaling(const GgufFile& gguf, const ArchKeys& keys, ModelSpec& sp
     }
 }
 
-void read_gemma3(const GgufFile& gguf, const ArchKeys& keys, ModelSpec& spec) {
+void read_gemma3(const GgufFile& gguf, const GgufKeys& keys, ModelSpec& spec) {
     spec.sliding_window = keys.integer("attention.sliding_window", 0, max_ctx).value_or(0);
     // Every period-th layer attends globally, the others through the window
     // (llama.cpp's default period is Gemma 3's 6).
@@ -109,29 +75,10 @@ void read_gemma3(const GgufFile& gguf, const ArchKeys& keys, ModelSpec& spec) {
                                                     : static_cast<double>(spec.head_dim);
 }
 
-// LFM2: head_count_kv per layer, 0 for the short-convolution blocks.
-int64_t read_lfm2_layers(const GgufFile& gguf, const ArchKeys& keys, ModelSpec& spec) {
-    const std::string key = keys.name("attention.head_count_kv");
-    const std::vector<int64_t> kv = gguf.ints(key);
-    if (static_cast<int64_t>(kv.size()) != spec.n_layer)
-        fail("{}: metadata {} has {} entries for {} layers", gguf.path(), key, kv.size(),
-             spec.n_layer);
-    int64_t n_head_kv = 0;
-    for (int64_t v : kv) {
-        if (v < 0 || v > spec.n_head || (n_head_kv > 0 && v > 0 && v != n_head_kv))
-            fail("{}: metadata {}: {} heads, expected 0 or one count up to {}", gguf.path(), key, v,
-                 spec.n_head);
-        spec.conv_layers.push_back(v == 0);
-        if (v > 0) n_head_kv = v;
-    }
-    spec.conv_kernel = keys.required("shortconv.l_cache", 2, 64);
-    return n_head_kv > 0 ? n_head_kv : spec.n_head;
-}
-
 // Qwen3.5: the Gated DeltaNet sizes under ssm.*, full attention every
 // full_attention_interval-th layer. llama.cpp's converter tiles the value
 // heads over the key heads (value head h reads key head h mod key heads).
-void read_qwen35(const GgufFile& gguf, const ArchKeys& keys, ModelSpec& spec) {
+void read_qwen35(const GgufFile& gguf, const GgufKeys& keys, ModelSpec& spec) {
     spec.conv_kernel = keys.required("ssm.conv_kernel", 2, 64);
     spec.delta_head_dim_k = keys.required("ssm.state_size", 1, max_dim);
     spec.delta_n_head_k = keys.required("ssm.group_count", 1, max_dim);
@@ -188,20 +135,11 @@ std::string hf_name(std::string_view name, Arch arch) {
     };
     for (const auto& [from, to] : globals)
         if (name == from) return std::string(to);
-    if (arch == Arch::lfm2 && name == "token_embd_norm.weight")
-        return "model.embedding_norm.weight";
-    if (!name.starts_with("blk.")) return {};
-    const size_t dot = name.find('.', 4);
-    if (dot == std::string_view::npos) return {};
-    const std::string_view layer = name.substr(4, dot - 4), rest = name.substr(dot + 1);
-    int64_t index = -1;
-    if (std::from_chars(layer.data(), layer.data() + layer.size(), index).ptr !=
-        layer.data() + layer.size())
-        return {};
-    if (arch == Arch::qwen3_5) return qwen35_name(layer, rest);
-    const size_t suffix_at = rest.rfind('.');
-    if (suffix_at == std::string_view::npos) return {};
-    const std::string_view part = rest.substr(0, suffix_at), suffix = rest.substr(suffix_at);
+    if (const ModelFamily* family = model_family(arch); family && family->gguf_tensor_name)
+        return family->gguf_tensor_name(name);
+    const auto layer = split_gguf_layer_name(name);
+    if (!layer) return {};
+    if (arch == Arch::qwen3_5) return qwen35_name(layer->number, layer->rest);
 
     static const std::pair<std::string_view, std::string_view> common[] = {
         {"attn_norm", "input_layernorm"},    {"attn_q", "self_attn.q_proj"},
@@ -220,30 +158,9 @@ std::string hf_name(std::string_view name, Arch arch) {
     static const std::pair<std::string_view, std::string_view> others[] = {
         {"ffn_norm", "post_attention_layernorm"},
     };
-    static const std::pair<std::string_view, std::string_view> lfm2[] = {
-        {"attn_norm", "operator_norm"},
-        {"attn_q", "self_attn.q_proj"},
-        {"attn_k", "self_attn.k_proj"},
-        {"attn_v", "self_attn.v_proj"},
-        {"attn_output", "self_attn.out_proj"},
-        {"attn_q_norm", "self_attn.q_layernorm"},
-        {"attn_k_norm", "self_attn.k_layernorm"},
-        {"shortconv.in_proj", "conv.in_proj"},
-        {"shortconv.conv", "conv.conv"},
-        {"shortconv.out_proj", "conv.out_proj"},
-        {"ffn_norm", "ffn_norm"},
-        {"ffn_gate", "feed_forward.w1"},
-        {"ffn_up", "feed_forward.w3"},
-        {"ffn_down", "feed_forward.w2"},
-    };
-    auto lookup = [&](const auto& table) -> std::string {
-        for (const auto& [from, to] : table)
-            if (part == from) return fmt::format("model.layers.{}.{}{}", index, to, suffix);
-        return {};
-    };
-    if (arch == Arch::lfm2) return lookup(lfm2);
-    if (std::string n = lookup(common); !n.empty()) return n;
-    return arch == Arch::gemma3 ? lookup(gemma) : lookup(others);
+    if (std::string n = hf_layer_name(*layer, common); !n.empty()) return n;
+    using Names = std::span<const std::pair<std::string_view, std::string_view>>;
+    return hf_layer_name(*layer, arch == Arch::gemma3 ? Names(gemma) : Names(others));
 }
 
 // A copy of t's values as f32, dequantized as ggml defines its type.
@@ -262,17 +179,45 @@ std::shared_ptr<float[]> to_f32(const GgufFile& gguf, const GgufTensor& t, GgmlT
 
 }  // namespace
 
+std::optional<GgufLayerName> split_gguf_layer_name(std::string_view name) {
+    if (!name.starts_with("blk.")) return std::nullopt;
+    const size_t dot = name.find('.', 4);
+    if (dot == std::string_view::npos) return std::nullopt;
+    const std::string_view layer = name.substr(4, dot - 4);
+    GgufLayerName n;
+    n.number = layer;
+    if (std::from_chars(layer.data(), layer.data() + layer.size(), n.layer).ptr !=
+        layer.data() + layer.size())
+        return std::nullopt;
+    n.rest = name.substr(dot + 1);
+    if (const size_t suffix_at = n.rest.rfind('.'); suffix_at != std::string_view::npos) {
+        n.part = n.rest.substr(0, suffix_at);
+        n.suffix = n.rest.substr(suffix_at);
+    }
+    return n;
+}
+
+std::string hf_layer_name(const GgufLayerName& name,
+                          std::span<const std::pair<std::string_view, std::string_view>> table) {
+    if (name.suffix.empty()) return {};
+    for (const auto& [from, to] : table)
+        if (name.part == from)
+            return fmt::format("model.layers.{}.{}{}", name.layer, to, name.suffix);
+    return {};
+}
+
 ModelSpec gguf_model_spec(const GgufFile& gguf) {
     ModelSpec spec;
     spec.source = gguf.path();
     spec.arch = parse_arch(gguf);
-    const ArchKeys keys(gguf, gguf.get_string("general.architecture"));
+    const GgufKeys keys(gguf, gguf.get_string("general.architecture"));
     spec.n_embd = keys.required("embedding_length", 1, max_dim);
     spec.n_layer = keys.required("block_count", 1, max_layers);
     spec.n_head = keys.required("attention.head_count", 1, max_dim);
+    const ModelFamily* family = model_family(spec.arch);
     spec.n_head_kv =
-        spec.arch == Arch::lfm2
-            ? read_lfm2_layers(gguf, keys, spec)
+        family && family->gguf_kv_heads
+            ? family->gguf_kv_heads(gguf, keys, spec)
             : keys.integer("attention.head_count_kv", 1, spec.n_head).value_or(spec.n_head);
     if (spec.n_head % spec.n_head_kv != 0)
         fail("{}: metadata {} is {}, which does not divide the {} heads", gguf.path(),
@@ -298,7 +243,6 @@ ModelSpec gguf_model_spec(const GgufFile& gguf) {
     // llama.cpp's converter interleaves each head's q and k rows for Llama only
     // (its NORM rope); Qwen and Gemma keep rotate-half order (NEOX rope).
     spec.rope_style = spec.arch == Arch::llama ? RopeStyle::interleaved : RopeStyle::rotate_half;
-    spec.conv_bias = gguf.find_tensor("blk.0.shortconv.in_proj.bias") != nullptr;
 
     const GgufTensor* embed = gguf.find_tensor("token_embd.weight");
     if (!embed || embed->shape.size() != 2)
@@ -307,11 +251,11 @@ ModelSpec gguf_model_spec(const GgufFile& gguf) {
     spec.tie_word_embeddings = gguf.find_tensor("output.weight") == nullptr;
     spec.attention_bias = gguf.find_tensor("blk.0.attn_q.bias") != nullptr;
     spec.attention_out_bias = gguf.find_tensor("blk.0.attn_output.bias") != nullptr;
-    spec.qk_norm =
-        spec.arch == Arch::lfm2 || gguf.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
+    spec.qk_norm = gguf.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
     read_rope_scaling(gguf, keys, spec);
     if (spec.arch == Arch::gemma3) read_gemma3(gguf, keys, spec);
     if (spec.arch == Arch::qwen3_5) read_qwen35(gguf, keys, spec);
+    if (family && family->read_gguf) family->read_gguf(gguf, keys, spec);
 
     if (const auto bos = gguf.find_int("tokenizer.ggml.bos_token_id"))
         spec.bos_token_id = static_cast<int32_t>(*bos);

@@ -1,10 +1,11 @@
-#include "io/hf_config.h"
+#include "models/hf_config.h"
 
 #include <algorithm>
 #include <optional>
 
 #include "base/error.h"
-#include "io/json_file.h"
+#include "io/config_fields.h"
+#include "models/model_family.h"
 
 namespace anelm {
 
@@ -12,125 +13,23 @@ namespace {
 
 using nlohmann::json;
 
-// Typed access to the fields of one JSON object, with errors that name the file
-// and the field ("config.json: field rope_scaling.factor: ...").
-class Fields {
-public:
-    Fields(const json& object, const std::string& path, std::string prefix = "")
-        : object_(object), path_(path), prefix_(std::move(prefix)) {}
-
-    // The value, or nullptr when the field is absent or null.
-    const json* find(const char* name) const {
-        auto it = object_.find(name);
-        return it == object_.end() || it->is_null() ? nullptr : &*it;
-    }
-    bool has(const char* name) const { return object_.contains(name); }
-
-    template <typename... Args>
-    [[noreturn]] void fail_field(const char* name, fmt::format_string<Args...> what,
-                                 Args&&... args) const {
-        fail("{}: field {}{}: {}", path_, prefix_, name,
-             fmt::format(what, std::forward<Args>(args)...));
-    }
-
-    std::optional<int64_t> integer(const char* name, int64_t lo, int64_t hi) const {
-        const json* v = find(name);
-        if (!v) return std::nullopt;
-        if (!v->is_number_integer())
-            fail_field(name, "expected an integer, got {}", json_type_words(*v));
-        if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi))
-            fail_field(name, "{} is out of range [{}, {}]", v->get<uint64_t>(), lo, hi);
-        const int64_t i = v->get<int64_t>();
-        if (i < lo || i > hi) fail_field(name, "{} is out of range [{}, {}]", i, lo, hi);
-        return i;
-    }
-    int64_t required_integer(const char* name, int64_t lo, int64_t hi) const {
-        if (auto i = integer(name, lo, hi)) return *i;
-        fail_field(name, "missing");
-    }
-
-    // A finite number in (0, hi].
-    std::optional<double> positive(const char* name, double hi) const {
-        const json* v = find(name);
-        if (!v) return std::nullopt;
-        if (!v->is_number()) fail_field(name, "expected a number, got {}", json_type_words(*v));
-        const double x = v->get<double>();
-        if (!(x > 0.0) || !(x <= hi)) fail_field(name, "{} is out of range (0, {}]", x, hi);
-        return x;
-    }
-    double required_positive(const char* name, double hi) const {
-        if (auto x = positive(name, hi)) return *x;
-        fail_field(name, "missing");
-    }
-
-    bool boolean(const char* name, bool fallback) const {
-        const json* v = find(name);
-        if (!v) return fallback;
-        if (!v->is_boolean())
-            fail_field(name, "expected true or false, got {}", json_type_words(*v));
-        return v->get<bool>();
-    }
-
-    std::optional<std::string> string(const char* name) const {
-        const json* v = find(name);
-        if (!v) return std::nullopt;
-        if (!v->is_string()) fail_field(name, "expected a string, got {}", json_type_words(*v));
-        return v->get<std::string>();
-    }
-
-    // A token id, or a list of them (eos_token_id), each in [0, n_vocab).
-    std::vector<int32_t> token_ids(const char* name, int64_t n_vocab) const {
-        const json* v = find(name);
-        if (!v) return {};
-        const auto check = [&](const json& id) {
-            if (!id.is_number_integer())
-                fail_field(name, "expected a token id, got {}", json_type_words(id));
-            const int64_t i = id.get<int64_t>();
-            if (id.is_number_unsigned() ? id.get<uint64_t>() >= static_cast<uint64_t>(n_vocab)
-                                        : i < 0 || i >= n_vocab)
-                fail_field(name, "token id {} is outside the vocabulary [0, {})", id.dump(),
-                           n_vocab);
-            return static_cast<int32_t>(i);
-        };
-        std::vector<int32_t> ids;
-        if (v->is_array()) {
-            for (const json& id : *v) ids.push_back(check(id));
-        } else {
-            ids.push_back(check(*v));
-        }
-        return ids;
-    }
-
-private:
-    const json& object_;
-    const std::string& path_;
-    std::string prefix_;
-};
-
-// Upper bounds that no real model reaches; past them a value is corrupt.
-constexpr int64_t max_dim = int64_t{1} << 20;
-constexpr int64_t max_layers = 4096;
-constexpr int64_t max_vocab = int64_t{1} << 24;
-constexpr int64_t max_ctx = int64_t{1} << 30;
-
-Arch parse_arch(const Fields& f) {
+Arch parse_arch(const ConfigFields& f) {
     constexpr std::pair<std::string_view, Arch> types[] = {
-        {"llama", Arch::llama},        {"qwen2", Arch::qwen2},          {"qwen3", Arch::qwen3},
-        {"gemma3_text", Arch::gemma3}, {"gemma3", Arch::gemma3},        {"lfm2", Arch::lfm2},
-        {"qwen3_5", Arch::qwen3_5},    {"qwen3_5_text", Arch::qwen3_5}, {"gemma4", Arch::gemma4},
-        {"gemma4_text", Arch::gemma4}};
+        {"llama", Arch::llama},          {"qwen2", Arch::qwen2},   {"qwen3", Arch::qwen3},
+        {"gemma3_text", Arch::gemma3},   {"gemma3", Arch::gemma3}, {"qwen3_5", Arch::qwen3_5},
+        {"qwen3_5_text", Arch::qwen3_5}, {"gemma4", Arch::gemma4}, {"gemma4_text", Arch::gemma4}};
     constexpr std::pair<std::string_view, Arch> classes[] = {
         {"LlamaForCausalLM", Arch::llama},
         {"Qwen2ForCausalLM", Arch::qwen2},
         {"Qwen3ForCausalLM", Arch::qwen3},
         {"Gemma3ForCausalLM", Arch::gemma3},
         {"Gemma3ForConditionalGeneration", Arch::gemma3},
-        {"Lfm2ForCausalLM", Arch::lfm2},
         {"Qwen3_5ForCausalLM", Arch::qwen3_5},
         {"Qwen3_5ForConditionalGeneration", Arch::qwen3_5},
         {"Gemma4ForCausalLM", Arch::gemma4},
         {"Gemma4ForConditionalGeneration", Arch::gemma4}};
     if (auto type = f.string("model_type")) {
+        if (const ModelFamily* family = family_for_model_type(*type)) return family->arch;
         for (const auto& [name, arch] : types)
             if (name == *type) return arch;
         f.fail_field("model_type",
@@ -143,9 +42,13 @@ Arch parse_arch(const Fields& f) {
     if (!list->is_array())
         f.fail_field("architectures", "expected a list of class names, got {}",
                      json_type_words(*list));
-    for (const json& entry : *list)
-        for (const auto& [name, arch] : classes)
-            if (entry.is_string() && entry.get_ref<const std::string&>() == name) return arch;
+    for (const json& entry : *list) {
+        if (!entry.is_string()) continue;
+        const std::string& name = entry.get_ref<const std::string&>();
+        if (const ModelFamily* family = family_for_class(name)) return family->arch;
+        for (const auto& [class_name, arch] : classes)
+            if (name == class_name) return arch;
+    }
     f.fail_field("architectures",
                  "none of {} is supported (LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
                  "Gemma3ForCausalLM, Gemma3ForConditionalGeneration, Lfm2ForCausalLM, "
@@ -154,61 +57,7 @@ Arch parse_arch(const Fields& f) {
                  list->dump());
 }
 
-RopeScaling parse_rope_scaling(const Fields& r) {
-    // The older spelling "type" wins over "rope_type", as in transformers.
-    const char* type_field = r.find("type") ? "type" : "rope_type";
-    const std::optional<std::string> type = r.string(type_field);
-    if (!type) r.fail_field("rope_type", "missing");
-
-    RopeScaling s;
-    if (*type == "default") return s;
-    if (*type == "linear") {
-        s.type = RopeScaling::Type::linear;
-        s.factor = r.required_positive("factor", 1e6);
-        return s;
-    }
-    if (*type == "llama3") {
-        s.type = RopeScaling::Type::llama3;
-        s.factor = r.required_positive("factor", 1e6);
-        s.low_freq_factor = r.required_positive("low_freq_factor", 1e6);
-        s.high_freq_factor = r.required_positive("high_freq_factor", 1e6);
-        s.original_max_position_embeddings =
-            r.required_integer("original_max_position_embeddings", 1, max_ctx);
-        // The smoothing between the two bands divides by their difference.
-        if (s.high_freq_factor <= s.low_freq_factor)
-            r.fail_field("high_freq_factor", "{} must be greater than low_freq_factor {}",
-                         s.high_freq_factor, s.low_freq_factor);
-        return s;
-    }
-    r.fail_field(type_field,
-                 "unsupported rope scaling type \"{}\" (supported: default, linear, llama3)",
-                 *type);
-}
-
-// rope_theta and rope scaling: transformers 5 groups both under rope_parameters;
-// earlier configs have rope_theta and rope_scaling at the top level.
-void parse_rope(const Fields& f, const std::string& path, ModelSpec& spec) {
-    spec.rope_theta = f.positive("rope_theta", 1e12).value_or(10000.0);
-    for (const char* name : {"rope_parameters", "rope_scaling"}) {
-        const json* v = f.find(name);
-        if (!v) continue;
-        if (!v->is_object())
-            f.fail_field(name, "expected an object or null, got {}", json_type_words(*v));
-        const Fields r(*v, path, std::string(name) + ".");
-        if (auto theta = r.positive("rope_theta", 1e12)) spec.rope_theta = *theta;
-        spec.rope_scaling = parse_rope_scaling(r);
-        return;
-    }
-}
-
-std::optional<int32_t> bos_token_id(const Fields& f, int64_t n_vocab) {
-    const std::vector<int32_t> ids = f.token_ids("bos_token_id", n_vocab);
-    if (ids.size() > 1) f.fail_field("bos_token_id", "expected one token id, got {}", ids.size());
-    if (ids.empty()) return std::nullopt;
-    return ids[0];
-}
-
-void check_features(const Fields& f, Arch arch) {
+void check_features(const ConfigFields& f, Arch arch) {
     // Gemma 3 names its activation hidden_activation, a GELU by default.
     const bool gemma = arch == Arch::gemma3;
     const char* act_field = gemma ? "hidden_activation" : "hidden_act";
@@ -220,53 +69,9 @@ void check_features(const Fields& f, Arch arch) {
         f.fail_field("use_sliding_window", "true is not supported");
 }
 
-// layer_types, when given: one entry a layer, `marked` (true) or
-// "full_attention" (false).
-std::optional<std::vector<bool>> layer_types(const Fields& f, int64_t n_layer,
-                                             std::string_view marked) {
-    const json* types = f.find("layer_types");
-    if (!types) return std::nullopt;
-    if (!types->is_array() || static_cast<int64_t>(types->size()) != n_layer)
-        f.fail_field("layer_types", "expected a list of {} layer types", n_layer);
-    std::vector<bool> kinds(static_cast<size_t>(n_layer));
-    for (int64_t i = 0; i < n_layer; ++i) {
-        const json& t = (*types)[static_cast<size_t>(i)];
-        if (t == marked) {
-            kinds[i] = true;
-        } else if (t != "full_attention") {
-            f.fail_field("layer_types", "entry {} is {}, expected \"{}\" or \"full_attention\"", i,
-                         t.dump(), marked);
-        }
-    }
-    return kinds;
-}
-
-// The head size of a config that names none: hidden_size over the query heads.
-int64_t derived_head_dim(const Fields& f, const ModelSpec& spec) {
-    if (spec.n_embd % spec.n_head != 0)
-        f.fail_field("num_attention_heads", "{} does not divide hidden_size {}", spec.n_head,
-                     spec.n_embd);
-    return spec.n_embd / spec.n_head;
-}
-
-// Grouped-query attention: each KV head serves the same number of query heads.
-void check_kv_heads(const Fields& f, const ModelSpec& spec) {
-    if (spec.n_head % spec.n_head_kv != 0)
-        f.fail_field("num_key_value_heads", "{} does not divide num_attention_heads {}",
-                     spec.n_head_kv, spec.n_head);
-}
-
-// The layer_types transformers derives when a config lists none: every layer
-// marked but each period-th, which attends fully.
-std::vector<bool> all_but_every(int64_t n_layer, int64_t period) {
-    std::vector<bool> kinds(static_cast<size_t>(n_layer));
-    for (int64_t i = 0; i < n_layer; ++i) kinds[i] = (i + 1) % period != 0;
-    return kinds;
-}
-
 // Which layers use sliding-window attention: layer_types when given, else every
 // layer but each sliding_window_pattern-th (transformers' Gemma 3 rule).
-std::vector<bool> gemma3_sliding_layers(const Fields& f, int64_t n_layer) {
+std::vector<bool> gemma3_sliding_layers(const ConfigFields& f, int64_t n_layer) {
     if (auto kinds = layer_types(f, n_layer, "sliding_attention")) return *kinds;
     return all_but_every(n_layer, f.integer("sliding_window_pattern", 1, max_layers).value_or(6));
 }
@@ -285,7 +90,7 @@ json gemma3_text_defaults() {
 
 // Gemma 3's own fields (parse_hf_config has filled in Gemma3TextConfig's defaults).
 // transformers 5 splits rope_parameters into full_attention and sliding_attention.
-void parse_gemma3(const Fields& f, const std::string& path, ModelSpec& spec) {
+void parse_gemma3(const ConfigFields& f, const std::string& path, ModelSpec& spec) {
     spec.qk_norm = true;
     spec.query_pre_attn_scalar = f.positive("query_pre_attn_scalar", 1e9).value_or(256.0);
     spec.sliding_window = f.integer("sliding_window", 1, max_ctx).value_or(4096);
@@ -297,12 +102,13 @@ void parse_gemma3(const Fields& f, const std::string& path, ModelSpec& spec) {
     spec.rope_theta = f.positive("rope_theta", 1e12).value_or(spec.rope_theta);
     const json* params = f.find("rope_parameters");
     if (params && params->is_object() && params->contains("full_attention")) {
-        const Fields full((*params)["full_attention"], path, "rope_parameters.full_attention.");
+        const ConfigFields full((*params)["full_attention"], path,
+                                "rope_parameters.full_attention.");
         spec.rope_theta = full.positive("rope_theta", 1e12).value_or(spec.rope_theta);
         spec.rope_scaling = parse_rope_scaling(full);
         if (params->contains("sliding_attention")) {
-            const Fields local((*params)["sliding_attention"], path,
-                               "rope_parameters.sliding_attention.");
+            const ConfigFields local((*params)["sliding_attention"], path,
+                                     "rope_parameters.sliding_attention.");
             spec.rope_local_base_freq =
                 local.positive("rope_theta", 1e12).value_or(spec.rope_local_base_freq);
         }
@@ -311,75 +117,9 @@ void parse_gemma3(const Fields& f, const std::string& path, ModelSpec& spec) {
     }
 }
 
-// LFM2's layer kinds: layer_types, else attention on full_attn_idxs (every
-// layer when that is absent too, as Lfm2Config defaults).
-std::vector<bool> lfm2_conv_layers(const Fields& f, int64_t n_layer) {
-    if (auto kinds = layer_types(f, n_layer, "conv")) return *kinds;
-    std::vector<bool> conv(static_cast<size_t>(n_layer), false);
-    if (const json* idxs = f.find("full_attn_idxs")) {
-        if (!idxs->is_array()) f.fail_field("full_attn_idxs", "expected a list of layer numbers");
-        conv.assign(static_cast<size_t>(n_layer), true);
-        for (const json& i : *idxs) {
-            if (!i.is_number_integer() || i.get<int64_t>() < 0 || i.get<int64_t>() >= n_layer)
-                f.fail_field("full_attn_idxs", "{} is not a layer number below {}", i.dump(),
-                             n_layer);
-            conv[static_cast<size_t>(i.get<int64_t>())] = false;
-        }
-    }
-    return conv;
-}
-
-// Lfm2Config's own names and defaults: norm_eps, theta, tie_embedding, and an
-// MLP width that block_auto_adjust_ff_dim derives from block_ff_dim.
-ModelSpec parse_lfm2(const Fields& f, const std::string& path, ModelSpec spec) {
-    spec.n_embd = f.required_integer("hidden_size", 1, max_dim);
-    spec.n_layer = f.required_integer("num_hidden_layers", 1, max_layers);
-    spec.n_head = f.required_integer("num_attention_heads", 1, max_dim);
-    spec.n_head_kv = f.integer("num_key_value_heads", 1, max_dim).value_or(8);
-    spec.head_dim = derived_head_dim(f, spec);
-    check_kv_heads(f, spec);
-    if (spec.head_dim % 2 != 0)
-        f.fail_field("num_attention_heads",
-                     "heads of {} dimensions; rotary embedding rotates pairs", spec.head_dim);
-    const char* ff_field = f.has("block_ff_dim") ? "block_ff_dim" : "intermediate_size";
-    int64_t ff = f.integer(ff_field, 1, max_dim * 16).value_or(12288);
-    if (f.boolean("block_auto_adjust_ff_dim", true)) {
-        ff = 2 * ff / 3;
-        if (const json* mult = f.find("block_ffn_dim_multiplier")) {
-            if (!mult->is_number())
-                f.fail_field("block_ffn_dim_multiplier", "expected a number or null");
-            ff = static_cast<int64_t>(mult->get<double>() * static_cast<double>(ff));
-            const int64_t multiple = f.integer("block_multiple_of", 1, max_dim).value_or(256);
-            ff = (ff + multiple - 1) / multiple * multiple;
-        }
-        if (ff < 1) f.fail_field(ff_field, "leaves an MLP of width {}", ff);
-    }
-    spec.n_ff = ff;
-    spec.n_vocab = f.integer("vocab_size", 1, max_vocab).value_or(65536);
-    spec.n_ctx_train = f.integer("max_position_embeddings", 1, max_ctx).value_or(128000);
-    spec.rms_norm_eps = f.positive("norm_eps", 1.0).value_or(1e-5);
-    // Lfm2Config's theta: "theta", else rope_theta (top level or in rope_parameters), else 1e6.
-    parse_rope(f, path, spec);
-    const json* params = f.find("rope_parameters");
-    const bool named =
-        f.has("rope_theta") || (params && params->is_object() && params->contains("rope_theta"));
-    spec.rope_theta = f.positive("theta", 1e12).value_or(named ? spec.rope_theta : 1e6);
-    spec.tie_word_embeddings = f.has("tie_embedding") ? f.boolean("tie_embedding", true)
-                                                      : f.boolean("tie_word_embeddings", true);
-    spec.qk_norm = true;
-    spec.conv_layers = lfm2_conv_layers(f, spec.n_layer);
-    spec.conv_kernel = f.integer("conv_L_cache", 1, 64).value_or(3);
-    spec.conv_bias = f.boolean("conv_bias", false);
-    spec.torch_dtype = f.string("torch_dtype").value_or(f.string("dtype").value_or(""));
-    spec.bos_token_id = bos_token_id(f, spec.n_vocab).value_or(spec.n_vocab > 1 ? 1 : -1);
-    spec.eos_token_ids = f.token_ids("eos_token_id", spec.n_vocab);
-    if (!f.has("eos_token_id") && spec.n_vocab > 2) spec.eos_token_ids = {2};
-    return spec;
-}
-
 // Qwen3.5's layer kinds: layer_types, else full attention every
 // full_attention_interval-th layer (Qwen3_5TextConfig's rule).
-std::vector<bool> qwen3_5_delta_layers(const Fields& f, int64_t n_layer) {
+std::vector<bool> qwen3_5_delta_layers(const ConfigFields& f, int64_t n_layer) {
     if (auto kinds = layer_types(f, n_layer, "linear_attention")) return *kinds;
     return all_but_every(n_layer, f.integer("full_attention_interval", 1, max_layers).value_or(4));
 }
@@ -387,7 +127,7 @@ std::vector<bool> qwen3_5_delta_layers(const Fields& f, int64_t n_layer) {
 // Qwen3.5's rotation: rope_parameters (or the older rope_scaling) win over
 // the top-level fields. Text positions are the same on mRoPE's three axes,
 // which makes it plain rotate-half rotation of the leading dims.
-void parse_qwen3_5_rope(const Fields& f, const std::string& path, const std::string& prefix,
+void parse_qwen3_5_rope(const ConfigFields& f, const std::string& path, const std::string& prefix,
                         ModelSpec& spec) {
     double partial = f.positive("partial_rotary_factor", 1.0).value_or(0.25);
     spec.rope_theta = f.positive("rope_theta", 1e12).value_or(10000.0);
@@ -395,7 +135,7 @@ void parse_qwen3_5_rope(const Fields& f, const std::string& path, const std::str
         const json* v = f.find(name);
         if (!v) continue;
         if (!v->is_object()) f.fail_field(name, "expected an object");
-        const Fields r(*v, path, prefix + name + ".");
+        const ConfigFields r(*v, path, prefix + name + ".");
         if (auto type = r.string("rope_type"); type && *type != "default" && *type != "mrope")
             r.fail_field("rope_type", "unsupported \"{}\" (supported: default, mrope)", *type);
         spec.rope_theta = r.positive("rope_theta", 1e12).value_or(spec.rope_theta);
@@ -408,25 +148,11 @@ void parse_qwen3_5_rope(const Fields& f, const std::string& path, const std::str
                      spec.rope_dims, spec.head_dim);
 }
 
-// A multimodal config's language model: its fields under text_config (the
-// prefix its error messages give them), else the top level's.
-std::string text_prefix(const Fields& top) {
-    const json* text = top.find("text_config");
-    if (text && !text->is_object())
-        top.fail_field("text_config", "expected an object, got {}", json_type_words(*text));
-    return text ? "text_config." : "";
-}
-
-Fields text_fields(const Fields& top, const std::string& path) {
-    const json* text = text_prefix(top).empty() ? nullptr : top.find("text_config");
-    return text ? Fields(*text, path, "text_config.") : top;
-}
-
 // Qwen3.5's text model: its fields under text_config in the released
 // (multimodal) checkpoints, at the top level in a text-only one.
-ModelSpec parse_qwen3_5(const Fields& top, const std::string& path, ModelSpec spec) {
+ModelSpec parse_qwen3_5(const ConfigFields& top, const std::string& path, ModelSpec spec) {
     const std::string prefix = text_prefix(top);
-    const Fields f = text_fields(top, path);
+    const ConfigFields f = text_fields(top, path);
     if (auto act = f.string("hidden_act"); act && *act != "silu")
         f.fail_field("hidden_act", "unsupported activation \"{}\" (supported: silu)", *act);
     if (f.boolean("attention_bias", false)) f.fail_field("attention_bias", "true is not supported");
@@ -458,7 +184,7 @@ ModelSpec parse_qwen3_5(const Fields& top, const std::string& path, ModelSpec sp
     spec.torch_dtype =
         f.string("torch_dtype")
             .value_or(f.string("dtype").value_or(top.string("torch_dtype").value_or("")));
-    const Fields& ids = f.has("eos_token_id") || f.has("bos_token_id") ? f : top;
+    const ConfigFields& ids = f.has("eos_token_id") || f.has("bos_token_id") ? f : top;
     spec.bos_token_id = bos_token_id(ids, spec.n_vocab).value_or(-1);
     spec.eos_token_ids = ids.token_ids("eos_token_id", spec.n_vocab);
     return spec;
@@ -467,7 +193,7 @@ ModelSpec parse_qwen3_5(const Fields& top, const std::string& path, ModelSpec sp
 // Gemma 4's rotation (Gemma4TextConfig's rope_parameters): "default" on the
 // sliding layers; "proportional" (or "default") on the full ones, over
 // global_head_dim, turning partial_rotary_factor of the frequencies.
-void parse_gemma4_rope(const Fields& f, const std::string& path, const std::string& prefix,
+void parse_gemma4_rope(const ConfigFields& f, const std::string& path, const std::string& prefix,
                        ModelSpec& spec) {
     spec.rope_local_base_freq = 10000.0;
     spec.rope_theta = 1e6;
@@ -478,14 +204,14 @@ void parse_gemma4_rope(const Fields& f, const std::string& path, const std::stri
     const std::string base = prefix + "rope_parameters.";
     if (const json* local =
             params->contains("sliding_attention") ? &(*params)["sliding_attention"] : nullptr) {
-        const Fields r(*local, path, base + "sliding_attention.");
+        const ConfigFields r(*local, path, base + "sliding_attention.");
         if (auto type = r.string("rope_type"); type && *type != "default")
             r.fail_field("rope_type", "unsupported \"{}\" (supported: default)", *type);
         spec.rope_local_base_freq = r.positive("rope_theta", 1e12).value_or(10000.0);
     }
     if (const json* full =
             params->contains("full_attention") ? &(*params)["full_attention"] : nullptr) {
-        const Fields r(*full, path, base + "full_attention.");
+        const ConfigFields r(*full, path, base + "full_attention.");
         const std::string type = r.string("rope_type").value_or("default");
         if (type != "default" && type != "proportional")
             r.fail_field("rope_type", "unsupported \"{}\" (supported: default, proportional)",
@@ -502,7 +228,7 @@ void parse_gemma4_rope(const Fields& f, const std::string& path, const std::stri
 
 // Gemma 4's layer kinds: layer_types, else one full layer in six; the last
 // layer attends fully whatever the list says (Gemma4TextConfig forces it).
-std::vector<bool> gemma4_sliding_layers(const Fields& f, int64_t n_layer) {
+std::vector<bool> gemma4_sliding_layers(const ConfigFields& f, int64_t n_layer) {
     std::vector<bool> kinds =
         layer_types(f, n_layer, "sliding_attention").value_or(all_but_every(n_layer, 6));
     kinds.back() = false;
@@ -512,9 +238,9 @@ std::vector<bool> gemma4_sliding_layers(const Fields& f, int64_t n_layer) {
 // Gemma 4's text model (Gemma4TextConfig's names and defaults): under
 // text_config in the released (multimodal) checkpoints, at the top level in a
 // text-only one. The dense E2B/E4B layout only: no MoE, no k = v attention.
-ModelSpec parse_gemma4(const Fields& top, const std::string& path, ModelSpec spec) {
+ModelSpec parse_gemma4(const ConfigFields& top, const std::string& path, ModelSpec spec) {
     const std::string prefix = text_prefix(top);
-    const Fields f = text_fields(top, path);
+    const ConfigFields f = text_fields(top, path);
     if (auto act = f.string("hidden_activation"); act && *act != "gelu_pytorch_tanh")
         f.fail_field("hidden_activation",
                      "unsupported activation \"{}\" (supported: gelu_pytorch_tanh)", *act);
@@ -566,7 +292,7 @@ ModelSpec parse_gemma4(const Fields& top, const std::string& path, ModelSpec spe
     spec.torch_dtype =
         f.string("torch_dtype")
             .value_or(f.string("dtype").value_or(top.string("torch_dtype").value_or("")));
-    const Fields& ids = f.has("eos_token_id") || f.has("bos_token_id") ? f : top;
+    const ConfigFields& ids = f.has("eos_token_id") || f.has("bos_token_id") ? f : top;
     spec.bos_token_id = bos_token_id(ids, spec.n_vocab).value_or(spec.n_vocab > 2 ? 2 : -1);
     spec.eos_token_ids = ids.token_ids("eos_token_id", spec.n_vocab);
     if (spec.eos_token_ids.empty() && spec.n_vocab > 1) spec.eos_token_ids = {1};
@@ -579,12 +305,13 @@ ModelSpec parse_hf_config(std::string_view text, const std::string& path) {
     const json config = parse_json(text, path);
     if (!config.is_object())
         fail("{}: expected a JSON object, got {}", path, json_type_words(config));
-    const Fields top(config, path);
+    const ConfigFields top(config, path);
 
     ModelSpec spec;
     spec.source = path;
     spec.arch = parse_arch(top);
-    if (spec.arch == Arch::lfm2) return parse_lfm2(top, path, std::move(spec));
+    if (const ModelFamily* family = model_family(spec.arch); family && family->parse_config)
+        return family->parse_config(top, path, std::move(spec));
     if (spec.arch == Arch::qwen3_5) return parse_qwen3_5(top, path, std::move(spec));
     if (spec.arch == Arch::gemma4) return parse_gemma4(top, path, std::move(spec));
     // A multimodal Gemma 3 keeps the language model's fields under text_config.
@@ -597,9 +324,9 @@ ModelSpec parse_hf_config(std::string_view text, const std::string& path) {
         for (const auto& [key, value] : (text_config ? *text_config : config).items())
             gemma_fields[key] = value;
     }
-    const Fields f = spec.arch == Arch::gemma3
-                         ? Fields(gemma_fields, path, text_config ? "text_config." : "")
-                         : top;
+    const ConfigFields f = spec.arch == Arch::gemma3
+                               ? ConfigFields(gemma_fields, path, text_config ? "text_config." : "")
+                               : top;
     check_features(f, spec.arch);
     const bool is_llama = spec.arch == Arch::llama;
 
@@ -673,7 +400,7 @@ void merge_generation_config(std::string_view text, const std::string& path, Mod
     const json config = parse_json(text, path);
     if (!config.is_object())
         fail("{}: expected a JSON object, got {}", path, json_type_words(config));
-    const Fields f(config, path);
+    const ConfigFields f(config, path);
 
     if (auto bos = bos_token_id(f, spec.n_vocab)) spec.bos_token_id = *bos;
 

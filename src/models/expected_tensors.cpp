@@ -1,14 +1,12 @@
-#include "io/expected_tensors.h"
+#include "models/expected_tensors.h"
 
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "models/model_family.h"
 
 namespace anelm {
 
-namespace {
-
-// q, k and v of a layer whose queries take q_rows rows, and the output projection.
 void add_attention(std::vector<ExpectedTensor>& out, const std::string& p, const ModelSpec& spec,
                    int64_t q_rows, const char* out_proj) {
     const int64_t d = spec.n_embd, q_dim = spec.n_head * spec.head_dim;
@@ -19,14 +17,12 @@ void add_attention(std::vector<ExpectedTensor>& out, const std::string& p, const
     out.push_back({p + "self_attn." + out_proj + ".weight", {d, q_dim}});
 }
 
-// The per-head q and k norms, under the family's names.
 void add_qk_norms(std::vector<ExpectedTensor>& out, const std::string& p, const ModelSpec& spec,
                   const char* q_norm, const char* k_norm) {
     out.push_back({p + "self_attn." + q_norm + ".weight", {spec.head_dim}});
     out.push_back({p + "self_attn." + k_norm + ".weight", {spec.head_dim}});
 }
 
-// The SwiGLU feed-forward: gate, up, down under the family's names.
 void add_mlp(std::vector<ExpectedTensor>& out, const std::string& p, const ModelSpec& spec,
              const char* gate, const char* up, const char* down) {
     const int64_t d = spec.n_embd, ff = spec.n_ff;
@@ -35,40 +31,12 @@ void add_mlp(std::vector<ExpectedTensor>& out, const std::string& p, const Model
     out.push_back({p + down + ".weight", {d, ff}});
 }
 
-// The final norm, and the LM head unless the embedding is tied.
 void add_output(std::vector<ExpectedTensor>& out, const ModelSpec& spec, const char* norm) {
     out.push_back({norm, {spec.n_embd}});
     if (!spec.tie_word_embeddings) out.push_back({"lm_head.weight", {spec.n_vocab, spec.n_embd}});
 }
 
-// LFM2: attention layers (Q/K norms, out_proj) or short-convolution blocks,
-// each followed by a SwiGLU feed-forward (w1 gate, w3 up, w2 down); the final
-// norm is named embedding_norm.
-std::vector<ExpectedTensor> lfm2_tensors(const ModelSpec& spec) {
-    const int64_t d = spec.n_embd;
-    std::vector<ExpectedTensor> out = {{"model.embed_tokens.weight", {spec.n_vocab, d}}};
-    for (int64_t i = 0; i < spec.n_layer; ++i) {
-        const std::string p = fmt::format("model.layers.{}.", i);
-        out.push_back({p + "operator_norm.weight", {d}});
-        if (spec.conv_layers.at(static_cast<size_t>(i))) {
-            out.push_back({p + "conv.in_proj.weight", {3 * d, d}});
-            out.push_back({p + "conv.conv.weight", {d, 1, spec.conv_kernel}});
-            out.push_back({p + "conv.out_proj.weight", {d, d}});
-            if (spec.conv_bias) {
-                out.push_back({p + "conv.in_proj.bias", {3 * d}});
-                out.push_back({p + "conv.conv.bias", {d}});
-                out.push_back({p + "conv.out_proj.bias", {d}});
-            }
-        } else {
-            add_attention(out, p, spec, spec.n_head * spec.head_dim, "out_proj");
-            add_qk_norms(out, p, spec, "q_layernorm", "k_layernorm");
-        }
-        out.push_back({p + "ffn_norm.weight", {d}});
-        add_mlp(out, p, spec, "feed_forward.w1", "feed_forward.w3", "feed_forward.w2");
-    }
-    add_output(out, spec, "model.embedding_norm.weight");
-    return out;
-}
+namespace {
 
 // Qwen3.5: Gated DeltaNet layers (linear_attn) and gated attention layers
 // (q_proj holds each head's query and gate), each followed by the MLP.
@@ -145,8 +113,9 @@ std::vector<ExpectedTensor> gemma4_tensors(const ModelSpec& spec) {
 }  // namespace
 
 std::vector<ExpectedTensor> expected_tensors(const ModelSpec& spec) {
+    if (const ModelFamily* family = model_family(spec.arch); family && family->expected_tensors)
+        return family->expected_tensors(spec);
     if (spec.arch == Arch::gemma4) return gemma4_tensors(spec);
-    if (spec.arch == Arch::lfm2) return lfm2_tensors(spec);
     if (spec.arch == Arch::qwen3_5) return qwen3_5_tensors(spec);
     const int64_t d = spec.n_embd;
     const int64_t q_dim = spec.n_head * spec.head_dim, kv_dim = spec.n_head_kv * spec.head_dim;

@@ -8,10 +8,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "io/expected_tensors.h"
-#include "io/hf_config.h"
-#include "io/model_loader.h"
 #include "io/safetensors_writer.h"
+#include "models/expected_tensors.h"
+#include "models/hf_config.h"
+#include "models/model_loader.h"
 #include "test_support.h"
 
 namespace anelm {

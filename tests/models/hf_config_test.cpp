@@ -1,4 +1,4 @@
-#include "io/hf_config.h"
+#include "models/hf_config.h"
 
 #include <gtest/gtest.h>
 

@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/hf_config.h"
 #include "io/io_test_util.h"
+#include "models/hf_config.h"
 
 namespace anelm {
 namespace {

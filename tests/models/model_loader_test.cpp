@@ -1,4 +1,4 @@
-#include "io/model_loader.h"
+#include "models/model_loader.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,80 @@
+// Everything anelm knows about one model family, in the family's own file
+// (models/<family>.cpp): how its config.json and GGUF metadata read, its
+// tensor names, the tensors it expects, its synth presets' fields and
+// config.json, and its graph. model_families() lists them; the readers, synth
+// and build_program ask it by model_type, GGUF architecture or Arch.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "io/config_fields.h"
+#include "io/gguf.h"
+#include "io/gguf_keys.h"
+#include "io/model_spec.h"
+#include "io/weight_store.h"
+#include "ir/program.h"
+#include "models/expected_tensors.h"
+#include "models/models.h"
+
+namespace anelm {
+
+struct ModelFamily {
+    Arch arch;
+    std::span<const std::string_view> model_types;  // config.json's model_type
+    std::span<const std::string_view> hf_classes;   // entries of config.json's architectures
+    std::string_view gguf_arch;                     // GGUF general.architecture
+
+    // config.json's fields; `spec` holds the source and arch.
+    ModelSpec (*parse_config)(const ConfigFields& top, const std::string& path, ModelSpec spec);
+    // The KV heads when the family's GGUF lists a count per layer (read with
+    // the layer kinds it implies), else null for the one attention.head_count_kv.
+    int64_t (*gguf_kv_heads)(const GgufFile& gguf, const GgufKeys& keys, ModelSpec& spec);
+    // The family's own GGUF metadata and tensors, read after the common keys.
+    void (*read_gguf)(const GgufFile& gguf, const GgufKeys& keys, ModelSpec& spec);
+    // The Hugging Face name of a GGUF tensor the common names leave out, or empty.
+    std::string (*gguf_tensor_name)(std::string_view name);
+    std::vector<ExpectedTensor> (*expected_tensors)(const ModelSpec& spec);
+
+    // What the family adds to the synth preset `preset`'s spec.
+    void (*synth_fields)(std::string_view preset, ModelSpec& spec);
+    // Throws when the family's config.json cannot say what a synth spec holds.
+    void (*check_synth)(std::string_view preset, const ModelSpec& spec);
+    // config.json for a synth spec but for torch_dtype and eos_token_id, which
+    // the writer adds.
+    nlohmann::json (*config_json)(const ModelSpec& spec);
+
+    void (*build_function)(const ModelSpec& spec, const WeightStore& weights,
+                           const FunctionShape& shape, ir::Program& program);
+};
+
+// Every family anelm reads (models/model_families.cpp).
+std::span<const ModelFamily* const> model_families();
+// The family of an Arch, of a config.json model_type or architectures entry,
+// or of a GGUF general.architecture; null when none has it.
+const ModelFamily* model_family(Arch arch);
+const ModelFamily* family_for_model_type(std::string_view model_type);
+const ModelFamily* family_for_class(std::string_view hf_class);
+const ModelFamily* family_for_gguf(std::string_view gguf_arch);
+
+// A GGUF layer tensor's name, blk.N.REST with REST split at its last dot
+// into PART and .SUFFIX (empty when REST has none).
+struct GgufLayerName {
+    int64_t layer = 0;
+    std::string_view number;  // N as written
+    std::string_view rest, part, suffix;
+};
+std::optional<GgufLayerName> split_gguf_layer_name(std::string_view name);
+// model.layers.N.<Hugging Face part>.SUFFIX for the table's entry for PART, or empty.
+std::string hf_layer_name(const GgufLayerName& name,
+                          std::span<const std::pair<std::string_view, std::string_view>> table);
+
+extern const ModelFamily lfm2_family;
+
+}  // namespace anelm
