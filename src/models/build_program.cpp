@@ -62,10 +62,8 @@ ir::Program build_program(const ModelSpec& spec, const WeightStore& weights,
             case Arch::gemma3:
                 build_gemma3_function(spec, weights, shape, program);
                 break;
-            case Arch::lfm2:  // its ModelFamily builds it
-                break;
+            case Arch::lfm2:  // their ModelFamily builds them
             case Arch::qwen3_5:
-                build_qwen3_5_function(spec, weights, shape, program);
                 break;
             case Arch::gemma4:
                 build_gemma4_function(spec, weights, shape, program);

@@ -38,38 +38,6 @@ void add_output(std::vector<ExpectedTensor>& out, const ModelSpec& spec, const c
 
 namespace {
 
-// Qwen3.5: Gated DeltaNet layers (linear_attn) and gated attention layers
-// (q_proj holds each head's query and gate), each followed by the MLP.
-std::vector<ExpectedTensor> qwen3_5_tensors(const ModelSpec& spec) {
-    const int64_t d = spec.n_embd;
-    const int64_t key_dim = spec.delta_n_head_k * spec.delta_head_dim_k;
-    const int64_t value_dim = spec.delta_n_head_v * spec.delta_head_dim_v;
-    const int64_t conv_dim = 2 * key_dim + value_dim, nv = spec.delta_n_head_v;
-    std::vector<ExpectedTensor> out = {{"model.embed_tokens.weight", {spec.n_vocab, d}}};
-    for (int64_t i = 0; i < spec.n_layer; ++i) {
-        const std::string p = fmt::format("model.layers.{}.", i);
-        out.push_back({p + "input_layernorm.weight", {d}});
-        if (spec.delta_layers.at(static_cast<size_t>(i))) {
-            out.push_back({p + "linear_attn.in_proj_qkv.weight", {conv_dim, d}});
-            out.push_back({p + "linear_attn.in_proj_z.weight", {value_dim, d}});
-            out.push_back({p + "linear_attn.in_proj_b.weight", {nv, d}});
-            out.push_back({p + "linear_attn.in_proj_a.weight", {nv, d}});
-            out.push_back({p + "linear_attn.conv1d.weight", {conv_dim, 1, spec.conv_kernel}});
-            out.push_back({p + "linear_attn.dt_bias", {nv}});
-            out.push_back({p + "linear_attn.A_log", {nv}});
-            out.push_back({p + "linear_attn.norm.weight", {spec.delta_head_dim_v}});
-            out.push_back({p + "linear_attn.out_proj.weight", {d, value_dim}});
-        } else {
-            add_attention(out, p, spec, 2 * spec.n_head * spec.head_dim, "o_proj");  // with gates
-            add_qk_norms(out, p, spec, "q_norm", "k_norm");
-        }
-        out.push_back({p + "post_attention_layernorm.weight", {d}});
-        add_mlp(out, p, spec, "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj");
-    }
-    add_output(out, spec, "model.norm.weight");
-    return out;
-}
-
 // Gemma 4: per-layer head sizes and MLP widths, no K/V projections on the
 // layers that share another's, the per-layer embeddings' table, projection and
 // norms, and a scalar per layer.
@@ -116,7 +84,6 @@ std::vector<ExpectedTensor> expected_tensors(const ModelSpec& spec) {
     if (const ModelFamily* family = model_family(spec.arch); family && family->expected_tensors)
         return family->expected_tensors(spec);
     if (spec.arch == Arch::gemma4) return gemma4_tensors(spec);
-    if (spec.arch == Arch::qwen3_5) return qwen3_5_tensors(spec);
     const int64_t d = spec.n_embd;
     const int64_t q_dim = spec.n_head * spec.head_dim, kv_dim = spec.n_head_kv * spec.head_dim;
     std::vector<ExpectedTensor> out = {{"model.embed_tokens.weight", {spec.n_vocab, d}}};

@@ -18,8 +18,7 @@ namespace {
 constexpr std::pair<std::string_view, Arch> gguf_archs[] = {{"llama", Arch::llama},
                                                             {"qwen2", Arch::qwen2},
                                                             {"qwen3", Arch::qwen3},
-                                                            {"gemma3", Arch::gemma3},
-                                                            {"qwen35", Arch::qwen3_5}};
+                                                            {"gemma3", Arch::gemma3}};
 
 Arch parse_arch(const GgufFile& gguf) {
     const std::string name = gguf.get_string("general.architecture");
@@ -75,57 +74,6 @@ void read_gemma3(const GgufFile& gguf, const GgufKeys& keys, ModelSpec& spec) {
                                                     : static_cast<double>(spec.head_dim);
 }
 
-// Qwen3.5: the Gated DeltaNet sizes under ssm.*, full attention every
-// full_attention_interval-th layer. llama.cpp's converter tiles the value
-// heads over the key heads (value head h reads key head h mod key heads).
-void read_qwen35(const GgufFile& gguf, const GgufKeys& keys, ModelSpec& spec) {
-    spec.conv_kernel = keys.required("ssm.conv_kernel", 2, 64);
-    spec.delta_head_dim_k = keys.required("ssm.state_size", 1, max_dim);
-    spec.delta_n_head_k = keys.required("ssm.group_count", 1, max_dim);
-    spec.delta_n_head_v = keys.required("ssm.time_step_rank", 1, max_dim);
-    const int64_t inner = keys.required("ssm.inner_size", 1, max_dim * 16);
-    if (inner % spec.delta_n_head_v != 0 || spec.delta_n_head_v % spec.delta_n_head_k != 0)
-        fail("{}: metadata {} ({}) and {} ({}) do not make whole value heads over the key heads",
-             gguf.path(), keys.name("ssm.inner_size"), inner, keys.name("ssm.time_step_rank"),
-             spec.delta_n_head_v);
-    spec.delta_head_dim_v = inner / spec.delta_n_head_v;
-    spec.delta_heads_tiled = true;
-    const int64_t interval = keys.integer("full_attention_interval", 1, max_layers).value_or(4);
-    for (int64_t i = 0; i < spec.n_layer; ++i) spec.delta_layers.push_back((i + 1) % interval != 0);
-    spec.attention_gate = true;
-    spec.qk_norm = true;
-}
-
-// Qwen3.5's GGUF names: the DeltaNet tensors are ssm_* (ssm_a, -exp(A_log), has
-// no suffix; ssm_dt.bias is dt_bias), the second norm is post_attention_norm.
-std::string qwen35_name(std::string_view layer, std::string_view rest) {
-    static const std::pair<std::string_view, std::string_view> names[] = {
-        {"attn_norm.weight", "input_layernorm.weight"},
-        {"post_attention_norm.weight", "post_attention_layernorm.weight"},
-        {"attn_q.weight", "self_attn.q_proj.weight"},
-        {"attn_k.weight", "self_attn.k_proj.weight"},
-        {"attn_v.weight", "self_attn.v_proj.weight"},
-        {"attn_output.weight", "self_attn.o_proj.weight"},
-        {"attn_q_norm.weight", "self_attn.q_norm.weight"},
-        {"attn_k_norm.weight", "self_attn.k_norm.weight"},
-        {"attn_qkv.weight", "linear_attn.in_proj_qkv.weight"},
-        {"attn_gate.weight", "linear_attn.in_proj_z.weight"},
-        {"ssm_beta.weight", "linear_attn.in_proj_b.weight"},
-        {"ssm_alpha.weight", "linear_attn.in_proj_a.weight"},
-        {"ssm_conv1d.weight", "linear_attn.conv1d.weight"},
-        {"ssm_dt.bias", "linear_attn.dt_bias"},
-        {"ssm_a", "linear_attn.A_log"},
-        {"ssm_norm.weight", "linear_attn.norm.weight"},
-        {"ssm_out.weight", "linear_attn.out_proj.weight"},
-        {"ffn_gate.weight", "mlp.gate_proj.weight"},
-        {"ffn_up.weight", "mlp.up_proj.weight"},
-        {"ffn_down.weight", "mlp.down_proj.weight"},
-    };
-    for (const auto& [from, to] : names)
-        if (rest == from) return fmt::format("model.layers.{}.{}", layer, to);
-    return {};
-}
-
 // The Hugging Face name of a GGUF tensor name, or empty when it has none.
 std::string hf_name(std::string_view name, Arch arch) {
     static const std::pair<std::string_view, std::string_view> globals[] = {
@@ -139,7 +87,6 @@ std::string hf_name(std::string_view name, Arch arch) {
         return family->gguf_tensor_name(name);
     const auto layer = split_gguf_layer_name(name);
     if (!layer) return {};
-    if (arch == Arch::qwen3_5) return qwen35_name(layer->number, layer->rest);
 
     static const std::pair<std::string_view, std::string_view> common[] = {
         {"attn_norm", "input_layernorm"},    {"attn_q", "self_attn.q_proj"},
@@ -229,7 +176,7 @@ ModelSpec gguf_model_spec(const GgufFile& gguf) {
              keys.name("attention.value_length"), *v, spec.head_dim);
     if (const auto rot = keys.integer("rope.dimension_count", 1, max_dim);
         rot && *rot != spec.head_dim) {
-        if (spec.arch != Arch::qwen3_5 || *rot % 2 != 0 || *rot > spec.head_dim)
+        if (!family || !family->partial_rotation || *rot % 2 != 0 || *rot > spec.head_dim)
             fail("{}: metadata {} is {}: rotating part of a head ({} dims) is not supported",
                  gguf.path(), keys.name("rope.dimension_count"), *rot, spec.head_dim);
         spec.rope_dims = *rot;  // Qwen3.5's partial rotation
@@ -254,7 +201,6 @@ ModelSpec gguf_model_spec(const GgufFile& gguf) {
     spec.qk_norm = gguf.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
     read_rope_scaling(gguf, keys, spec);
     if (spec.arch == Arch::gemma3) read_gemma3(gguf, keys, spec);
-    if (spec.arch == Arch::qwen3_5) read_qwen35(gguf, keys, spec);
     if (family && family->read_gguf) family->read_gguf(gguf, keys, spec);
 
     if (const auto bos = gguf.find_int("tokenizer.ggml.bos_token_id"))
@@ -271,6 +217,7 @@ ModelSpec gguf_model_spec(const GgufFile& gguf) {
 }
 
 void load_gguf_weights(const GgufFile& gguf, const ModelSpec& spec, WeightStore& store) {
+    const ModelFamily* family = model_family(spec.arch);
     store.keep_alive(gguf.file());
     for (const GgufTensor& t : gguf.tensors()) {
         if (t.name == "rope_freqs.weight") continue;  // in the spec's rope scaling
@@ -293,9 +240,9 @@ void load_gguf_weights(const GgufFile& gguf, const ModelSpec& spec, WeightStore&
         // Gemma's and Qwen3.5's RMSNorms multiply by 1 + weight; the file holds the sum
         // (but for the plain gain of Qwen3.5's gated norm). Qwen3.5's A_log is stored
         // as -exp(A_log).
-        const bool offset_norm = (spec.arch == Arch::gemma3 || spec.arch == Arch::qwen3_5) &&
-                                 name.ends_with("norm.weight") &&
-                                 !name.ends_with("linear_attn.norm.weight");
+        const bool offset_norm =
+            (spec.arch == Arch::gemma3 && name.ends_with("norm.weight")) ||
+            (family && family->gguf_offset_norm && family->gguf_offset_norm(name));
         const bool a_log = name.ends_with("linear_attn.A_log");
         const bool transformed = offset_norm || a_log;
         if (!transformed &&

@@ -15,17 +15,15 @@ using nlohmann::json;
 
 Arch parse_arch(const ConfigFields& f) {
     constexpr std::pair<std::string_view, Arch> types[] = {
-        {"llama", Arch::llama},          {"qwen2", Arch::qwen2},   {"qwen3", Arch::qwen3},
-        {"gemma3_text", Arch::gemma3},   {"gemma3", Arch::gemma3}, {"qwen3_5", Arch::qwen3_5},
-        {"qwen3_5_text", Arch::qwen3_5}, {"gemma4", Arch::gemma4}, {"gemma4_text", Arch::gemma4}};
+        {"llama", Arch::llama},        {"qwen2", Arch::qwen2},   {"qwen3", Arch::qwen3},
+        {"gemma3_text", Arch::gemma3}, {"gemma3", Arch::gemma3}, {"gemma4", Arch::gemma4},
+        {"gemma4_text", Arch::gemma4}};
     constexpr std::pair<std::string_view, Arch> classes[] = {
         {"LlamaForCausalLM", Arch::llama},
         {"Qwen2ForCausalLM", Arch::qwen2},
         {"Qwen3ForCausalLM", Arch::qwen3},
         {"Gemma3ForCausalLM", Arch::gemma3},
         {"Gemma3ForConditionalGeneration", Arch::gemma3},
-        {"Qwen3_5ForCausalLM", Arch::qwen3_5},
-        {"Qwen3_5ForConditionalGeneration", Arch::qwen3_5},
         {"Gemma4ForCausalLM", Arch::gemma4},
         {"Gemma4ForConditionalGeneration", Arch::gemma4}};
     if (auto type = f.string("model_type")) {
@@ -115,79 +113,6 @@ void parse_gemma3(const ConfigFields& f, const std::string& path, ModelSpec& spe
     } else {
         parse_rope(f, path, spec);
     }
-}
-
-// Qwen3.5's layer kinds: layer_types, else full attention every
-// full_attention_interval-th layer (Qwen3_5TextConfig's rule).
-std::vector<bool> qwen3_5_delta_layers(const ConfigFields& f, int64_t n_layer) {
-    if (auto kinds = layer_types(f, n_layer, "linear_attention")) return *kinds;
-    return all_but_every(n_layer, f.integer("full_attention_interval", 1, max_layers).value_or(4));
-}
-
-// Qwen3.5's rotation: rope_parameters (or the older rope_scaling) win over
-// the top-level fields. Text positions are the same on mRoPE's three axes,
-// which makes it plain rotate-half rotation of the leading dims.
-void parse_qwen3_5_rope(const ConfigFields& f, const std::string& path, const std::string& prefix,
-                        ModelSpec& spec) {
-    double partial = f.positive("partial_rotary_factor", 1.0).value_or(0.25);
-    spec.rope_theta = f.positive("rope_theta", 1e12).value_or(10000.0);
-    for (const char* name : {"rope_scaling", "rope_parameters"}) {
-        const json* v = f.find(name);
-        if (!v) continue;
-        if (!v->is_object()) f.fail_field(name, "expected an object");
-        const ConfigFields r(*v, path, prefix + name + ".");
-        if (auto type = r.string("rope_type"); type && *type != "default" && *type != "mrope")
-            r.fail_field("rope_type", "unsupported \"{}\" (supported: default, mrope)", *type);
-        spec.rope_theta = r.positive("rope_theta", 1e12).value_or(spec.rope_theta);
-        partial = r.positive("partial_rotary_factor", 1.0).value_or(partial);
-        break;
-    }
-    spec.rope_dims = static_cast<int64_t>(static_cast<double>(spec.head_dim) * partial);
-    if (spec.rope_dims < 2 || spec.rope_dims % 2 != 0)
-        f.fail_field("partial_rotary_factor", "rotates {} of {} dims, expected an even count",
-                     spec.rope_dims, spec.head_dim);
-}
-
-// Qwen3.5's text model: its fields under text_config in the released
-// (multimodal) checkpoints, at the top level in a text-only one.
-ModelSpec parse_qwen3_5(const ConfigFields& top, const std::string& path, ModelSpec spec) {
-    const std::string prefix = text_prefix(top);
-    const ConfigFields f = text_fields(top, path);
-    if (auto act = f.string("hidden_act"); act && *act != "silu")
-        f.fail_field("hidden_act", "unsupported activation \"{}\" (supported: silu)", *act);
-    if (f.boolean("attention_bias", false)) f.fail_field("attention_bias", "true is not supported");
-    spec.n_embd = f.required_integer("hidden_size", 1, max_dim);
-    spec.n_layer = f.required_integer("num_hidden_layers", 1, max_layers);
-    spec.n_head = f.required_integer("num_attention_heads", 1, max_dim);
-    spec.n_head_kv = f.integer("num_key_value_heads", 1, max_dim).value_or(4);
-    spec.head_dim = f.integer("head_dim", 2, max_dim).value_or(256);
-    check_kv_heads(f, spec);
-    spec.n_ff = f.required_integer("intermediate_size", 1, max_dim * 16);
-    spec.n_vocab = f.required_integer("vocab_size", 1, max_vocab);
-    spec.n_ctx_train = f.integer("max_position_embeddings", 1, max_ctx).value_or(32768);
-    spec.rms_norm_eps = f.positive("rms_norm_eps", 1.0).value_or(1e-6);
-    spec.delta_layers = qwen3_5_delta_layers(f, spec.n_layer);
-    spec.conv_kernel = f.integer("linear_conv_kernel_dim", 1, 64).value_or(4);
-    spec.delta_n_head_k = f.integer("linear_num_key_heads", 1, max_dim).value_or(16);
-    spec.delta_n_head_v = f.integer("linear_num_value_heads", 1, max_dim).value_or(32);
-    spec.delta_head_dim_k = f.integer("linear_key_head_dim", 1, max_dim).value_or(128);
-    spec.delta_head_dim_v = f.integer("linear_value_head_dim", 1, max_dim).value_or(128);
-    if (spec.delta_n_head_v % spec.delta_n_head_k != 0)
-        f.fail_field("linear_num_value_heads", "{} is not a multiple of linear_num_key_heads {}",
-                     spec.delta_n_head_v, spec.delta_n_head_k);
-    parse_qwen3_5_rope(f, path, prefix, spec);
-    spec.tie_word_embeddings = top.has("tie_word_embeddings")
-                                   ? top.boolean("tie_word_embeddings", false)
-                                   : f.boolean("tie_word_embeddings", false);
-    spec.qk_norm = true;
-    spec.attention_gate = true;
-    spec.torch_dtype =
-        f.string("torch_dtype")
-            .value_or(f.string("dtype").value_or(top.string("torch_dtype").value_or("")));
-    const ConfigFields& ids = f.has("eos_token_id") || f.has("bos_token_id") ? f : top;
-    spec.bos_token_id = bos_token_id(ids, spec.n_vocab).value_or(-1);
-    spec.eos_token_ids = ids.token_ids("eos_token_id", spec.n_vocab);
-    return spec;
 }
 
 // Gemma 4's rotation (Gemma4TextConfig's rope_parameters): "default" on the
@@ -312,7 +237,6 @@ ModelSpec parse_hf_config(std::string_view text, const std::string& path) {
     spec.arch = parse_arch(top);
     if (const ModelFamily* family = model_family(spec.arch); family && family->parse_config)
         return family->parse_config(top, path, std::move(spec));
-    if (spec.arch == Arch::qwen3_5) return parse_qwen3_5(top, path, std::move(spec));
     if (spec.arch == Arch::gemma4) return parse_gemma4(top, path, std::move(spec));
     // A multimodal Gemma 3 keeps the language model's fields under text_config.
     const json* text_config = spec.arch == Arch::gemma3 ? top.find("text_config") : nullptr;

@@ -32,26 +32,31 @@ struct ModelFamily {
     std::string_view gguf_arch;                     // GGUF general.architecture
 
     // config.json's fields; `spec` holds the source and arch.
-    ModelSpec (*parse_config)(const ConfigFields& top, const std::string& path, ModelSpec spec);
+    ModelSpec (*parse_config)(const ConfigFields& top, const std::string& path,
+                              ModelSpec spec) = nullptr;
     // The KV heads when the family's GGUF lists a count per layer (read with
     // the layer kinds it implies), else null for the one attention.head_count_kv.
-    int64_t (*gguf_kv_heads)(const GgufFile& gguf, const GgufKeys& keys, ModelSpec& spec);
+    int64_t (*gguf_kv_heads)(const GgufFile& gguf, const GgufKeys& keys, ModelSpec& spec) = nullptr;
     // The family's own GGUF metadata and tensors, read after the common keys.
-    void (*read_gguf)(const GgufFile& gguf, const GgufKeys& keys, ModelSpec& spec);
+    void (*read_gguf)(const GgufFile& gguf, const GgufKeys& keys, ModelSpec& spec) = nullptr;
+    // GGUF's rope.dimension_count may rotate part of a head.
+    bool partial_rotation = false;
     // The Hugging Face name of a GGUF tensor the common names leave out, or empty.
-    std::string (*gguf_tensor_name)(std::string_view name);
-    std::vector<ExpectedTensor> (*expected_tensors)(const ModelSpec& spec);
+    std::string (*gguf_tensor_name)(std::string_view name) = nullptr;
+    // Whether GGUF stores this norm's gain (by its Hugging Face name) as 1 + weight.
+    bool (*gguf_offset_norm)(std::string_view name) = nullptr;
+    std::vector<ExpectedTensor> (*expected_tensors)(const ModelSpec& spec) = nullptr;
 
     // What the family adds to the synth preset `preset`'s spec.
-    void (*synth_fields)(std::string_view preset, ModelSpec& spec);
+    void (*synth_fields)(std::string_view preset, ModelSpec& spec) = nullptr;
     // Throws when the family's config.json cannot say what a synth spec holds.
-    void (*check_synth)(std::string_view preset, const ModelSpec& spec);
+    void (*check_synth)(std::string_view preset, const ModelSpec& spec) = nullptr;
     // config.json for a synth spec but for torch_dtype and eos_token_id, which
     // the writer adds.
-    nlohmann::json (*config_json)(const ModelSpec& spec);
+    nlohmann::json (*config_json)(const ModelSpec& spec) = nullptr;
 
     void (*build_function)(const ModelSpec& spec, const WeightStore& weights,
-                           const FunctionShape& shape, ir::Program& program);
+                           const FunctionShape& shape, ir::Program& program) = nullptr;
 };
 
 // Every family anelm reads (models/model_families.cpp).
@@ -76,5 +81,6 @@ std::string hf_layer_name(const GgufLayerName& name,
                           std::span<const std::pair<std::string_view, std::string_view>> table);
 
 extern const ModelFamily lfm2_family;
+extern const ModelFamily qwen3_5_family;
 
 }  // namespace anelm

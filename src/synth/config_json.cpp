@@ -54,49 +54,6 @@ json optional_number(double x) {
     return x > 0 ? json(x) : json(nullptr);
 }
 
-// A text-only Qwen3.5 config (Qwen3_5ForCausalLM), its rotation in
-// rope_parameters as transformers 5 writes it.
-std::string qwen3_5_config_json(const ModelSpec& s, DType dtype) {
-    json types = json::array();
-    for (bool delta : s.delta_layers)
-        types.push_back(delta ? "linear_attention" : "full_attention");
-    const json j = {
-        {"architectures", {"Qwen3_5ForCausalLM"}},
-        {"attention_bias", false},
-        {"bos_token_id", s.bos_token_id},
-        {"eos_token_id", ids_json(s.eos_token_ids)},
-        {"head_dim", s.head_dim},
-        {"hidden_act", "silu"},
-        {"hidden_size", s.n_embd},
-        {"intermediate_size", s.n_ff},
-        {"layer_types", types},
-        {"linear_conv_kernel_dim", s.conv_kernel},
-        {"linear_key_head_dim", s.delta_head_dim_k},
-        {"linear_num_key_heads", s.delta_n_head_k},
-        {"linear_num_value_heads", s.delta_n_head_v},
-        {"linear_value_head_dim", s.delta_head_dim_v},
-        {"max_position_embeddings", s.n_ctx_train},
-        {"model_type", "qwen3_5_text"},
-        {"num_attention_heads", s.n_head},
-        {"num_hidden_layers", s.n_layer},
-        {"num_key_value_heads", s.n_head_kv},
-        {"rms_norm_eps", s.rms_norm_eps},
-        {"rope_parameters",
-         {{"mrope_interleaved", true},
-          {"mrope_section", {11, 11, 10}},
-          {"partial_rotary_factor",
-           static_cast<double>(s.rope_dims) / static_cast<double>(s.head_dim)},
-          {"rope_theta", s.rope_theta},
-          {"rope_type", "default"}}},
-        {"tie_word_embeddings", s.tie_word_embeddings},
-        {"torch_dtype", torch_dtype(dtype)},
-        {"transformers_version", "5.2.0"},
-        {"use_cache", true},
-        {"vocab_size", s.n_vocab},
-    };
-    return j.dump(2) + "\n";
-}
-
 // A text-only Gemma 4 config (Gemma4ForCausalLM), as Gemma4TextConfig writes
 // its fields.
 std::string gemma4_config_json(const SynthPreset& preset, DType dtype) {
@@ -217,7 +174,6 @@ std::string config_json(const SynthPreset& preset, DType dtype) {
         own["torch_dtype"] = torch_dtype(dtype);
         return own.dump(2) + "\n";
     }
-    if (s.arch == Arch::qwen3_5) return qwen3_5_config_json(s, dtype);
     if (s.arch == Arch::gemma4) return gemma4_config_json(preset, dtype);
     if (s.arch != Arch::gemma3) j["hidden_act"] = "silu";
     switch (s.arch) {

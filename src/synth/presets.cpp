@@ -118,40 +118,6 @@ void add_gemma3_fields(std::string_view name, ModelSpec& s) {
     fail("synth: preset {} has no Gemma 3 fields", name);
 }
 
-// What Qwen3.5 adds: the Gated DeltaNet heads (key, value) and their sizes,
-// the convolution's taps, every how many layers one attends fully, and the
-// rotated fraction of a head. The tiny one has twice as many value heads as
-// key heads, so the head sharing is exercised.
-struct Qwen35Row {
-    const char* name;
-    int64_t n_head_k, n_head_v, head_dim_k, head_dim_v, conv_kernel, full_every;
-    double partial_rotary;
-};
-
-constexpr std::array qwen35_rows = {
-    Qwen35Row{"qwen3.5-0.8b", 16, 16, 128, 128, 4, 4, 0.25},
-    Qwen35Row{"qwen3.5-2b", 16, 16, 128, 128, 4, 4, 0.25},
-    Qwen35Row{"tiny-qwen3.5", 2, 4, 8, 8, 4, 4, 0.25},
-};
-
-void add_qwen3_5_fields(std::string_view name, ModelSpec& s) {
-    for (const Qwen35Row& q : qwen35_rows) {
-        if (name != q.name) continue;
-        for (int64_t i = 0; i < s.n_layer; ++i)
-            s.delta_layers.push_back((i + 1) % q.full_every != 0);
-        s.delta_n_head_k = q.n_head_k;
-        s.delta_n_head_v = q.n_head_v;
-        s.delta_head_dim_k = q.head_dim_k;
-        s.delta_head_dim_v = q.head_dim_v;
-        s.conv_kernel = q.conv_kernel;
-        s.rope_dims = static_cast<int64_t>(static_cast<double>(s.head_dim) * q.partial_rotary);
-        s.qk_norm = true;
-        s.attention_gate = true;
-        return;
-    }
-    fail("synth: preset {} has no Qwen3.5 fields", name);
-}
-
 // What Gemma 4 adds: each layer's kind ('s' sliding, 'f' full), the full
 // layers' head size, the window, how many last layers share K/V and whether
 // their MLPs are twice as wide, the per-layer embeddings' width, the logit
@@ -220,7 +186,6 @@ SynthPreset make_preset(const Row& r) {
     s.attention_bias = r.arch == Arch::qwen2;
     s.qk_norm = r.arch == Arch::qwen3;
     if (r.arch == Arch::gemma3) add_gemma3_fields(r.name, s);
-    if (r.arch == Arch::qwen3_5) add_qwen3_5_fields(r.name, s);
     if (r.arch == Arch::gemma4) add_gemma4_fields(r.name, s);
     if (const ModelFamily* family = model_family(r.arch); family && family->synth_fields)
         family->synth_fields(r.name, s);
