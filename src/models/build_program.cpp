@@ -19,8 +19,9 @@ ir::Program build_program(const ModelSpec& spec, const WeightStore& weights,
         static_cast<int64_t>(std::count(spec.conv_layers.begin(), spec.conv_layers.end(), true));
     const auto n_delta =
         static_cast<int64_t>(std::count(spec.delta_layers.begin(), spec.delta_layers.end(), true));
-    if (spec.arch == Arch::gemma4)
-        add_gemma4_caches(spec, n_ctx, program);
+    const ModelFamily* family = model_family(spec.arch);
+    if (family && family->add_caches)
+        family->add_caches(spec, n_ctx, program);
     else
         program.states.push_back(
             {"model_model_kv_cache_0",
@@ -47,7 +48,6 @@ ir::Program build_program(const ModelSpec& spec, const WeightStore& weights,
     }
     program.ropes.push_back({rope_inv_freq(spec), spec.rope_style == RopeStyle::interleaved});
 
-    const ModelFamily* family = model_family(spec.arch);
     for (const FunctionShape& shape : options.functions) {
         if (family) {
             family->build_function(spec, weights, shape, program);
@@ -64,9 +64,7 @@ ir::Program build_program(const ModelSpec& spec, const WeightStore& weights,
                 break;
             case Arch::lfm2:  // their ModelFamily builds them
             case Arch::qwen3_5:
-                break;
             case Arch::gemma4:
-                build_gemma4_function(spec, weights, shape, program);
                 break;
         }
     }

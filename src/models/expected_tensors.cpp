@@ -36,54 +36,11 @@ void add_output(std::vector<ExpectedTensor>& out, const ModelSpec& spec, const c
     if (!spec.tie_word_embeddings) out.push_back({"lm_head.weight", {spec.n_vocab, spec.n_embd}});
 }
 
-namespace {
-
-// Gemma 4: per-layer head sizes and MLP widths, no K/V projections on the
-// layers that share another's, the per-layer embeddings' table, projection and
-// norms, and a scalar per layer.
-std::vector<ExpectedTensor> gemma4_tensors(const ModelSpec& spec) {
-    const int64_t d = spec.n_embd, pl = spec.per_layer_dim;
-    std::vector<ExpectedTensor> out = {{"model.embed_tokens.weight", {spec.n_vocab, d}}};
-    if (pl > 0) {
-        out.push_back(
-            {"model.embed_tokens_per_layer.weight", {spec.per_layer_vocab, spec.n_layer * pl}});
-        out.push_back({"model.per_layer_model_projection.weight", {spec.n_layer * pl, d}});
-        out.push_back({"model.per_layer_projection_norm.weight", {pl}});
-    }
-    for (int64_t i = 0; i < spec.n_layer; ++i) {
-        const std::string p = fmt::format("model.layers.{}.", i);
-        const int64_t hd = layer_head_dim(spec, i), ff = layer_ff(spec, i);
-        for (const char* norm : {"input_layernorm", "post_attention_layernorm",
-                                 "pre_feedforward_layernorm", "post_feedforward_layernorm"})
-            out.push_back({p + norm + ".weight", {d}});
-        out.push_back({p + "self_attn.q_proj.weight", {spec.n_head * hd, d}});
-        out.push_back({p + "self_attn.q_norm.weight", {hd}});
-        if (kv_source_layer(spec, i) == i) {
-            out.push_back({p + "self_attn.k_proj.weight", {spec.n_head_kv * hd, d}});
-            out.push_back({p + "self_attn.v_proj.weight", {spec.n_head_kv * hd, d}});
-            out.push_back({p + "self_attn.k_norm.weight", {hd}});
-        }
-        out.push_back({p + "self_attn.o_proj.weight", {d, spec.n_head * hd}});
-        out.push_back({p + "mlp.gate_proj.weight", {ff, d}});
-        out.push_back({p + "mlp.up_proj.weight", {ff, d}});
-        out.push_back({p + "mlp.down_proj.weight", {d, ff}});
-        if (pl > 0) {
-            out.push_back({p + "per_layer_input_gate.weight", {pl, d}});
-            out.push_back({p + "per_layer_projection.weight", {d, pl}});
-            out.push_back({p + "post_per_layer_input_norm.weight", {d}});
-        }
-        out.push_back({p + "layer_scalar", {1}});
-    }
-    add_output(out, spec, "model.norm.weight");
-    return out;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::vector<ExpectedTensor> expected_tensors(const ModelSpec& spec) {
     if (const ModelFamily* family = model_family(spec.arch); family && family->expected_tensors)
         return family->expected_tensors(spec);
-    if (spec.arch == Arch::gemma4) return gemma4_tensors(spec);
     const int64_t d = spec.n_embd;
     const int64_t q_dim = spec.n_head * spec.head_dim, kv_dim = spec.n_head_kv * spec.head_dim;
     std::vector<ExpectedTensor> out = {{"model.embed_tokens.weight", {spec.n_vocab, d}}};

@@ -50,10 +50,5 @@ void build_llama_function(const ModelSpec& spec, const WeightStore& weights,
                           const FunctionShape& shape, ir::Program& program);
 void build_gemma3_function(const ModelSpec& spec, const WeightStore& weights,
                            const FunctionShape& shape, ir::Program& program);
-// Gemma 4's KV caches: one for the full layers and one for the sliding ones
-// (their heads differ in size), holding only the layers that compute K/V.
-void add_gemma4_caches(const ModelSpec& spec, int64_t n_ctx, ir::Program& program);
-void build_gemma4_function(const ModelSpec& spec, const WeightStore& weights,
-                           const FunctionShape& shape, ir::Program& program);
 
 }  // namespace anelm

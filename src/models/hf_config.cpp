@@ -16,16 +16,15 @@ using nlohmann::json;
 Arch parse_arch(const ConfigFields& f) {
     constexpr std::pair<std::string_view, Arch> types[] = {
         {"llama", Arch::llama},        {"qwen2", Arch::qwen2},   {"qwen3", Arch::qwen3},
-        {"gemma3_text", Arch::gemma3}, {"gemma3", Arch::gemma3}, {"gemma4", Arch::gemma4},
-        {"gemma4_text", Arch::gemma4}};
+        {"gemma3_text", Arch::gemma3}, {"gemma3", Arch::gemma3},
+    };
     constexpr std::pair<std::string_view, Arch> classes[] = {
         {"LlamaForCausalLM", Arch::llama},
         {"Qwen2ForCausalLM", Arch::qwen2},
         {"Qwen3ForCausalLM", Arch::qwen3},
         {"Gemma3ForCausalLM", Arch::gemma3},
         {"Gemma3ForConditionalGeneration", Arch::gemma3},
-        {"Gemma4ForCausalLM", Arch::gemma4},
-        {"Gemma4ForConditionalGeneration", Arch::gemma4}};
+    };
     if (auto type = f.string("model_type")) {
         if (const ModelFamily* family = family_for_model_type(*type)) return family->arch;
         for (const auto& [name, arch] : types)
@@ -115,115 +114,6 @@ void parse_gemma3(const ConfigFields& f, const std::string& path, ModelSpec& spe
     }
 }
 
-// Gemma 4's rotation (Gemma4TextConfig's rope_parameters): "default" on the
-// sliding layers; "proportional" (or "default") on the full ones, over
-// global_head_dim, turning partial_rotary_factor of the frequencies.
-void parse_gemma4_rope(const ConfigFields& f, const std::string& path, const std::string& prefix,
-                       ModelSpec& spec) {
-    spec.rope_local_base_freq = 10000.0;
-    spec.rope_theta = 1e6;
-    spec.rope_global_fraction = 0.25;
-    const json* params = f.find("rope_parameters");
-    if (!params) return;
-    if (!params->is_object()) f.fail_field("rope_parameters", "expected an object");
-    const std::string base = prefix + "rope_parameters.";
-    if (const json* local =
-            params->contains("sliding_attention") ? &(*params)["sliding_attention"] : nullptr) {
-        const ConfigFields r(*local, path, base + "sliding_attention.");
-        if (auto type = r.string("rope_type"); type && *type != "default")
-            r.fail_field("rope_type", "unsupported \"{}\" (supported: default)", *type);
-        spec.rope_local_base_freq = r.positive("rope_theta", 1e12).value_or(10000.0);
-    }
-    if (const json* full =
-            params->contains("full_attention") ? &(*params)["full_attention"] : nullptr) {
-        const ConfigFields r(*full, path, base + "full_attention.");
-        const std::string type = r.string("rope_type").value_or("default");
-        if (type != "default" && type != "proportional")
-            r.fail_field("rope_type", "unsupported \"{}\" (supported: default, proportional)",
-                         type);
-        spec.rope_theta = r.positive("rope_theta", 1e12).value_or(1e6);
-        spec.rope_global_fraction =
-            type == "proportional" ? r.positive("partial_rotary_factor", 1.0).value_or(1.0) : 1.0;
-        if (const double factor = r.positive("factor", 1e6).value_or(1.0); factor != 1.0) {
-            spec.rope_scaling.type = RopeScaling::Type::linear;
-            spec.rope_scaling.factor = factor;
-        }
-    }
-}
-
-// Gemma 4's layer kinds: layer_types, else one full layer in six; the last
-// layer attends fully whatever the list says (Gemma4TextConfig forces it).
-std::vector<bool> gemma4_sliding_layers(const ConfigFields& f, int64_t n_layer) {
-    std::vector<bool> kinds =
-        layer_types(f, n_layer, "sliding_attention").value_or(all_but_every(n_layer, 6));
-    kinds.back() = false;
-    return kinds;
-}
-
-// Gemma 4's text model (Gemma4TextConfig's names and defaults): under
-// text_config in the released (multimodal) checkpoints, at the top level in a
-// text-only one. The dense E2B/E4B layout only: no MoE, no k = v attention.
-ModelSpec parse_gemma4(const ConfigFields& top, const std::string& path, ModelSpec spec) {
-    const std::string prefix = text_prefix(top);
-    const ConfigFields f = text_fields(top, path);
-    if (auto act = f.string("hidden_activation"); act && *act != "gelu_pytorch_tanh")
-        f.fail_field("hidden_activation",
-                     "unsupported activation \"{}\" (supported: gelu_pytorch_tanh)", *act);
-    for (const char* field : {"attention_bias", "attention_k_eq_v", "enable_moe_block"})
-        if (f.boolean(field, false)) f.fail_field(field, "true is not supported");
-    if (f.find("use_bidirectional_attention"))
-        f.fail_field("use_bidirectional_attention", "is not supported (text attends causally)");
-    spec.n_embd = f.integer("hidden_size", 1, max_dim).value_or(2304);
-    spec.n_layer = f.integer("num_hidden_layers", 1, max_layers).value_or(30);
-    spec.n_head = f.integer("num_attention_heads", 1, max_dim).value_or(8);
-    spec.n_head_kv = f.integer("num_key_value_heads", 1, max_dim).value_or(4);
-    check_kv_heads(f, spec);
-    spec.head_dim = f.integer("head_dim", 2, max_dim).value_or(256);
-    spec.global_head_dim = f.integer("global_head_dim", 2, max_dim).value_or(512);
-    if (spec.head_dim % 2 != 0 || spec.global_head_dim % 2 != 0)
-        f.fail_field(spec.head_dim % 2 ? "head_dim" : "global_head_dim",
-                     "is odd; rotary embedding rotates pairs");
-    spec.n_ff = f.integer("intermediate_size", 1, max_dim * 16).value_or(9216);
-    spec.n_vocab = f.integer("vocab_size", 1, max_vocab).value_or(262144);
-    spec.n_ctx_train = f.integer("max_position_embeddings", 1, max_ctx).value_or(131072);
-    spec.rms_norm_eps = f.positive("rms_norm_eps", 1.0).value_or(1e-6);
-    spec.sliding_window = f.integer("sliding_window", 1, max_ctx).value_or(512);
-    spec.sliding_layers = gemma4_sliding_layers(f, spec.n_layer);
-    spec.final_logit_softcapping = f.positive("final_logit_softcapping", 1e9).value_or(0.0);
-    spec.n_kv_shared_layers = f.integer("num_kv_shared_layers", 0, spec.n_layer - 1).value_or(0);
-    for (int64_t il = spec.n_layer - spec.n_kv_shared_layers; il < spec.n_layer; ++il)
-        if (kv_source_layer(spec, il) == il)
-            f.fail_field("num_kv_shared_layers",
-                         "layer {} would share K/V but no earlier layer of its kind computes them",
-                         il);
-    spec.double_wide_mlp = f.boolean("use_double_wide_mlp", false);
-    // A null width means no per-layer embeddings; an absent one Gemma4TextConfig's 256.
-    spec.per_layer_dim = f.has("hidden_size_per_layer_input")
-                             ? f.integer("hidden_size_per_layer_input", 1, max_dim).value_or(0)
-                             : 256;
-    if (spec.per_layer_dim > 0) {
-        spec.per_layer_vocab =
-            f.integer("vocab_size_per_layer_input", 1, max_vocab).value_or(262144);
-        if (spec.per_layer_vocab != spec.n_vocab)
-            f.fail_field("vocab_size_per_layer_input",
-                         "{} differs from vocab_size {}, which is not supported",
-                         spec.per_layer_vocab, spec.n_vocab);
-    }
-    parse_gemma4_rope(f, path, prefix, spec);
-    spec.tie_word_embeddings = top.has("tie_word_embeddings")
-                                   ? top.boolean("tie_word_embeddings", true)
-                                   : f.boolean("tie_word_embeddings", true);
-    spec.qk_norm = true;
-    spec.torch_dtype =
-        f.string("torch_dtype")
-            .value_or(f.string("dtype").value_or(top.string("torch_dtype").value_or("")));
-    const ConfigFields& ids = f.has("eos_token_id") || f.has("bos_token_id") ? f : top;
-    spec.bos_token_id = bos_token_id(ids, spec.n_vocab).value_or(spec.n_vocab > 2 ? 2 : -1);
-    spec.eos_token_ids = ids.token_ids("eos_token_id", spec.n_vocab);
-    if (spec.eos_token_ids.empty() && spec.n_vocab > 1) spec.eos_token_ids = {1};
-    return spec;
-}
-
 }  // namespace
 
 ModelSpec parse_hf_config(std::string_view text, const std::string& path) {
@@ -237,7 +127,6 @@ ModelSpec parse_hf_config(std::string_view text, const std::string& path) {
     spec.arch = parse_arch(top);
     if (const ModelFamily* family = model_family(spec.arch); family && family->parse_config)
         return family->parse_config(top, path, std::move(spec));
-    if (spec.arch == Arch::gemma4) return parse_gemma4(top, path, std::move(spec));
     // A multimodal Gemma 3 keeps the language model's fields under text_config.
     const json* text_config = spec.arch == Arch::gemma3 ? top.find("text_config") : nullptr;
     if (text_config && !text_config->is_object())

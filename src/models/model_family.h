@@ -29,7 +29,7 @@ struct ModelFamily {
     Arch arch;
     std::span<const std::string_view> model_types;  // config.json's model_type
     std::span<const std::string_view> hf_classes;   // entries of config.json's architectures
-    std::string_view gguf_arch;                     // GGUF general.architecture
+    std::string_view gguf_arch = {};                // GGUF general.architecture; empty: none
 
     // config.json's fields; `spec` holds the source and arch.
     ModelSpec (*parse_config)(const ConfigFields& top, const std::string& path,
@@ -54,6 +54,12 @@ struct ModelFamily {
     // config.json for a synth spec but for torch_dtype and eos_token_id, which
     // the writer adds.
     nlohmann::json (*config_json)(const ModelSpec& spec) = nullptr;
+    // The config names the tokenizer's <pad> id, which the writer adds.
+    bool config_pad = false;
+
+    // The KV caches when the family's are not one state for every attention
+    // layer, added to the program.
+    void (*add_caches)(const ModelSpec& spec, int64_t n_ctx, ir::Program& program) = nullptr;
 
     void (*build_function)(const ModelSpec& spec, const WeightStore& weights,
                            const FunctionShape& shape, ir::Program& program) = nullptr;
@@ -82,5 +88,6 @@ std::string hf_layer_name(const GgufLayerName& name,
 
 extern const ModelFamily lfm2_family;
 extern const ModelFamily qwen3_5_family;
+extern const ModelFamily gemma4_family;
 
 }  // namespace anelm

@@ -54,57 +54,6 @@ json optional_number(double x) {
     return x > 0 ? json(x) : json(nullptr);
 }
 
-// A text-only Gemma 4 config (Gemma4ForCausalLM), as Gemma4TextConfig writes
-// its fields.
-std::string gemma4_config_json(const SynthPreset& preset, DType dtype) {
-    const ModelSpec& s = preset.spec;
-    json types = json::array();
-    for (bool sliding : s.sliding_layers)
-        types.push_back(sliding ? "sliding_attention" : "full_attention");
-    json full = {{"rope_theta", s.rope_theta},
-                 {"rope_type", "proportional"},
-                 {"partial_rotary_factor", s.rope_global_fraction}};
-    if (s.rope_scaling.type == RopeScaling::Type::linear) full["factor"] = s.rope_scaling.factor;
-    const json j = {
-        {"architectures", {"Gemma4ForCausalLM"}},
-        {"attention_bias", false},
-        {"attention_k_eq_v", false},
-        {"bos_token_id", s.bos_token_id},
-        {"enable_moe_block", false},
-        {"eos_token_id", ids_json(s.eos_token_ids)},
-        {"final_logit_softcapping", optional_number(s.final_logit_softcapping)},
-        {"global_head_dim", s.global_head_dim},
-        {"head_dim", s.head_dim},
-        {"hidden_activation", "gelu_pytorch_tanh"},
-        {"hidden_size", s.n_embd},
-        {"hidden_size_per_layer_input",
-         s.per_layer_dim > 0 ? json(s.per_layer_dim) : json(nullptr)},
-        {"intermediate_size", s.n_ff},
-        {"layer_types", types},
-        {"max_position_embeddings", s.n_ctx_train},
-        {"model_type", "gemma4_text"},
-        {"num_attention_heads", s.n_head},
-        {"num_hidden_layers", s.n_layer},
-        {"num_key_value_heads", s.n_head_kv},
-        {"num_kv_shared_layers", s.n_kv_shared_layers},
-        {"pad_token_id", special_token_id(family_of(s.arch), preset.n_vocab_bpe, "<pad>")},
-        {"rms_norm_eps", s.rms_norm_eps},
-        {"rope_parameters",
-         {{"full_attention", full},
-          {"sliding_attention",
-           {{"rope_theta", s.rope_local_base_freq}, {"rope_type", "default"}}}}},
-        {"sliding_window", s.sliding_window},
-        {"tie_word_embeddings", s.tie_word_embeddings},
-        {"torch_dtype", torch_dtype(dtype)},
-        {"transformers_version", "5.5.0"},
-        {"use_cache", true},
-        {"use_double_wide_mlp", s.double_wide_mlp},
-        {"vocab_size", s.n_vocab},
-        {"vocab_size_per_layer_input", s.per_layer_vocab},
-    };
-    return j.dump(2) + "\n";
-}
-
 }  // namespace
 
 void check_preset(const SynthPreset& preset) {
@@ -172,9 +121,10 @@ std::string config_json(const SynthPreset& preset, DType dtype) {
         json own = family->config_json(s);
         own["eos_token_id"] = ids_json(s.eos_token_ids);
         own["torch_dtype"] = torch_dtype(dtype);
+        if (family->config_pad)
+            own["pad_token_id"] = special_token_id(family_of(s.arch), preset.n_vocab_bpe, "<pad>");
         return own.dump(2) + "\n";
     }
-    if (s.arch == Arch::gemma4) return gemma4_config_json(preset, dtype);
     if (s.arch != Arch::gemma3) j["hidden_act"] = "silu";
     switch (s.arch) {
         case Arch::llama:

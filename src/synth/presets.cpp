@@ -118,45 +118,6 @@ void add_gemma3_fields(std::string_view name, ModelSpec& s) {
     fail("synth: preset {} has no Gemma 3 fields", name);
 }
 
-// What Gemma 4 adds: each layer's kind ('s' sliding, 'f' full), the full
-// layers' head size, the window, how many last layers share K/V and whether
-// their MLPs are twice as wide, the per-layer embeddings' width, the logit
-// softcap. The tiny one shares K/V of both kinds and has a window of 8.
-struct Gemma4Row {
-    const char* name;
-    const char* layers;
-    int64_t global_head_dim, sliding_window, n_kv_shared;
-    bool double_wide_mlp;
-    int64_t per_layer_dim;
-    double final_logit_softcapping;
-};
-
-constexpr std::array gemma4_rows = {
-    Gemma4Row{"gemma-4-e2b", "ssssfssssfssssfssssfssssfssssfssssf", 512, 512, 20, true, 256, 30},
-    Gemma4Row{"gemma-4-e4b", "sssssfsssssfsssssfsssssfsssssfsssssfsssssf", 512, 512, 18, false, 256,
-              30},
-    Gemma4Row{"tiny-gemma4", "sfsfsf", 32, 8, 3, true, 8, 30},
-};
-
-void add_gemma4_fields(std::string_view name, ModelSpec& s) {
-    for (const Gemma4Row& g : gemma4_rows) {
-        if (name != g.name) continue;
-        for (const char* c = g.layers; *c; ++c) s.sliding_layers.push_back(*c == 's');
-        s.global_head_dim = g.global_head_dim;
-        s.sliding_window = g.sliding_window;
-        s.n_kv_shared_layers = g.n_kv_shared;
-        s.double_wide_mlp = g.double_wide_mlp;
-        s.per_layer_dim = g.per_layer_dim;
-        s.per_layer_vocab = s.n_vocab;
-        s.final_logit_softcapping = g.final_logit_softcapping;
-        s.rope_local_base_freq = 10000.0;
-        s.rope_global_fraction = 0.25;
-        s.qk_norm = true;
-        return;
-    }
-    fail("synth: preset {} has no Gemma 4 fields", name);
-}
-
 SynthPreset make_preset(const Row& r) {
     SynthPreset p;
     p.name = r.name;
@@ -186,7 +147,6 @@ SynthPreset make_preset(const Row& r) {
     s.attention_bias = r.arch == Arch::qwen2;
     s.qk_norm = r.arch == Arch::qwen3;
     if (r.arch == Arch::gemma3) add_gemma3_fields(r.name, s);
-    if (r.arch == Arch::gemma4) add_gemma4_fields(r.name, s);
     if (const ModelFamily* family = model_family(r.arch); family && family->synth_fields)
         family->synth_fields(r.name, s);
     s.torch_dtype = "bfloat16";
