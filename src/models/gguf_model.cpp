@@ -240,9 +240,8 @@ void load_gguf_weights(const GgufFile& gguf, const ModelSpec& spec, WeightStore&
         // Gemma's and Qwen3.5's RMSNorms multiply by 1 + weight; the file holds the sum
         // (but for the plain gain of Qwen3.5's gated norm). Qwen3.5's A_log is stored
         // as -exp(A_log).
-        const bool offset_norm =
-            (spec.arch == Arch::gemma3 && name.ends_with("norm.weight")) ||
-            (family && family->gguf_offset_norm && family->gguf_offset_norm(name));
+        const bool offset_norm = (spec.arch == Arch::gemma3 && name.ends_with("norm.weight")) ||
+                                 (family && family->offset_norm && family->offset_norm(name));
         const bool a_log = name.ends_with("linear_attn.A_log");
         const bool transformed = offset_norm || a_log;
         if (!transformed &&

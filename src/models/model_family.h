@@ -43,8 +43,9 @@ struct ModelFamily {
     bool partial_rotation = false;
     // The Hugging Face name of a GGUF tensor the common names leave out, or empty.
     std::string (*gguf_tensor_name)(std::string_view name) = nullptr;
-    // Whether GGUF stores this norm's gain (by its Hugging Face name) as 1 + weight.
-    bool (*gguf_offset_norm)(std::string_view name) = nullptr;
+    // Whether the family stores this norm's gain (by its Hugging Face name) as
+    // an offset from one, which GGUF holds with the one added.
+    bool (*offset_norm)(std::string_view name) = nullptr;
     std::vector<ExpectedTensor> (*expected_tensors)(const ModelSpec& spec) = nullptr;
 
     // What the family adds to the synth preset `preset`'s spec.

@@ -144,9 +144,8 @@ std::string qwen3_5_gguf_tensor_name(std::string_view name) {
     return layer ? qwen35_name(layer->number, layer->rest) : std::string();
 }
 
-// The GGUF holds Qwen3.5's norm gains with their 1 added, but for the plain
-// gain of the gated norm.
-bool qwen3_5_gguf_offset_norm(std::string_view name) {
+// Norm gains are offsets from one, but for the plain gain of the gated norm.
+bool qwen3_5_offset_norm(std::string_view name) {
     return name.ends_with("norm.weight") && !name.ends_with("linear_attn.norm.weight");
 }
 
@@ -359,7 +358,7 @@ const ModelFamily qwen3_5_family = {
     .read_gguf = read_qwen35,
     .partial_rotation = true,
     .gguf_tensor_name = qwen3_5_gguf_tensor_name,
-    .gguf_offset_norm = qwen3_5_gguf_offset_norm,
+    .offset_norm = qwen3_5_offset_norm,
     .expected_tensors = qwen3_5_tensors,
     .synth_fields = qwen3_5_synth_fields,
     .config_json = qwen3_5_config_json,

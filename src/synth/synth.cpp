@@ -11,6 +11,7 @@
 #include "base/thread_pool.h"
 #include "io/safetensors_writer.h"
 #include "models/expected_tensors.h"
+#include "models/model_family.h"
 #include "synth/hf_json.h"
 #include "synth/random_fill.h"
 
@@ -31,12 +32,11 @@ bool is_norm(const std::string& name) {
     return name.ends_with("norm.weight");
 }
 
-// Gemma and Qwen3.5 store their norms' gains as offsets from one (zero-centred);
-// Qwen3.5's gated norm in the DeltaNet layers is a plain gain.
+// Gains stored as offsets from one (Gemma's, most of Qwen3.5's) start at zero.
 float norm_init(Arch arch, const std::string& name) {
     if (arch == Arch::gemma3) return 0.0f;
-    if (arch == Arch::qwen3_5) return name.ends_with("linear_attn.norm.weight") ? 1.0f : 0.0f;
-    return 1.0f;
+    const ModelFamily* family = model_family(arch);
+    return family && family->offset_norm && family->offset_norm(name) ? 0.0f : 1.0f;
 }
 
 // Gemma 4's per-layer output scalar: not one, so a forward pass that skips it
