@@ -484,6 +484,25 @@ void distinct_values(std::span<float> values, WeightedValues& out) {
     }
 }
 
+void weighted_distinct_values(std::span<const float> values, std::span<const double> weights,
+                              WeightedValues& out) {
+    std::vector<std::pair<float, double>>& pairs =
+        scratch<std::pair<float, double>>(0, values.size());
+    for (size_t i = 0; i < values.size(); ++i) pairs[i] = {values[i], weights[i]};
+    std::sort(pairs.begin(), pairs.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    out.value.clear();
+    out.count.clear();
+    for (const auto& [v, w] : pairs) {
+        if (!out.value.empty() && out.value.back() == v) {
+            out.count.back() += w;
+        } else {
+            out.value.push_back(v);
+            out.count.push_back(w);
+        }
+    }
+}
+
 KMeansResult kmeans_1d_layered(const WeightedValues& points, int k) {
     const auto m = static_cast<int64_t>(points.value.size());
     if (m <= k) return every_value(points);

@@ -55,6 +55,10 @@ struct WeightedValues {
 // Sorts `values` (finite) in place and collects the distinct ones into `out`
 // (its arrays reused).
 void distinct_values(std::span<float> values, WeightedValues& out);
+// The distinct values of `values` (finite) with the sums of their `weights`
+// (> 0, one per value) as counts.
+void weighted_distinct_values(std::span<const float> values, std::span<const double> weights,
+                              WeightedValues& out);
 
 KMeansResult kmeans_1d(const WeightedValues& points, int k, uint64_t seed,
                        const KMeansOptions& options = {});

@@ -7,6 +7,8 @@
 #include "base/bit_packing.h"
 #include "base/error.h"
 #include "base/half.h"
+#include "quant/gram_factor.h"
+#include "quant/gptq_lut.h"
 #include "quant/weight_rows.h"
 
 namespace anelm::quant {
@@ -97,6 +99,72 @@ void palettize(const TensorView& w, const MatrixShape& shape, ThreadPool& pool, 
     });
 }
 
+// Each input's energy as the weight of the weights it multiplies; inputs
+// calibration never saw active keep a sliver, so every weight still counts.
+std::vector<double> input_weights(const InputStats& stats) {
+    double mean = 0;
+    for (double d : stats.diag) mean += d;
+    mean = stats.n_in > 0 ? mean / static_cast<double>(stats.n_in) : 0.0;
+    const double floor = mean > 0 ? 1e-6 * mean : 1.0;
+    std::vector<double> weights(stats.diag);
+    for (double& d : weights) d = std::max(d, floor);
+    return weights;
+}
+
+// As palettize, with each group's table the k-means of its weights weighted
+// by input energy, and for gptq the codes by error feedback and the tables
+// refitted to them (quant/gptq_lut.h).
+void palettize_calibrated(const TensorView& w, const MatrixShape& shape, ThreadPool& pool,
+                          uint64_t seed, const KMeansOptions& kmeans, const Calibration& calib,
+                          QuantizedMatrix& q) {
+    const InputStats& stats = *calib.stats;
+    if (stats.n_in != shape.n_in)
+        fail("calibration saw inputs of {} values, the weight has {}", stats.n_in, shape.n_in);
+    const int64_t n_out = shape.n_out, n_in = shape.n_in;
+    std::vector<float> values(static_cast<size_t>(n_out * n_in));
+    read_rows(w, shape, 0, n_out, values.data());
+    const std::vector<double> column_weight = input_weights(stats);
+
+    LutTables tables;
+    tables.rows_per_table = q.rows_per_table();
+    tables.k = 1 << q.nbits;
+    tables.entries.resize(static_cast<size_t>(q.n_tables() * tables.k));
+    pool.run(q.n_tables(), [&](int64_t g, int) {
+        const int64_t o0 = g * tables.rows_per_table;
+        const int64_t o1 = std::min(n_out, o0 + tables.rows_per_table);
+        thread_local std::vector<double> weights;
+        thread_local WeightedValues points;
+        weights.resize(static_cast<size_t>((o1 - o0) * n_in));
+        for (int64_t o = o0; o < o1; ++o)
+            std::copy(column_weight.begin(), column_weight.end(), weights.begin() + (o - o0) * n_in);
+        weighted_distinct_values({values.data() + o0 * n_in, weights.size()}, weights, points);
+        const KMeansResult clusters =
+            kmeans_1d(points, tables.k, mix_seed(seed, static_cast<uint64_t>(g)), kmeans);
+        const std::vector<uint16_t> table = make_table(clusters.centers, q.nbits);
+        for (int e = 0; e < tables.k; ++e) tables.entries[g * tables.k + e] = f16_to_f32(table[e]);
+    });
+
+    std::vector<uint8_t> codes(values.size());
+    if (calib.method == CalibMethod::gptq && stats.has_gram()) {
+        const std::vector<float> u = inverse_gram_factor(stats.gram, n_in, pool);
+        codes = gptq_codes(values, n_out, n_in, tables, u, pool);
+        refit_tables(values, n_out, n_in, stats.gram, tables, codes, pool);
+        for (float& e : tables.entries) e = round_to_f16(e);
+    } else {
+        pool.run(n_out, [&](int64_t o, int) {
+            const float* table = tables.table_of_row(o);
+            for (int64_t i = 0; i < n_in; ++i)
+                codes[static_cast<size_t>(o * n_in + i)] = static_cast<uint8_t>(
+                    nearest_entry(table, tables.k, values[static_cast<size_t>(o * n_in + i)]));
+        });
+    }
+    q.lut.resize(tables.entries.size());
+    for (size_t e = 0; e < tables.entries.size(); ++e) q.lut[e] = f32_to_f16(tables.entries[e]);
+    pool.run(n_out, [&](int64_t o, int) {
+        pack_codes(codes.data() + o * n_in, n_in, q.nbits, q.codes.data() + o * q.row_bytes());
+    });
+}
+
 void quantize_per_row(const TensorView& w, const MatrixShape& shape, ThreadPool& pool,
                       QuantizedMatrix& q) {
     const int qmax = q.kind == QuantKind::int8 ? 127 : 7;
@@ -129,7 +197,8 @@ void quantize_per_row(const TensorView& w, const MatrixShape& shape, ThreadPool&
 }  // namespace
 
 QuantizedMatrix quantize_matrix(const TensorView& w, const QuantChoice& choice, ThreadPool& pool,
-                                uint64_t seed, const KMeansOptions& kmeans) {
+                                uint64_t seed, const KMeansOptions& kmeans,
+                                const Calibration& calib) {
     const MatrixShape shape = matrix_shape(w);
     QuantizedMatrix q;
     q.n_out = shape.n_out;
@@ -155,7 +224,9 @@ QuantizedMatrix quantize_matrix(const TensorView& w, const QuantChoice& choice, 
             break;
     }
     q.codes.assign(static_cast<size_t>(q.n_out * q.row_bytes()), 0);
-    if (q.kind == QuantKind::lut) {
+    if (q.kind == QuantKind::lut && calib.stats) {
+        palettize_calibrated(w, shape, pool, seed, kmeans, calib, q);
+    } else if (q.kind == QuantKind::lut) {
         palettize(w, shape, pool, seed, kmeans, q);
     } else {
         quantize_per_row(w, shape, pool, q);

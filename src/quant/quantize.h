@@ -6,6 +6,7 @@
 
 #include "base/tensor.h"
 #include "base/thread_pool.h"
+#include "quant/input_stats.h"
 #include "quant/kmeans_1d.h"
 #include "quant/quant_spec.h"
 #include "quant/quantized_matrix.h"
@@ -21,9 +22,12 @@ namespace anelm::quant {
 //   rows, the last group holds the rest.
 // int8 / int4: scale = max |w[o, :]| / 127 (or / 7) rounded to f16; codes
 //   round(w / scale) clamped to [-127, 127] (or [-7, 7]); an all-zero row has scale 0.
+// With calibration statistics a lut is data-aware (input_stats.h's
+// CalibMethod); int8 and int4 ignore them.
 // Groups or blocks of rows run in parallel on the pool; the result depends on
 // the seed only, not on the number of threads.
 QuantizedMatrix quantize_matrix(const TensorView& w, const QuantChoice& choice, ThreadPool& pool,
-                                uint64_t seed = 0, const KMeansOptions& kmeans = {});
+                                uint64_t seed = 0, const KMeansOptions& kmeans = {},
+                                const Calibration& calib = {});
 
 }  // namespace anelm::quant

@@ -38,12 +38,14 @@ void dequantize_in_place(ir::Weight& w) {
 struct Job {
     ir::WeightId weight;
     QuantChoice choice;
+    bool linear = false;  // read by a linear node (calibration sees its inputs)
 };
 
 }  // namespace
 
 void quantize_program(ir::Program& program, const QuantSpec& spec, ThreadPool& pool,
-                      const ProgressFn& progress, uint64_t seed) {
+                      const ProgressFn& progress, uint64_t seed,
+                      const ModelCalibration* calibration) {
     // The components each weight is read as, in order of first use.
     std::map<ir::WeightId, std::vector<Component>> uses;
     for (const ir::Function& fn : program.functions)
@@ -60,10 +62,14 @@ void quantize_program(ir::Program& program, const QuantSpec& spec, ThreadPool& p
     };
     std::vector<Job> jobs;
     for (const auto& [id, components] : uses) {
-        jobs.push_back({id, choice_of(id, components[0])});
+        jobs.push_back({id, choice_of(id, components[0]), components[0] != Component::embed});
+        const size_t first = jobs.size() - 1;
         for (size_t k = 1; k < components.size(); ++k) {
             const QuantChoice choice = choice_of(id, components[k]);
-            if (choice == jobs.back().choice) continue;
+            if (choice == jobs[first].choice) {
+                jobs[first].linear = true;  // the same bytes serve a linear node too
+                continue;
+            }
             // Another choice for the same bytes: a weight of its own for those nodes.
             const auto split = static_cast<ir::WeightId>(program.weights.size());
             // A copy keeps the bytes a pass may have rewritten the view into alive.
@@ -75,7 +81,7 @@ void quantize_program(ir::Program& program, const QuantSpec& spec, ThreadPool& p
                 for (ir::Node& node : fn.nodes)
                     if (node.weight == id && node_component(program, node) == components[k])
                         node.weight = split;
-            jobs.push_back({split, choice});
+            jobs.push_back({split, choice, true});
         }
     }
     std::erase_if(jobs, [](const Job& j) { return j.choice.method == QuantMethod::none; });
@@ -98,7 +104,9 @@ void quantize_program(ir::Program& program, const QuantSpec& spec, ThreadPool& p
     for (const Job& job : jobs) {
         ir::Weight& w = program.weights[job.weight];
         try {
-            QuantizedMatrix q = quantize_matrix(w.view, job.choice, pool, seed);
+            Calibration calib;
+            if (calibration && job.linear) calib = {calibration->find(w.name), calibration->method};
+            QuantizedMatrix q = quantize_matrix(w.view, job.choice, pool, seed, {}, calib);
             if (spec.int8_dot) q.use_int8_dot();
             w.quantized = std::make_shared<const QuantizedMatrix>(std::move(q));
         } catch (const Error& e) {

@@ -7,6 +7,7 @@
 #include "base/progress.h"
 #include "base/thread_pool.h"
 #include "ir/program.h"
+#include "quant/input_stats.h"
 #include "quant/quant_spec.h"
 
 namespace anelm::quant {
@@ -18,8 +19,10 @@ namespace anelm::quant {
 // the head nodes move to a new weight "<name>:head" on the same bytes. Weights
 // the spec leaves alone stay dense. Every tensor uses `seed` (as anelm quantize
 // does), so the result depends on neither the thread count nor the order.
-// progress sees the number of weights quantized so far out of all.
+// progress sees the number of weights quantized so far out of all. With
+// calibration, the LUT weights it has statistics for are palettized with them.
 void quantize_program(ir::Program& program, const QuantSpec& spec, ThreadPool& pool,
-                      const ProgressFn& progress = {}, uint64_t seed = 0);
+                      const ProgressFn& progress = {}, uint64_t seed = 0,
+                      const ModelCalibration* calibration = nullptr);
 
 }  // namespace anelm::quant

@@ -43,7 +43,8 @@ Session::Session(const ModelSpec& spec, const WeightStore& weights, const Sessio
                                                              : ThreadPool::physical_cores());
     quant::QuantSpec quant = options.quant;
     quant.run_blocks = options.precision != Precision::ane;  // ane rounds every weight to half
-    quant::quantize_program(program_, quant, *pool_, options.quant_progress);
+    quant::quantize_program(program_, quant, *pool_, options.quant_progress, 0,
+                            options.calibration.get());
     // The ane precision converts its weights to half on first use anyway.
     if (!options.mmap && options.precision != Precision::ane)
         copy_streamed_weights(program_, weights, *pool_);

@@ -11,6 +11,7 @@
 #include "io/model_spec.h"
 #include "io/weight_store.h"
 #include "ir/program.h"
+#include "quant/input_stats.h"
 #include "quant/quant_spec.h"
 #include "runtime/token_model.h"
 
@@ -24,6 +25,8 @@ struct SessionOptions {
     bool all_logits = false;    // prefill returns logits for every token (tests)
     quant::QuantSpec quant;     // weights quantized at load (default: none)
     ProgressFn quant_progress;  // sees the quantization's progress
+    // Input statistics that make the LUT weights data-aware (runtime/calibration.h); null: none.
+    std::shared_ptr<const quant::ModelCalibration> calibration;
     float fp16_scale = 1;       // the residual stream scaled by this power of two
                                 // (passes/fp16_scale.h), to keep half precision in range
     bool mmap = false;          // dense weights read in place from the file mapping
@@ -94,6 +97,7 @@ public:
     int64_t n_vocab() const { return n_vocab_; }
     const ir::Program& program() const { return program_; }
     Executor& executor() { return *executor_; }
+    ThreadPool& pool() { return *pool_; }
     int threads() const { return pool_->size(); }
     // Bytes of weights one decode step reads (every matrix and gain it uses,
     // quantized ones as codes and tables).

@@ -5,8 +5,8 @@
 #include "analysis/doctor.h"
 #include "base/error.h"
 #include "flag_checks.h"
-
 #include "kernels/kernels.h"
+#include "runtime/calibration.h"
 
 namespace anelm::cli {
 
@@ -48,6 +48,7 @@ SessionOptions RunOptions::session(const Model& model) const {
     s.quant.int8_dot = quant_dot == "int8";
     s.fp16_scale = fp16_scale_option(fp16_scale, model, threads);
     s.mmap = mmap;
+    s.calibration = calibration_for(model, calib, s.n_ctx, threads);
     return s;
 }
 
@@ -109,10 +110,37 @@ void add_weight_options(CLI::App& app, RunOptions& options) {
                    "faster) or exact (f32 activations and tables)")
         ->check(CLI::IsMember({"int8", "exact"}))
         ->capture_default_str();
+    add_calib_options(app, options.calib);
     app.add_flag("--mmap", options.mmap,
                  "read unquantized weights in place from the model file instead of copying them "
                  "to private memory at load (starts sooner and shares the page cache; generation "
                  "measured 10-20% slower)");
+}
+
+void add_calib_options(CLI::App& app, CalibOptions& options) {
+    app.add_option("--calib", options.path,
+                   "calibrate the LUT weights on this UTF-8 text (windows of --ctx tokens): "
+                   "tables and codes chosen for the layer outputs on it, not the weights alone "
+                   "(docs/quantization.md)")
+        ->check(CLI::ExistingFile);
+    app.add_option("--calib-method", options.method,
+                   "gptq (error feedback with the full input statistics, tables refitted) or "
+                   "weighted (k-means weighted by input energy)")
+        ->check(CLI::IsMember({"gptq", "weighted"}))
+        ->capture_default_str();
+}
+
+std::shared_ptr<const quant::ModelCalibration> calibration_for(const Model& model,
+                                                               const CalibOptions& options,
+                                                               int64_t window, int threads) {
+    if (options.path.empty()) return nullptr;
+    if (!model.tokenizer) fail("--calib: {} has no tokenizer; give --tokenizer", model.path);
+    const auto windows = calibration_windows(options.path, *model.tokenizer, window);
+    ProgressBar bar("calibrate");
+    auto stats = calibrate(model.spec(), model.weights(), windows,
+                           quant::calib_method_from_name(options.method), threads, bar.callback());
+    bar.finish();
+    return stats;
 }
 
 std::string thread_count(size_t n) {

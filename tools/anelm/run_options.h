@@ -13,6 +13,12 @@
 
 namespace anelm::cli {
 
+// --calib FILE and --calib-method: data-aware LUT palettization.
+struct CalibOptions {
+    std::string path;
+    std::string method = "gptq";
+};
+
 struct RunOptions {
     int threads = 0;
     int64_t n_ctx = 4096;
@@ -21,10 +27,12 @@ struct RunOptions {
     std::string quant_dot = "int8";  // int8 or exact
     std::string fp16_scale = "none";  // none, auto or a power of two
     bool mmap = false;
+    CalibOptions calib;
     CLI::Option* ctx_flag = nullptr;  // counts whether --ctx was given
 
     // Throws Error on a bad --quant spec or --fp16-scale; "auto" measures the
     // model on the doctor's calibration prompts (f32 runs) to choose alpha.
+    // With --calib, runs the calibration (its windows as long as the context).
     // Says on stderr when --ctx is past the model's trained length.
     SessionOptions session(const Model& model) const;
     // The context the session holds: --ctx, else 4096, at most the model's trained length.
@@ -43,7 +51,14 @@ float fp16_scale_option(const std::string& text, const Model& model, int threads
 milexec::Rounding converted_rounding(const std::string& precision_name);
 
 void add_run_options(CLI::App& app, RunOptions& options);
-// --quant, --quant-dot and --mmap (bench takes these without the rest of the run options).
+void add_calib_options(CLI::App& app, CalibOptions& options);
+// The statistics --calib asks for, with a progress bar, over windows of
+// `window` tokens; null without --calib. Throws Error for a model without a
+// tokenizer and for a bad file (runtime/calibration.h).
+std::shared_ptr<const quant::ModelCalibration> calibration_for(const Model& model,
+                                                               const CalibOptions& options,
+                                                               int64_t window, int threads);
+// --quant, --quant-dot, --calib, --calib-method and --mmap (bench takes these without the rest of the run options).
 void add_weight_options(CLI::App& app, RunOptions& options);
 // A session on the model; while it quantizes the weights a progress bar
 // ("quantize [###---] 40% ...") goes to stderr.

@@ -1,0 +1,64 @@
+// What calibration saw at the input of a linear layer: the second moments of
+// its input rows, which data-aware palettization weighs the weights by.
+// Linear layers that read the same value (q, k, v; gate, up) share one.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/thread_pool.h"
+
+namespace anelm::quant {
+
+// The Gram matrix of one input is kept in full up to this width (256 MiB of
+// f32); wider inputs keep only its diagonal, and the methods that need the
+// whole matrix fall back to the diagonal ones for them.
+constexpr int64_t max_gram_inputs = 8192;
+
+struct InputStats {
+    explicit InputStats(int64_t n_in);
+
+    int64_t n_in = 0;
+    int64_t rows = 0;          // input rows (tokens) seen
+    std::vector<double> diag;  // diag(XᵀX): each input's energy
+    std::vector<float> gram;   // XᵀX [n_in, n_in]; empty past max_gram_inputs
+
+    bool has_gram() const { return !gram.empty(); }
+    // Adds the rows of x, f32 [rows, n_in].
+    void add(const float* x, int64_t n_rows, ThreadPool& pool);
+};
+
+// By the name of the weight a linear layer reads (ir::Weight::name).
+using CalibrationStats = std::map<std::string, std::shared_ptr<const InputStats>>;
+
+// How calibration statistics shape a LUT (docs/quantization.md):
+// weighted: each group's table is the k-means of its weights weighted by their
+//   inputs' energy (diag XᵀX), codes the nearest entries;
+// gptq: that table as the grid, the codes chosen column after column with the
+//   error of each fed forward onto the columns not yet chosen (GPTQ's update
+//   with the full XᵀX), the table then refitted to the codes by least squares.
+enum class CalibMethod : uint8_t { weighted, gptq };
+const char* calib_method_name(CalibMethod m);
+CalibMethod calib_method_from_name(const std::string& name);  // throws Error
+
+// A model's statistics and the method to use them with.
+struct ModelCalibration {
+    CalibrationStats stats;
+    CalibMethod method = CalibMethod::gptq;
+    int64_t tokens = 0;  // calibration tokens run
+
+    // The statistics of the weight named `name`, or null; a tied LM head split
+    // off as "<name>:head" has its embedding's name's.
+    const InputStats* find(const std::string& name) const;
+};
+
+// Calibration for one weight: none when stats is null.
+struct Calibration {
+    const InputStats* stats = nullptr;
+    CalibMethod method = CalibMethod::gptq;
+};
+
+}  // namespace anelm::quant

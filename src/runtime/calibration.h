@@ -1,0 +1,34 @@
+// Calibration: one pass of the f32 model over a text, collecting what every
+// linear layer's inputs look like (quant/input_stats.h) for data-aware
+// palettization.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/progress.h"
+#include "io/model_spec.h"
+#include "io/weight_store.h"
+#include "quant/input_stats.h"
+#include "tokenizer/tokenizer.h"
+
+namespace anelm {
+
+// The UTF-8 text at `path` as windows of `window` tokens (the last may be
+// shorter), each starting with BOS where the tokenizer starts sequences with
+// one. Throws Error naming the file when it is missing, not UTF-8 text, empty,
+// or shorter than one window.
+std::vector<std::vector<int32_t>> calibration_windows(const std::string& path,
+                                                      const Tokenizer& tokenizer, int64_t window);
+
+// Runs every window through the f32 model from position 0 and accumulates the
+// Gram matrix of each linear layer's inputs (its diagonal alone past
+// quant::max_gram_inputs). progress sees tokens done out of all.
+std::shared_ptr<const quant::ModelCalibration> calibrate(
+    const ModelSpec& spec, const WeightStore& weights,
+    const std::vector<std::vector<int32_t>>& windows, quant::CalibMethod method, int threads,
+    const ProgressFn& progress = {});
+
+}  // namespace anelm
