@@ -1,0 +1,312 @@
+// Data-aware palettization: the weighted k-means against brute force, the
+// factor of the inverse Gram matrix against its definition, and GPTQ-style
+// codes against plain nearest-entry codes on correlated inputs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "base/error.h"
+#include "base/half.h"
+#include "quant/gptq_lut.h"
+#include "quant/gram_factor.h"
+#include "quant/input_stats.h"
+#include "quant/kmeans_1d.h"
+#include "quant/quantize.h"
+
+namespace anelm::quant {
+namespace {
+
+// The least weighted squared error over every partition of the values into
+// at most k groups, each at its weighted mean.
+double brute_force_weighted(const std::vector<float>& v, const std::vector<double>& w, int k) {
+    const size_t n = v.size();
+    std::vector<int> label(n, 0);
+    double best = std::numeric_limits<double>::infinity();
+    std::function<void(size_t, int)> assign = [&](size_t i, int used) {
+        if (i == n) {
+            double sse = 0;
+            for (int g = 0; g < used; ++g) {
+                double sw = 0, swv = 0;
+                for (size_t j = 0; j < n; ++j)
+                    if (label[j] == g) sw += w[j], swv += w[j] * v[j];
+                const double mean = swv / sw;
+                for (size_t j = 0; j < n; ++j)
+                    if (label[j] == g) sse += w[j] * (v[j] - mean) * (v[j] - mean);
+            }
+            best = std::min(best, sse);
+            return;
+        }
+        for (int g = 0; g <= std::min(used, k - 1); ++g) {
+            label[i] = g;
+            assign(i + 1, std::max(used, g + 1));
+        }
+    };
+    assign(0, 0);
+    return best;
+}
+
+TEST(WeightedKMeans, MergesEqualValuesSummingTheirWeights) {
+    const std::vector<float> v = {0.5f, -1.0f, 0.5f, 2.0f, -1.0f, 0.5f};
+    const std::vector<double> w = {1.0, 2.0, 3.0, 0.5, 0.25, 4.0};
+    WeightedValues p;
+    weighted_distinct_values(v, w, p);
+    EXPECT_EQ(p.value, (std::vector<double>{-1.0, 0.5, 2.0}));
+    EXPECT_EQ(p.count, (std::vector<double>{2.25, 8.0, 0.5}));
+}
+
+TEST(WeightedKMeans, ExactSolverMatchesBruteForce) {
+    std::mt19937 rng(11);
+    std::normal_distribution<float> value(0.0f, 1.0f);
+    std::uniform_real_distribution<double> weight(0.01, 5.0);
+    for (int trial = 0; trial < 40; ++trial) {
+        const size_t n = 3 + trial % 6;
+        const int k = 1 + trial % 4;
+        std::vector<float> v(n);
+        std::vector<double> w(n);
+        for (size_t i = 0; i < n; ++i) v[i] = std::round(value(rng) * 4) / 4, w[i] = weight(rng);
+        WeightedValues p;
+        weighted_distinct_values(v, w, p);
+        const KMeansResult r = kmeans_1d_exact(p, k);
+        double sse = 0;
+        for (size_t i = 0; i < n; ++i) {
+            double best = std::numeric_limits<double>::infinity();
+            for (double c : r.centers) best = std::min(best, (v[i] - c) * (v[i] - c));
+            sse += w[i] * best;
+        }
+        EXPECT_NEAR(sse, brute_force_weighted(v, w, k), 1e-9 * (1 + sse)) << "trial " << trial;
+    }
+}
+
+// Rows of inputs that share a few hidden factors: strongly correlated columns.
+std::vector<float> correlated_inputs(std::mt19937& rng, int64_t rows, int64_t n_in) {
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    constexpr int factors = 4;
+    std::vector<float> mix(static_cast<size_t>(factors * n_in));
+    for (float& m : mix) m = d(rng);
+    std::vector<float> x(static_cast<size_t>(rows * n_in));
+    for (int64_t t = 0; t < rows; ++t) {
+        float f[factors];
+        for (float& v : f) v = d(rng);
+        for (int64_t i = 0; i < n_in; ++i) {
+            float s = 0.3f * d(rng) * (1.0f + static_cast<float>(i % 5));
+            for (int j = 0; j < factors; ++j) s += f[j] * mix[static_cast<size_t>(j * n_in + i)];
+            x[static_cast<size_t>(t * n_in + i)] = s;
+        }
+    }
+    return x;
+}
+
+// The direct product XᵀX in double.
+std::vector<double> gram_of(const std::vector<float>& x, int64_t rows, int64_t n_in) {
+    std::vector<double> g(static_cast<size_t>(n_in * n_in), 0.0);
+    for (int64_t t = 0; t < rows; ++t)
+        for (int64_t i = 0; i < n_in; ++i)
+            for (int64_t j = 0; j < n_in; ++j)
+                g[i * n_in + j] += static_cast<double>(x[t * n_in + i]) * x[t * n_in + j];
+    return g;
+}
+
+TEST(InputStats, AccumulatesTheGramMatrixAndItsDiagonal) {
+    std::mt19937 rng(3);
+    const int64_t n_in = 37, rows = 53;
+    const auto x = correlated_inputs(rng, rows, n_in);
+    ThreadPool pool(2);
+    InputStats stats(n_in);
+    stats.add(x.data(), 20, pool);  // in two calls, as windows arrive
+    stats.add(x.data() + 20 * n_in, rows - 20, pool);
+    EXPECT_EQ(stats.rows, rows);
+    const auto g = gram_of(x, rows, n_in);
+    for (int64_t i = 0; i < n_in; ++i) {
+        EXPECT_NEAR(stats.diag[i], g[i * n_in + i], 1e-9 * g[i * n_in + i]);
+        for (int64_t j = 0; j < n_in; ++j)
+            EXPECT_NEAR(stats.gram[i * n_in + j], g[i * n_in + j], 1e-4 * g[i * n_in + i]);
+    }
+}
+
+TEST(GramFactor, CholeskyAndTriangularInverseAcrossBlocks) {
+    std::mt19937 rng(5);
+    const int64_t n = 301;  // past two of the factor's blocks, and not a multiple of them
+    const auto x = correlated_inputs(rng, 400, n);
+    const auto g = gram_of(x, 400, n);
+    std::vector<float> a(g.size());
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) a[i * n + j] = static_cast<float>(g[i * n + j] + (i == j ? 10.0 : 0.0));
+    const std::vector<float> original = a;
+    ThreadPool pool(2);
+    ASSERT_TRUE(cholesky_lower(a, n, pool));
+    double worst = 0;
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j <= i; ++j) {
+            double s = 0;
+            for (int64_t p = 0; p < n; ++p) s += static_cast<double>(a[i * n + p]) * a[j * n + p];
+            worst = std::max(worst, std::fabs(s - original[i * n + j]) / original[i * n + i]);
+        }
+    EXPECT_LT(worst, 1e-4);
+    const std::vector<float> inv = lower_inverse(a, n, pool);
+    worst = 0;
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+            double s = 0;
+            for (int64_t p = 0; p < n; ++p) s += static_cast<double>(inv[i * n + p]) * a[p * n + j];
+            worst = std::max(worst, std::fabs(s - (i == j ? 1.0 : 0.0)));
+        }
+    EXPECT_LT(worst, 1e-3);
+
+    std::vector<float> not_definite(static_cast<size_t>(4), 0.0f);
+    not_definite[0] = 1, not_definite[3] = -1;
+    EXPECT_FALSE(cholesky_lower(not_definite, 2, pool));
+}
+
+TEST(GramFactor, InverseFactorTimesItselfIsTheDampedInverse) {
+    std::mt19937 rng(6);
+    const int64_t n = 150;
+    const auto x = correlated_inputs(rng, 300, n);
+    const auto g = gram_of(x, 300, n);
+    std::vector<float> gram(g.begin(), g.end());
+    ThreadPool pool(2);
+    const std::vector<float> u = inverse_gram_factor(gram, n, pool);
+    double mean = 0;
+    for (int64_t i = 0; i < n; ++i) mean += g[i * n + i] / n;
+    // (UᵀU)(H + damping I) = I.
+    std::vector<double> utu(static_cast<size_t>(n * n), 0.0);
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+            if (j > i) EXPECT_EQ(u[j * n + i], 0.0f);
+            double s = 0;
+            for (int64_t p = 0; p <= std::min(i, j); ++p) s += static_cast<double>(u[p * n + i]) * u[p * n + j];
+            utu[i * n + j] = s;
+        }
+    double worst = 0;
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+            double s = 0;
+            for (int64_t p = 0; p < n; ++p)
+                s += utu[i * n + p] * (g[p * n + j] + (p == j ? gptq_damping * mean : 0.0));
+            worst = std::max(worst, std::fabs(s - (i == j ? 1.0 : 0.0)));
+        }
+    EXPECT_LT(worst, 2e-3);
+}
+
+// sum over rows of |(w - ŵ) xᵀ|²: the layer's output error on the inputs.
+double output_error(const std::vector<float>& w, const std::vector<float>& what, int64_t n_out,
+                    int64_t n_in, const std::vector<double>& gram) {
+    double e = 0;
+    std::vector<double> d(static_cast<size_t>(n_in));
+    for (int64_t o = 0; o < n_out; ++o) {
+        for (int64_t i = 0; i < n_in; ++i) d[i] = w[o * n_in + i] - what[o * n_in + i];
+        for (int64_t i = 0; i < n_in; ++i)
+            for (int64_t j = 0; j < n_in; ++j) e += d[i] * gram[i * n_in + j] * d[j];
+    }
+    return e;
+}
+
+struct Problem {
+    int64_t n_out = 48, n_in = 96, rows = 512;
+    std::vector<float> w, x;
+    std::vector<double> gram;
+    InputStats stats{96};
+};
+
+Problem correlated_problem(uint64_t seed) {
+    Problem p;
+    std::mt19937 rng(static_cast<uint32_t>(seed));
+    std::normal_distribution<float> d(0.0f, 0.05f);
+    p.w.resize(static_cast<size_t>(p.n_out * p.n_in));
+    for (float& v : p.w) v = round_to_f16(d(rng));
+    p.x = correlated_inputs(rng, p.rows, p.n_in);
+    p.gram = gram_of(p.x, p.rows, p.n_in);
+    ThreadPool pool(2);
+    p.stats.add(p.x.data(), p.rows, pool);
+    return p;
+}
+
+std::vector<float> dequantized(const QuantizedMatrix& q) {
+    std::vector<float> out(static_cast<size_t>(q.n_out * q.n_in));
+    for (int64_t o = 0; o < q.n_out; ++o) q.decode_row(o, out.data() + o * q.n_in);
+    return out;
+}
+
+TEST(GptqLut, LowersTheOutputErrorAgainstPlainKMeans) {
+    ThreadPool pool(2);
+    for (uint64_t seed : {1u, 2u, 3u}) {
+        Problem p = correlated_problem(seed);
+        const TensorView w{DType::f32, {p.n_out, p.n_in}, reinterpret_cast<const std::byte*>(p.w.data())};
+        for (const int bits : {2, 3, 4}) {
+            const QuantChoice choice{QuantMethod::lut, bits, 8};
+            const auto plain = dequantized(quantize_matrix(w, choice, pool, 7));
+            const auto gptq = dequantized(
+                quantize_matrix(w, choice, pool, 7, {}, {&p.stats, CalibMethod::gptq}));
+            const double e_plain = output_error(p.w, plain, p.n_out, p.n_in, p.gram);
+            const double e_gptq = output_error(p.w, gptq, p.n_out, p.n_in, p.gram);
+            EXPECT_LT(e_gptq, 0.8 * e_plain) << "seed " << seed << ", " << bits << " bits";
+        }
+    }
+}
+
+TEST(GptqLut, RefittedTablesNeverRaiseTheOutputError) {
+    ThreadPool pool(2);
+    Problem p = correlated_problem(9);
+    LutTables tables;
+    tables.rows_per_table = 8;
+    tables.k = 8;
+    // Tables spread over each group's range, codes the nearest entries.
+    for (int64_t g = 0; g < p.n_out / 8; ++g) {
+        const auto [lo, hi] = std::minmax_element(p.w.begin() + g * 8 * p.n_in, p.w.begin() + (g + 1) * 8 * p.n_in);
+        for (int e = 0; e < tables.k; ++e) tables.entries.push_back(*lo + (*hi - *lo) * (e + 0.5f) / tables.k);
+    }
+    std::vector<float> gram(p.gram.begin(), p.gram.end());
+    const auto u = inverse_gram_factor(gram, p.n_in, pool);
+    std::vector<uint8_t> codes = gptq_codes(p.w, p.n_out, p.n_in, tables, u, pool);
+    const auto decode = [&](const LutTables& t, const std::vector<uint8_t>& c) {
+        std::vector<float> out(p.w.size());
+        for (int64_t o = 0; o < p.n_out; ++o)
+            for (int64_t i = 0; i < p.n_in; ++i) out[o * p.n_in + i] = t.table_of_row(o)[c[o * p.n_in + i]];
+        return out;
+    };
+    const double before = output_error(p.w, decode(tables, codes), p.n_out, p.n_in, p.gram);
+    refit_tables(p.w, p.n_out, p.n_in, gram, tables, codes, pool);
+    const double after = output_error(p.w, decode(tables, codes), p.n_out, p.n_in, p.gram);
+    EXPECT_LE(after, before * (1 + 1e-6));
+    for (int64_t g = 0; g < p.n_out / 8; ++g)
+        EXPECT_TRUE(std::is_sorted(tables.entries.begin() + g * 8, tables.entries.begin() + g * 8 + 8));
+}
+
+TEST(GptqLut, SameResultOnAnyNumberOfThreads) {
+    Problem p = correlated_problem(4);
+    const TensorView w{DType::f32, {p.n_out, p.n_in}, reinterpret_cast<const std::byte*>(p.w.data())};
+    const QuantChoice choice{QuantMethod::lut, 4, 8};
+    for (const CalibMethod method : {CalibMethod::gptq, CalibMethod::weighted}) {
+        ThreadPool one(1), two(2);
+        const QuantizedMatrix a = quantize_matrix(w, choice, one, 3, {}, {&p.stats, method});
+        const QuantizedMatrix b = quantize_matrix(w, choice, two, 3, {}, {&p.stats, method});
+        EXPECT_EQ(a.codes, b.codes) << calib_method_name(method);
+        EXPECT_EQ(a.lut, b.lut) << calib_method_name(method);
+    }
+}
+
+TEST(GptqLut, RefusesStatisticsOfAnotherWidth) {
+    Problem p = correlated_problem(4);
+    ThreadPool pool(1);
+    InputStats narrow(p.n_in - 1);
+    const TensorView w{DType::f32, {p.n_out, p.n_in}, reinterpret_cast<const std::byte*>(p.w.data())};
+    EXPECT_THROW(quantize_matrix(w, {QuantMethod::lut, 4, 8}, pool, 0, {}, {&narrow, CalibMethod::gptq}),
+                 Error);
+}
+
+TEST(NearestEntry, PicksTheClosestAndTheLowerOnATie) {
+    const std::vector<float> table = {-1.0f, 0.0f, 0.5f, 2.0f};
+    EXPECT_EQ(nearest_entry(table.data(), 4, -5.0f), 0);
+    EXPECT_EQ(nearest_entry(table.data(), 4, -0.5f), 0);  // the tie goes low
+    EXPECT_EQ(nearest_entry(table.data(), 4, -0.49f), 1);
+    EXPECT_EQ(nearest_entry(table.data(), 4, 0.3f), 2);
+    EXPECT_EQ(nearest_entry(table.data(), 4, 1.3f), 3);
+    EXPECT_EQ(nearest_entry(table.data(), 4, 9.0f), 3);
+}
+
+}  // namespace
+}  // namespace anelm::quant
