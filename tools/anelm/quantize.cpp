@@ -15,6 +15,8 @@
 #include "flag_checks.h"
 #include "models/expected_tensors.h"
 #include "models/model_loader.h"
+#include "run_options.h"
+#include "runtime/model.h"
 #include "quant/quant_error.h"
 #include "quant/quantize.h"
 
@@ -22,7 +24,9 @@ namespace anelm::cli {
 namespace {
 
 struct QuantizeArgs {
-    std::string model, spec = "lut4";
+    std::string model, tokenizer, spec = "lut4";
+    CalibOptions calib;
+    int64_t n_ctx = 512;
     int threads = 0;
     uint64_t seed = 0;
     bool json = false;
@@ -31,6 +35,7 @@ struct QuantizeArgs {
 // One linear weight and what the spec does with it.
 struct Job {
     std::string name;
+    std::string weight;  // the stored tensor it reads
     const TensorView* view;
     quant::Component component;
     quant::QuantChoice choice;
@@ -46,17 +51,16 @@ struct Result {
 // quantized as `head`.
 std::vector<Job> linear_jobs(const LoadedModel& m, const quant::QuantSpec& spec) {
     std::vector<Job> jobs;
-    const auto add = [&](std::string name, const TensorView& view, quant::Component c) {
-        jobs.push_back({std::move(name), &view, c, spec.choice_for(c, view.numel())});
+    const auto add = [&](std::string name, const std::string& weight, quant::Component c) {
+        const TensorView& view = m.weights.get(weight);
+        jobs.push_back({std::move(name), weight, &view, c, spec.choice_for(c, view.numel())});
     };
     for (const ExpectedTensor& t : expected_tensors(m.spec)) {
         const std::optional<quant::Component> c = quant::tensor_component(t.name);
-        if (c && t.shape.size() == 2) add(t.name, m.weights.get(t.name), *c);
+        if (c && t.shape.size() == 2) add(t.name, t.name, *c);
     }
-    if (m.spec.tie_word_embeddings) {
-        add("lm_head.weight (tied)", m.weights.get("model.embed_tokens.weight"),
-            quant::Component::head);
-    }
+    if (m.spec.tie_word_embeddings)
+        add("lm_head.weight (tied)", "model.embed_tokens.weight", quant::Component::head);
     return jobs;
 }
 
@@ -98,11 +102,19 @@ private:
     bool enabled_;
 };
 
+// "calibrated by gptq on FILE (N tokens)", or "none".
+std::string calibration_text(const QuantizeArgs& args, const quant::ModelCalibration* calib) {
+    if (!calib) return "none";
+    return fmt::format("{} on {} ({} tokens in windows of {})", quant::calib_method_name(calib->method),
+                       args.calib.path, calib->tokens, args.n_ctx);
+}
+
 void print_table(const QuantizeArgs& args, const quant::QuantSpec& spec,
-                 const std::vector<Job>& jobs, const std::vector<Result>& results, int threads,
-                 double seconds) {
-    fmt::print("model  {}\nspec   {} (tensors under {} elements stay f16), seed {}, {} threads\n\n",
-               args.model, spec.to_string(), spec.min_elements, args.seed, threads);
+                 const quant::ModelCalibration* calib, const std::vector<Job>& jobs,
+                 const std::vector<Result>& results, int threads, double seconds) {
+    fmt::print("model  {}\nspec   {} (tensors under {} elements stay f16), seed {}, {}\n",
+               args.model, spec.to_string(), spec.min_elements, args.seed, thread_count(threads));
+    fmt::print("calib  {}\n\n", calibration_text(args, calib));
     fmt::print("{:<48} {:<14} {:<8} {:>9} {:>9} {:>10} {:>9}\n", "tensor", "shape", "quant",
                "rel_rmse", "cosine", "max_abs", "ms");
     quant::QuantError total;
@@ -130,11 +142,17 @@ void print_table(const QuantizeArgs& args, const quant::QuantSpec& spec,
 }
 
 void print_json(const QuantizeArgs& args, const quant::QuantSpec& spec,
-                const std::vector<Job>& jobs, const std::vector<Result>& results, int threads,
-                double seconds) {
+                const quant::ModelCalibration* calib, const std::vector<Job>& jobs,
+                const std::vector<Result>& results, int threads, double seconds) {
     nlohmann::ordered_json j;
     j["model"] = args.model;
     j["spec"] = spec.to_string();
+    if (calib) {
+        j["calibration"] = {{"file", args.calib.path},
+                            {"method", quant::calib_method_name(calib->method)},
+                            {"tokens", calib->tokens},
+                            {"window", args.n_ctx}};
+    }
     j["min_elements"] = spec.min_elements;
     j["seed"] = args.seed;
     j["threads"] = threads;
@@ -173,9 +191,13 @@ void print_json(const QuantizeArgs& args, const quant::QuantSpec& spec,
 
 int run_quantize(const QuantizeArgs& args) {
     const quant::QuantSpec spec = quant::parse_quant_spec(args.spec);
-    const LoadedModel m = load_model(args.model);
+    const Model model = open_model(args.model, args.tokenizer, !args.calib.path.empty());
+    const LoadedModel& m = model.loaded;
     const std::vector<Job> jobs = linear_jobs(m, spec);
     const int threads = args.threads > 0 ? args.threads : ThreadPool::physical_cores();
+    const int64_t window =
+        m.spec.n_ctx_train > 0 ? std::min(args.n_ctx, m.spec.n_ctx_train) : args.n_ctx;
+    const auto calib = calibration_for(model, args.calib, window, threads);
     ThreadPool pool(threads);
 
     int64_t total_weights = 0, weights_done = 0;
@@ -196,7 +218,10 @@ int run_quantize(const QuantizeArgs& args) {
         const auto t0 = Clock::now();
         quant::QuantizedMatrix q;
         try {
-            q = quant::quantize_matrix(*job.view, job.choice, pool, args.seed);
+            quant::Calibration for_job;
+            if (calib && job.component != quant::Component::embed)
+                for_job = {calib->find(job.weight), calib->method};
+            q = quant::quantize_matrix(*job.view, job.choice, pool, args.seed, {}, for_job);
         } catch (const Error& e) {
             fail("{}: {}", job.name, e.what());
         }
@@ -209,9 +234,9 @@ int run_quantize(const QuantizeArgs& args) {
     progress.done();
     const double seconds = since(start);
     if (args.json) {
-        print_json(args, spec, jobs, results, threads, seconds);
+        print_json(args, spec, calib.get(), jobs, results, threads, seconds);
     } else {
-        print_table(args, spec, jobs, results, threads, seconds);
+        print_table(args, spec, calib.get(), jobs, results, threads, seconds);
     }
     return 0;
 }
@@ -224,6 +249,13 @@ std::function<int()> setup(CLI::App& app) {
                    "what to quantize: a preset (lut4, lut6, lut8, int8, int4) and/or "
                    "embed=|ffn=|head= none, BITS, BITS:GROUP, BITS,GROUP, int8, int4 "
                    "(docs/quantization.md)")
+        ->capture_default_str();
+    app.add_option("--tokenizer", args->tokenizer,
+                   "tokenizer.json, a GGUF file or llama2.c tokenizer.bin (for --calib)");
+    add_calib_options(app, args->calib);
+    in_range(app.add_option("--ctx", args->n_ctx,
+                            "tokens per calibration window, at most the model's trained length"),
+             {1, 1 << 24})
         ->capture_default_str();
     add_threads_option(app, args->threads);
     app.add_option("--seed", args->seed, "k-means seed")->capture_default_str();
