@@ -161,7 +161,7 @@ anemll::ConvertLayout lower_converted(const Model& model, const ConvertOptions& 
     qspec.ffn = layout.lut_ffn;
     qspec.head = layout.lut_head;
     qspec.run_blocks = false;  // the ANE has no block formats: the rest is written as f16
-    quant::quantize_program(program, qspec, pool, report("quantize"));
+    quant::quantize_program(program, qspec, pool, report("quantize"), 0, options.calibration.get());
 
     const ir::Function& fn = program.function("decode");
     if (weights) *weights = weight_reports(program, fn, pool);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "base/thread_pool.h"
 #include "convert/weight_report.h"
 #include "lower/ane_lowering.h"
+#include "quant/input_stats.h"
 #include "runtime/model.h"
 
 namespace anelm {
@@ -36,6 +38,8 @@ struct ConvertOptions {
     // Gemma 4's per-layer table: beside the packages at 8 or 16 bits, or
     // "package" (inside the embeddings).
     std::string per_layer_table = "8";
+    // Input statistics that make the LUT weights data-aware (runtime/calibration.h); null: none.
+    std::shared_ptr<const quant::ModelCalibration> calibration;
     bool force = false;        // replace an existing output anelm wrote
     std::string command_line;  // recorded in meta.yaml's comment block
 };

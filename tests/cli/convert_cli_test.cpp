@@ -120,6 +120,27 @@ TEST(CliConvert, Stories260KConvertedGeneratesTheSameTokens) {
     EXPECT_NE(refused.err.find("--draft-quant"), std::string::npos) << refused.err;
 }
 
+TEST(CliConvert, CalibratedLutPackagesGenerateAsTheCalibratedModel) {
+    const fs::path stories = fs::path(ANELM_SOURCE_DIR) / "models" / "stories260K";
+    const fs::path texts = fs::path(ANELM_SOURCE_DIR) / "tests" / "data" / "stories260K";
+    const fs::path work = test::temp_dir("cli-convert-calib");
+    const fs::path calib = work / "calib.txt";
+    {
+        std::ofstream out(calib);
+        for (const char* name : {"once_upon_a_time.txt", "the_little_dog.txt", "lily_wanted_to.txt"})
+            out << std::ifstream(texts / name).rdbuf() << "\n";
+    }
+    const std::string model = shell_word(stories / "stories260K.bin") + " --tokenizer " +
+                              shell_word(stories / "tok512.bin");
+    const std::string calibrated = " --calib " + shell_word(calib) + " --ctx 256";
+    const fs::path out = work / "out";
+    const auto r = test::run_anelm("convert " + model + " -o " + shell_word(out) +
+                                   " --lut-ffn 4,8 --lut-head 6,8 --batch 16" + calibrated);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("calibrate"), std::string::npos) << r.err;
+    expect_same_greedy_text(model + " --quant ffn=4:8,head=6:8" + calibrated, out, 200);
+}
+
 TEST(CliConvert, LutPackagesAreNamedAndRun) {
     const std::string model = tiny_model("tiny-qwen3");
     const fs::path out = test::temp_dir("cli-convert-lut") / "out";

@@ -24,6 +24,7 @@ struct ConvertArgs {
     std::string fp16_scale = "none";
     int threads = 0;
     ConvertOptions options;
+    CalibOptions calib;
 };
 
 uint64_t folder_bytes(const std::filesystem::path& dir) {
@@ -45,7 +46,7 @@ int run_convert(ConvertArgs& args, const std::string& command_line) {
             fail("--chunks: expected a positive count or auto, got '{}'", args.chunks);
         }
     }
-    const Model model = open_model(args.model, args.tokenizer, false);
+    const Model model = open_model(args.model, args.tokenizer, !args.calib.path.empty());
     // A warning, not a refusal: the context is the user's to choose, and lint reports it too
     // (ANE019), from the trained length convert records in meta.yaml.
     if (const std::string past = past_trained_context(o.ctx, model.spec().n_ctx_train);
@@ -55,6 +56,9 @@ int run_convert(ConvertArgs& args, const std::string& command_line) {
     // Before --fp16-scale auto's calibration and the conversion, which take minutes.
     check_convert_request(args.model, o);
     o.fp16_scale = fp16_scale_option(args.fp16_scale, model, args.threads);
+    const int64_t trained = model.spec().n_ctx_train;
+    o.calibration = calibration_for(model, args.calib, trained > 0 ? std::min(o.ctx, trained) : o.ctx,
+                                    args.threads);
     o.command_line = command_line;
     ThreadPool pool(args.threads > 0 ? args.threads : ThreadPool::physical_cores());
 
@@ -107,6 +111,7 @@ std::function<int()> setup(CLI::App& app) {
         ->capture_default_str();
     app.add_option("--lut-head", o.lut_head, "LM head: none, BITS, BITS,GROUP or BITS:GROUP")
         ->capture_default_str();
+    add_calib_options(app, args->calib);
     app.add_flag("--argmax", o.argmax, "the LM head returns each piece's argmax, not logits");
     app.add_option("--fp16-scale", args->fp16_scale,
                    "scale the residual stream to keep half precision in range: none, auto or a "
