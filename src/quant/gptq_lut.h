@@ -35,12 +35,4 @@ std::vector<uint8_t> gptq_codes(const std::vector<float>& w, int64_t n_out, int6
                                 const LutTables& tables, const std::vector<float>& u,
                                 ThreadPool& pool);
 
-// The tables that, with these codes fixed, minimise the calibration output
-// error sum_o (w_o - ŵ_o) H (w_o - ŵ_o)ᵀ, where ŵ_o reads row o's table: a
-// least-squares problem of k unknowns per table. Entries no code uses keep
-// their values; the tables are sorted again and the codes renumbered to match.
-void refit_tables(const std::vector<float>& w, int64_t n_out, int64_t n_in,
-                  const std::vector<float>& gram, LutTables& tables, std::vector<uint8_t>& codes,
-                  ThreadPool& pool);
-
 }  // namespace anelm::quant

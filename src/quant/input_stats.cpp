@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "kernels/kernels.h"
+#include "quant/gram_factor.h"
 
 namespace anelm::quant {
 
@@ -37,6 +38,14 @@ const InputStats* ModelCalibration::find(const std::string& name) const {
     if (it == stats.end() && name.ends_with(head_suffix))
         it = stats.find(name.substr(0, name.size() - head_suffix.size()));
     return it == stats.end() ? nullptr : it->second.get();
+}
+
+const std::vector<float>& GramFactorCache::factor_of(const InputStats& stats, ThreadPool& pool) {
+    if (stats_ != &stats) {
+        factor_ = inverse_gram_factor(stats.gram, stats.n_in, pool);
+        stats_ = &stats;
+    }
+    return factor_;
 }
 
 const char* calib_method_name(CalibMethod m) {

@@ -39,7 +39,7 @@ using CalibrationStats = std::map<std::string, std::shared_ptr<const InputStats>
 //   inputs' energy (diag XᵀX), codes the nearest entries;
 // gptq: that table as the grid, the codes chosen column after column with the
 //   error of each fed forward onto the columns not yet chosen (GPTQ's update
-//   with the full XᵀX), the table then refitted to the codes by least squares.
+//   with the full XᵀX).
 enum class CalibMethod : uint8_t { weighted, gptq };
 const char* calib_method_name(CalibMethod m);
 CalibMethod calib_method_from_name(const std::string& name);  // throws Error
@@ -55,10 +55,23 @@ struct ModelCalibration {
     const InputStats* find(const std::string& name) const;
 };
 
+// The factor GPTQ reads (gram_factor.h) for the last inputs asked about:
+// consecutive weights that share inputs (q, k, v) factor them once, and only
+// one factor is held at a time.
+class GramFactorCache {
+public:
+    const std::vector<float>& factor_of(const InputStats& stats, ThreadPool& pool);
+
+private:
+    const InputStats* stats_ = nullptr;
+    std::vector<float> factor_;
+};
+
 // Calibration for one weight: none when stats is null.
 struct Calibration {
     const InputStats* stats = nullptr;
     CalibMethod method = CalibMethod::gptq;
+    GramFactorCache* factors = nullptr;  // null: factor afresh
 };
 
 }  // namespace anelm::quant

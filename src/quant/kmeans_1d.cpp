@@ -486,20 +486,18 @@ void distinct_values(std::span<float> values, WeightedValues& out) {
 
 void weighted_distinct_values(std::span<const float> values, std::span<const double> weights,
                               WeightedValues& out) {
-    std::vector<std::pair<float, double>>& pairs =
-        scratch<std::pair<float, double>>(0, values.size());
-    for (size_t i = 0; i < values.size(); ++i) pairs[i] = {values[i], weights[i]};
-    std::sort(pairs.begin(), pairs.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
+    // The distinct values by the radix sort, then each weight added to its
+    // value's count by a binary search: faster than sorting pairs.
+    std::vector<float>& sorted = scratch<float>(0, values.size());
+    std::copy(values.begin(), values.end(), sorted.begin());
+    sort_floats(sorted);
     out.value.clear();
-    out.count.clear();
-    for (const auto& [v, w] : pairs) {
-        if (!out.value.empty() && out.value.back() == v) {
-            out.count.back() += w;
-        } else {
-            out.value.push_back(v);
-            out.count.push_back(w);
-        }
+    for (size_t i = 0; i < sorted.size(); ++i)
+        if (i == 0 || sorted[i] != sorted[i - 1]) out.value.push_back(sorted[i]);
+    out.count.assign(out.value.size(), 0.0);
+    for (size_t i = 0; i < values.size(); ++i) {
+        const auto at = std::lower_bound(out.value.begin(), out.value.end(), double{values[i]});
+        out.count[static_cast<size_t>(at - out.value.begin())] += weights[i];
     }
 }
 

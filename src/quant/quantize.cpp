@@ -7,7 +7,6 @@
 #include "base/bit_packing.h"
 #include "base/error.h"
 #include "base/half.h"
-#include "quant/gram_factor.h"
 #include "quant/gptq_lut.h"
 #include "quant/weight_rows.h"
 
@@ -112,8 +111,7 @@ std::vector<double> input_weights(const InputStats& stats) {
 }
 
 // As palettize, with each group's table the k-means of its weights weighted
-// by input energy, and for gptq the codes by error feedback and the tables
-// refitted to them (quant/gptq_lut.h).
+// by input energy, and for gptq the codes by error feedback (quant/gptq_lut.h).
 void palettize_calibrated(const TensorView& w, const MatrixShape& shape, ThreadPool& pool,
                           uint64_t seed, const KMeansOptions& kmeans, const Calibration& calib,
                           QuantizedMatrix& q) {
@@ -146,10 +144,9 @@ void palettize_calibrated(const TensorView& w, const MatrixShape& shape, ThreadP
 
     std::vector<uint8_t> codes(values.size());
     if (calib.method == CalibMethod::gptq && stats.has_gram()) {
-        const std::vector<float> u = inverse_gram_factor(stats.gram, n_in, pool);
-        codes = gptq_codes(values, n_out, n_in, tables, u, pool);
-        refit_tables(values, n_out, n_in, stats.gram, tables, codes, pool);
-        for (float& e : tables.entries) e = round_to_f16(e);
+        GramFactorCache own;
+        GramFactorCache& factors = calib.factors ? *calib.factors : own;
+        codes = gptq_codes(values, n_out, n_in, tables, factors.factor_of(stats, pool), pool);
     } else {
         pool.run(n_out, [&](int64_t o, int) {
             const float* table = tables.table_of_row(o);

@@ -101,11 +101,12 @@ void quantize_program(ir::Program& program, const QuantSpec& spec, ThreadPool& p
     int64_t total = 0, done = 0;
     for (const Job& job : jobs) total += program.weights[job.weight].view.numel();
     if (progress) progress(0, total);
+    GramFactorCache factors;
     for (const Job& job : jobs) {
         ir::Weight& w = program.weights[job.weight];
         try {
             Calibration calib;
-            if (calibration && job.linear) calib = {calibration->find(w.name), calibration->method};
+            if (calibration && job.linear) calib = {calibration->find(w.name), calibration->method, &factors};
             QuantizedMatrix q = quantize_matrix(w.view, job.choice, pool, seed, {}, calib);
             if (spec.int8_dot) q.use_int8_dot();
             w.quantized = std::make_shared<const QuantizedMatrix>(std::move(q));

@@ -12,7 +12,8 @@
 namespace anelm {
 
 std::vector<std::vector<int32_t>> calibration_windows(const std::string& path,
-                                                      const Tokenizer& tokenizer, int64_t window) {
+                                                      const Tokenizer& tokenizer, int64_t window,
+                                                      int64_t max_tokens) {
     const std::string text = read_text_file(path);
     if (const size_t bad = utf8::find_invalid(text); bad != std::string::npos)
         fail("{}: not UTF-8 text (byte {})", path, bad);
@@ -21,9 +22,10 @@ std::vector<std::vector<int32_t>> calibration_windows(const std::string& path,
     if (text.find_first_not_of(" \t\r\n") == std::string::npos)
         fail("{}: empty; calibration needs text", path);
     const std::vector<int32_t> tokens = tokenizer.encode(text, true);
-    const auto n = static_cast<int64_t>(tokens.size());
-    if (n < window)
-        fail("{}: {} tokens, shorter than one calibration window of {} (--ctx)", path, n, window);
+    const auto all = static_cast<int64_t>(tokens.size());
+    const int64_t n = max_tokens > 0 ? std::min(all, max_tokens) : all;
+    if (all < window)
+        fail("{}: {} tokens, shorter than one calibration window of {} (--ctx)", path, all, window);
     // As the text begins: with BOS when the tokenizer adds one.
     const bool bos = !tokens.empty() && tokens.front() == tokenizer.bos_id();
     std::vector<std::vector<int32_t>> windows;

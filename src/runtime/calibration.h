@@ -16,12 +16,13 @@
 
 namespace anelm {
 
-// The UTF-8 text at `path` as windows of `window` tokens (the last may be
-// shorter), each starting with BOS where the tokenizer starts sequences with
-// one. Throws Error naming the file when it is missing, not UTF-8 text, empty,
-// or shorter than one window.
+// The first max_tokens tokens (0: all) of the UTF-8 text at `path` as windows
+// of `window` tokens (the last may be shorter), each starting with BOS where
+// the tokenizer starts sequences with one. Throws Error naming the file when
+// it is missing, not UTF-8 text, empty, or shorter than one window.
 std::vector<std::vector<int32_t>> calibration_windows(const std::string& path,
-                                                      const Tokenizer& tokenizer, int64_t window);
+                                                      const Tokenizer& tokenizer, int64_t window,
+                                                      int64_t max_tokens = 0);
 
 // Runs every window through the f32 model from position 0 and accumulates the
 // Gram matrix of each linear layer's inputs (its diagonal alone past

@@ -210,6 +210,7 @@ int run_quantize(const QuantizeArgs& args) {
         return std::chrono::duration<double>(Clock::now() - t).count();
     };
     Progress progress(total_weights);
+    quant::GramFactorCache factors;
     std::vector<Result> results(jobs.size());
     for (size_t i = 0; i < jobs.size(); ++i) {
         const Job& job = jobs[i];
@@ -220,7 +221,7 @@ int run_quantize(const QuantizeArgs& args) {
         try {
             quant::Calibration for_job;
             if (calib && job.component != quant::Component::embed)
-                for_job = {calib->find(job.weight), calib->method};
+                for_job = {calib->find(job.weight), calib->method, &factors};
             q = quant::quantize_matrix(*job.view, job.choice, pool, args.seed, {}, for_job);
         } catch (const Error& e) {
             fail("{}: {}", job.name, e.what());

@@ -124,9 +124,14 @@ void add_calib_options(CLI::App& app, CalibOptions& options) {
                    "(docs/quantization.md)")
         ->check(CLI::ExistingFile);
     app.add_option("--calib-method", options.method,
-                   "gptq (error feedback with the full input statistics, tables refitted) or "
+                   "gptq (codes chosen with error feedback over the full input statistics) or "
                    "weighted (k-means weighted by input energy)")
         ->check(CLI::IsMember({"gptq", "weighted"}))
+        ->capture_default_str();
+    in_range(app.add_option("--calib-tokens", options.max_tokens,
+                            "calibrate on the file's first N tokens (a few thousand measure "
+                            "nearly as well as many more; docs/quantization.md)"),
+             {1, 1e9})
         ->capture_default_str();
 }
 
@@ -135,7 +140,8 @@ std::shared_ptr<const quant::ModelCalibration> calibration_for(const Model& mode
                                                                int64_t window, int threads) {
     if (options.path.empty()) return nullptr;
     if (!model.tokenizer) fail("--calib: {} has no tokenizer; give --tokenizer", model.path);
-    const auto windows = calibration_windows(options.path, *model.tokenizer, window);
+    const auto windows =
+        calibration_windows(options.path, *model.tokenizer, window, options.max_tokens);
     ProgressBar bar("calibrate");
     auto stats = calibrate(model.spec(), model.weights(), windows,
                            quant::calib_method_from_name(options.method), threads, bar.callback());

@@ -17,6 +17,7 @@ namespace anelm::cli {
 struct CalibOptions {
     std::string path;
     std::string method = "gptq";
+    int64_t max_tokens = 4096;  // of the file, in windows of the context
 };
 
 struct RunOptions {
