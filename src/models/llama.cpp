@@ -1,12 +1,15 @@
-// Llama, Qwen2 (q/k/v bias) and Qwen3 (q/k RMSNorm): one pre-norm decoder.
+// Llama: a pre-norm decoder (RMSNorm, rotary attention, SwiGLU MLP), whose
+// graph Qwen2 (q/k/v bias) and Qwen3 (q/k RMSNorm) build too.
 #include "base/error.h"
 #include "ir/builder.h"
 #include "models/families.h"
+#include "models/llama_like_config.h"
+#include "models/model_family.h"
 
 namespace anelm {
 
-void build_llama_function(const ModelSpec& spec, const WeightStore& weights, const FunctionShape& shape,
-                          ir::Program& program) {
+void build_llama_function(const ModelSpec& spec, const WeightStore& weights,
+                          const FunctionShape& shape, ir::Program& program) {
     ir::Function& fn = add_function(program, shape);
     ir::Builder b(program, fn, weights);
     const float eps = static_cast<float>(spec.rms_norm_eps);
@@ -23,9 +26,12 @@ void build_llama_function(const ModelSpec& spec, const WeightStore& weights, con
         const bool bias = spec.attention_bias;
 
         ir::ValueId h = b.rms_norm(x, w("input_layernorm.weight"), eps, v("attn_norm"));
-        ir::ValueId q = b.linear(h, w("self_attn.q_proj.weight"), bias ? w("self_attn.q_proj.bias") : "", v("attn_q"));
-        ir::ValueId k = b.linear(h, w("self_attn.k_proj.weight"), bias ? w("self_attn.k_proj.bias") : "", v("attn_k"));
-        ir::ValueId vv = b.linear(h, w("self_attn.v_proj.weight"), bias ? w("self_attn.v_proj.bias") : "", v("attn_v"));
+        ir::ValueId q = b.linear(h, w("self_attn.q_proj.weight"),
+                                 bias ? w("self_attn.q_proj.bias") : "", v("attn_q"));
+        ir::ValueId k = b.linear(h, w("self_attn.k_proj.weight"),
+                                 bias ? w("self_attn.k_proj.bias") : "", v("attn_k"));
+        ir::ValueId vv = b.linear(h, w("self_attn.v_proj.weight"),
+                                  bias ? w("self_attn.v_proj.bias") : "", v("attn_v"));
         if (spec.qk_norm) {
             q = b.rms_norm(q, w("self_attn.q_norm.weight"), eps, v("attn_q_norm"));
             k = b.rms_norm(k, w("self_attn.k_norm.weight"), eps, v("attn_k_norm"));
@@ -48,5 +54,61 @@ void build_llama_function(const ModelSpec& spec, const WeightStore& weights, con
 
     b.output(lm_head(b, spec, shape, x, "model.norm.weight"));
 }
+
+// llama.cpp's ffn_norm is the only norm before the MLP, which Hugging Face
+// calls post_attention_layernorm.
+constexpr std::pair<std::string_view, std::string_view> gguf_norm_names[] = {
+    {"ffn_norm", "post_attention_layernorm"},
+};
+
+std::string llama_gguf_tensor_name(std::string_view name) {
+    return decoder_gguf_tensor_name(name, gguf_norm_names);
+}
+
+std::vector<ExpectedTensor> llama_tensors(const ModelSpec& spec) {
+    return decoder_tensors(spec, false);
+}
+
+namespace {
+
+using nlohmann::json;
+
+constexpr LlamaLikeConfig llama_config = {.kv_heads_default = true};
+
+ModelSpec parse_llama(const ConfigFields& top, const std::string& path, ModelSpec spec) {
+    spec = parse_llama_like_config(top, top, path, std::move(spec), llama_config);
+    // LlamaConfig defaults to the SentencePiece ids 1 and 2.
+    if (!top.has("bos_token_id") && spec.n_vocab > 1) spec.bos_token_id = 1;
+    if (!top.has("eos_token_id") && spec.n_vocab > 2) spec.eos_token_ids = {2};
+    return spec;
+}
+
+json llama_config_json(const ModelSpec& s) {
+    json j = llama_like_config_json(s, llama_config);
+    j["architectures"] = {"LlamaForCausalLM"};
+    j["attention_bias"] = s.attention_bias;
+    j["head_dim"] = s.head_dim;
+    j["mlp_bias"] = false;
+    j["pretraining_tp"] = 1;
+    return j;
+}
+
+constexpr std::string_view model_types[] = {"llama"};
+constexpr std::string_view hf_classes[] = {"LlamaForCausalLM"};
+
+}  // namespace
+
+const ModelFamily llama_family = {
+    .arch = Arch::llama,
+    .model_types = model_types,
+    .hf_classes = hf_classes,
+    .gguf_arch = "llama",
+    .parse_config = parse_llama,
+    .gguf_rope = RopeStyle::interleaved,
+    .gguf_tensor_name = llama_gguf_tensor_name,
+    .expected_tensors = llama_tensors,
+    .config_json = llama_config_json,
+    .build_function = build_llama_function,
+};
 
 }  // namespace anelm

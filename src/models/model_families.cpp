@@ -8,7 +8,10 @@ namespace {
 
 // An explicit list: a family that registered itself from its own file would be
 // dropped by the linker, nothing else referring to it.
-constexpr const ModelFamily* families[] = {&lfm2_family, &qwen3_5_family, &gemma4_family};
+// Their order is the order of the lists in messages.
+constexpr const ModelFamily* families[] = {&llama_family,  &qwen2_family, &qwen3_family,
+                                           &gemma3_family, &lfm2_family,  &qwen3_5_family,
+                                           &gemma4_family};
 
 template <typename Names>
 const ModelFamily* find_family(std::string_view name, Names ModelFamily::*names) {

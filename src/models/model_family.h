@@ -41,6 +41,10 @@ struct ModelFamily {
     void (*read_gguf)(const GgufFile& gguf, const GgufKeys& keys, ModelSpec& spec) = nullptr;
     // GGUF's rope.dimension_count may rotate part of a head.
     bool partial_rotation = false;
+    // How its GGUF orders each head's q and k rows: llama.cpp's converter
+    // interleaves them for Llama only (its NORM rope); the others keep
+    // rotate-half order (NEOX rope).
+    RopeStyle gguf_rope = RopeStyle::rotate_half;
     // The Hugging Face name of a GGUF tensor the common names leave out, or empty.
     std::string (*gguf_tensor_name)(std::string_view name) = nullptr;
     // Whether the family stores this norm's gain (by its Hugging Face name) as
@@ -83,10 +87,19 @@ struct GgufLayerName {
     std::string_view rest, part, suffix;
 };
 std::optional<GgufLayerName> split_gguf_layer_name(std::string_view name);
+// llama.cpp's names of a layer's parts and their Hugging Face names.
+using GgufNames = std::span<const std::pair<std::string_view, std::string_view>>;
 // model.layers.N.<Hugging Face part>.SUFFIX for the table's entry for PART, or empty.
-std::string hf_layer_name(const GgufLayerName& name,
-                          std::span<const std::pair<std::string_view, std::string_view>> table);
+std::string hf_layer_name(const GgufLayerName& name, GgufNames table);
+// The Hugging Face name of a Llama-like decoder layer's GGUF tensor (attention
+// with its q/k norms, gated MLP) or of one of `norms`, the family's names for
+// the norms around them; empty when neither names it.
+std::string decoder_gguf_tensor_name(std::string_view name, GgufNames norms);
 
+extern const ModelFamily llama_family;
+extern const ModelFamily qwen2_family;
+extern const ModelFamily qwen3_family;
+extern const ModelFamily gemma3_family;
 extern const ModelFamily lfm2_family;
 extern const ModelFamily qwen3_5_family;
 extern const ModelFamily gemma4_family;

@@ -80,44 +80,6 @@ constexpr std::array rows = {
         608, 1024, 1e6, 1e-6, true, 0},
 };
 
-// What Gemma 3 adds to a row. A layer is global when every_global divides its
-// number (counting from 1); the real models have one global layer in six.
-struct GemmaRow {
-    const char* name;
-    int64_t sliding_window;
-    int64_t every_global;
-    double query_pre_attn_scalar;
-    double linear_rope_factor;  // 0: no rope_scaling
-    double final_logit_softcapping;
-};
-
-// The tiny one has a window of 8 before a global layer, a query scalar that is not
-// head_dim, and rope scaling and logit soft-capping, so every path is exercised.
-constexpr std::array gemma_rows = {
-    GemmaRow{"gemma-3-270m", 512, 6, 256, 0, 0},
-    GemmaRow{"gemma-3-1b", 512, 6, 256, 0, 0},
-    GemmaRow{"gemma-3-4b", 1024, 6, 256, 8, 0},
-    GemmaRow{"tiny-gemma3", 8, 2, 24, 8, 30},
-};
-
-void add_gemma3_fields(std::string_view name, ModelSpec& s) {
-    for (const GemmaRow& g : gemma_rows) {
-        if (name != g.name) continue;
-        s.qk_norm = true;
-        s.sliding_window = g.sliding_window;
-        for (int64_t i = 0; i < s.n_layer; ++i)
-            s.sliding_layers.push_back((i + 1) % g.every_global != 0);
-        s.query_pre_attn_scalar = g.query_pre_attn_scalar;
-        if (g.linear_rope_factor > 0) {
-            s.rope_scaling.type = RopeScaling::Type::linear;
-            s.rope_scaling.factor = g.linear_rope_factor;
-        }
-        s.final_logit_softcapping = g.final_logit_softcapping;
-        return;
-    }
-    fail("synth: preset {} has no Gemma 3 fields", name);
-}
-
 SynthPreset make_preset(const Row& r) {
     SynthPreset p;
     p.name = r.name;
@@ -144,9 +106,6 @@ SynthPreset make_preset(const Row& r) {
     }
     s.rms_norm_eps = r.rms_norm_eps;
     s.tie_word_embeddings = r.tie_word_embeddings;
-    s.attention_bias = r.arch == Arch::qwen2;
-    s.qk_norm = r.arch == Arch::qwen3;
-    if (r.arch == Arch::gemma3) add_gemma3_fields(r.name, s);
     if (const ModelFamily* family = model_family(r.arch); family && family->synth_fields)
         family->synth_fields(r.name, s);
     s.torch_dtype = "bfloat16";

@@ -1,0 +1,52 @@
+// Qwen3: Llama's decoder with an RMSNorm on each head of q and k.
+#include "models/families.h"
+#include "models/llama_like_config.h"
+#include "models/model_family.h"
+
+namespace anelm {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr LlamaLikeConfig qwen3_config = {
+    .refuses_sliding_window = true, .head_dim_required = true, .qk_norm = true};
+
+ModelSpec parse_qwen3(const ConfigFields& top, const std::string& path, ModelSpec spec) {
+    return parse_llama_like_config(top, top, path, std::move(spec), qwen3_config);
+}
+
+void qwen3_synth_fields(std::string_view, ModelSpec& s) {
+    s.qk_norm = true;
+}
+
+json qwen3_config_json(const ModelSpec& s) {
+    json j = llama_like_config_json(s, qwen3_config);
+    j["architectures"] = {"Qwen3ForCausalLM"};
+    j["attention_bias"] = s.attention_bias;
+    j["head_dim"] = s.head_dim;
+    j["max_window_layers"] = s.n_layer;
+    j["sliding_window"] = nullptr;
+    j["use_sliding_window"] = false;
+    return j;
+}
+
+constexpr std::string_view model_types[] = {"qwen3"};
+constexpr std::string_view hf_classes[] = {"Qwen3ForCausalLM"};
+
+}  // namespace
+
+const ModelFamily qwen3_family = {
+    .arch = Arch::qwen3,
+    .model_types = model_types,
+    .hf_classes = hf_classes,
+    .gguf_arch = "qwen3",
+    .parse_config = parse_qwen3,
+    .gguf_tensor_name = llama_gguf_tensor_name,
+    .expected_tensors = llama_tensors,
+    .synth_fields = qwen3_synth_fields,
+    .config_json = qwen3_config_json,
+    .build_function = build_llama_function,
+};
+
+}  // namespace anelm
