@@ -9,6 +9,7 @@
 #include "models/families.h"
 #include "models/llama_like_config.h"
 #include "models/model_family.h"
+#include "models/synth_checks.h"
 
 namespace anelm {
 
@@ -190,6 +191,21 @@ json gemma3_config_json(const ModelSpec& s) {
     return j;
 }
 
+constexpr SynthRow gemma3_presets[] = {
+    SynthRow{"gemma-3-270m", "google/gemma-3-270m", 640, 18, 4, 1, 256, 2048, 262144, 256000, 32768,
+             1e6, 1e-6, true, 0},
+    SynthRow{"gemma-3-1b", "google/gemma-3-1b-it", 1152, 26, 4, 1, 256, 6912, 262144, 256000, 32768,
+             1e6, 1e-6, true, 0},
+    SynthRow{"gemma-3-4b", "google/gemma-3-4b-it (its text_config)", 2560, 34, 8, 4, 256, 10240,
+             262208, 256000, 131072, 1e6, 1e-6, true, 0},
+    SynthRow{"tiny-gemma3", "tiny test model, Gemma 3 layout", 64, 2, 4, 2, 16, 128, 640, 608, 1024,
+             1e6, 1e-6, true, 0},
+};
+
+void gemma3_check_synth(std::string_view preset, const ModelSpec& s) {
+    check_synth_attention(preset, s, {.qk_norm = true, .sliding_layers = true});
+}
+
 constexpr std::string_view model_types[] = {"gemma3_text", "gemma3"};
 constexpr std::string_view hf_classes[] = {"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"};
 
@@ -261,6 +277,7 @@ void build_gemma3_function(const ModelSpec& spec, const WeightStore& weights,
 
 const ModelFamily gemma3_family = {
     .arch = Arch::gemma3,
+    .name = "gemma3",
     .model_types = model_types,
     .hf_classes = hf_classes,
     .gguf_arch = "gemma3",
@@ -269,7 +286,9 @@ const ModelFamily gemma3_family = {
     .gguf_tensor_name = gemma3_gguf_tensor_name,
     .offset_norm = gemma3_offset_norm,
     .expected_tensors = gemma3_tensors,
+    .synth_rows = gemma3_presets,
     .synth_fields = gemma3_synth_fields,
+    .check_synth = gemma3_check_synth,
     .config_json = gemma3_config_json,
     .config_pad = true,
     .build_function = build_gemma3_function,

@@ -6,6 +6,7 @@
 #include "ir/builder.h"
 #include "models/families.h"
 #include "models/model_family.h"
+#include "models/synth_checks.h"
 
 namespace anelm {
 
@@ -185,6 +186,7 @@ void lfm2_synth_fields(std::string_view name, ModelSpec& s) {
 }
 
 void lfm2_check_synth(std::string_view name, const ModelSpec& s) {
+    check_synth_attention(name, s, {.qk_norm = true});
     if (static_cast<int64_t>(s.conv_layers.size()) != s.n_layer || s.conv_kernel < 1 ||
         s.head_dim * s.n_head != s.n_embd)
         fail(
@@ -221,6 +223,15 @@ json lfm2_config_json(const ModelSpec& s) {
         {"vocab_size", s.n_vocab},
     };
 }
+
+constexpr SynthRow lfm2_presets[] = {
+    SynthRow{"lfm2.5-350m", "LiquidAI/LFM2.5-350M", 1024, 16, 16, 8, 64, 4608, 65536, 65000, 128000,
+             1e6, 1e-5, true, 0},
+    SynthRow{"lfm2-1.2b", "LiquidAI/LFM2-1.2B", 2048, 16, 32, 8, 64, 8192, 65536, 65000, 128000,
+             1e6, 1e-5, true, 0},
+    SynthRow{"tiny-lfm2", "tiny test model, LFM2 layout", 64, 4, 4, 2, 16, 128, 640, 608, 1024, 1e6,
+             1e-5, true, 0},
+};
 
 constexpr std::string_view model_types[] = {"lfm2"};
 constexpr std::string_view hf_classes[] = {"Lfm2ForCausalLM"};
@@ -291,6 +302,7 @@ void build_lfm2_function(const ModelSpec& spec, const WeightStore& weights,
 
 const ModelFamily lfm2_family = {
     .arch = Arch::lfm2,
+    .name = "lfm2",
     .model_types = model_types,
     .hf_classes = hf_classes,
     .gguf_arch = "lfm2",
@@ -299,6 +311,7 @@ const ModelFamily lfm2_family = {
     .read_gguf = lfm2_read_gguf,
     .gguf_tensor_name = lfm2_gguf_tensor_name,
     .expected_tensors = lfm2_tensors,
+    .synth_rows = lfm2_presets,
     .synth_fields = lfm2_synth_fields,
     .check_synth = lfm2_check_synth,
     .config_json = lfm2_config_json,

@@ -5,6 +5,7 @@
 #include "models/families.h"
 #include "models/llama_like_config.h"
 #include "models/model_family.h"
+#include "models/synth_checks.h"
 
 namespace anelm {
 
@@ -93,6 +94,23 @@ json llama_config_json(const ModelSpec& s) {
     return j;
 }
 
+// The Instruct releases (their eos ids and chat template). The tiny one keeps an
+// untied lm_head and llama3 rope scaling, so those paths are exercised.
+constexpr SynthRow llama_presets[] = {
+    SynthRow{"llama-3.2-1b", "meta-llama/Llama-3.2-1B-Instruct", 2048, 16, 32, 8, 64, 8192, 128256,
+             128000, 131072, 5e5, 1e-5, true, 32},
+    SynthRow{"llama-3.2-3b", "meta-llama/Llama-3.2-3B-Instruct", 3072, 28, 24, 8, 128, 8192, 128256,
+             128000, 131072, 5e5, 1e-5, true, 32},
+    SynthRow{"llama-3.1-8b", "meta-llama/Llama-3.1-8B-Instruct", 4096, 32, 32, 8, 128, 14336,
+             128256, 128000, 131072, 5e5, 1e-5, false, 8},
+    SynthRow{"tiny-llama", "tiny test model, Llama 3 layout", 64, 2, 4, 2, 16, 128, 640, 576, 2048,
+             5e5, 1e-5, false, 32},
+};
+
+void llama_check_synth(std::string_view preset, const ModelSpec& s) {
+    check_synth_attention(preset, s, {});
+}
+
 constexpr std::string_view model_types[] = {"llama"};
 constexpr std::string_view hf_classes[] = {"LlamaForCausalLM"};
 
@@ -100,6 +118,7 @@ constexpr std::string_view hf_classes[] = {"LlamaForCausalLM"};
 
 const ModelFamily llama_family = {
     .arch = Arch::llama,
+    .name = "llama",
     .model_types = model_types,
     .hf_classes = hf_classes,
     .gguf_arch = "llama",
@@ -107,6 +126,8 @@ const ModelFamily llama_family = {
     .gguf_rope = RopeStyle::interleaved,
     .gguf_tensor_name = llama_gguf_tensor_name,
     .expected_tensors = llama_tensors,
+    .synth_rows = llama_presets,
+    .check_synth = llama_check_synth,
     .config_json = llama_config_json,
     .build_function = build_llama_function,
 };

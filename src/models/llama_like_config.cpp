@@ -1,5 +1,7 @@
 #include "models/llama_like_config.h"
 
+#include "models/models.h"
+
 namespace anelm {
 
 using nlohmann::json;

@@ -32,6 +32,11 @@ const ModelFamily* model_family(Arch arch) {
     return nullptr;
 }
 
+const char* arch_name(Arch arch) {
+    const ModelFamily* family = model_family(arch);
+    return family ? family->name : "?";
+}
+
 const ModelFamily* family_for_model_type(std::string_view model_type) {
     return find_family(model_type, &ModelFamily::model_types);
 }

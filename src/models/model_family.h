@@ -25,8 +25,20 @@
 
 namespace anelm {
 
+// A model whose shapes a synth preset copies, from its config.json.
+struct SynthRow {
+    const char* name;   // the preset's, as given to anelm synth
+    const char* model;  // the model it imitates ("Qwen/Qwen3-0.6B")
+    int64_t n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff;
+    int64_t n_vocab, n_vocab_bpe, n_ctx_train;
+    double rope_theta, rms_norm_eps;
+    bool tie_word_embeddings;
+    double llama3_rope_factor;  // 0: no rope_scaling
+};
+
 struct ModelFamily {
     Arch arch;
+    const char* name;  // in messages, reports and anelm info (arch_name)
     std::span<const std::string_view> model_types;  // config.json's model_type
     std::span<const std::string_view> hf_classes;   // entries of config.json's architectures
     std::string_view gguf_arch = {};                // GGUF general.architecture; empty: none
@@ -52,9 +64,12 @@ struct ModelFamily {
     bool (*offset_norm)(std::string_view name) = nullptr;
     std::vector<ExpectedTensor> (*expected_tensors)(const ModelSpec& spec) = nullptr;
 
+    // Its synth presets, real models first.
+    std::span<const SynthRow> synth_rows = {};
     // What the family adds to the synth preset `preset`'s spec.
     void (*synth_fields)(std::string_view preset, ModelSpec& spec) = nullptr;
-    // Throws when the family's config.json cannot say what a synth spec holds.
+    // Throws when the family's config.json cannot say what a synth spec holds
+    // (models/synth_checks.h has the checks families share).
     void (*check_synth)(std::string_view preset, const ModelSpec& spec) = nullptr;
     // config.json for a synth spec but for torch_dtype and eos_token_id, which
     // the writer adds.

@@ -2,6 +2,7 @@
 #include "models/families.h"
 #include "models/llama_like_config.h"
 #include "models/model_family.h"
+#include "models/synth_checks.h"
 
 namespace anelm {
 
@@ -31,6 +32,23 @@ json qwen3_config_json(const ModelSpec& s) {
     return j;
 }
 
+constexpr SynthRow qwen3_presets[] = {
+    SynthRow{"qwen3-0.6b", "Qwen/Qwen3-0.6B", 1024, 28, 16, 8, 128, 3072, 151936, 151643, 40960,
+             1e6, 1e-6, true, 0},
+    SynthRow{"qwen3-1.7b", "Qwen/Qwen3-1.7B", 2048, 28, 16, 8, 128, 6144, 151936, 151643, 40960,
+             1e6, 1e-6, true, 0},
+    SynthRow{"qwen3-4b", "Qwen/Qwen3-4B", 2560, 36, 32, 8, 128, 9728, 151936, 151643, 40960, 1e6,
+             1e-6, true, 0},
+    SynthRow{"qwen3-8b", "Qwen/Qwen3-8B", 4096, 36, 32, 8, 128, 12288, 151936, 151643, 40960, 1e6,
+             1e-6, false, 0},
+    SynthRow{"tiny-qwen3", "tiny test model, Qwen3 layout", 64, 2, 4, 2, 16, 128, 640, 608, 1024,
+             1e6, 1e-6, true, 0},
+};
+
+void qwen3_check_synth(std::string_view preset, const ModelSpec& s) {
+    check_synth_attention(preset, s, {.qk_norm = true});
+}
+
 constexpr std::string_view model_types[] = {"qwen3"};
 constexpr std::string_view hf_classes[] = {"Qwen3ForCausalLM"};
 
@@ -38,13 +56,16 @@ constexpr std::string_view hf_classes[] = {"Qwen3ForCausalLM"};
 
 const ModelFamily qwen3_family = {
     .arch = Arch::qwen3,
+    .name = "qwen3",
     .model_types = model_types,
     .hf_classes = hf_classes,
     .gguf_arch = "qwen3",
     .parse_config = parse_qwen3,
     .gguf_tensor_name = llama_gguf_tensor_name,
     .expected_tensors = llama_tensors,
+    .synth_rows = qwen3_presets,
     .synth_fields = qwen3_synth_fields,
+    .check_synth = qwen3_check_synth,
     .config_json = qwen3_config_json,
     .build_function = build_llama_function,
 };

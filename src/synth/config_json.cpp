@@ -51,26 +51,8 @@ void check_preset(const SynthPreset& preset) {
     if (s.n_vocab < preset.n_vocab_bpe + n_special)
         fail("synth: preset {}: n_vocab {} leaves no room for {} special tokens after id {}", name,
              s.n_vocab, n_special, preset.n_vocab_bpe);
-    // Qwen2's config has no field for biases: q/k/v always have one, o_proj never.
-    // The other families' attention_bias covers all four projections.
-    const bool bias_ok = s.arch == Arch::qwen2 ? s.attention_bias && !s.attention_out_bias
-                                               : s.attention_bias == s.attention_out_bias;
-    if (!bias_ok)
-        fail("synth: preset {}: {} has no config for these attention biases", name,
-             arch_name(s.arch));
-    if (s.qk_norm != (s.arch == Arch::qwen3 || s.arch == Arch::gemma3 || s.arch == Arch::lfm2 ||
-                      s.arch == Arch::qwen3_5 || s.arch == Arch::gemma4))
-        fail("synth: preset {}: q/k norms come with qwen3, gemma3, lfm2, qwen3_5 and gemma4 only",
-             name);
-    if (const ModelFamily* arch_family = model_family(s.arch);
-        arch_family && arch_family->check_synth)
-        arch_family->check_synth(name, s);
-    if ((s.arch == Arch::gemma3 || s.arch == Arch::gemma4) &&
-        static_cast<int64_t>(s.sliding_layers.size()) != s.n_layer)
-        fail("synth: preset {}: {} layer types for {} layers", name, s.sliding_layers.size(),
-             s.n_layer);
-    if (s.arch == Arch::qwen2 && s.rope_scaling.type != RopeScaling::Type::none)
-        fail("synth: preset {}: qwen2 presets have no rope scaling", name);
+    if (const ModelFamily& arch_family = *model_family(s.arch); arch_family.check_synth)
+        arch_family.check_synth(name, s);
 }
 
 std::string config_json(const SynthPreset& preset, DType dtype) {

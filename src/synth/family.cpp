@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "models/models.h"
 
 namespace anelm::synth {
 
