@@ -206,6 +206,10 @@ void gemma3_check_synth(std::string_view preset, const ModelSpec& s) {
     check_synth_attention(preset, s, {.qk_norm = true, .sliding_layers = true});
 }
 
+// Gemma turns: <start_of_turn>role ... <end_of_turn>, the assistant's role named model.
+constexpr std::string_view gemma_template =
+    R"({{ bos_token }}{% for message in messages %}{{ '<start_of_turn>' + ('model' if message['role'] == 'assistant' else message['role']) + '\n' + message['content'] | trim + '<end_of_turn>\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<start_of_turn>model\n' }}{% endif %})";
+
 constexpr std::string_view model_types[] = {"gemma3_text", "gemma3"};
 constexpr std::string_view hf_classes[] = {"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"};
 
@@ -275,6 +279,28 @@ void build_gemma3_function(const ModelSpec& spec, const WeightStore& weights,
 
 }  // namespace
 
+const SynthTokenizer& gemma3_synth_tokenizer() {
+    static const SynthTokenizer tokenizer = [] {
+        SynthTokenizer t;
+        t.specials = {{"<pad>"},  {"<eos>"},           {"<bos>"},        {"<unk>"},
+                      {"<mask>"}, {"<start_of_turn>"}, {"<end_of_turn>"}};
+        t.split_regex = llama3_split;
+        t.add_bos = true;
+        t.config_bos = "<bos>";
+        t.bos = "<bos>";
+        t.eos = "<eos>";
+        t.pad = "<pad>";
+        t.config_eos = {"<eos>", "<end_of_turn>"};
+        t.generation_eos = t.config_eos;
+        t.chat_template = gemma_template;
+        t.tokenizer_class = "GemmaTokenizer";
+        t.top_p = 0.95;
+        t.top_k = 64;
+        return t;
+    }();
+    return tokenizer;
+}
+
 const ModelFamily gemma3_family = {
     .arch = Arch::gemma3,
     .name = "gemma3",
@@ -291,6 +317,7 @@ const ModelFamily gemma3_family = {
     .check_synth = gemma3_check_synth,
     .config_json = gemma3_config_json,
     .config_pad = true,
+    .synth_tokenizer = gemma3_synth_tokenizer,
     .build_function = build_gemma3_function,
 };
 

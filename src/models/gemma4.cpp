@@ -443,6 +443,7 @@ const ModelFamily gemma4_family = {
     .check_synth = gemma4_check_synth,
     .config_json = gemma4_config_json,
     .config_pad = true,
+    .synth_tokenizer = gemma3_synth_tokenizer,  // the synthetic tokenizer and turns of Gemma 3
     .add_caches = add_gemma4_caches,
     .build_function = build_gemma4_function,
 };

@@ -233,6 +233,36 @@ constexpr SynthRow lfm2_presets[] = {
              1e-5, true, 0},
 };
 
+// LFM2: ChatML turns after a start-of-text token.
+constexpr std::string_view lfm2_template =
+    R"({{ bos_token }}{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %})";
+
+const SynthTokenizer& lfm2_synth_tokenizer() {
+    static const SynthTokenizer tokenizer = [] {
+        SynthTokenizer t;
+        t.specials = {{"<|pad|>"},          {"<|startoftext|>"}, {"<|endoftext|>"},
+                      {"<|fim_pre|>"},      {"<|fim_mid|>"},     {"<|fim_suf|>"},
+                      {"<|im_start|>"},     {"<|im_end|>"},      {"<|tool_list_start|>"},
+                      {"<|tool_list_end|>"}};
+        t.split_regex = llama3_split;
+        t.add_bos = true;
+        t.ignore_merges = true;  // as llama.cpp's lfm2 pre-tokenizer
+        t.config_bos = "<|startoftext|>";
+        t.bos = "<|startoftext|>";
+        t.eos = "<|im_end|>";
+        t.pad = "<|pad|>";
+        t.config_eos = {"<|im_end|>"};
+        t.generation_eos = t.config_eos;
+        t.chat_template = lfm2_template;
+        t.tokenizer_class = "PreTrainedTokenizerFast";
+        t.temperature = 0.3;
+        t.top_k = 50;
+        t.repetition_penalty = 1.05;
+        return t;
+    }();
+    return tokenizer;
+}
+
 constexpr std::string_view model_types[] = {"lfm2"};
 constexpr std::string_view hf_classes[] = {"Lfm2ForCausalLM"};
 
@@ -315,6 +345,7 @@ const ModelFamily lfm2_family = {
     .synth_fields = lfm2_synth_fields,
     .check_synth = lfm2_check_synth,
     .config_json = lfm2_config_json,
+    .synth_tokenizer = lfm2_synth_tokenizer,
     .build_function = build_lfm2_function,
 };
 

@@ -111,6 +111,42 @@ void llama_check_synth(std::string_view preset, const ModelSpec& s) {
     check_synth_attention(preset, s, {});
 }
 
+// Llama 3 headers and end-of-turn tokens, without the tool branches.
+constexpr std::string_view llama3_template =
+    R"({{ bos_token }}{% for message in messages %}{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n' + message['content'] | trim + '<|eot_id|>' }}{% endfor %}{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %})";
+
+const SynthTokenizer& llama_synth_tokenizer() {
+    static const SynthTokenizer tokenizer = [] {
+        SynthTokenizer t;
+        // Llama 3.1 and 3.2: the named tokens among the first eleven ids, reserved slots between.
+        t.specials = {{"<|begin_of_text|>"},
+                      {"<|end_of_text|>"},
+                      {""},
+                      {""},
+                      {"<|finetune_right_pad_id|>"},
+                      {""},
+                      {"<|start_header_id|>"},
+                      {"<|end_header_id|>"},
+                      {"<|eom_id|>"},
+                      {"<|eot_id|>"},
+                      {"<|python_tag|>"}};
+        t.split_regex = llama3_split;
+        t.add_bos = true;
+        t.ignore_merges = true;
+        t.config_bos = "<|begin_of_text|>";
+        t.bos = "<|begin_of_text|>";
+        t.eos = "<|eot_id|>";
+        t.config_eos = {"<|end_of_text|>", "<|eom_id|>", "<|eot_id|>"};
+        t.generation_eos = t.config_eos;
+        t.chat_template = llama3_template;
+        t.tokenizer_class = "PreTrainedTokenizerFast";
+        t.temperature = 0.6;
+        t.top_p = 0.9;
+        return t;
+    }();
+    return tokenizer;
+}
+
 constexpr std::string_view model_types[] = {"llama"};
 constexpr std::string_view hf_classes[] = {"LlamaForCausalLM"};
 
@@ -129,6 +165,7 @@ const ModelFamily llama_family = {
     .synth_rows = llama_presets,
     .check_synth = llama_check_synth,
     .config_json = llama_config_json,
+    .synth_tokenizer = llama_synth_tokenizer,
     .build_function = build_llama_function,
 };
 

@@ -22,6 +22,7 @@
 #include "ir/program.h"
 #include "models/expected_tensors.h"
 #include "models/models.h"
+#include "models/synth_tokenizer.h"
 
 namespace anelm {
 
@@ -76,6 +77,8 @@ struct ModelFamily {
     nlohmann::json (*config_json)(const ModelSpec& spec) = nullptr;
     // The config names the tokenizer's <pad> id, which the writer adds.
     bool config_pad = false;
+    // The tokenizer and chat template its synth presets are written with.
+    const SynthTokenizer& (*synth_tokenizer)() = nullptr;
 
     // The KV caches when the family's are not one state for every attention
     // layer, added to the program.

@@ -49,10 +49,49 @@ void qwen2_check_synth(std::string_view preset, const ModelSpec& s) {
         fail("synth: preset {}: qwen2 presets have no rope scaling", preset);
 }
 
+// Qwen2's split pattern: one digit a piece.
+constexpr std::string_view qwen_split =
+    R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
+
+// ChatML, without the tool and reasoning branches of the released templates.
+constexpr std::string_view chatml_template =
+    R"({% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %})";
+
 constexpr std::string_view model_types[] = {"qwen2"};
 constexpr std::string_view hf_classes[] = {"Qwen2ForCausalLM"};
 
 }  // namespace
+
+const SynthTokenizer& qwen2_synth_tokenizer() {
+    static const SynthTokenizer tokenizer = [] {
+        SynthTokenizer t;
+        t.specials = {
+            {"<|endoftext|>"},         {"<|im_start|>"},          {"<|im_end|>"},
+            {"<|object_ref_start|>"},  {"<|object_ref_end|>"},    {"<|box_start|>"},
+            {"<|box_end|>"},           {"<|quad_start|>"},        {"<|quad_end|>"},
+            {"<|vision_start|>"},      {"<|vision_end|>"},        {"<|vision_pad|>"},
+            {"<|image_pad|>"},         {"<|video_pad|>"},         {"<tool_call>", false},
+            {"</tool_call>", false},   {"<|fim_prefix|>", false}, {"<|fim_middle|>", false},
+            {"<|fim_suffix|>", false}, {"<|fim_pad|>", false},    {"<|repo_name|>", false},
+            {"<|file_sep|>", false},
+        };
+        t.split_regex = qwen_split;
+        t.nfc = true;
+        t.config_bos = "<|endoftext|>";
+        t.eos = "<|im_end|>";
+        t.pad = "<|endoftext|>";
+        t.config_eos = {"<|im_end|>"};
+        t.generation_eos = {"<|im_end|>", "<|endoftext|>"};
+        t.chat_template = chatml_template;
+        t.tokenizer_class = "Qwen2Tokenizer";
+        t.temperature = 0.7;
+        t.top_p = 0.8;
+        t.top_k = 20;
+        t.repetition_penalty = 1.05;
+        return t;
+    }();
+    return tokenizer;
+}
 
 const ModelFamily qwen2_family = {
     .arch = Arch::qwen2,
@@ -67,6 +106,7 @@ const ModelFamily qwen2_family = {
     .synth_fields = qwen2_synth_fields,
     .check_synth = qwen2_check_synth,
     .config_json = qwen2_config_json,
+    .synth_tokenizer = qwen2_synth_tokenizer,
     .build_function = build_llama_function,
 };
 

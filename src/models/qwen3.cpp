@@ -54,6 +54,21 @@ constexpr std::string_view hf_classes[] = {"Qwen3ForCausalLM"};
 
 }  // namespace
 
+// Qwen2.5's tokenizer and turns with Qwen3's tool-response and thinking
+// tokens, and its sampling settings.
+const SynthTokenizer& qwen3_synth_tokenizer() {
+    static const SynthTokenizer tokenizer = [] {
+        SynthTokenizer t = qwen2_synth_tokenizer();
+        for (const char* token : {"<tool_response>", "</tool_response>", "<think>", "</think>"})
+            t.specials.push_back({token, false});
+        t.temperature = 0.6;
+        t.top_p = 0.95;
+        t.repetition_penalty = 1.0;
+        return t;
+    }();
+    return tokenizer;
+}
+
 const ModelFamily qwen3_family = {
     .arch = Arch::qwen3,
     .name = "qwen3",
@@ -67,6 +82,7 @@ const ModelFamily qwen3_family = {
     .synth_fields = qwen3_synth_fields,
     .check_synth = qwen3_check_synth,
     .config_json = qwen3_config_json,
+    .synth_tokenizer = qwen3_synth_tokenizer,
     .build_function = build_llama_function,
 };
 

@@ -379,6 +379,7 @@ const ModelFamily qwen3_5_family = {
     .synth_fields = qwen3_5_synth_fields,
     .check_synth = qwen3_5_check_synth,
     .config_json = qwen3_5_config_json,
+    .synth_tokenizer = qwen3_synth_tokenizer,
     .build_function = build_qwen3_5_function,
 };
 

@@ -4,8 +4,8 @@
 
 #include "base/error.h"
 #include "models/model_family.h"
-#include "synth/family.h"
 #include "synth/hf_json.h"
+#include "synth/special_tokens.h"
 
 namespace anelm::synth {
 
@@ -37,7 +37,8 @@ json ids_json(const std::vector<int32_t>& ids) {
 
 void check_preset(const SynthPreset& preset) {
     const ModelSpec& s = preset.spec;
-    const auto& family = family_of(s.arch);
+    const ModelFamily& arch_family = *model_family(s.arch);
+    const SynthTokenizer& family = arch_family.synth_tokenizer();
     const std::string& name = preset.name;
     if (s.n_embd <= 0 || s.n_layer <= 0 || s.n_ff <= 0 || s.head_dim <= 0 || s.n_head <= 0)
         fail("synth: preset {}: sizes must be positive", name);
@@ -51,8 +52,7 @@ void check_preset(const SynthPreset& preset) {
     if (s.n_vocab < preset.n_vocab_bpe + n_special)
         fail("synth: preset {}: n_vocab {} leaves no room for {} special tokens after id {}", name,
              s.n_vocab, n_special, preset.n_vocab_bpe);
-    if (const ModelFamily& arch_family = *model_family(s.arch); arch_family.check_synth)
-        arch_family.check_synth(name, s);
+    if (arch_family.check_synth) arch_family.check_synth(name, s);
 }
 
 std::string config_json(const SynthPreset& preset, DType dtype) {
@@ -62,12 +62,12 @@ std::string config_json(const SynthPreset& preset, DType dtype) {
     j["eos_token_id"] = ids_json(s.eos_token_ids);
     j["torch_dtype"] = torch_dtype(dtype);
     if (family.config_pad)
-        j["pad_token_id"] = special_token_id(family_of(s.arch), preset.n_vocab_bpe, "<pad>");
+        j["pad_token_id"] = special_token_id(family.synth_tokenizer(), preset.n_vocab_bpe, "<pad>");
     return j.dump(2) + "\n";
 }
 
 std::string generation_config_json(const SynthPreset& preset) {
-    const auto& family = family_of(preset.spec.arch);
+    const SynthTokenizer& family = model_family(preset.spec.arch)->synth_tokenizer();
     std::vector<int32_t> eos;
     for (const auto& t : family.generation_eos)
         eos.push_back(special_token_id(family, preset.n_vocab_bpe, t));

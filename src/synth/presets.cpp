@@ -4,7 +4,7 @@
 
 #include "base/error.h"
 #include "models/model_family.h"
-#include "synth/family.h"
+#include "synth/special_tokens.h"
 #include "synth/synth.h"
 
 namespace anelm {
@@ -40,7 +40,7 @@ SynthPreset make_preset(const ModelFamily& family, const SynthRow& r) {
     if (family.synth_fields) family.synth_fields(r.name, s);
     s.torch_dtype = "bfloat16";
 
-    const auto& tokens = synth::family_of(family.arch);
+    const SynthTokenizer& tokens = family.synth_tokenizer();
     s.bos_token_id = synth::special_token_id(tokens, r.n_vocab_bpe, tokens.config_bos);
     for (const auto& eos : tokens.config_eos)
         s.eos_token_ids.push_back(synth::special_token_id(tokens, r.n_vocab_bpe, eos));
