@@ -1,8 +1,9 @@
 // Everything anelm knows about one model family, in the family's own file
-// (models/<family>.cpp): how its config.json and GGUF metadata read, its
-// tensor names, the tensors it expects, its synth presets' fields and
-// config.json, and its graph. model_families() lists them; the readers, synth
-// and build_program ask it by model_type, GGUF architecture or Arch.
+// (models/<family>.cpp): its name, how its config.json and GGUF metadata read,
+// its tensor names, the tensors it expects, its synth presets (their rows,
+// fields, config.json and tokenizer), and its graph. model_families() lists
+// them; the readers, synth and build_program ask it by model_type, GGUF
+// architecture or Arch.
 #pragma once
 
 #include <optional>
