@@ -21,11 +21,11 @@ double ModelShape::kv_elems(int64_t n_ctx) const {
 
 namespace {
 
-// Gemma 4: heads and MLP widths per layer, no K/V projections or cache on the
-// layers that share another's, and per-layer embeddings: a second table looked
-// up like the first, plus a projection of the embedding and a gate and a
-// projection in every layer.
-void add_gemma4(const ModelSpec& s, ModelShape& m) {
+// Gemma 4's shapes: heads and MLP widths per layer, no K/V projections or
+// cache on the layers that share another's, and per-layer embeddings: a second
+// table looked up like the first, plus a projection of the embedding and a
+// gate and a projection in every layer.
+void add_per_layer_shapes(const ModelSpec& s, ModelShape& m) {
     const double e = double(s.n_embd), pl = double(s.per_layer_dim), kvh = double(s.n_head_kv);
     m.layer_params = s.n_layer * pl * e;  // per_layer_model_projection
     m.embed_params += double(s.per_layer_vocab) * s.n_layer * pl;
@@ -100,7 +100,8 @@ ModelShape shape_from_spec(const ModelSpec& s, std::string name) {
                                    double(s.conv_kernel - 1) * conv);
         m.attn_q_dim_sum = n_attn * q_dim;
     }
-    if (s.arch == Arch::gemma4) add_gemma4(s, m);
+    if (s.global_head_dim > 0 || s.n_kv_shared_layers > 0 || s.per_layer_dim > 0)
+        add_per_layer_shapes(s, m);
     m.big_n_out = std::max({s.n_ff, int64_t(q_dim), s.n_embd});
     m.big_n_in = m.big_n_out == s.n_ff ? s.n_embd : std::max<int64_t>(s.n_embd, int64_t(q_dim));
     return m;

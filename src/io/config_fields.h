@@ -30,6 +30,7 @@ public:
         return it == object_.end() || it->is_null() ? nullptr : &*it;
     }
     bool has(const char* name) const { return object_.contains(name); }
+    const nlohmann::json& object() const { return object_; }
 
     template <typename... Args>
     [[noreturn]] void fail_field(const char* name, fmt::format_string<Args...> what,

@@ -56,8 +56,7 @@ ModelSpec spec_from_header(const std::string& path, const Header& h) {
     if (const std::string problem = header_problem(h); !problem.empty())
         fail("{}: {}", path, problem);
 
-    ModelSpec spec;
-    spec.arch = Arch::llama;
+    ModelSpec spec;  // a Llama, ModelSpec's default arch
     spec.source = path;
     spec.n_embd = h.dim;
     spec.n_layer = h.n_layers;

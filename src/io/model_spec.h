@@ -78,8 +78,6 @@ struct ModelSpec {
     std::vector<int32_t> eos_token_ids;
 };
 
-const char* arch_name(Arch arch);
-
 // Gemma 4's per-layer shapes (every other family: the spec's one size).
 // The head size of layer il: global_head_dim on full-attention layers.
 int64_t layer_head_dim(const ModelSpec& spec, int64_t il);

@@ -1,7 +1,6 @@
 #include <algorithm>
 
 #include "base/error.h"
-#include "models/families.h"
 #include "models/model_family.h"
 
 namespace anelm {
@@ -19,9 +18,9 @@ ir::Program build_program(const ModelSpec& spec, const WeightStore& weights,
         static_cast<int64_t>(std::count(spec.conv_layers.begin(), spec.conv_layers.end(), true));
     const auto n_delta =
         static_cast<int64_t>(std::count(spec.delta_layers.begin(), spec.delta_layers.end(), true));
-    const ModelFamily* family = model_family(spec.arch);
-    if (family && family->add_caches)
-        family->add_caches(spec, n_ctx, program);
+    const ModelFamily& family = *model_family(spec.arch);
+    if (family.add_caches)
+        family.add_caches(spec, n_ctx, program);
     else
         program.states.push_back(
             {"model_model_kv_cache_0",
@@ -48,26 +47,8 @@ ir::Program build_program(const ModelSpec& spec, const WeightStore& weights,
     }
     program.ropes.push_back({rope_inv_freq(spec), spec.rope_style == RopeStyle::interleaved});
 
-    for (const FunctionShape& shape : options.functions) {
-        if (family) {
-            family->build_function(spec, weights, shape, program);
-            continue;
-        }
-        switch (spec.arch) {
-            case Arch::llama:
-            case Arch::qwen2:
-            case Arch::qwen3:
-                build_llama_function(spec, weights, shape, program);
-                break;
-            case Arch::gemma3:
-                build_gemma3_function(spec, weights, shape, program);
-                break;
-            case Arch::lfm2:  // their ModelFamily builds them
-            case Arch::qwen3_5:
-            case Arch::gemma4:
-                break;
-        }
-    }
+    for (const FunctionShape& shape : options.functions)
+        family.build_function(spec, weights, shape, program);
     ir::verify(program);
     return program;
 }

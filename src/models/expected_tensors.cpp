@@ -36,11 +36,7 @@ void add_output(std::vector<ExpectedTensor>& out, const ModelSpec& spec, const c
     if (!spec.tie_word_embeddings) out.push_back({"lm_head.weight", {spec.n_vocab, spec.n_embd}});
 }
 
-namespace {}  // namespace
-
-std::vector<ExpectedTensor> expected_tensors(const ModelSpec& spec) {
-    if (const ModelFamily* family = model_family(spec.arch); family && family->expected_tensors)
-        return family->expected_tensors(spec);
+std::vector<ExpectedTensor> decoder_tensors(const ModelSpec& spec, bool mlp_norms) {
     const int64_t d = spec.n_embd;
     const int64_t q_dim = spec.n_head * spec.head_dim, kv_dim = spec.n_head_kv * spec.head_dim;
     std::vector<ExpectedTensor> out = {{"model.embed_tokens.weight", {spec.n_vocab, d}}};
@@ -56,7 +52,7 @@ std::vector<ExpectedTensor> expected_tensors(const ModelSpec& spec) {
         if (spec.attention_out_bias) out.push_back({p + "self_attn.o_proj.bias", {d}});
         if (spec.qk_norm) add_qk_norms(out, p, spec, "q_norm", "k_norm");
         out.push_back({p + "post_attention_layernorm.weight", {d}});
-        if (spec.arch == Arch::gemma3) {  // norms around the MLP as well
+        if (mlp_norms) {
             out.push_back({p + "pre_feedforward_layernorm.weight", {d}});
             out.push_back({p + "post_feedforward_layernorm.weight", {d}});
         }
@@ -64,6 +60,10 @@ std::vector<ExpectedTensor> expected_tensors(const ModelSpec& spec) {
     }
     add_output(out, spec, "model.norm.weight");
     return out;
+}
+
+std::vector<ExpectedTensor> expected_tensors(const ModelSpec& spec) {
+    return model_family(spec.arch)->expected_tensors(spec);
 }
 
 void check_tensors(const ModelSpec& spec, const WeightStore& store) {

@@ -14,9 +14,14 @@ struct ExpectedTensor {
     std::vector<int64_t> shape;
 };
 
-// Embedding, per-layer attention (with biases and q/k norms as the spec says),
-// MLP and norms, final norm, and lm_head unless the embeddings are tied.
+// The tensors of the spec's family.
 std::vector<ExpectedTensor> expected_tensors(const ModelSpec& spec);
+
+// A Llama-like decoder's: embedding, per-layer attention (with biases and q/k
+// norms as the spec says), norms and MLP, final norm, and lm_head unless the
+// embeddings are tied. `mlp_norms`: norms before and after the MLP as well
+// (Gemma 3).
+std::vector<ExpectedTensor> decoder_tensors(const ModelSpec& spec, bool mlp_norms);
 
 // The parts families share, appended to `out` under the layer's prefix `p`
 // ("model.layers.3."): q, k and v of a layer whose queries take q_rows rows

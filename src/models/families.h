@@ -1,10 +1,12 @@
-// One builder per model family; build_program picks by ModelSpec::arch.
+// The parts the families share: helpers for their graphs, and the Llama layout
+// that Qwen2 and Qwen3 reuse.
 #pragma once
 
 #include <fmt/format.h>
 
 #include <string>
 
+#include "models/expected_tensors.h"
 #include "models/models.h"
 
 namespace anelm {
@@ -46,9 +48,11 @@ ir::ValueId scaled_embedding(ir::Builder& b, const ModelSpec& spec, const Weight
 // table's index, adding it on the first function built.
 int32_t sliding_rope(const ModelSpec& spec, ir::Program& program);
 
+// Llama's layout, which Qwen2 (q/k/v biases) and Qwen3 (q/k norms) share
+// (models/llama.cpp): its graph, expected tensors and GGUF tensor names.
 void build_llama_function(const ModelSpec& spec, const WeightStore& weights,
                           const FunctionShape& shape, ir::Program& program);
-void build_gemma3_function(const ModelSpec& spec, const WeightStore& weights,
-                           const FunctionShape& shape, ir::Program& program);
+std::vector<ExpectedTensor> llama_tensors(const ModelSpec& spec);
+std::string llama_gguf_tensor_name(std::string_view name);
 
 }  // namespace anelm

@@ -12,6 +12,7 @@
 #include "ir/builder.h"
 #include "models/families.h"
 #include "models/model_family.h"
+#include "models/synth_checks.h"
 
 namespace anelm {
 
@@ -254,6 +255,19 @@ json gemma4_config_json(const ModelSpec& s) {
     };
 }
 
+constexpr SynthRow gemma4_presets[] = {
+    SynthRow{"gemma-4-e2b", "google/gemma-4-E2B-it (its text model)", 1536, 35, 8, 1, 256, 6144,
+             262144, 256000, 131072, 1e6, 1e-6, true, 0},
+    SynthRow{"gemma-4-e4b", "google/gemma-4-E4B-it (its text model)", 2560, 42, 8, 2, 256, 10240,
+             262144, 256000, 131072, 1e6, 1e-6, true, 0},
+    SynthRow{"tiny-gemma4", "tiny test model, Gemma 4 layout", 64, 6, 4, 2, 16, 128, 640, 608, 1024,
+             1e6, 1e-6, true, 0},
+};
+
+void gemma4_check_synth(std::string_view preset, const ModelSpec& s) {
+    check_synth_attention(preset, s, {.qk_norm = true, .sliding_layers = true});
+}
+
 constexpr std::string_view model_types[] = {"gemma4", "gemma4_text"};
 constexpr std::string_view hf_classes[] = {"Gemma4ForCausalLM", "Gemma4ForConditionalGeneration"};
 
@@ -419,13 +433,17 @@ void build_gemma4_function(const ModelSpec& spec, const WeightStore& weights,
 
 const ModelFamily gemma4_family = {
     .arch = Arch::gemma4,
+    .name = "gemma4",
     .model_types = model_types,
     .hf_classes = hf_classes,
     .parse_config = parse_gemma4,
     .expected_tensors = gemma4_tensors,
+    .synth_rows = gemma4_presets,
     .synth_fields = gemma4_synth_fields,
+    .check_synth = gemma4_check_synth,
     .config_json = gemma4_config_json,
     .config_pad = true,
+    .synth_tokenizer = gemma3_synth_tokenizer,  // the synthetic tokenizer and turns of Gemma 3
     .add_caches = add_gemma4_caches,
     .build_function = build_gemma4_function,
 };

@@ -1,5 +1,7 @@
 #include "models/gguf_model.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -14,21 +16,15 @@ namespace anelm {
 
 namespace {
 
-// general.architecture of each family; llama.cpp names Qwen3.5 qwen35.
-constexpr std::pair<std::string_view, Arch> gguf_archs[] = {{"llama", Arch::llama},
-                                                            {"qwen2", Arch::qwen2},
-                                                            {"qwen3", Arch::qwen3},
-                                                            {"gemma3", Arch::gemma3}};
-
-Arch parse_arch(const GgufFile& gguf) {
+// The family whose GGUF architecture the file names.
+const ModelFamily& gguf_family(const GgufFile& gguf) {
     const std::string name = gguf.get_string("general.architecture");
-    if (const ModelFamily* family = family_for_gguf(name)) return family->arch;
-    for (const auto& [gguf_name, arch] : gguf_archs)
-        if (name == gguf_name) return arch;
-    fail(
-        "{}: metadata general.architecture is \"{}\"; anelm reads llama, qwen2, qwen3, gemma3, "
-        "lfm2 and qwen35",
-        gguf.path(), name);
+    if (const ModelFamily* family = family_for_gguf(name)) return *family;
+    std::vector<std::string_view> names;
+    for (const ModelFamily* family : model_families())
+        if (!family->gguf_arch.empty()) names.push_back(family->gguf_arch);
+    fail("{}: metadata general.architecture is \"{}\"; anelm reads {} and {}", gguf.path(), name,
+         fmt::join(std::span(names).first(names.size() - 1), ", "), names.back());
 }
 
 void read_rope_scaling(const GgufFile& gguf, const GgufKeys& keys, ModelSpec& spec) {
@@ -56,26 +52,8 @@ void read_rope_scaling(const GgufFile& gguf, const GgufKeys& keys, ModelSpec& sp
     }
 }
 
-void read_gemma3(const GgufFile& gguf, const GgufKeys& keys, ModelSpec& spec) {
-    spec.sliding_window = keys.integer("attention.sliding_window", 0, max_ctx).value_or(0);
-    // Every period-th layer attends globally, the others through the window
-    // (llama.cpp's default period is Gemma 3's 6).
-    const int64_t period =
-        keys.integer("attention.sliding_window_pattern", 1, max_layers).value_or(6);
-    spec.sliding_layers.assign(static_cast<size_t>(spec.n_layer), false);
-    if (spec.sliding_window > 0)
-        for (int64_t i = 0; i < spec.n_layer; ++i) spec.sliding_layers[i] = (i + 1) % period != 0;
-    spec.rope_local_base_freq = keys.positive("rope.freq_base_swa").value_or(10000.0);
-    spec.final_logit_softcapping = keys.positive("final_logit_softcapping").value_or(0.0);
-    spec.attn_logit_softcapping = keys.positive("attn_logit_softcapping").value_or(0.0);
-    // Gemma 3 27B scales queries by hidden size over heads, the others by
-    // head_dim (its config's query_pre_attn_scalar; llama.cpp keys on 62 layers).
-    spec.query_pre_attn_scalar = spec.n_layer == 62 ? static_cast<double>(spec.n_embd / spec.n_head)
-                                                    : static_cast<double>(spec.head_dim);
-}
-
 // The Hugging Face name of a GGUF tensor name, or empty when it has none.
-std::string hf_name(std::string_view name, Arch arch) {
+std::string hf_name(std::string_view name, const ModelFamily& family) {
     static const std::pair<std::string_view, std::string_view> globals[] = {
         {"token_embd.weight", "model.embed_tokens.weight"},
         {"output_norm.weight", "model.norm.weight"},
@@ -83,31 +61,7 @@ std::string hf_name(std::string_view name, Arch arch) {
     };
     for (const auto& [from, to] : globals)
         if (name == from) return std::string(to);
-    if (const ModelFamily* family = model_family(arch); family && family->gguf_tensor_name)
-        return family->gguf_tensor_name(name);
-    const auto layer = split_gguf_layer_name(name);
-    if (!layer) return {};
-
-    static const std::pair<std::string_view, std::string_view> common[] = {
-        {"attn_norm", "input_layernorm"},    {"attn_q", "self_attn.q_proj"},
-        {"attn_k", "self_attn.k_proj"},      {"attn_v", "self_attn.v_proj"},
-        {"attn_output", "self_attn.o_proj"}, {"attn_q_norm", "self_attn.q_norm"},
-        {"attn_k_norm", "self_attn.k_norm"}, {"ffn_gate", "mlp.gate_proj"},
-        {"ffn_up", "mlp.up_proj"},           {"ffn_down", "mlp.down_proj"},
-    };
-    // Gemma's ffn_norm is the norm before the MLP; Llama's and Qwen's is the
-    // only norm there, which Hugging Face calls post_attention_layernorm.
-    static const std::pair<std::string_view, std::string_view> gemma[] = {
-        {"post_attention_norm", "post_attention_layernorm"},
-        {"ffn_norm", "pre_feedforward_layernorm"},
-        {"post_ffw_norm", "post_feedforward_layernorm"},
-    };
-    static const std::pair<std::string_view, std::string_view> others[] = {
-        {"ffn_norm", "post_attention_layernorm"},
-    };
-    if (std::string n = hf_layer_name(*layer, common); !n.empty()) return n;
-    using Names = std::span<const std::pair<std::string_view, std::string_view>>;
-    return hf_layer_name(*layer, arch == Arch::gemma3 ? Names(gemma) : Names(others));
+    return family.gguf_tensor_name ? family.gguf_tensor_name(name) : std::string();
 }
 
 // A copy of t's values as f32, dequantized as ggml defines its type.
@@ -144,8 +98,7 @@ std::optional<GgufLayerName> split_gguf_layer_name(std::string_view name) {
     return n;
 }
 
-std::string hf_layer_name(const GgufLayerName& name,
-                          std::span<const std::pair<std::string_view, std::string_view>> table) {
+std::string hf_layer_name(const GgufLayerName& name, GgufNames table) {
     if (name.suffix.empty()) return {};
     for (const auto& [from, to] : table)
         if (name.part == from)
@@ -153,18 +106,32 @@ std::string hf_layer_name(const GgufLayerName& name,
     return {};
 }
 
+std::string decoder_gguf_tensor_name(std::string_view name, GgufNames norms) {
+    static const std::pair<std::string_view, std::string_view> common[] = {
+        {"attn_norm", "input_layernorm"},    {"attn_q", "self_attn.q_proj"},
+        {"attn_k", "self_attn.k_proj"},      {"attn_v", "self_attn.v_proj"},
+        {"attn_output", "self_attn.o_proj"}, {"attn_q_norm", "self_attn.q_norm"},
+        {"attn_k_norm", "self_attn.k_norm"}, {"ffn_gate", "mlp.gate_proj"},
+        {"ffn_up", "mlp.up_proj"},           {"ffn_down", "mlp.down_proj"},
+    };
+    const auto layer = split_gguf_layer_name(name);
+    if (!layer) return {};
+    if (std::string n = hf_layer_name(*layer, common); !n.empty()) return n;
+    return hf_layer_name(*layer, norms);
+}
+
 ModelSpec gguf_model_spec(const GgufFile& gguf) {
     ModelSpec spec;
     spec.source = gguf.path();
-    spec.arch = parse_arch(gguf);
+    const ModelFamily& family = gguf_family(gguf);
+    spec.arch = family.arch;
     const GgufKeys keys(gguf, gguf.get_string("general.architecture"));
     spec.n_embd = keys.required("embedding_length", 1, max_dim);
     spec.n_layer = keys.required("block_count", 1, max_layers);
     spec.n_head = keys.required("attention.head_count", 1, max_dim);
-    const ModelFamily* family = model_family(spec.arch);
     spec.n_head_kv =
-        family && family->gguf_kv_heads
-            ? family->gguf_kv_heads(gguf, keys, spec)
+        family.gguf_kv_heads
+            ? family.gguf_kv_heads(gguf, keys, spec)
             : keys.integer("attention.head_count_kv", 1, spec.n_head).value_or(spec.n_head);
     if (spec.n_head % spec.n_head_kv != 0)
         fail("{}: metadata {} is {}, which does not divide the {} heads", gguf.path(),
@@ -176,7 +143,7 @@ ModelSpec gguf_model_spec(const GgufFile& gguf) {
              keys.name("attention.value_length"), *v, spec.head_dim);
     if (const auto rot = keys.integer("rope.dimension_count", 1, max_dim);
         rot && *rot != spec.head_dim) {
-        if (!family || !family->partial_rotation || *rot % 2 != 0 || *rot > spec.head_dim)
+        if (!family.partial_rotation || *rot % 2 != 0 || *rot > spec.head_dim)
             fail("{}: metadata {} is {}: rotating part of a head ({} dims) is not supported",
                  gguf.path(), keys.name("rope.dimension_count"), *rot, spec.head_dim);
         spec.rope_dims = *rot;  // Qwen3.5's partial rotation
@@ -187,9 +154,7 @@ ModelSpec gguf_model_spec(const GgufFile& gguf) {
     spec.n_ctx_train = keys.required("context_length", 1, max_ctx);
     spec.rope_theta = keys.positive("rope.freq_base").value_or(10000.0);
     spec.rms_norm_eps = keys.positive("attention.layer_norm_rms_epsilon").value_or(1e-6);
-    // llama.cpp's converter interleaves each head's q and k rows for Llama only
-    // (its NORM rope); Qwen and Gemma keep rotate-half order (NEOX rope).
-    spec.rope_style = spec.arch == Arch::llama ? RopeStyle::interleaved : RopeStyle::rotate_half;
+    spec.rope_style = family.gguf_rope;
 
     const GgufTensor* embed = gguf.find_tensor("token_embd.weight");
     if (!embed || embed->shape.size() != 2)
@@ -200,8 +165,7 @@ ModelSpec gguf_model_spec(const GgufFile& gguf) {
     spec.attention_out_bias = gguf.find_tensor("blk.0.attn_output.bias") != nullptr;
     spec.qk_norm = gguf.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
     read_rope_scaling(gguf, keys, spec);
-    if (spec.arch == Arch::gemma3) read_gemma3(gguf, keys, spec);
-    if (family && family->read_gguf) family->read_gguf(gguf, keys, spec);
+    if (family.read_gguf) family.read_gguf(gguf, keys, spec);
 
     if (const auto bos = gguf.find_int("tokenizer.ggml.bos_token_id"))
         spec.bos_token_id = static_cast<int32_t>(*bos);
@@ -217,11 +181,11 @@ ModelSpec gguf_model_spec(const GgufFile& gguf) {
 }
 
 void load_gguf_weights(const GgufFile& gguf, const ModelSpec& spec, WeightStore& store) {
-    const ModelFamily* family = model_family(spec.arch);
+    const ModelFamily& family = *model_family(spec.arch);
     store.keep_alive(gguf.file());
     for (const GgufTensor& t : gguf.tensors()) {
         if (t.name == "rope_freqs.weight") continue;  // in the spec's rope scaling
-        const std::string name = hf_name(t.name, spec.arch);
+        const std::string name = hf_name(t.name, family);
         if (name.empty())
             fail("{}: tensor {} is not part of a {} model as anelm reads it", gguf.path(), t.name,
                  arch_name(spec.arch));
@@ -240,8 +204,7 @@ void load_gguf_weights(const GgufFile& gguf, const ModelSpec& spec, WeightStore&
         // Gemma's and Qwen3.5's RMSNorms multiply by 1 + weight; the file holds the sum
         // (but for the plain gain of Qwen3.5's gated norm). Qwen3.5's A_log is stored
         // as -exp(A_log).
-        const bool offset_norm = (spec.arch == Arch::gemma3 && name.ends_with("norm.weight")) ||
-                                 (family && family->offset_norm && family->offset_norm(name));
+        const bool offset_norm = family.offset_norm && family.offset_norm(name);
         const bool a_log = name.ends_with("linear_attn.A_log");
         const bool transformed = offset_norm || a_log;
         if (!transformed &&

@@ -1,4 +1,4 @@
-// A GGUF model (architectures llama, qwen2, qwen3, gemma3) as a ModelSpec and
+// A GGUF model (a family's general.architecture) as a ModelSpec and
 // weights under Hugging Face's names, so everything downstream reads it as it
 // reads a Hugging Face folder.
 #pragma once

@@ -1,5 +1,5 @@
-// Hugging Face config.json and generation_config.json -> ModelSpec, for
-// model_type llama, qwen2, qwen3, gemma3_text and gemma3 (its text_config), with the
+// Hugging Face config.json and generation_config.json -> ModelSpec, for the
+// model types of the families in models/model_families.cpp, with the
 // architectures list as a fallback.
 #pragma once
 
@@ -10,9 +10,8 @@
 
 namespace anelm {
 
-// Parses config.json text; `path` names it in errors ("PATH: field NAME: ...").
-// Defaults follow transformers' config classes where they derive from other
-// fields; fields whose transformers default is an arbitrary constant are required.
+// Parses config.json text as its family reads it; `path` names it in errors
+// ("PATH: field NAME: ...").
 ModelSpec parse_hf_config(std::string_view text, const std::string& path);
 ModelSpec load_hf_config(const std::string& path);
 

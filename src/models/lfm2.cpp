@@ -6,6 +6,7 @@
 #include "ir/builder.h"
 #include "models/families.h"
 #include "models/model_family.h"
+#include "models/synth_checks.h"
 
 namespace anelm {
 
@@ -185,6 +186,7 @@ void lfm2_synth_fields(std::string_view name, ModelSpec& s) {
 }
 
 void lfm2_check_synth(std::string_view name, const ModelSpec& s) {
+    check_synth_attention(name, s, {.qk_norm = true});
     if (static_cast<int64_t>(s.conv_layers.size()) != s.n_layer || s.conv_kernel < 1 ||
         s.head_dim * s.n_head != s.n_embd)
         fail(
@@ -220,6 +222,45 @@ json lfm2_config_json(const ModelSpec& s) {
         {"use_cache", true},
         {"vocab_size", s.n_vocab},
     };
+}
+
+constexpr SynthRow lfm2_presets[] = {
+    SynthRow{"lfm2.5-350m", "LiquidAI/LFM2.5-350M", 1024, 16, 16, 8, 64, 4608, 65536, 65000, 128000,
+             1e6, 1e-5, true, 0},
+    SynthRow{"lfm2-1.2b", "LiquidAI/LFM2-1.2B", 2048, 16, 32, 8, 64, 8192, 65536, 65000, 128000,
+             1e6, 1e-5, true, 0},
+    SynthRow{"tiny-lfm2", "tiny test model, LFM2 layout", 64, 4, 4, 2, 16, 128, 640, 608, 1024, 1e6,
+             1e-5, true, 0},
+};
+
+// LFM2: ChatML turns after a start-of-text token.
+constexpr std::string_view lfm2_template =
+    R"({{ bos_token }}{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %})";
+
+const SynthTokenizer& lfm2_synth_tokenizer() {
+    static const SynthTokenizer tokenizer = [] {
+        SynthTokenizer t;
+        t.specials = {{"<|pad|>"},          {"<|startoftext|>"}, {"<|endoftext|>"},
+                      {"<|fim_pre|>"},      {"<|fim_mid|>"},     {"<|fim_suf|>"},
+                      {"<|im_start|>"},     {"<|im_end|>"},      {"<|tool_list_start|>"},
+                      {"<|tool_list_end|>"}};
+        t.split_regex = llama3_split;
+        t.add_bos = true;
+        t.ignore_merges = true;  // as llama.cpp's lfm2 pre-tokenizer
+        t.config_bos = "<|startoftext|>";
+        t.bos = "<|startoftext|>";
+        t.eos = "<|im_end|>";
+        t.pad = "<|pad|>";
+        t.config_eos = {"<|im_end|>"};
+        t.generation_eos = t.config_eos;
+        t.chat_template = lfm2_template;
+        t.tokenizer_class = "PreTrainedTokenizerFast";
+        t.temperature = 0.3;
+        t.top_k = 50;
+        t.repetition_penalty = 1.05;
+        return t;
+    }();
+    return tokenizer;
 }
 
 constexpr std::string_view model_types[] = {"lfm2"};
@@ -291,6 +332,7 @@ void build_lfm2_function(const ModelSpec& spec, const WeightStore& weights,
 
 const ModelFamily lfm2_family = {
     .arch = Arch::lfm2,
+    .name = "lfm2",
     .model_types = model_types,
     .hf_classes = hf_classes,
     .gguf_arch = "lfm2",
@@ -299,9 +341,11 @@ const ModelFamily lfm2_family = {
     .read_gguf = lfm2_read_gguf,
     .gguf_tensor_name = lfm2_gguf_tensor_name,
     .expected_tensors = lfm2_tensors,
+    .synth_rows = lfm2_presets,
     .synth_fields = lfm2_synth_fields,
     .check_synth = lfm2_check_synth,
     .config_json = lfm2_config_json,
+    .synth_tokenizer = lfm2_synth_tokenizer,
     .build_function = build_lfm2_function,
 };
 

@@ -8,7 +8,10 @@ namespace {
 
 // An explicit list: a family that registered itself from its own file would be
 // dropped by the linker, nothing else referring to it.
-constexpr const ModelFamily* families[] = {&lfm2_family, &qwen3_5_family, &gemma4_family};
+// Their order is the order of the lists in messages.
+constexpr const ModelFamily* families[] = {&llama_family,  &qwen2_family, &qwen3_family,
+                                           &gemma3_family, &lfm2_family,  &qwen3_5_family,
+                                           &gemma4_family};
 
 template <typename Names>
 const ModelFamily* find_family(std::string_view name, Names ModelFamily::*names) {
@@ -27,6 +30,11 @@ const ModelFamily* model_family(Arch arch) {
     for (const ModelFamily* f : families)
         if (f->arch == arch) return f;
     return nullptr;
+}
+
+const char* arch_name(Arch arch) {
+    const ModelFamily* family = model_family(arch);
+    return family ? family->name : "?";
 }
 
 const ModelFamily* family_for_model_type(std::string_view model_type) {

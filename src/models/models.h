@@ -21,6 +21,9 @@ struct ProgramOptions {
     std::vector<FunctionShape> functions{{"prefill", 512, false}, {"decode", 1, false}};
 };
 
+// The name of an arch's family: llama, qwen2, qwen3, gemma3, lfm2, qwen3_5, gemma4.
+const char* arch_name(Arch arch);
+
 ir::Program build_program(const ModelSpec& spec, const WeightStore& weights,
                           const ProgramOptions& options);
 

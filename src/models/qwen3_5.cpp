@@ -8,6 +8,7 @@
 #include "ir/builder.h"
 #include "models/families.h"
 #include "models/model_family.h"
+#include "models/synth_checks.h"
 
 namespace anelm {
 
@@ -255,6 +256,19 @@ json qwen3_5_config_json(const ModelSpec& s) {
     };
 }
 
+constexpr SynthRow qwen3_5_presets[] = {
+    SynthRow{"qwen3.5-0.8b", "Qwen/Qwen3.5-0.8B (its text model)", 1024, 24, 8, 2, 256, 3584,
+             248320, 248044, 262144, 1e7, 1e-6, true, 0},
+    SynthRow{"qwen3.5-2b", "Qwen/Qwen3.5-2B (its text model)", 2048, 24, 8, 2, 256, 6144, 248320,
+             248044, 262144, 1e7, 1e-6, true, 0},
+    SynthRow{"tiny-qwen3.5", "tiny test model, Qwen3.5 layout", 64, 4, 4, 2, 16, 128, 640, 608,
+             1024, 1e7, 1e-6, true, 0},
+};
+
+void qwen3_5_check_synth(std::string_view preset, const ModelSpec& s) {
+    check_synth_attention(preset, s, {.qk_norm = true});
+}
+
 constexpr std::string_view model_types[] = {"qwen3_5", "qwen3_5_text"};
 constexpr std::string_view hf_classes[] = {"Qwen3_5ForCausalLM", "Qwen3_5ForConditionalGeneration"};
 
@@ -351,6 +365,7 @@ void build_qwen3_5_function(const ModelSpec& spec, const WeightStore& weights,
 
 const ModelFamily qwen3_5_family = {
     .arch = Arch::qwen3_5,
+    .name = "qwen3_5",
     .model_types = model_types,
     .hf_classes = hf_classes,
     .gguf_arch = "qwen35",  // llama.cpp's name
@@ -360,8 +375,11 @@ const ModelFamily qwen3_5_family = {
     .gguf_tensor_name = qwen3_5_gguf_tensor_name,
     .offset_norm = qwen3_5_offset_norm,
     .expected_tensors = qwen3_5_tensors,
+    .synth_rows = qwen3_5_presets,
     .synth_fields = qwen3_5_synth_fields,
+    .check_synth = qwen3_5_check_synth,
     .config_json = qwen3_5_config_json,
+    .synth_tokenizer = qwen3_synth_tokenizer,
     .build_function = build_qwen3_5_function,
 };
 

@@ -34,9 +34,8 @@ bool is_norm(const std::string& name) {
 
 // Gains stored as offsets from one (Gemma's, most of Qwen3.5's) start at zero.
 float norm_init(Arch arch, const std::string& name) {
-    if (arch == Arch::gemma3) return 0.0f;
-    const ModelFamily* family = model_family(arch);
-    return family && family->offset_norm && family->offset_norm(name) ? 0.0f : 1.0f;
+    const ModelFamily& family = *model_family(arch);
+    return family.offset_norm && family.offset_norm(name) ? 0.0f : 1.0f;
 }
 
 // Gemma 4's per-layer output scalar: not one, so a forward pass that skips it

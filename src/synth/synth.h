@@ -26,7 +26,8 @@ struct SynthOptions {
     int n_threads = 0;   // 0: one per physical core; the output does not depend on it
 };
 
-// Names of the presets, real models first, then the tiny ones for tests.
+// Names of the presets, family by family in the registry's order
+// (models/model_families.cpp), each family's real models before its tiny one.
 std::vector<std::string> synth_presets();
 
 // A preset by name, to write as is or to change (layers, sizes) first.

@@ -6,9 +6,10 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "models/model_family.h"
 #include "synth/byte_bpe.h"
-#include "synth/family.h"
 #include "synth/hf_json.h"
+#include "synth/special_tokens.h"
 
 namespace anelm::synth {
 
@@ -38,7 +39,7 @@ ordered_json byte_level(bool add_prefix_space, bool trim_offsets, bool use_regex
             {"use_regex", use_regex}};
 }
 
-ordered_json post_processor(const Family& family, int32_t bos_id) {
+ordered_json post_processor(const SynthTokenizer& family, int32_t bos_id) {
     if (!family.add_bos) return byte_level(false, false, false);
     auto special = [&](int type_id) {
         return ordered_json{{"SpecialToken", {{"id", family.bos}, {"type_id", type_id}}}};
@@ -71,7 +72,7 @@ std::string vocab_text(const std::vector<std::string>& vocab, const std::string&
 }  // namespace
 
 std::string tokenizer_json(const SynthPreset& preset) {
-    const Family& family = family_of(preset.spec.arch);
+    const SynthTokenizer& family = model_family(preset.spec.arch)->synth_tokenizer();
     const int64_t n_bpe = preset.n_vocab_bpe;
     const BpeMerges bpe = learn_merges(builtin_corpus(), static_cast<size_t>(n_bpe - 256));
 
@@ -127,7 +128,7 @@ std::string tokenizer_json(const SynthPreset& preset) {
 }
 
 std::string tokenizer_config_json(const SynthPreset& preset) {
-    const Family& family = family_of(preset.spec.arch);
+    const SynthTokenizer& family = model_family(preset.spec.arch)->synth_tokenizer();
     const int64_t n_bpe = preset.n_vocab_bpe;
     json decoder = json::object();
     json additional = json::array();

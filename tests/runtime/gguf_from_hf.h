@@ -17,6 +17,7 @@
 #include "io/gguf_test_writer.h"
 #include "io/tensor_values.h"
 #include "models/model_loader.h"
+#include "models/models.h"
 #include "tokenizer/gguf_vocab_writer.h"
 
 namespace anelm::test {

@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "base/half.h"
 #include "models/model_loader.h"
+#include "models/models.h"
 #include "test_support.h"
 
 namespace anelm {

@@ -12,6 +12,7 @@
 #include "io/model_format.h"
 #include "models/gguf_model.h"
 #include "models/model_loader.h"
+#include "models/models.h"
 
 namespace anelm::cli {
 namespace {

@@ -9,6 +9,7 @@
 #include "base/format_count.h"
 #include "command.h"
 #include "flag_checks.h"
+#include "models/models.h"
 #include "synth/synth.h"
 
 namespace anelm::cli {

@@ -1,26 +1,23 @@
-// What differs between model families in the files around the weights: special
-// tokens and where they sit, the pre-tokenizer split, the chat template, the
-// end-of-sequence tokens and the suggested sampling settings.
+// What differs between families in the files a synth preset writes around its
+// weights: special tokens and where they sit, the pre-tokenizer split, the chat
+// template, the end-of-sequence tokens and the suggested sampling settings.
 #pragma once
 
-#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "io/model_spec.h"
+namespace anelm {
 
-namespace anelm::synth {
-
-struct SpecialToken {
-    std::string content;  // empty: a reserved slot, named by reserved_token_name()
+struct SynthSpecialToken {
+    std::string content;  // empty: a reserved slot, named by the writer
     bool special = true;
 };
 
-struct Family {
+struct SynthTokenizer {
     // The family's tokens at ids n_vocab_bpe, n_vocab_bpe + 1, ...; every later id
     // up to n_vocab is a reserved special token.
-    std::vector<SpecialToken> specials;
+    std::vector<SynthSpecialToken> specials;
     std::string split_regex;                  // the Split pre-tokenizer's pattern
     bool nfc = false;                         // NFC normaliser
     bool add_bos = false;                     // the post-processor prepends bos
@@ -40,12 +37,15 @@ struct Family {
     double repetition_penalty = 1.0;
 };
 
-const Family& family_of(Arch arch);
+// The Llama 3 tokenizer's split pattern, which Gemma's and LFM2's synthetic
+// tokenizers use too. Qwen2's differs in how many digits make one piece.
+inline constexpr std::string_view llama3_split =
+    R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
 
-// The content of every special id, n_vocab_bpe .. n_vocab - 1, in order.
-std::vector<SpecialToken> special_tokens(const Family& family, int64_t count);
+// The tokenizers other families build on or reuse: Qwen2.5's (Qwen3's adds to
+// it), Qwen3's (Qwen3.5) and Gemma 3's (Gemma 4).
+const SynthTokenizer& qwen2_synth_tokenizer();
+const SynthTokenizer& qwen3_synth_tokenizer();
+const SynthTokenizer& gemma3_synth_tokenizer();
 
-// The id of a family token, for a vocabulary whose BPE part has n_vocab_bpe ids.
-int32_t special_token_id(const Family& family, int64_t n_vocab_bpe, std::string_view content);
-
-}  // namespace anelm::synth
+}  // namespace anelm
