@@ -102,22 +102,26 @@ TEST(Calibration, RefusesFilesThatAreNotTextEnoughForAWindow) {
               std::string::npos);
 }
 
+constexpr int64_t quality_window = 128;
+
 // KL from the f32 model on stories calibration did not see: 3K tokens, enough
 // that the result reflects the method rather than which stories were drawn.
 double held_out_kl(const LoadedModel& m, const Tokenizer& tokenizer, const std::string& quant,
                    std::shared_ptr<const quant::ModelCalibration> calib) {
     SessionOptions so;
-    so.n_ctx = 64;
-    so.prefill_batch = 64;
+    so.n_ctx = quality_window;
+    so.prefill_batch = quality_window;
     so.threads = 2;
     so.all_logits = true;
     Session base(m.spec, m.weights, so);
     so.quant = quant::parse_quant_spec(quant);
     so.calibration = std::move(calib);
     Session quantized(m.spec, m.weights, so);
-    const auto tokens = tokenizer.encode(read_text_file((texts / "lily_wanted_to.txt").string()), true);
+    const auto tokens =
+        tokenizer.encode(read_text_file((texts / "samples_heldout.txt").string()), true);
     PerplexityOptions po;
-    po.n_ctx = 64;
+    po.n_ctx = quality_window;
+    po.n_chunks = 24;
     po.bos_id = tokenizer.bos_id();
     return perplexity(quantized, &base, tokens, po).kl_mean;
 }
@@ -125,14 +129,13 @@ double held_out_kl(const LoadedModel& m, const Tokenizer& tokenizer, const std::
 TEST(Calibration, GptqCodesLowerTheKlOfRealWeightsOnUnseenText) {
     const LoadedModel m = load_model((stories / "stories260K.bin").string());
     const auto tokenizer = load_tokenizer((stories / "tok512.bin").string());
-    std::vector<std::vector<int32_t>> windows;
-    for (const char* name : {"once_upon_a_time.txt", "the_little_dog.txt"})
-        for (auto& w : calibration_windows((texts / name).string(), *tokenizer, 64))
-            windows.push_back(std::move(w));
+    const auto windows = calibration_windows((texts / "calibration.txt").string(), *tokenizer,
+                                             quality_window, 4096);
     const auto gptq = calibrate(m.spec, m.weights, windows, quant::CalibMethod::gptq, 2);
-    // Two short stories are little data: the gain is smaller than with a real
-    // calibration text (docs/quantization.md), and largest at the fewest bits.
-    for (const auto& [spec, ratio] : {std::pair{"ffn=3:8,head=6:8", 0.85}, {"ffn=4:8,head=6:8", 0.95}}) {
+    // Measured: 0.71, 0.80 and 0.86 of plain k-means's KL.
+    for (const auto& [spec, ratio] : {std::pair{"ffn=3:8,head=6:8", 0.8},
+                                      {"ffn=4:8,head=6:8", 0.9},
+                                      {"ffn=2:8,head=6:8", 0.95}}) {
         const double plain = held_out_kl(m, *tokenizer, spec, nullptr);
         const double calibrated = held_out_kl(m, *tokenizer, spec, gptq);
         EXPECT_LT(calibrated, ratio * plain) << spec << ": plain " << plain << ", gptq " << calibrated;
