@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/half.h"
+#include "kernels/kernels.h"
 #include "quant/weight_rows.h"
 
 namespace anelm::quant {
@@ -81,6 +82,45 @@ QuantError stand_in_error(const TensorView& w, ThreadPool& pool,
                           const std::function<void(int64_t o, float* out)>& row) {
     return compare_rows(w, matrix_shape(w), pool,
                         [&](int64_t o, const float*, float* out) { row(o, out); });
+}
+
+}  // namespace anelm::quant
+
+namespace anelm::quant {
+
+double output_error(const TensorView& w, const QuantizedMatrix& q, const InputStats& stats,
+                    ThreadPool& pool) {
+    const MatrixShape shape = matrix_shape(w);
+    const int64_t n_in = shape.n_in;
+    if (stats.n_in != n_in)
+        fail("output error: statistics of {} inputs for a weight of {}", stats.n_in, n_in);
+    // Rows in slices, so a tall matrix (an LM head) needs no copy of itself.
+    constexpr int64_t slice = 2048;
+    std::vector<float> d, dh, decoded(static_cast<size_t>(n_in));
+    double total = 0;
+    for (int64_t o0 = 0; o0 < shape.n_out; o0 += slice) {
+        const int64_t rows = std::min(slice, shape.n_out - o0);
+        d.resize(static_cast<size_t>(rows * n_in));
+        for (int64_t r = 0; r < rows; ++r) {
+            float* row = d.data() + r * n_in;
+            read_row(w, shape, o0 + r, row);
+            q.decode_row(o0 + r, decoded.data());
+            for (int64_t i = 0; i < n_in; ++i) row[i] -= decoded[static_cast<size_t>(i)];
+        }
+        if (stats.has_gram()) {
+            dh.resize(d.size());
+            kernels::matmul_cached({DType::f32, stats.gram.data(), n_in, n_in}, d.data(), rows,
+                                   dh.data(), pool);
+            for (size_t k = 0; k < d.size(); ++k) total += static_cast<double>(d[k]) * dh[k];
+        } else {
+            for (int64_t r = 0; r < rows; ++r)
+                for (int64_t i = 0; i < n_in; ++i) {
+                    const double v = d[static_cast<size_t>(r * n_in + i)];
+                    total += v * v * stats.diag[static_cast<size_t>(i)];
+                }
+        }
+    }
+    return total;
 }
 
 }  // namespace anelm::quant

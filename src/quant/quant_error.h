@@ -5,6 +5,7 @@
 
 #include "base/tensor.h"
 #include "base/thread_pool.h"
+#include "quant/input_stats.h"
 #include "quant/quantized_matrix.h"
 
 namespace anelm::quant {
@@ -31,5 +32,11 @@ QuantError half_rounding_error(const TensorView& w, ThreadPool& pool);
 // (a file's copy read back, say); called from several threads at once.
 QuantError stand_in_error(const TensorView& w, ThreadPool& pool,
                           const std::function<void(int64_t o, float* out)>& row);
+
+// What the quantization changes in the layer's outputs on the calibration
+// inputs: sum over rows o of (w_o - q_o) XᵀX (w_o - q_o)ᵀ, with the full Gram
+// matrix where the statistics hold it, else its diagonal.
+double output_error(const TensorView& w, const QuantizedMatrix& q, const InputStats& stats,
+                    ThreadPool& pool);
 
 }  // namespace anelm::quant

@@ -103,6 +103,12 @@ const QuantChoice& QuantSpec::choice(Component c) const {
     return c == Component::embed ? embed : c == Component::ffn ? ffn : head;
 }
 
+QuantChoice QuantSpec::choice_for_weight(Component c, const std::string& name,
+                                         int64_t numel) const {
+    const auto it = per_weight.find(name);
+    return it != per_weight.end() ? it->second : choice_for(c, numel);
+}
+
 QuantChoice QuantSpec::choice_for(Component c, int64_t numel) const {
     return numel < min_elements ? none_choice : choice(c);
 }
@@ -197,6 +203,24 @@ std::optional<Component> tensor_component(std::string_view name) {
     if (name == "lm_head.weight") return Component::head;
     if (name.starts_with("model.layers.") && name.ends_with(".weight")) return Component::ffn;
     return std::nullopt;
+}
+
+double stored_bits(const QuantChoice& choice, int64_t n_out, int64_t n_in) {
+    const auto numel = static_cast<double>(n_out * n_in);
+    switch (choice.method) {
+        case QuantMethod::none:
+            return 16 * numel;
+        case QuantMethod::lut: {
+            const int64_t rows = choice.group_size > 0 ? choice.group_size : std::max<int64_t>(n_out, 1);
+            const int64_t tables = (n_out + rows - 1) / rows;
+            return numel * choice.nbits + static_cast<double>(tables) * (1 << choice.nbits) * 16;
+        }
+        case QuantMethod::int8:
+            return numel * 8 + static_cast<double>(n_out) * 16;
+        case QuantMethod::int4:
+            return numel * 4 + static_cast<double>(n_out) * 16;
+    }
+    return 16 * numel;
 }
 
 }  // namespace anelm::quant

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -52,13 +53,23 @@ struct QuantSpec {
     // their values (the ane precision, the Core ML writer). Not part of the
     // text form either.
     bool run_blocks = true;
+    // Choices for single weights, by the weight's name in the program (a tied
+    // LM head split off from its embedding: "<name>:head"), over the
+    // component's: a recipe --quant auto chose. Not part of the text form.
+    std::map<std::string, QuantChoice> per_weight;
 
     const QuantChoice& choice(Component c) const;
     // The choice for a weight of numel elements: none below min_elements.
     QuantChoice choice_for(Component c, int64_t numel) const;
+    // per_weight's choice for the weight named `name`, else choice_for.
+    QuantChoice choice_for_weight(Component c, const std::string& name, int64_t numel) const;
     // A spec text that parses back to this spec.
     std::string to_string() const;
 };
+
+// The bits a weight [n_out, n_in] takes stored as `choice`: codes, tables
+// (f16 entries, a table per group of rows) and scales; 16 per weight for none.
+double stored_bits(const QuantChoice& choice, int64_t n_out, int64_t n_in);
 
 // Throws Error "quant spec: PART: what was expected" naming the bad part.
 QuantSpec parse_quant_spec(std::string_view text);

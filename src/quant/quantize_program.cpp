@@ -35,17 +35,9 @@ void dequantize_in_place(ir::Weight& w) {
     w.storage = std::move(values);
 }
 
-struct Job {
-    ir::WeightId weight;
-    QuantChoice choice;
-    bool linear = false;  // read by a linear node (calibration sees its inputs)
-};
-
 }  // namespace
 
-void quantize_program(ir::Program& program, const QuantSpec& spec, ThreadPool& pool,
-                      const ProgressFn& progress, uint64_t seed,
-                      const ModelCalibration* calibration) {
+std::vector<WeightJob> quantization_jobs(ir::Program& program, const QuantSpec& spec) {
     // The components each weight is read as, in order of first use.
     std::map<ir::WeightId, std::vector<Component>> uses;
     for (const ir::Function& fn : program.functions)
@@ -55,17 +47,20 @@ void quantize_program(ir::Program& program, const QuantSpec& spec, ThreadPool& p
                 if (std::find(cs.begin(), cs.end(), *c) == cs.end()) cs.push_back(*c);
             }
 
-    const auto choice_of = [&](ir::WeightId id, Component c) {
+    const auto choice_of = [&](ir::WeightId id, Component c, const std::string& name) {
         const TensorView& w = program.weights[id].view;
         if (w.shape.size() != 2) return QuantChoice{};
-        return spec.choice_for(c, w.numel());
+        return spec.choice_for_weight(c, name, w.numel());
     };
-    std::vector<Job> jobs;
+    std::vector<WeightJob> jobs;
     for (const auto& [id, components] : uses) {
-        jobs.push_back({id, choice_of(id, components[0]), components[0] != Component::embed});
+        const std::string name = program.weights[id].name;
+        jobs.push_back({id, components[0], choice_of(id, components[0], name),
+                        components[0] != Component::embed});
         const size_t first = jobs.size() - 1;
         for (size_t k = 1; k < components.size(); ++k) {
-            const QuantChoice choice = choice_of(id, components[k]);
+            const std::string split_name = name + ":" + component_name(components[k]);
+            const QuantChoice choice = choice_of(id, components[k], split_name);
             if (choice == jobs[first].choice) {
                 jobs[first].linear = true;  // the same bytes serve a linear node too
                 continue;
@@ -74,22 +69,22 @@ void quantize_program(ir::Program& program, const QuantSpec& spec, ThreadPool& p
             const auto split = static_cast<ir::WeightId>(program.weights.size());
             // A copy keeps the bytes a pass may have rewritten the view into alive.
             ir::Weight own = program.weights[id];
-            own.name += std::string(":") + component_name(components[k]);
+            own.name = split_name;
             own.quantized = nullptr;
             program.weights.push_back(std::move(own));
             for (ir::Function& fn : program.functions)
                 for (ir::Node& node : fn.nodes)
                     if (node.weight == id && node_component(program, node) == components[k])
                         node.weight = split;
-            jobs.push_back({split, choice, true});
+            jobs.push_back({split, components[k], choice, true});
         }
     }
-    std::erase_if(jobs, [](const Job& j) { return j.choice.method == QuantMethod::none; });
+    std::erase_if(jobs, [](const WeightJob& j) { return j.choice.method == QuantMethod::none; });
     // A GGUF's blocks the spec leaves alone are multiplied as they are stored.
     for (ir::Weight& w : program.weights) {
         if (!spec.run_blocks || w.view.dtype != DType::blocks) continue;
         if (std::any_of(jobs.begin(), jobs.end(),
-                        [&](const Job& j) { return &program.weights[j.weight] == &w; }))
+                        [&](const WeightJob& j) { return &program.weights[j.weight] == &w; }))
             continue;
         if (kernels::block_type_supported(w.view.block_type)) {
             w.quantized = std::make_shared<const QuantizedMatrix>(blocks_matrix(w.view));
@@ -98,22 +93,34 @@ void quantize_program(ir::Program& program, const QuantSpec& spec, ThreadPool& p
         }
     }
 
+    return jobs;
+}
+
+void quantize_job(ir::Program& program, const WeightJob& job, ThreadPool& pool, uint64_t seed,
+                  const ModelCalibration* calibration, GramFactorCache* factors, bool int8_dot) {
+    ir::Weight& w = program.weights[job.weight];
+    try {
+        Calibration calib;
+        if (calibration && job.linear) calib = {calibration->find(w.name), calibration->method, factors};
+        QuantizedMatrix q = quantize_matrix(w.view, job.choice, pool, seed, {}, calib);
+        if (int8_dot) q.use_int8_dot();
+        w.quantized = std::make_shared<const QuantizedMatrix>(std::move(q));
+    } catch (const Error& e) {
+        fail("{}: {}", w.name, e.what());
+    }
+}
+
+void quantize_program(ir::Program& program, const QuantSpec& spec, ThreadPool& pool,
+                      const ProgressFn& progress, uint64_t seed,
+                      const ModelCalibration* calibration) {
+    const std::vector<WeightJob> jobs = quantization_jobs(program, spec);
     int64_t total = 0, done = 0;
-    for (const Job& job : jobs) total += program.weights[job.weight].view.numel();
+    for (const WeightJob& job : jobs) total += program.weights[job.weight].view.numel();
     if (progress) progress(0, total);
     GramFactorCache factors;
-    for (const Job& job : jobs) {
-        ir::Weight& w = program.weights[job.weight];
-        try {
-            Calibration calib;
-            if (calibration && job.linear) calib = {calibration->find(w.name), calibration->method, &factors};
-            QuantizedMatrix q = quantize_matrix(w.view, job.choice, pool, seed, {}, calib);
-            if (spec.int8_dot) q.use_int8_dot();
-            w.quantized = std::make_shared<const QuantizedMatrix>(std::move(q));
-        } catch (const Error& e) {
-            fail("{}: {}", w.name, e.what());
-        }
-        done += w.view.numel();
+    for (const WeightJob& job : jobs) {
+        quantize_job(program, job, pool, seed, calibration, &factors, spec.int8_dot);
+        done += program.weights[job.weight].view.numel();
         if (progress) progress(done, total);
     }
 }

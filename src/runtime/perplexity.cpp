@@ -8,9 +8,6 @@
 
 namespace anelm {
 
-namespace {
-
-// log(sum(exp(logits))), in double so a 150k vocabulary loses nothing.
 double log_sum_exp(std::span<const float> logits) {
     const float top = *std::max_element(logits.begin(), logits.end());
     double sum = 0;
@@ -18,11 +15,6 @@ double log_sum_exp(std::span<const float> logits) {
     return top + std::log(sum);
 }
 
-int64_t argmax(std::span<const float> v) {
-    return std::max_element(v.begin(), v.end()) - v.begin();
-}
-
-// KL(p || q) of p = softmax(base), q = softmax(other); lse_* their log_sum_exp.
 double kl_divergence(std::span<const float> base, double lse_base, std::span<const float> other,
                      double lse_other) {
     double kl = 0;
@@ -31,6 +23,12 @@ double kl_divergence(std::span<const float> base, double lse_base, std::span<con
         kl += std::exp(log_p) * (log_p - (other[i] - lse_other));
     }
     return std::max(kl, 0.0);  // rounding can leave a tiny negative for equal distributions
+}
+
+namespace {
+
+int64_t argmax(std::span<const float> v) {
+    return std::max_element(v.begin(), v.end()) - v.begin();
 }
 
 // Sums of NLL and NLL² over the scored tokens.

@@ -34,6 +34,12 @@ struct PerplexityResult {
     double top1 = 0;  // fraction of scored tokens, 0..1
 };
 
+// log(sum(exp(logits))), in double so a 150k vocabulary loses nothing.
+double log_sum_exp(std::span<const float> logits);
+// KL(p || q) of p = softmax(base), q = softmax(other); lse_* their log_sum_exp.
+double kl_divergence(std::span<const float> base, double lse_base, std::span<const float> other,
+                     double lse_other);
+
 // Splits tokens into consecutive windows of n_ctx tokens; each runs as one
 // prefill from position 0, and the second half of the window is scored: the
 // logits of positions n_ctx / 2 .. n_ctx - 2 against the tokens that follow

@@ -35,7 +35,8 @@ struct QuantizeArgs {
 // One linear weight and what the spec does with it.
 struct Job {
     std::string name;
-    std::string weight;  // the stored tensor it reads
+    std::string weight;        // the stored tensor it reads
+    std::string program_name;  // the weight's name in a program: a tied head is "<weight>:head"
     const TensorView* view;
     quant::Component component;
     quant::QuantChoice choice;
@@ -53,7 +54,10 @@ std::vector<Job> linear_jobs(const LoadedModel& m, const quant::QuantSpec& spec)
     std::vector<Job> jobs;
     const auto add = [&](std::string name, const std::string& weight, quant::Component c) {
         const TensorView& view = m.weights.get(weight);
-        jobs.push_back({std::move(name), weight, &view, c, spec.choice_for(c, view.numel())});
+        // A tied head is its own weight in a program ("<name>:head").
+        std::string program_name = name == weight ? weight : weight + ":head";
+        const quant::QuantChoice choice = spec.choice_for_weight(c, program_name, view.numel());
+        jobs.push_back({std::move(name), weight, std::move(program_name), &view, c, choice});
     };
     for (const ExpectedTensor& t : expected_tensors(m.spec)) {
         const std::optional<quant::Component> c = quant::tensor_component(t.name);
@@ -102,6 +106,25 @@ private:
     bool enabled_;
 };
 
+// Code, table and scale bits per weight over every job (16 for those left f16).
+double bits_per_weight(const std::vector<Job>& jobs) {
+    double bits = 0, weights = 0;
+    for (const Job& job : jobs) {
+        const int64_t n_out = job.view->shape[0], n_in = job.view->numel() / n_out;
+        bits += quant::stored_bits(job.choice, n_out, n_in);
+        weights += static_cast<double>(job.view->numel());
+    }
+    return weights > 0 ? bits / weights : 0.0;
+}
+
+// The predicted KL of a job's choice in the auto search; negative without one.
+double predicted_kl(const Job& job, const AutoQuantResult* chosen) {
+    if (!chosen) return -1;
+    for (const MatrixChoice& m : chosen->matrices)
+        if (m.name == job.program_name && m.searched) return m.predicted_kl;
+    return -1;
+}
+
 // "calibrated by gptq on FILE (N tokens)", or "none".
 std::string calibration_text(const QuantizeArgs& args, const quant::ModelCalibration* calib) {
     if (!calib) return "none";
@@ -110,13 +133,16 @@ std::string calibration_text(const QuantizeArgs& args, const quant::ModelCalibra
 }
 
 void print_table(const QuantizeArgs& args, const quant::QuantSpec& spec,
-                 const quant::ModelCalibration* calib, const std::vector<Job>& jobs,
-                 const std::vector<Result>& results, int threads, double seconds) {
+                 const quant::ModelCalibration* calib, const AutoQuantResult* chosen,
+                 const std::vector<Job>& jobs, const std::vector<Result>& results, int threads,
+                 double seconds) {
     fmt::print("model  {}\nspec   {} (tensors under {} elements stay f16), seed {}, {}\n",
-               args.model, spec.to_string(), spec.min_elements, args.seed, thread_count(threads));
-    fmt::print("calib  {}\n\n", calibration_text(args, calib));
-    fmt::print("{:<48} {:<14} {:<8} {:>9} {:>9} {:>10} {:>9}\n", "tensor", "shape", "quant",
-               "rel_rmse", "cosine", "max_abs", "ms");
+               args.model, chosen ? args.spec : spec.to_string(), spec.min_elements, args.seed,
+               thread_count(threads));
+    fmt::print("calib  {}\n", calibration_text(args, calib));
+    if (chosen) fmt::print("{}\n", auto_summary(*chosen));
+    fmt::print("\n{:<48} {:<14} {:<8} {:>9} {:>9} {:>10} {:>9}{}\n", "tensor", "shape", "quant",
+               "rel_rmse", "cosine", "max_abs", "ms", chosen ? "   kl_pred" : "");
     quant::QuantError total;
     int64_t n_quantized = 0, bytes_in = 0, bytes_out = 0;
     for (size_t i = 0; i < jobs.size(); ++i) {
@@ -126,27 +152,37 @@ void print_table(const QuantizeArgs& args, const quant::QuantSpec& spec,
             fmt::print("{:<48} {:<14} none\n", job.name, shape_text(job.view->shape));
             continue;
         }
-        fmt::print("{:<48} {:<14} {:<8} {:>9.5f} {:>9.6f} {:>10.3g} {:>9.1f}\n", job.name,
+        const double kl = predicted_kl(job, chosen);
+        fmt::print("{:<48} {:<14} {:<8} {:>9.5f} {:>9.6f} {:>10.3g} {:>9.1f}{}\n", job.name,
                    shape_text(job.view->shape), job.choice.name(), r.error.rel_rmse(),
-                   r.error.cosine(), r.error.max_abs, r.seconds * 1e3);
+                   r.error.cosine(), r.error.max_abs, r.seconds * 1e3,
+                   kl >= 0 ? fmt::format(" {:>9.5f}", kl) : "");
         total += r.error;
         ++n_quantized;
         bytes_in += r.bytes_in;
         bytes_out += r.bytes_out;
     }
     fmt::print(
-        "\ntotal: {} of {} linear weights quantized, {:.1f} MiB -> {:.1f} MiB, rel_rmse {:.5f}, "
-        "cosine {:.6f}, max_abs {:.3g}, {:.1f} s\n",
-        n_quantized, jobs.size(), bytes_in / 1048576.0, bytes_out / 1048576.0, total.rel_rmse(),
-        total.cosine(), total.max_abs, seconds);
+        "\ntotal: {} of {} linear weights quantized, {:.1f} MiB -> {:.1f} MiB, {:.3f} bits per "
+        "weight, rel_rmse {:.5f}, cosine {:.6f}, max_abs {:.3g}, {:.1f} s\n",
+        n_quantized, jobs.size(), bytes_in / 1048576.0, bytes_out / 1048576.0,
+        bits_per_weight(jobs), total.rel_rmse(), total.cosine(), total.max_abs, seconds);
 }
 
 void print_json(const QuantizeArgs& args, const quant::QuantSpec& spec,
-                const quant::ModelCalibration* calib, const std::vector<Job>& jobs,
-                const std::vector<Result>& results, int threads, double seconds) {
+                const quant::ModelCalibration* calib, const AutoQuantResult* chosen,
+                const std::vector<Job>& jobs, const std::vector<Result>& results, int threads,
+                double seconds) {
     nlohmann::ordered_json j;
     j["model"] = args.model;
-    j["spec"] = spec.to_string();
+    j["spec"] = chosen ? args.spec : spec.to_string();
+    j["bits_per_weight"] = bits_per_weight(jobs);
+    if (chosen) {
+        j["auto"] = {{"predicted_kl", chosen->predicted_kl},
+                     {"measured_kl", chosen->measured_kl},
+                     {"kl_tokens", chosen->tokens},
+                     {"seconds", chosen->seconds}};
+    }
     if (calib) {
         j["calibration"] = {{"file", args.calib.path},
                             {"method", quant::calib_method_name(calib->method)},
@@ -167,6 +203,7 @@ void print_json(const QuantizeArgs& args, const quant::QuantSpec& spec,
         t["component"] = quant::component_name(job.component);
         t["shape"] = job.view->shape;
         t["quant"] = job.choice.name();
+        if (const double kl = predicted_kl(job, chosen); kl >= 0) t["predicted_kl"] = kl;
         if (job.choice.method != quant::QuantMethod::none) {
             t["rel_rmse"] = r.error.rel_rmse();
             t["cosine"] = r.error.cosine();
@@ -190,14 +227,21 @@ void print_json(const QuantizeArgs& args, const quant::QuantSpec& spec,
 }
 
 int run_quantize(const QuantizeArgs& args) {
-    const quant::QuantSpec spec = quant::parse_quant_spec(args.spec);
+    const std::optional<AutoQuantTarget> target = parse_auto_target(args.spec);
+    quant::QuantSpec spec = target ? quant::QuantSpec{} : quant::parse_quant_spec(args.spec);
     const Model model = open_model(args.model, args.tokenizer, !args.calib.path.empty());
     const LoadedModel& m = model.loaded;
-    const std::vector<Job> jobs = linear_jobs(m, spec);
     const int threads = args.threads > 0 ? args.threads : ThreadPool::physical_cores();
     const int64_t window =
         m.spec.n_ctx_train > 0 ? std::min(args.n_ctx, m.spec.n_ctx_train) : args.n_ctx;
-    const auto calib = calibration_for(model, args.calib, window, threads);
+    std::vector<std::vector<int32_t>> windows;
+    const auto calib = calibration_for(model, args.calib, window, threads, &windows);
+    std::optional<AutoQuantResult> chosen;
+    if (target) {
+        chosen = search_widths(model, args.spec, spec, calib.get(), windows, *target, threads);
+        spec = chosen->spec;
+    }
+    const std::vector<Job> jobs = linear_jobs(m, spec);
     ThreadPool pool(threads);
 
     int64_t total_weights = 0, weights_done = 0;
@@ -235,9 +279,11 @@ int run_quantize(const QuantizeArgs& args) {
     progress.done();
     const double seconds = since(start);
     if (args.json) {
-        print_json(args, spec, calib.get(), jobs, results, threads, seconds);
+        print_json(args, spec, calib.get(), chosen ? &*chosen : nullptr, jobs, results, threads,
+                   seconds);
     } else {
-        print_table(args, spec, calib.get(), jobs, results, threads, seconds);
+        print_table(args, spec, calib.get(), chosen ? &*chosen : nullptr, jobs, results, threads,
+                    seconds);
     }
     return 0;
 }
@@ -248,8 +294,8 @@ std::function<int()> setup(CLI::App& app) {
         ->required();
     app.add_option("--quant", args->spec,
                    "what to quantize: a preset (lut4, lut6, lut8, int8, int4) and/or "
-                   "embed=|ffn=|head= none, BITS, BITS:GROUP, BITS,GROUP, int8, int4 "
-                   "(docs/quantization.md)")
+                   "embed=|ffn=|head= none, BITS, BITS:GROUP, BITS,GROUP, int8, int4; or "
+                   "auto:bpw=BITS / auto:kl=KL with --calib (docs/quantization.md)")
         ->capture_default_str();
     app.add_option("--tokenizer", args->tokenizer,
                    "tokenizer.json, a GGUF file or llama2.c tokenizer.bin (for --calib)");

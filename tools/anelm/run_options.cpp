@@ -1,6 +1,8 @@
 #include "run_options.h"
 
 #include <cmath>
+#include <map>
+#include <optional>
 
 #include "analysis/doctor.h"
 #include "base/error.h"
@@ -44,11 +46,19 @@ SessionOptions RunOptions::session(const Model& model) const {
         fmt::print(stderr, "--ctx {}: capped at {}, the model's trained length\n", n_ctx,
                    model.spec().n_ctx_train);
     s.precision = precision_from_name(precision_name);
-    s.quant = quant::parse_quant_spec(quant);
-    s.quant.int8_dot = quant_dot == "int8";
+    const std::optional<AutoQuantTarget> target = parse_auto_target(quant);
+    s.quant = target ? quant::QuantSpec{} : quant::parse_quant_spec(quant);
     s.fp16_scale = fp16_scale_option(fp16_scale, model, threads);
     s.mmap = mmap;
-    s.calibration = calibration_for(model, calib, s.n_ctx, threads);
+    std::vector<std::vector<int32_t>> windows;
+    s.calibration = calibration_for(model, calib, s.n_ctx, threads, &windows);
+    if (target) {
+        const AutoQuantResult chosen = search_widths(model, quant, s.quant, s.calibration.get(),
+                                                     windows, *target, threads);
+        fmt::print(stderr, "{}\n", auto_summary(chosen));
+        s.quant = chosen.spec;
+    }
+    s.quant.int8_dot = quant_dot == "int8";
     return s;
 }
 
@@ -135,18 +145,45 @@ void add_calib_options(CLI::App& app, CalibOptions& options) {
         ->capture_default_str();
 }
 
-std::shared_ptr<const quant::ModelCalibration> calibration_for(const Model& model,
-                                                               const CalibOptions& options,
-                                                               int64_t window, int threads) {
+std::shared_ptr<const quant::ModelCalibration> calibration_for(
+    const Model& model, const CalibOptions& options, int64_t window, int threads,
+    std::vector<std::vector<int32_t>>* windows) {
     if (options.path.empty()) return nullptr;
     if (!model.tokenizer) fail("--calib: {} has no tokenizer; give --tokenizer", model.path);
-    const auto windows =
-        calibration_windows(options.path, *model.tokenizer, window, options.max_tokens);
+    auto texts = calibration_windows(options.path, *model.tokenizer, window, options.max_tokens);
     ProgressBar bar("calibrate");
-    auto stats = calibrate(model.spec(), model.weights(), windows,
+    auto stats = calibrate(model.spec(), model.weights(), texts,
                            quant::calib_method_from_name(options.method), threads, bar.callback());
     bar.finish();
+    if (windows) *windows = std::move(texts);
     return stats;
+}
+
+AutoQuantResult search_widths(const Model& model, const std::string& quant_text,
+                              const quant::QuantSpec& base,
+                              const quant::ModelCalibration* calibration,
+                              const std::vector<std::vector<int32_t>>& windows,
+                              const AutoQuantTarget& target, int threads) {
+    if (!calibration)
+        fail("--quant {}: give --calib FILE, the text the widths are chosen on", quant_text);
+    ProgressBar bar("auto widths");
+    AutoQuantResult r = choose_quantization(model.spec(), model.weights(), base, *calibration,
+                                            windows, target, threads, bar.callback());
+    bar.finish();
+    return r;
+}
+
+std::string auto_summary(const AutoQuantResult& result) {
+    std::map<std::string, int> counts;
+    for (const MatrixChoice& m : result.matrices)
+        if (m.searched) ++counts[m.choice.method == quant::QuantMethod::none ? "f16" : "lut" + std::to_string(m.choice.nbits)];
+    std::string widths;
+    for (const auto& [name, n] : counts) widths += fmt::format("{}{} x{}", widths.empty() ? "" : ", ", name, n);
+    return fmt::format(
+        "auto: {:.3f} bits per weight, KL predicted {:.4f}, measured {:.4f} ({} calibration "
+        "tokens); {} ({:.1f} s)",
+        result.bits_per_weight, result.predicted_kl, result.measured_kl, result.tokens, widths,
+        result.seconds);
 }
 
 std::string thread_count(size_t n) {

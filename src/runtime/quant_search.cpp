@@ -1,0 +1,276 @@
+#include "runtime/quant_search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+#include "base/error.h"
+#include "exec/cpu/executor.h"
+#include "models/models.h"
+#include "quant/quant_error.h"
+#include "quant/quantize.h"
+#include "quant/quantize_program.h"
+#include "runtime/perplexity.h"
+
+namespace anelm {
+
+namespace {
+
+// The width whose KL each matrix is measured at.
+constexpr int reference_bits = 4;
+// Budget units for the dynamic programme.
+constexpr int64_t budget_steps = 65536;
+
+double parse_positive(std::string_view text, std::string_view what) {
+    double v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || end != text.data() + text.size() || !(v > 0) || !std::isfinite(v))
+        fail("--quant auto:{}{}: expected a positive number", what, text);
+    return v;
+}
+
+// The model on one window, its logits and each row's log_sum_exp.
+class WindowRun {
+public:
+    WindowRun(const ir::Program& program, ThreadPool& pool, std::span<const int32_t> tokens,
+              int64_t n_vocab)
+        : executor_(program, pool, Precision::f32), tokens_(tokens), n_vocab_(n_vocab) {
+        const auto logits = run();
+        base_.assign(logits.begin(), logits.end());
+        for (size_t r = 0; r < tokens.size(); ++r) base_lse_.push_back(log_sum_exp(row(base_, r)));
+    }
+
+    // Mean KL(f32 || the program as its weights are now) over the window's rows.
+    double kl() {
+        const auto logits = run();
+        double total = 0;
+        for (size_t r = 0; r < tokens_.size(); ++r) {
+            const auto other = row(logits, r);
+            total += kl_divergence(row(base_, r), base_lse_[r], other, log_sum_exp(other));
+        }
+        return total / static_cast<double>(tokens_.size());
+    }
+
+private:
+    std::span<const float> run() {
+        ExecState state = executor_.make_state();
+        return executor_.run(0, tokens_, 0, state);
+    }
+    std::span<const float> row(std::span<const float> all, size_t r) const {
+        return all.subspan(r * static_cast<size_t>(n_vocab_), static_cast<size_t>(n_vocab_));
+    }
+
+    Executor executor_;
+    std::span<const int32_t> tokens_;
+    int64_t n_vocab_;
+    std::vector<float> base_;
+    std::vector<double> base_lse_;
+};
+
+// A spec that lists every matrix quantize_program may quantize, the tied
+// embedding's two uses apart.
+quant::QuantSpec every_matrix(const quant::QuantSpec& base) {
+    quant::QuantSpec all = base;
+    const quant::QuantChoice lut4{quant::QuantMethod::lut, 4, quant::default_group_size};
+    const quant::QuantChoice lut6{quant::QuantMethod::lut, 6, quant::default_group_size};
+    if (all.embed.method == quant::QuantMethod::none) all.embed = lut4;
+    all.head = all.embed == lut6 ? lut4 : lut6;
+    all.ffn = lut4;
+    all.min_elements = 0;
+    all.per_weight.clear();
+    return all;
+}
+
+double predicted_kl(const std::vector<BudgetItem>& items, const std::vector<int>& pick) {
+    double total = 0;
+    for (size_t i = 0; i < items.size(); ++i) total += items[i].kl[static_cast<size_t>(pick[i])];
+    return total;
+}
+
+}  // namespace
+
+std::optional<AutoQuantTarget> parse_auto_target(std::string_view text) {
+    if (!text.starts_with("auto")) return std::nullopt;
+    AutoQuantTarget target;
+    if (text.starts_with("auto:bpw=")) {
+        target.bits_per_weight = parse_positive(text.substr(9), "bpw=");
+    } else if (text.starts_with("auto:kl=")) {
+        target.kl = parse_positive(text.substr(8), "kl=");
+    } else {
+        fail("--quant {}: expected auto:bpw=BITS (bits per weight) or auto:kl=KL", text);
+    }
+    return target;
+}
+
+std::vector<quant::QuantChoice> auto_candidates() {
+    std::vector<quant::QuantChoice> c;
+    for (int bits : {2, 3, 4, 6, 8})
+        c.push_back({quant::QuantMethod::lut, bits, quant::default_group_size});
+    c.push_back({});
+    return c;
+}
+
+std::vector<int> solve_budget(const std::vector<BudgetItem>& items, double budget) {
+    if (!(budget >= 0)) return {};
+    const double unit = budget > 0 ? budget / budget_steps : 1.0;
+    const auto steps = static_cast<size_t>(budget_steps);
+    constexpr double inf = std::numeric_limits<double>::infinity();
+    // best[s]: the least KL of the items so far within s units.
+    std::vector<double> best(steps + 1, 0.0), next(steps + 1);
+    std::vector<std::vector<uint8_t>> pick(items.size(), std::vector<uint8_t>(steps + 1, 0));
+    for (size_t i = 0; i < items.size(); ++i) {
+        std::vector<int64_t> cost;
+        for (double b : items[i].bits)
+            cost.push_back(static_cast<int64_t>(std::ceil(b / unit * (1 - 1e-12))));
+        for (size_t s = 0; s <= steps; ++s) {
+            double v = inf;
+            for (size_t k = 0; k < cost.size(); ++k) {
+                if (cost[k] > static_cast<int64_t>(s)) continue;
+                const double c = best[s - static_cast<size_t>(cost[k])] + items[i].kl[k];
+                if (c < v) {
+                    v = c;
+                    pick[i][s] = static_cast<uint8_t>(k);
+                }
+            }
+            next[s] = v;
+        }
+        std::swap(best, next);
+    }
+    if (best[steps] == inf) return {};
+    std::vector<int> choice(items.size());
+    size_t s = steps;
+    for (size_t i = items.size(); i-- > 0;) {
+        choice[i] = pick[i][s];
+        s -= static_cast<size_t>(std::ceil(items[i].bits[pick[i][s]] / unit * (1 - 1e-12)));
+    }
+    return choice;
+}
+
+AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& weights,
+                                    const quant::QuantSpec& base,
+                                    const quant::ModelCalibration& calibration,
+                                    const std::vector<std::vector<int32_t>>& windows,
+                                    const AutoQuantTarget& target, int threads,
+                                    const ProgressFn& progress) {
+    const auto start = std::chrono::steady_clock::now();
+    if (windows.empty() || windows.front().empty()) fail("--quant auto: no calibration tokens");
+    const std::vector<int32_t>& window = windows.front();
+    ThreadPool pool(threads > 0 ? threads : ThreadPool::physical_cores());
+    ProgramOptions po;
+    po.n_ctx = static_cast<int64_t>(window.size());
+    po.functions = {{"prefill", po.n_ctx, true}};
+    ir::Program program = build_program(spec, weights, po);
+    const std::vector<quant::WeightJob> jobs = quant::quantization_jobs(program, every_matrix(base));
+    WindowRun run(program, pool, window, spec.n_vocab);
+
+    const std::vector<quant::QuantChoice> candidates = auto_candidates();
+    AutoQuantResult result;
+    result.tokens = static_cast<int64_t>(window.size());
+    std::vector<BudgetItem> items;
+    std::vector<size_t> item_matrix;  // the matrix of each item
+    double fixed_bits = 0, total_weights = 0;
+    int64_t done = 0;
+    quant::GramFactorCache factors;
+    for (const quant::WeightJob& job : jobs) {
+        ir::Weight& w = program.weights[job.weight];
+        MatrixChoice m;
+        m.name = w.name;
+        m.n_out = w.view.shape[0];
+        m.n_in = w.view.numel() / m.n_out;
+        total_weights += static_cast<double>(w.view.numel());
+        if (job.component == quant::Component::embed || w.view.numel() < base.min_elements) {
+            m.choice = job.component == quant::Component::embed
+                           ? base.choice_for(quant::Component::embed, w.view.numel())
+                           : quant::QuantChoice{};
+            m.bits = quant::stored_bits(m.choice, m.n_out, m.n_in);
+            fixed_bits += m.bits;
+            result.matrices.push_back(m);
+            continue;
+        }
+        m.searched = true;
+        const quant::InputStats* stats = calibration.find(w.name);
+        BudgetItem item;
+        std::vector<double> error;
+        double reference_kl = 0, reference_error = 0;
+        for (const quant::QuantChoice& c : candidates) {
+            item.bits.push_back(quant::stored_bits(c, m.n_out, m.n_in));
+            if (c.method == quant::QuantMethod::none) {
+                error.push_back(0);
+                continue;
+            }
+            quant::QuantizedMatrix q = quant::quantize_matrix(
+                w.view, c, pool, 0, {}, {stats, calibration.method, &factors});
+            const double e = stats ? quant::output_error(w.view, q, *stats, pool)
+                                   : quant::quant_error(w.view, q, pool).sum_dd;
+            error.push_back(e);
+            if (c.nbits == reference_bits) {
+                w.quantized = std::make_shared<const quant::QuantizedMatrix>(std::move(q));
+                reference_kl = run.kl();
+                reference_error = e;
+                w.quantized = nullptr;
+            }
+        }
+        for (double e : error)
+            item.kl.push_back(reference_error > 0 ? reference_kl * e / reference_error : 0.0);
+        items.push_back(std::move(item));
+        item_matrix.push_back(result.matrices.size());
+        result.matrices.push_back(m);
+        if (progress) progress(++done, static_cast<int64_t>(jobs.size()));
+    }
+
+    std::vector<int> pick;
+    if (target.bits_per_weight > 0) {
+        pick = solve_budget(items, target.bits_per_weight * total_weights - fixed_bits);
+        if (pick.empty()) {
+            double least = fixed_bits;
+            for (const BudgetItem& item : items) least += item.bits.front();
+            fail("--quant auto:bpw={}: the narrowest widths take {:.3f} bits per weight",
+                 target.bits_per_weight, least / total_weights);
+        }
+    } else {
+        // The fewest bits per weight whose choice is predicted within the KL.
+        double lo = 0, hi = 16;
+        pick = solve_budget(items, hi * total_weights - fixed_bits);
+        for (int step = 0; step < 40; ++step) {
+            const double mid = (lo + hi) / 2;
+            const std::vector<int> p = solve_budget(items, mid * total_weights - fixed_bits);
+            if (!p.empty() && predicted_kl(items, p) <= target.kl) {
+                hi = mid;
+                pick = p;
+            } else {
+                lo = mid;
+            }
+        }
+    }
+
+    result.spec = base;
+    double bits = fixed_bits;
+    for (size_t i = 0; i < items.size(); ++i) {
+        MatrixChoice& m = result.matrices[item_matrix[i]];
+        const auto k = static_cast<size_t>(pick[i]);
+        m.choice = candidates[k];
+        m.bits = items[i].bits[k];
+        m.predicted_kl = items[i].kl[k];
+        bits += m.bits;
+        result.predicted_kl += m.predicted_kl;
+    }
+    for (const MatrixChoice& m : result.matrices) result.spec.per_weight[m.name] = m.choice;
+    result.bits_per_weight = bits / total_weights;
+
+    // Every choice at once, measured.
+    for (size_t j = 0; j < jobs.size(); ++j) {
+        const MatrixChoice& m = result.matrices[j];
+        if (m.choice.method == quant::QuantMethod::none) continue;
+        quant::WeightJob job = jobs[j];
+        job.choice = m.choice;
+        quant::quantize_job(program, job, pool, 0, &calibration, &factors);
+    }
+    result.measured_kl = run.kl();
+    result.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
+}
+
+}  // namespace anelm
