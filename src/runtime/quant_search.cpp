@@ -112,23 +112,22 @@ std::vector<quant::QuantChoice> auto_candidates() {
     return c;
 }
 
-std::vector<int> solve_budget(const std::vector<BudgetItem>& items, double budget) {
-    if (!(budget >= 0)) return {};
-    const double unit = budget > 0 ? budget / budget_steps : 1.0;
-    const auto steps = static_cast<size_t>(budget_steps);
+namespace {
+
+// The dynamic programme over `capacity` units: costs[i][k] units per choice.
+std::vector<int> least_kl_within(const std::vector<BudgetItem>& items,
+                                 const std::vector<std::vector<int64_t>>& costs, int64_t capacity) {
     constexpr double inf = std::numeric_limits<double>::infinity();
+    const auto steps = static_cast<size_t>(capacity);
     // best[s]: the least KL of the items so far within s units.
     std::vector<double> best(steps + 1, 0.0), next(steps + 1);
     std::vector<std::vector<uint8_t>> pick(items.size(), std::vector<uint8_t>(steps + 1, 0));
     for (size_t i = 0; i < items.size(); ++i) {
-        std::vector<int64_t> cost;
-        for (double b : items[i].bits)
-            cost.push_back(static_cast<int64_t>(std::ceil(b / unit * (1 - 1e-12))));
         for (size_t s = 0; s <= steps; ++s) {
             double v = inf;
-            for (size_t k = 0; k < cost.size(); ++k) {
-                if (cost[k] > static_cast<int64_t>(s)) continue;
-                const double c = best[s - static_cast<size_t>(cost[k])] + items[i].kl[k];
+            for (size_t k = 0; k < costs[i].size(); ++k) {
+                if (costs[i][k] > static_cast<int64_t>(s)) continue;
+                const double c = best[s - static_cast<size_t>(costs[i][k])] + items[i].kl[k];
                 if (c < v) {
                     v = c;
                     pick[i][s] = static_cast<uint8_t>(k);
@@ -143,9 +142,33 @@ std::vector<int> solve_budget(const std::vector<BudgetItem>& items, double budge
     size_t s = steps;
     for (size_t i = items.size(); i-- > 0;) {
         choice[i] = pick[i][s];
-        s -= static_cast<size_t>(std::ceil(items[i].bits[pick[i][s]] / unit * (1 - 1e-12)));
+        s -= static_cast<size_t>(costs[i][static_cast<size_t>(choice[i])]);
     }
     return choice;
+}
+
+}  // namespace
+
+std::vector<int> solve_budget(const std::vector<BudgetItem>& items, double budget) {
+    if (!(budget >= 0)) return {};
+    // Costs in 1/65536 of the budget, rounded to the nearest unit; where the
+    // rounding lets a choice past the real budget, the capacity shrinks by
+    // the excess and the programme runs again.
+    const double unit = budget > 0 ? budget / budget_steps : 1.0;
+    std::vector<std::vector<int64_t>> costs;
+    for (const BudgetItem& item : items) {
+        auto& c = costs.emplace_back();
+        for (double b : item.bits) c.push_back(std::llround(b / unit));
+    }
+    for (int64_t capacity = budget_steps; capacity >= 0;) {
+        std::vector<int> choice = least_kl_within(items, costs, capacity);
+        if (choice.empty()) return {};
+        double bits = 0;
+        for (size_t i = 0; i < items.size(); ++i) bits += items[i].bits[static_cast<size_t>(choice[i])];
+        if (bits <= budget) return choice;
+        capacity -= std::max<int64_t>(1, static_cast<int64_t>(std::ceil((bits - budget) / unit)));
+    }
+    return {};
 }
 
 AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& weights,

@@ -42,9 +42,9 @@ struct BudgetItem {
     std::vector<double> bits, kl;
 };
 // The candidate of each item that minimises the sum of kl with the sum of
-// bits at most budget: exact when bits are multiples of the budget's 1/65536,
-// else with each item's bits rounded up to them (never over the budget).
-// Empty when even the cheapest choices exceed it.
+// bits at most budget (never over it): exact when bits are multiples of the
+// budget's 1/65536, else up to the rounding to those units. Empty when even
+// the cheapest choices exceed it.
 std::vector<int> solve_budget(const std::vector<BudgetItem>& items, double budget);
 
 struct MatrixChoice {
