@@ -181,6 +181,24 @@ public:
         return v;
     }
 
+    // A mapping of names to --quant choices (lut3:8, none), empty when absent.
+    std::map<std::string, QuantChoice> choices(std::string_view key) const {
+        std::map<std::string, QuantChoice> out;
+        const YAML::Node n = get(key);
+        if (!n) return out;
+        if (!n.IsMap()) bad(key, "expected a mapping");
+        for (const auto& entry : n) {
+            const std::string name = entry.first.as<std::string>();
+            if (!entry.second.IsScalar()) bad(fmt::format("{}.{}", key, name), "expected a choice");
+            try {
+                out[name] = quant::parse_quant_choice(entry.second.Scalar(), "choice");
+            } catch (const Error& e) {
+                bad(fmt::format("{}.{}", key, name), e.what());
+            }
+        }
+        return out;
+    }
+
     std::optional<std::string> optional_text(std::string_view key) const {
         const YAML::Node n = get(key);
         if (!n) return std::nullopt;
@@ -367,6 +385,15 @@ std::string meta_yaml_text(const MetaYaml& meta) {
     }
     emit_head_and_flags(out, l);
     if (meta.sampling) emit_sampling(out, *meta.sampling);
+    if (!meta.quant_recipe.empty()) {
+        out << YAML::Key << "quant_recipe" << YAML::Value << YAML::BeginMap;
+        for (const auto& [name, choice] : meta.quant_recipe)
+            out << YAML::Key << name << YAML::Value
+                << (choice.method == quant::QuantMethod::lut
+                        ? fmt::format("{}:{}", choice.nbits, choice.group_size)
+                        : choice.name());
+        out << YAML::EndMap;
+    }
     if (l.monolithic) {
         out << YAML::Key << "functions" << YAML::Value << YAML::BeginSeq;
         for (const std::string& f : l.function_names()) out << f;
@@ -466,6 +493,8 @@ MetaYaml read_meta_yaml(const std::string& path) {
         r.top_k = s.optional_integer("top_k").value_or(r.top_k);
         meta.sampling = r;
     }
+
+    meta.quant_recipe = p.choices("quant_recipe");
 
     for (const auto& [key, value] : read_conversion_comments(text)) {
         if (key == "model_path") meta.model_path = value;

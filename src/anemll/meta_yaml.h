@@ -4,6 +4,7 @@
 // lm_head_chunk_sizes as a list of integers), and read back here the same way.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -28,6 +29,9 @@ struct MetaYaml {
     // anelm's own: the longest sequence the source model was trained on
     // (ModelSpec::n_ctx_train), so that lint can hold context_length to it; 0: unknown.
     int64_t n_ctx_train = 0;
+    // anelm's own: the choice per matrix --quant auto made (weight name to
+    // "lut3:8" or "none"); empty when one LUT per component holds.
+    std::map<std::string, quant::QuantChoice> quant_recipe;
     // The .mlmodelc names recorded for the runners (ffn: chunk 1, the others
     // are found by its `_chunk_01of` part); empty where the layout has none.
     std::string embeddings, lm_head, ffn, monolithic_model;

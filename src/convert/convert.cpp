@@ -161,6 +161,7 @@ anemll::ConvertLayout lower_converted(const Model& model, const ConvertOptions& 
     qspec.ffn = layout.lut_ffn;
     qspec.head = layout.lut_head;
     qspec.run_blocks = false;  // the ANE has no block formats: the rest is written as f16
+    qspec.per_weight = options.quant_recipe;
     quant::quantize_program(program, qspec, pool, report("quantize"), 0, options.calibration.get());
 
     const ir::Function& fn = program.function("decode");
@@ -300,6 +301,7 @@ ConvertResult convert_model(const Model& model, const ConvertOptions& options, T
         meta.sampling = anemll::read_recommended_sampling(gen.string());
     meta.model_path = source_name(model.path);
     meta.n_ctx_train = model.spec().n_ctx_train;
+    meta.quant_recipe = options.quant_recipe;
     meta.command_line = options.command_line;
     anemll::write_meta_yaml((tmp.path() / "meta.yaml").string(), meta);
     result.files.push_back("meta.yaml");

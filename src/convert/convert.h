@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,6 +41,8 @@ struct ConvertOptions {
     std::string per_layer_table = "8";
     // Input statistics that make the LUT weights data-aware (runtime/calibration.h); null: none.
     std::shared_ptr<const quant::ModelCalibration> calibration;
+    // --quant auto's choice per matrix (weight name in the program), over the --lut-* ones.
+    std::map<std::string, quant::QuantChoice> quant_recipe;
     bool force = false;        // replace an existing output anelm wrote
     std::string command_line;  // recorded in meta.yaml's comment block
 };

@@ -18,7 +18,7 @@ namespace anelm {
 
 namespace {
 
-// The width whose KL each matrix is measured at.
+// The width whose KL each matrix is measured at (8 where its rows would not end on a byte).
 constexpr int reference_bits = 4;
 // Budget units for the dynamic programme.
 constexpr int64_t budget_steps = 65536;
@@ -223,12 +223,17 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
                 error.push_back(0);
                 continue;
             }
+            // Core ML's packages need each row's codes to end on a byte.
+            if (m.n_in * c.nbits % 8 != 0) {
+                error.push_back(std::numeric_limits<double>::infinity());
+                continue;
+            }
             quant::QuantizedMatrix q = quant::quantize_matrix(
                 w.view, c, pool, 0, {}, {stats, calibration.method, &factors});
             const double e = stats ? quant::output_error(w.view, q, *stats, pool)
                                    : quant::quant_error(w.view, q, pool).sum_dd;
             error.push_back(e);
-            if (c.nbits == reference_bits) {
+            if (c.nbits == (m.n_in * reference_bits % 8 == 0 ? reference_bits : 8)) {
                 w.quantized = std::make_shared<const quant::QuantizedMatrix>(std::move(q));
                 reference_kl = run.kl();
                 reference_error = e;
@@ -236,7 +241,9 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
             }
         }
         for (double e : error)
-            item.kl.push_back(reference_error > 0 ? reference_kl * e / reference_error : 0.0);
+            item.kl.push_back(e == std::numeric_limits<double>::infinity() ? e
+                              : reference_error > 0 ? reference_kl * e / reference_error
+                                                    : 0.0);
         items.push_back(std::move(item));
         item_matrix.push_back(result.matrices.size());
         result.matrices.push_back(m);

@@ -34,7 +34,9 @@ struct AutoQuantTarget {
 // Throws Error naming the part for a malformed one.
 std::optional<AutoQuantTarget> parse_auto_target(std::string_view text);
 
-// The candidates: LUTs of 2, 3, 4, 6 and 8 bits (groups of 8 rows) and f16.
+// The candidates: LUTs of 2, 3, 4, 6 and 8 bits (groups of 8 rows) and f16;
+// a width whose codes do not end each row on a byte (3 or 6 bits of an odd
+// input count), which Core ML's packages cannot hold, is left out.
 std::vector<quant::QuantChoice> auto_candidates();
 
 // One option per matrix: bits[k] and kl[k] for candidate k.

@@ -139,6 +139,30 @@ TEST(CliConvert, CalibratedLutPackagesGenerateAsTheCalibratedModel) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find("calibrate"), std::string::npos) << r.err;
     expect_same_greedy_text(model + " --quant ffn=4:8,head=6:8" + calibrated, out, 200);
+
+    // Widths chosen per matrix: recorded in meta.yaml, run as the model runs them.
+    const fs::path mixed = work / "auto";
+    const auto a = test::run_anelm("convert " + model + " -o " + shell_word(mixed) +
+                                   " --quant auto:bpw=5 --batch 16" + calibrated);
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    EXPECT_NE(a.err.find("auto: "), std::string::npos) << a.err;
+    std::ifstream meta(mixed / "meta.yaml");
+    const std::string yaml((std::istreambuf_iterator<char>(meta)), std::istreambuf_iterator<char>());
+    EXPECT_NE(yaml.find("quant_recipe:"), std::string::npos) << yaml;
+    EXPECT_NE(yaml.find("model.layers.4.mlp.down_proj.weight: "), std::string::npos) << yaml;
+    expect_same_greedy_text(model + " --quant auto:bpw=5" + calibrated, mixed, 200);
+
+    const auto refused = test::run_anelm("convert " + model + " -o " + shell_word(work / "no") +
+                                         " --quant lut4" + calibrated);
+    EXPECT_EQ(refused.exit_code, 1);
+    EXPECT_NE(refused.err.find("--quant lut4: convert takes auto:bpw=B or auto:kl=K"),
+              std::string::npos)
+        << refused.err;
+    EXPECT_FALSE(fs::exists(work / "no"));
+    const auto uncalibrated = test::run_anelm("quantize " + model + " --quant auto:bpw=5");
+    EXPECT_EQ(uncalibrated.exit_code, 1);
+    EXPECT_NE(uncalibrated.err.find("--quant auto:bpw=5: give --calib FILE"), std::string::npos)
+        << uncalibrated.err;
 }
 
 TEST(CliConvert, LutPackagesAreNamedAndRun) {

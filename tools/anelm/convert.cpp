@@ -2,6 +2,7 @@
 #include <fmt/core.h>
 
 #include <chrono>
+#include <map>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -25,7 +26,26 @@ struct ConvertArgs {
     int threads = 0;
     ConvertOptions options;
     CalibOptions calib;
+    std::string quant;  // auto:bpw=B or auto:kl=K; empty: the --lut-* choices
 };
+
+// The --lut-* spelling ("4,8", "none") of the choice most matrices of a
+// component took, which names the packages and meta.yaml's LUT keys.
+std::string most_common(const AutoQuantResult& r, bool head) {
+    std::map<std::string, int> counts;
+    for (const MatrixChoice& m : r.matrices) {
+        const bool is_head = m.name.ends_with(":head") || m.name == "lm_head.weight";
+        if (!m.searched || is_head != head) continue;
+        ++counts[m.choice.method == quant::QuantMethod::lut
+                     ? fmt::format("{},{}", m.choice.nbits, m.choice.group_size)
+                     : "none"];
+    }
+    std::string best = "none";
+    int most = 0;
+    for (const auto& [text, n] : counts)
+        if (n > most) best = text, most = n;
+    return best;
+}
 
 uint64_t folder_bytes(const std::filesystem::path& dir) {
     uint64_t total = 0;
@@ -57,8 +77,24 @@ int run_convert(ConvertArgs& args, const std::string& command_line) {
     check_convert_request(args.model, o);
     o.fp16_scale = fp16_scale_option(args.fp16_scale, model, args.threads);
     const int64_t trained = model.spec().n_ctx_train;
+    std::vector<std::vector<int32_t>> windows;
     o.calibration = calibration_for(model, args.calib, trained > 0 ? std::min(o.ctx, trained) : o.ctx,
-                                    args.threads);
+                                    args.threads, &windows);
+    if (!args.quant.empty()) {
+        const std::optional<AutoQuantTarget> target = parse_auto_target(args.quant);
+        if (!target)
+            fail("--quant {}: convert takes auto:bpw=B or auto:kl=K; one LUT per component is "
+                 "--lut-embed, --lut-ffn and --lut-head",
+                 args.quant);
+        quant::QuantSpec base;
+        base.embed = parse_lut_option("--lut-embed", o.lut_embed);
+        const AutoQuantResult chosen = search_widths(model, args.quant, base, o.calibration.get(),
+                                                     windows, *target, args.threads);
+        fmt::print(stderr, "{}\n", auto_summary(chosen));
+        o.quant_recipe = chosen.spec.per_weight;
+        o.lut_ffn = most_common(chosen, false);
+        o.lut_head = most_common(chosen, true);
+    }
     o.command_line = command_line;
     ThreadPool pool(args.threads > 0 ? args.threads : ThreadPool::physical_cores());
 
@@ -112,6 +148,10 @@ std::function<int()> setup(CLI::App& app) {
     app.add_option("--lut-head", o.lut_head, "LM head: none, BITS, BITS,GROUP or BITS:GROUP")
         ->capture_default_str();
     add_calib_options(app, args->calib);
+    app.add_option("--quant", args->quant,
+                   "auto:bpw=BITS or auto:kl=KL (with --calib): the LUT width of every matrix "
+                   "chosen by measured sensitivity, over --lut-ffn and --lut-head "
+                   "(docs/quantization.md)");
     app.add_flag("--argmax", o.argmax, "the LM head returns each piece's argmax, not logits");
     app.add_option("--fp16-scale", args->fp16_scale,
                    "scale the residual stream to keep half precision in range: none, auto or a "
