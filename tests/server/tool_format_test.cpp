@@ -125,14 +125,19 @@ TEST(ToolFormat, PicksTheFamilyFromTheTemplate) {
     EXPECT_EQ(tool_format_for("<start_of_turn>{{ messages }}").name(), "json");
 }
 
+// The calls read back from the turn a ../shared template writes for them,
+// whose family's format is `format_name`.
+ReplyParts shared_turn(const std::string& file, std::string_view format_name, const ojson& calls) {
+    const ChatTemplate t = shared_template(file);
+    const ToolFormat& format = tool_format_for(t.source());
+    EXPECT_EQ(format.name(), format_name);
+    return read_reply(format, assistant_turn(t, format, calls), reasoning_tags_for(t.source()));
+}
+
 TEST(ToolFormat, Qwen3CallsAsItsTemplateWritesThem) {
     ANELM_REQUIRE_SHARED("tokenizers/chat-templates/Qwen-Qwen3.jinja");
-    const ChatTemplate t = shared_template("Qwen-Qwen3.jinja");
-    const ToolFormat& format = tool_format_for(t.source());
-    EXPECT_EQ(format.name(), "hermes");
-    const std::string text = assistant_turn(t, format, both_calls);
-    EXPECT_NE(text.find("<tool_call>\n{\"name\": \"search\""), std::string::npos) << text;
-    const ReplyParts parts = read_reply(format, text, reasoning_tags_for(t.source()));
+    // Its turn begins with an empty think block.
+    const ReplyParts parts = shared_turn("Qwen-Qwen3.jinja", "hermes", both_calls);
     expect_calls(parts, both);
     EXPECT_EQ(parts.content, "");
     EXPECT_EQ(parts.reasoning, "");
@@ -140,23 +145,16 @@ TEST(ToolFormat, Qwen3CallsAsItsTemplateWritesThem) {
 
 TEST(ToolFormat, Qwen25CallsAsItsTemplateWritesThem) {
     ANELM_REQUIRE_SHARED("tokenizers/chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja");
-    const ChatTemplate t = shared_template("Qwen-Qwen2.5-7B-Instruct.jinja");
-    const ToolFormat& format = tool_format_for(t.source());
-    EXPECT_EQ(format.name(), "hermes");
-    expect_calls(read_reply(format, assistant_turn(t, format, both_calls)), both);
+    expect_calls(shared_turn("Qwen-Qwen2.5-7B-Instruct.jinja", "hermes", both_calls), both);
 }
 
 TEST(ToolFormat, Llama3CallAsItsTemplatesWriteIt) {
     for (const char* name :
          {"meta-llama-Llama-3.1-8B-Instruct.jinja", "meta-llama-Llama-3.2-3B-Instruct.jinja"}) {
         ANELM_REQUIRE_SHARED(std::string("tokenizers/chat-templates/") + name);
-        const ChatTemplate t = shared_template(name);
-        const ToolFormat& format = tool_format_for(t.source());
-        EXPECT_EQ(format.name(), "llama3");
         // Its templates write one call per turn.
-        const std::string text =
-            assistant_turn(t, format, ojson::array({call("c2", "search", search_args)}));
-        expect_calls(read_reply(format, text), {{"search", search_args}});
+        expect_calls(shared_turn(name, "llama3", ojson::array({call("c2", "search", search_args)})),
+                     {{"search", search_args}});
     }
     // Llama 3.2 writes several after <|python_tag|>, separated by semicolons.
     const ReplyParts parts = read_reply(
@@ -168,17 +166,14 @@ TEST(ToolFormat, Llama3CallAsItsTemplatesWriteIt) {
 
 TEST(ToolFormat, Gemma3UsesTheJsonConvention) {
     ANELM_REQUIRE_SHARED("tokenizers/chat-templates/google-gemma-3-it.jinja");
-    const ChatTemplate t = shared_template("google-gemma-3-it.jinja");
-    const ToolFormat& format = tool_format_for(t.source());
-    EXPECT_EQ(format.name(), "json");
-    const std::string text = assistant_turn(t, format, both_calls);
-    expect_calls(read_reply(format, text), both);
+    expect_calls(shared_turn("google-gemma-3-it.jinja", "json", both_calls), both);
 
     // The tools reach the prompt in the system text, which Gemma 3 puts in the first user turn.
     ojson messages = ojson::array({{{"role", "user"}, {"content", "hi"}}});
     ojson vars = ojson::object();
-    format.add_tools(messages, vars, tools());
-    const std::string prompt = t.render(messages, true, vars);
+    json_convention_format().add_tools(messages, vars, tools());
+    const std::string prompt =
+        shared_template("google-gemma-3-it.jinja").render(messages, true, vars);
     EXPECT_NE(prompt.find(
                   "<start_of_turn>user\nYou can call these functions:\n{\"name\": \"get_weather\""),
               std::string::npos)

@@ -80,22 +80,27 @@ function joinCalls(chunks) {
   return calls;
 }
 
+// A server for the describe block this is called in, started with extraArgs()
+// before its tests and stopped after them; the object holds it and its client.
+function serve(extraArgs) {
+  const served = {};
+  before(async () => {
+    served.server = await startServer(extraArgs());
+    served.client = new OpenAI({ baseURL: `${served.server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+  });
+  after(async () => {
+    assert.equal(await served.server.stop(), 0);
+  });
+  return served;
+}
+
 function suite(name, extraArgs) {
   describe(name, () => {
-    let server, client;
-
-    before(async () => {
-      server = await startServer(extraArgs());
-      client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
-    });
-
-    after(async () => {
-      assert.equal(await server.stop(), 0);
-    });
+    const served = serve(extraArgs);
 
     it('forces a call that matches the schema (tool_choice required)', async () => {
       for (const seed of [1, 2, 3]) {
-        const r = await client.chat.completions.create({
+        const r = await served.client.chat.completions.create({
           messages: user('What is the weather?'), tools: [weather], tool_choice: 'required', seed, ...greedy, temperature: 1,
         });
         const { message, finish_reason } = r.choices[0];
@@ -108,7 +113,7 @@ function suite(name, extraArgs) {
     });
 
     it('calls the function tool_choice names', async () => {
-      const r = await client.chat.completions.create({
+      const r = await served.client.chat.completions.create({
         messages: user('What time is it?'), tools: [weather, clock],
         tool_choice: { type: 'function', function: { name: 'get_time' } }, ...greedy,
       });
@@ -121,8 +126,8 @@ function suite(name, extraArgs) {
       const request = {
         messages: user('Weather in Oslo?'), tools: [weather], tool_choice: 'required', ...greedy,
       };
-      const whole = await client.chat.completions.create(request);
-      const chunks = await collect(await client.chat.completions.create({ ...request, stream: true }));
+      const whole = await served.client.chat.completions.create(request);
+      const chunks = await collect(await served.client.chat.completions.create({ ...request, stream: true }));
       const calls = joinCalls(chunks);
       assert.equal(calls.length, 1);
       assert.equal(calls[0].name, 'get_weather');
@@ -140,10 +145,10 @@ function suite(name, extraArgs) {
         { role: 'assistant', content: null, tool_calls: [call] },
         { role: 'tool', tool_call_id: 'call_1', content: '22 degrees, sunny' },
       ];
-      const r = await client.chat.completions.create({ messages, tools: [weather], tool_choice: 'none', max_tokens: 8 });
+      const r = await served.client.chat.completions.create({ messages, tools: [weather], tool_choice: 'none', max_tokens: 8 });
       assert.equal(typeof r.choices[0].message.content, 'string');
       assert.equal(r.choices[0].message.tool_calls, undefined);
-      const rendered = await (await fetch(`${server.url}/apply-template`, {
+      const rendered = await (await fetch(`${served.server.url}/apply-template`, {
         method: 'POST', body: JSON.stringify({ messages, tools: [weather] }),
       })).json();
       assert.ok(rendered.prompt.includes('22 degrees, sunny'), rendered.prompt);
@@ -151,16 +156,16 @@ function suite(name, extraArgs) {
     });
 
     it('refuses bad tool requests with 400s that name the field', async () => {
-      await assert.rejects(client.chat.completions.create({
+      await assert.rejects(served.client.chat.completions.create({
         messages: user('x'), tools: [weather], tool_choice: { type: 'function', function: { name: 'nope' } },
       }), (e) => e instanceof OpenAI.BadRequestError && e.param === 'tool_choice' && /no tool is named 'nope'/.test(e.message));
-      await assert.rejects(client.chat.completions.create({
+      await assert.rejects(served.client.chat.completions.create({
         messages: user('x'), tools: [{ type: 'function', function: { name: 'f', parameters: 'none' } }],
       }), (e) => e instanceof OpenAI.BadRequestError && e.param === 'tools[0].function.parameters');
-      await assert.rejects(client.chat.completions.create({
+      await assert.rejects(served.client.chat.completions.create({
         messages: [...user('x'), { role: 'tool', tool_call_id: 'call_9', content: '1' }], tools: [weather],
       }), (e) => e instanceof OpenAI.BadRequestError && e.param === 'messages[1]');
-      await assert.rejects(client.chat.completions.create({
+      await assert.rejects(served.client.chat.completions.create({
         messages: user('x'), tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: { a: { type: 'string', pattern: 'a+' } } } } }],
         tool_choice: 'required',
       }), (e) => e instanceof OpenAI.BadRequestError && e.param === 'tools');
@@ -202,31 +207,22 @@ suite('tools with the JSON convention (a template without tools)', () => []);
 suite('tools with <tool_call> tags', withQwenTemplate);
 
 describe('reasoning', () => {
-  let server, client;
-
-  before(async () => {
-    server = await startServer(withQwenTemplate());
-    client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
-  });
-
-  after(async () => {
-    assert.equal(await server.stop(), 0);
-  });
+  const served = serve(withQwenTemplate);
 
   it('puts the think block in reasoning_content, whole and streamed', async () => {
     const request = { messages: user('Think first'), ...greedy, max_tokens: 12 };
-    const whole = await client.chat.completions.create(request);
+    const whole = await served.client.chat.completions.create(request);
     const { message } = whole.choices[0];
     assert.ok(message.reasoning_content.length > 0);
     assert.equal(message.content, '');
-    const chunks = await collect(await client.chat.completions.create({ ...request, stream: true }));
+    const chunks = await collect(await served.client.chat.completions.create({ ...request, stream: true }));
     const streamed = chunks.map((c) => c.choices[0]?.delta?.reasoning_content ?? '').join('');
     assert.equal(streamed, message.reasoning_content);
     assert.equal(chunks.map((c) => c.choices[0]?.delta?.content ?? '').join(''), '');
   });
 
   it('passes chat_template_kwargs to the template: enable_thinking false gives content', async () => {
-    const whole = await client.chat.completions.create({
+    const whole = await served.client.chat.completions.create({
       messages: user('Answer at once'), ...greedy, max_tokens: 12, chat_template_kwargs: { enable_thinking: false },
     });
     const { message } = whole.choices[0];
