@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "server/api_error.h"
 #include "server/chat_page.h"
+#include "server/chat_prompt.h"
 #include "server/openai_json.h"
 #include "server/request_body.h"
 
@@ -108,6 +109,31 @@ bool absorb(std::vector<Event>& events, Progress& p) {
     return done;
 }
 
+// A chat reply read for reasoning and tool calls as it comes, and the ids
+// given to its calls.
+struct Reply {
+    ReplyParser parser;
+    ReplyDeltas sent;
+    std::vector<std::string> ids;
+
+    explicit Reply(ReplyParser p) : parser(std::move(p)) {}
+    ReplyParts parts(bool final) {
+        ReplyParts parts = parser.parts(final);
+        while (ids.size() < parts.calls.size()) ids.push_back(new_call_id());
+        return parts;
+    }
+    // The delta of what the text pushed adds; final: all that is left.
+    json delta(const std::string& text, bool final) {
+        parser.push(text);
+        return chat_delta_json(sent.next(parts(final)), ids);
+    }
+};
+
+// finish_reason once the reply is read: a stop after calls is tool_calls.
+std::string finish_reason_of(const std::string& reason, const ReplyParts& parts) {
+    return reason == "stop" && !parts.calls.empty() ? "tool_calls" : reason;
+}
+
 // The stream of one request, as its chunks are written.
 struct Stream {
     std::shared_ptr<Job> job;
@@ -116,6 +142,7 @@ struct Stream {
     bool include_usage = false;
     bool started = false;
     size_t text_offset = 0;
+    std::unique_ptr<Reply> reply;  // null: the text is all content
 };
 
 // Writes what the job has produced; false ends the response (the client left).
@@ -148,12 +175,24 @@ bool write_stream(Stream& s, httplib::DataSink& sink) {
                                           : logprobs_json(s.head, *s.model->tokenizer, ev.logprobs,
                                                           s.text_offset);
             s.text_offset += ev.text.size();
-            if (!write(sse_event(chunk_json(s.head, &ev.text, false, "", lp)))) return false;
+            if (!s.reply) {
+                if (!write(sse_event(chunk_json(s.head, &ev.text, false, "", lp)))) return false;
+            } else if (json delta = s.reply->delta(ev.text, false);
+                       !delta.empty() || !lp.is_null()) {
+                if (!write(sse_event(chunk_json(s.head, std::move(delta), "", lp)))) return false;
+            }
         }
         if (ev.done) {
             const std::string empty;
-            if (!write(sse_event(chunk_json(s.head, s.head.chat ? nullptr : &empty, false,
-                                            ev.finish_reason, nullptr))))
+            std::string reason = ev.finish_reason;
+            if (s.reply) {
+                if (json delta = s.reply->delta("", true); !delta.empty())
+                    if (!write(sse_event(chunk_json(s.head, std::move(delta), "", nullptr))))
+                        return false;
+                reason = finish_reason_of(reason, s.reply->parts(true));
+            }
+            if (!write(sse_event(
+                    chunk_json(s.head, s.head.chat ? nullptr : &empty, false, reason, nullptr))))
                 return false;
             if (s.include_usage && !write(sse_event(usage_chunk_json(s.head, s.job->usage()))))
                 return false;
@@ -343,32 +382,28 @@ void ApiServer::routes() {
                                                           special.is_boolean() && special.get<bool>());
                     send_json(res, 200, {{"tokens", ids}});
                 }));
-    http_->Post("/detokenize", handle_body([this](const Request&, Response& res,
-                                                  const std::string& text) {
+    http_->Post(
+        "/detokenize", handle_body([this](const Request&, Response& res, const std::string& text) {
+            const auto m = model();
+            const ojson body = parse_body(text);
+            const ojson& tokens = body_field(body, "tokens");
+            if (!tokens.is_array()) bad_field("tokens", "tokens: expected an array of ids");
+            std::vector<int32_t> ids;
+            for (const ojson& t : tokens) {
+                if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
+                    t.get<int64_t>() >= m->tokenizer->n_vocab())
+                    bad_field("tokens", "tokens: {} is not an id of this vocabulary", t.dump());
+                ids.push_back(t.get<int32_t>());
+            }
+            send_json(res, 200, {{"content", m->tokenizer->decode(ids)}});
+        }));
+    http_->Post("/apply-template",
+                handle_body([this](const Request&, Response& res, const std::string& text) {
                     const auto m = model();
-                    const ojson body = parse_body(text);
-                    const ojson& tokens = body_field(body, "tokens");
-                    if (!tokens.is_array()) bad_field("tokens", "tokens: expected an array of ids");
-                    std::vector<int32_t> ids;
-                    for (const ojson& t : tokens) {
-                        if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
-                            t.get<int64_t>() >= m->tokenizer->n_vocab())
-                            bad_field("tokens", "tokens: {} is not an id of this vocabulary",
-                                      t.dump());
-                        ids.push_back(t.get<int32_t>());
-                    }
-                    send_json(res, 200, {{"content", m->tokenizer->decode(ids)}});
-                }));
-    http_->Post("/apply-template", handle_body([this](const Request&, Response& res,
-                                                      const std::string& text) {
-                    const auto m = model();
-                    if (!m->chat_template)
-                        bad_field("messages", "this model has no chat template");
+                    if (!m->chat_template) bad_field("messages", "this model has no chat template");
                     const CompletionRequest r =
                         parse_completion_request(parse_body(text), true, m->defaults);
-                    send_json(res, 200,
-                              {{"prompt", m->chat_template->render(r.messages, true,
-                                                                   r.template_kwargs)}});
+                    send_json(res, 200, {{"prompt", chat_prompt(*m->chat_template, r).text}});
                 }));
     // Any other route with a body, after those above: read, so that --max-body
     // alone says 413, then 404.
@@ -388,11 +423,27 @@ void ApiServer::completions(const std::string& body, Response& res, bool chat) {
                        fmt::format("model '{}' is not served here (/v1/models lists '{}')",
                                    r.model, m->name));
     JobSpec spec;
+    std::unique_ptr<Reply> reply;
     if (chat) {
         if (!m->chat_template)
             bad_field("messages", "this model has no chat template; use /v1/completions");
-        const std::string prompt = m->chat_template->render(r.messages, true, r.template_kwargs);
-        spec.prompt = m->tokenizer->encode(prompt, false);
+        const ChatPrompt prompt = chat_prompt(*m->chat_template, r);
+        spec.prompt = m->tokenizer->encode(prompt.text, false);
+        if (prompt.format || prompt.tags.active())
+            reply = std::make_unique<Reply>(prompt.parser(r.tools));
+        if (r.tools.forced()) {
+            if (r.format != OutputFormat::text)
+                bad_field("response_format",
+                          "response_format: not with a forced tool call (tool_choice {})",
+                          r.tools.choice == ToolChoice::named ? "naming a function" : "required");
+            if (!m->constraint)
+                bad_field("tool_choice", "tool_choice: forced calls are not available");
+            CompletionRequest call = r;
+            call.format = OutputFormat::json_schema;
+            call.schema = prompt.call_schema;
+            call.schema_param = "tools";
+            spec.constraint = m->constraint(call);
+        }
     } else if (r.prompt_is_ids) {
         for (int32_t id : r.prompt_ids)
             if (id >= m->tokenizer->n_vocab())
@@ -421,6 +472,7 @@ void ApiServer::completions(const std::string& body, Response& res, bool chat) {
         stream->model = m;
         stream->head = head;
         stream->include_usage = r.include_usage;
+        stream->reply = std::move(reply);
         res.set_header("Cache-Control", "no-cache");
         res.set_chunked_content_provider(
             "text/event-stream",
@@ -433,7 +485,15 @@ void ApiServer::completions(const std::string& body, Response& res, bool chat) {
     while (!job->wait(events, std::chrono::seconds(1)) || !absorb(events, p)) {
     }
     const json lp = r.logprobs ? logprobs_json(head, *m->tokenizer, p.logprobs, 0) : json();
-    send_json(res, 200, completion_json(head, p.text, p.finish_reason, job->usage(), lp));
+    if (!reply) {
+        send_json(res, 200, completion_json(head, p.text, p.finish_reason, job->usage(), lp));
+        return;
+    }
+    reply->parser.push(p.text);
+    const ReplyParts parts = reply->parts(true);
+    send_json(res, 200,
+              completion_json(head, chat_message_json(parts, reply->ids),
+                              finish_reason_of(p.finish_reason, parts), job->usage(), lp));
 }
 
 }  // namespace anelm::server

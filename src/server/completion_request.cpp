@@ -194,6 +194,12 @@ CompletionRequest parse_completion_request(const nlohmann::ordered_json& body, b
                 bad_field("chat_template_kwargs", "chat_template_kwargs: expected an object");
             r.template_kwargs = v;
         }
+        r.tools = read_tool_request(body);
+        read_tool_turns(r.messages);
+        // As vLLM and llama-server pass it: a template variable, for templates that read it.
+        if (const ojson& v = body_field(body, "reasoning_effort");
+            !v.is_null() && !r.template_kwargs.contains("reasoning_effort"))
+            r.template_kwargs["reasoning_effort"] = string(v, "reasoning_effort");
     } else {
         read_prompt(body_field(body, "prompt"), r);
     }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/sampler.h"
+#include "server/tool_request.h"
 
 namespace anelm::server {
 
@@ -21,6 +22,7 @@ struct CompletionRequest {
     // and chat_template_kwargs as template variables.
     nlohmann::ordered_json messages;
     nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
+    ToolRequest tools;  // chat: tools, tool_choice, parallel_tool_calls
     // Completions: the prompt as text, or as token ids when given so.
     std::string prompt;
     std::vector<int32_t> prompt_ids;
@@ -35,7 +37,8 @@ struct CompletionRequest {
     bool logprobs = false;
     int top_logprobs = 0;
     OutputFormat format = OutputFormat::text;
-    nlohmann::ordered_json schema;  // json_schema's schema
+    nlohmann::ordered_json schema;                                    // json_schema's schema
+    std::string schema_param = "response_format.json_schema.schema";  // named in its errors
 };
 
 // Fields the body leaves out keep `defaults` (the server's sampler settings).

@@ -25,7 +25,7 @@ private:
 std::unique_ptr<Constraint> JsonConstraints::make(const CompletionRequest& request) const {
     if (request.format == OutputFormat::json_object)
         return std::make_unique<JsonConstraint>(filter_, grammar::Grammar::any_object());
-    const std::string where = "response_format.json_schema.schema";
+    const std::string& where = request.schema_param;
     try {
         return std::make_unique<JsonConstraint>(
             filter_, grammar::Grammar::from_json_schema(request.schema, where));

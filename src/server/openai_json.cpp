@@ -84,12 +84,15 @@ json logprobs_json(const ResponseHead& head, const Tokenizer& tokenizer,
 json completion_json(const ResponseHead& head, const std::string& text,
                      const std::string& finish_reason, const JobUsage& usage,
                      const json& logprobs) {
+    return completion_json(head,
+                           head.chat ? json{{"role", "assistant"}, {"content", text}} : json(text),
+                           finish_reason, usage, logprobs);
+}
+
+json completion_json(const ResponseHead& head, json message, const std::string& finish_reason,
+                     const JobUsage& usage, const json& logprobs) {
     json choice = {{"index", 0}};
-    if (head.chat) {
-        choice["message"] = {{"role", "assistant"}, {"content", text}};
-    } else {
-        choice["text"] = text;
-    }
+    choice[head.chat ? "message" : "text"] = std::move(message);
     choice["logprobs"] = logprobs;
     choice["finish_reason"] = finish_reason;
     return {{"id", head.id},
@@ -102,16 +105,20 @@ json completion_json(const ResponseHead& head, const std::string& text,
 
 json chunk_json(const ResponseHead& head, const std::string* text, bool role,
                 const std::string& finish_reason, const json& logprobs) {
-    json choice = {{"index", 0}};
     if (head.chat) {
         json delta = json::object();
         if (role) delta["role"] = "assistant";
         if (text) delta["content"] = *text;
         if (role && !text) delta["content"] = "";
-        choice["delta"] = std::move(delta);
-    } else {
-        choice["text"] = text ? *text : "";
+        return chunk_json(head, std::move(delta), finish_reason, logprobs);
     }
+    return chunk_json(head, json(text ? *text : ""), finish_reason, logprobs);
+}
+
+json chunk_json(const ResponseHead& head, json delta, const std::string& finish_reason,
+                const json& logprobs) {
+    json choice = {{"index", 0}};
+    choice[head.chat ? "delta" : "text"] = std::move(delta);
     choice["logprobs"] = logprobs;
     choice["finish_reason"] = finish_reason.empty() ? json() : json(finish_reason);
     return {{"id", head.id},
@@ -119,6 +126,48 @@ json chunk_json(const ResponseHead& head, const std::string* text, bool role,
             {"created", head.created},
             {"model", head.model},
             {"choices", json::array({choice})}};
+}
+
+std::string new_call_id() {
+    return "call_" + random_id();
+}
+
+json chat_message_json(const ReplyParts& parts, const std::vector<std::string>& ids) {
+    json message = {{"role", "assistant"}};
+    message["content"] =
+        parts.content.empty() && !parts.calls.empty() ? json() : json(parts.content);
+    if (!parts.reasoning.empty()) message["reasoning_content"] = parts.reasoning;
+    if (parts.calls.empty()) return message;
+    json calls = json::array();
+    for (size_t i = 0; i < parts.calls.size(); ++i)
+        calls.push_back(
+            {{"id", ids.at(i)},
+             {"type", "function"},
+             {"function",
+              {{"name", parts.calls[i].name}, {"arguments", parts.calls[i].arguments}}}});
+    message["tool_calls"] = std::move(calls);
+    return message;
+}
+
+json chat_delta_json(const ReplyDelta& delta, const std::vector<std::string>& ids) {
+    json out = json::object();
+    if (!delta.content.empty()) out["content"] = delta.content;
+    if (!delta.reasoning.empty()) out["reasoning_content"] = delta.reasoning;
+    if (delta.calls.empty()) return out;
+    json calls = json::array();
+    for (const CallDelta& c : delta.calls) {
+        json call = {{"index", c.index}};
+        if (c.first) {
+            call["id"] = ids.at(c.index);
+            call["type"] = "function";
+            call["function"] = {{"name", c.name}, {"arguments", c.arguments}};
+        } else {
+            call["function"] = {{"arguments", c.arguments}};
+        }
+        calls.push_back(std::move(call));
+    }
+    out["tool_calls"] = std::move(calls);
+    return out;
 }
 
 json usage_chunk_json(const ResponseHead& head, const JobUsage& usage) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "server/engine.h"
+#include "server/reply_parser.h"
 #include "tokenizer/tokenizer.h"
 
 namespace anelm::server {
@@ -32,6 +33,25 @@ nlohmann::json logprobs_json(const ResponseHead& head, const Tokenizer& tokenize
 nlohmann::json completion_json(const ResponseHead& head, const std::string& text,
                                const std::string& finish_reason, const JobUsage& usage,
                                const nlohmann::json& logprobs);
+// A whole chat response with its message as chat_message_json writes it.
+nlohmann::json completion_json(const ResponseHead& head, nlohmann::json message,
+                               const std::string& finish_reason, const JobUsage& usage,
+                               const nlohmann::json& logprobs);
+
+// A new tool call's id, call_...
+std::string new_call_id();
+
+// A chat reply's message: content (null when there is none beside calls),
+// reasoning_content when there is some, tool_calls with their ids.
+nlohmann::json chat_message_json(const ReplyParts& parts, const std::vector<std::string>& ids);
+
+// A chat stream chunk's delta: new content, reasoning and call pieces (a call's
+// first piece carries its id, type and name).
+nlohmann::json chat_delta_json(const ReplyDelta& delta, const std::vector<std::string>& ids);
+
+// One stream chunk of a chat with this delta.
+nlohmann::json chunk_json(const ResponseHead& head, nlohmann::json delta,
+                          const std::string& finish_reason, const nlohmann::json& logprobs);
 
 // One stream chunk with a text delta (or the assistant role, for chat's first),
 // a finish reason ("" for none) and logprobs (null for none).

@@ -22,6 +22,7 @@
 #include "server/api_error.h"
 #include "server/completion_request.h"
 #include "server/openai_json.h"
+#include "server/reply_parser.h"
 #include "server/stop_text.h"
 #include "tokenizer/tokenizer.h"
 
@@ -172,6 +173,39 @@ void check_sse_event(const server::ResponseHead& head, const std::string& piece)
     if (parsed.is_discarded()) throw std::logic_error("SSE event data is not JSON");
 }
 
+// A reply read for calls and reasoning in every family's format, whole and as
+// a stream in pieces of 1 to 5 bytes: the pieces join to the whole, and every
+// delta serializes.
+void check_reply(const server::ToolRequest& tools, const std::string& text) {
+    const server::ToolFormat* formats[] = {
+        &server::hermes_tool_format(), &server::qwen_xml_tool_format(),
+        &server::llama3_tool_format(), &server::json_convention_format(),
+        &server::gemma4_tool_format(), &server::lfm2_tool_format(),
+        &server::forced_call_format()};
+    for (const server::ToolFormat* format : formats) {
+        server::ReplyParser whole({"<think>", "</think>"}, false, format, tools);
+        whole.push(text);
+        const server::ReplyParts parts = whole.parts(true);
+        server::ReplyParser stream({"<think>", "</think>"}, false, format, tools);
+        server::ReplyDeltas deltas;
+        std::string content, reasoning;
+        const std::vector<std::string> ids(parts.calls.size() + 64, "call_x");
+        const auto add = [&](bool final) {
+            const server::ReplyDelta d = deltas.next(stream.parts(final));
+            if (d.calls.size() < ids.size()) server::json_text(server::chat_delta_json(d, ids));
+            content += d.content;
+            reasoning += d.reasoning;
+        };
+        for (size_t at = 0, piece = 1; at < text.size(); at += piece, piece = piece % 5 + 1) {
+            stream.push(std::string_view(text).substr(at, piece));
+            add(false);
+        }
+        add(true);
+        if (content != parts.content || reasoning != parts.reasoning)
+            throw std::logic_error("reply: streamed pieces differ from the whole");
+    }
+}
+
 // A client's request body as the server reads it (JSON, then the fields of a
 // chat and of a text completion); then the text it carries through the stop
 // strings and, with the raw bytes too, through the stream's event writer.
@@ -194,6 +228,7 @@ void server_request(std::span<const uint8_t> bytes) {
         const server::ResponseHead head = server::new_response_head(chat, request.model);
         check_sse_event(head, carried);
         check_sse_event(head, std::string(text(bytes)));
+        if (chat) check_reply(request.tools, std::string(text(bytes)));
     }
 }
 
