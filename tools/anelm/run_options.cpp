@@ -111,8 +111,8 @@ void add_run_options(CLI::App& app, RunOptions& options) {
 void add_weight_options(CLI::App& app, RunOptions& options) {
     app.add_option("--quant", options.quant,
                    "quantize the weights at load: a preset (lut4, lut6, lut8, int8, int4) and/or "
-                   "embed=|ffn=|head= none, BITS, BITS:GROUP, BITS,GROUP, int8, int4 "
-                   "(docs/quantization.md)")
+                   "embed=|ffn=|head= none, BITS, BITS:GROUP, BITS,GROUP, int8, int4; or "
+                   "auto:bpw=BITS / auto:kl=KL with --calib (docs/quantization.md)")
         ->capture_default_str();
     app.add_option("--quant-dot", options.quant_dot,
                    "how quantized weights are multiplied: int8 (activations rounded to "
