@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <random>
 #include <vector>
@@ -16,39 +15,11 @@
 #include "quant/gram_factor.h"
 #include "quant/input_stats.h"
 #include "quant/kmeans_1d.h"
+#include "quant/kmeans_brute_force.h"
 #include "quant/quantize.h"
 
 namespace anelm::quant {
 namespace {
-
-// The least weighted squared error over every partition of the values into
-// at most k groups, each at its weighted mean.
-double brute_force_weighted(const std::vector<float>& v, const std::vector<double>& w, int k) {
-    const size_t n = v.size();
-    std::vector<int> label(n, 0);
-    double best = std::numeric_limits<double>::infinity();
-    std::function<void(size_t, int)> assign = [&](size_t i, int used) {
-        if (i == n) {
-            double sse = 0;
-            for (int g = 0; g < used; ++g) {
-                double sw = 0, swv = 0;
-                for (size_t j = 0; j < n; ++j)
-                    if (label[j] == g) sw += w[j], swv += w[j] * v[j];
-                const double mean = swv / sw;
-                for (size_t j = 0; j < n; ++j)
-                    if (label[j] == g) sse += w[j] * (v[j] - mean) * (v[j] - mean);
-            }
-            best = std::min(best, sse);
-            return;
-        }
-        for (int g = 0; g <= std::min(used, k - 1); ++g) {
-            label[i] = g;
-            assign(i + 1, std::max(used, g + 1));
-        }
-    };
-    assign(0, 0);
-    return best;
-}
 
 TEST(WeightedKMeans, MergesEqualValuesSummingTheirWeights) {
     const std::vector<float> v = {0.5f, -1.0f, 0.5f, 2.0f, -1.0f, 0.5f};
@@ -78,7 +49,7 @@ TEST(WeightedKMeans, ExactSolverMatchesBruteForce) {
             for (double c : r.centers) best = std::min(best, (v[i] - c) * (v[i] - c));
             sse += w[i] * best;
         }
-        EXPECT_NEAR(sse, brute_force_weighted(v, w, k), 1e-9 * (1 + sse)) << "trial " << trial;
+        EXPECT_NEAR(sse, test::brute_force_kmeans(v, w, k), 1e-9 * (1 + sse)) << "trial " << trial;
     }
 }
 

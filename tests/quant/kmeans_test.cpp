@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/half.h"
+#include "quant/kmeans_brute_force.h"
 #include "quant/sort_floats.h"
 
 namespace anelm::quant {
@@ -30,34 +31,7 @@ double sse_of(const std::vector<float>& values, const std::vector<double>& cente
 // The least squared error over every partition of the values into at most k
 // groups (all set partitions, not only runs of sorted neighbours).
 double brute_force_optimum(const std::vector<float>& values, int k) {
-    const size_t n = values.size();
-    std::vector<int> label(n, 0);
-    double best = std::numeric_limits<double>::infinity();
-    std::function<void(size_t, int)> assign = [&](size_t i, int used) {
-        if (i == n) {
-            double sse = 0;
-            for (int g = 0; g < used; ++g) {
-                double sum = 0, count = 0;
-                for (size_t j = 0; j < n; ++j) {
-                    if (label[j] != g) continue;
-                    sum += values[j];
-                    count += 1;
-                }
-                const double mean = sum / count;
-                for (size_t j = 0; j < n; ++j) {
-                    if (label[j] == g) sse += (values[j] - mean) * (values[j] - mean);
-                }
-            }
-            best = std::min(best, sse);
-            return;
-        }
-        for (int g = 0; g <= std::min(used, k - 1); ++g) {
-            label[i] = g;
-            assign(i + 1, std::max(used, g + 1));
-        }
-    };
-    assign(0, 0);
-    return best;
+    return test::brute_force_kmeans(values, std::vector<double>(values.size(), 1.0), k);
 }
 
 WeightedValues points_of(std::vector<float> values) {

@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "exec/tiny_model.h"
+#include "io/io_test_util.h"
 #include "io/json_file.h"
 #include "models/model_loader.h"
 #include "runtime/perplexity.h"
@@ -23,15 +24,6 @@ namespace fs = std::filesystem;
 
 const fs::path stories = fs::path(ANELM_SOURCE_DIR) / "models" / "stories260K";
 const fs::path texts = fs::path(ANELM_SOURCE_DIR) / "tests" / "data" / "stories260K";
-
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "(no error)";
-}
 
 fs::path write_file(const std::string& name, const std::string& bytes) {
     const fs::path p = test::temp_dir("calibration") / name;
@@ -87,7 +79,7 @@ TEST(Calibration, WindowsOfTheContextEachStartingWithBos) {
 TEST(Calibration, RefusesFilesThatAreNotTextEnoughForAWindow) {
     const auto tokenizer = load_tokenizer((stories / "tok512.bin").string());
     const auto refuse = [&](const fs::path& p, int64_t window) {
-        return error_of([&] { calibration_windows(p.string(), *tokenizer, window); });
+        return test::error_of([&] { calibration_windows(p.string(), *tokenizer, window); });
     };
     const fs::path missing = test::temp_dir("calibration") / "missing.txt";
     EXPECT_NE(refuse(missing, 8).find(missing.string()), std::string::npos);
