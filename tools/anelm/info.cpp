@@ -58,6 +58,12 @@ WeightSummary summarize(const GgufFile& gguf) {
 
 // Gemma 4: the layer kinds (upper case where a layer reads another's K/V),
 // their heads and rope, which layers lend K/V, the per-layer embeddings.
+// Gemma 4's layer kinds: a global head size, KV shared between layers or
+// per-layer embeddings (what plan's shape maths test too).
+bool has_gemma4_layers(const ModelSpec& s) {
+    return s.global_head_dim > 0 || s.n_kv_shared_layers > 0 || s.per_layer_dim > 0;
+}
+
 void print_gemma4_layers(const ModelSpec& s) {
     std::string kinds;
     for (int64_t il = 0; il < s.n_layer; ++il) {
@@ -123,7 +129,7 @@ int run_info(const InfoArgs& args) {
             j["conv_kernel"] = s.conv_kernel;
             j["rope_dims"] = s.rope_dims;
         }
-        if (s.arch == Arch::gemma4) {
+        if (has_gemma4_layers(s)) {
             j["sliding_layers"] = s.sliding_layers;
             j["sliding_window"] = s.sliding_window;
             j["global_head_dim"] = s.global_head_dim;
@@ -164,7 +170,7 @@ int run_info(const InfoArgs& args) {
             kinds, s.delta_n_head_k, s.delta_n_head_v, s.delta_head_dim_k, s.delta_head_dim_v,
             s.rope_dims, s.head_dim);
     }
-    if (s.arch == Arch::gemma4) print_gemma4_layers(s);
+    if (has_gemma4_layers(s)) print_gemma4_layers(s);
     fmt::print(
         "kv cache       {:.1f} KiB per position (f16 K and V of the layers that compute them)\n",
         2.0 * static_cast<double>(kv_values_per_position(s)) / 1024.0);
