@@ -39,8 +39,7 @@ std::string text_blocks(const ojson& v, const std::string& at) {
 // One Messages message as chat messages: tool_result blocks become role
 // "tool" messages in their place, tool_use blocks the assistant's tool_calls
 // and thinking blocks its reasoning_content. calls: the tool_use ids so far.
-void add_message(const ojson& m, const std::string& at, std::set<std::string>& calls,
-                 ojson& out) {
+void add_message(const ojson& m, const std::string& at, std::set<std::string>& calls, ojson& out) {
     const std::string role = text_of(object_field(m, at, "role"), at + ".role");
     if (role != "user" && role != "assistant")
         bad_field(at + ".role", "{}.role: '{}', expected user or assistant", at, role);
@@ -72,15 +71,18 @@ void add_message(const ojson& m, const std::string& at, std::set<std::string>& c
             const std::string name = text_of(body_field(b, "name"), block + ".name");
             ojson input = body_field(b, "input");
             if (input.is_null()) input = ojson::object();
-            if (!input.is_object()) bad_field(block + ".input", "{}.input: expected an object", block);
+            if (!input.is_object())
+                bad_field(block + ".input", "{}.input: expected an object", block);
             calls.insert(id);
-            tool_calls.push_back(
-                {{"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", input}}}});
+            tool_calls.push_back({{"id", id},
+                                  {"type", "function"},
+                                  {"function", {{"name", name}, {"arguments", input}}}});
         } else if (type == "tool_result" && role == "user") {
             const std::string id = text_of(body_field(b, "tool_use_id"), block + ".tool_use_id");
             if (!calls.count(id))
                 bad_field(block + ".tool_use_id",
-                          "{}: a tool_result for '{}' answers no tool_use made before it", block, id);
+                          "{}: a tool_result for '{}' answers no tool_use made before it", block,
+                          id);
             flush_text();
             out.push_back({{"role", "tool"},
                            {"tool_call_id", id},
@@ -163,11 +165,13 @@ ojson messages_to_chat(const ojson& body) {
     if (max_tokens.is_null()) bad_field("max_tokens", "max_tokens: required");
     chat["max_tokens"] = max_tokens;
     if (const ojson& v = body_field(body, "stop_sequences"); !v.is_null()) {
-        if (!v.is_array()) bad_field("stop_sequences", "stop_sequences: expected an array of strings");
+        if (!v.is_array())
+            bad_field("stop_sequences", "stop_sequences: expected an array of strings");
         chat["stop"] = v;
     }
     ojson messages = ojson::array();
-    if (const std::string system = text_blocks(body_field(body, "system"), "system"); !system.empty())
+    if (const std::string system = text_blocks(body_field(body, "system"), "system");
+        !system.empty())
         messages.push_back({{"role", "system"}, {"content", system}});
     const ojson& given = body_field(body, "messages");
     if (!given.is_array() || given.empty())
@@ -227,14 +231,29 @@ json message_json(const std::string& id, const std::string& model, const ReplyPa
 json messages_error_body(const ApiError& error) {
     const char* type = "api_error";
     switch (error.status) {
-        case 400: type = "invalid_request_error"; break;
-        case 401: type = "authentication_error"; break;
-        case 403: type = "permission_error"; break;
-        case 404: type = "not_found_error"; break;
-        case 413: type = "request_too_large"; break;
-        case 429: type = "rate_limit_error"; break;
-        case 503: type = "overloaded_error"; break;
-        default: break;
+        case 400:
+            type = "invalid_request_error";
+            break;
+        case 401:
+            type = "authentication_error";
+            break;
+        case 403:
+            type = "permission_error";
+            break;
+        case 404:
+            type = "not_found_error";
+            break;
+        case 413:
+            type = "request_too_large";
+            break;
+        case 429:
+            type = "rate_limit_error";
+            break;
+        case 503:
+            type = "overloaded_error";
+            break;
+        default:
+            break;
     }
     return {{"type", "error"}, {"error", {{"type", type}, {"message", error.what()}}}};
 }

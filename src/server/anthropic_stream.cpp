@@ -54,7 +54,8 @@ std::string MessageStream::add(const ReplyDelta& delta, const std::vector<std::s
     std::string out;
     if (!delta.reasoning.empty()) {
         if (open_ != Block::thinking)
-            out += open(Block::thinking, {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}});
+            out +=
+                open(Block::thinking, {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}});
         out += block_delta(index_, {{"type", "thinking_delta"}, {"thinking", delta.reasoning}});
     }
     if (!delta.content.empty()) {
@@ -70,7 +71,8 @@ std::string MessageStream::add(const ReplyDelta& delta, const std::vector<std::s
                                           {"name", c.name},
                                           {"input", json::object()}});
         if (!c.arguments.empty())
-            out += block_delta(index_, {{"type", "input_json_delta"}, {"partial_json", c.arguments}});
+            out +=
+                block_delta(index_, {{"type", "input_json_delta"}, {"partial_json", c.arguments}});
     }
     return out;
 }
@@ -78,12 +80,12 @@ std::string MessageStream::add(const ReplyDelta& delta, const std::vector<std::s
 std::string MessageStream::finish(const std::string& stop_reason, const std::string& stop_sequence,
                                   const JobUsage& usage) {
     std::string out = close();
-    out += message_event(
-        {{"type", "message_delta"},
-         {"delta",
-          {{"stop_reason", stop_reason},
-           {"stop_sequence", stop_sequence.empty() ? json() : json(stop_sequence)}}},
-         {"usage", {{"output_tokens", usage.completion_tokens}}}});
+    out +=
+        message_event({{"type", "message_delta"},
+                       {"delta",
+                        {{"stop_reason", stop_reason},
+                         {"stop_sequence", stop_sequence.empty() ? json() : json(stop_sequence)}}},
+                       {"usage", {{"output_tokens", usage.completion_tokens}}}});
     return out + message_event({{"type", "message_stop"}});
 }
 

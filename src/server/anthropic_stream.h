@@ -16,7 +16,8 @@ namespace anelm::server {
 
 class MessageStream {
 public:
-    MessageStream(std::string id, std::string model) : id_(std::move(id)), model_(std::move(model)) {}
+    MessageStream(std::string id, std::string model)
+        : id_(std::move(id)), model_(std::move(model)) {}
 
     // message_start, with the prompt's usage.
     std::string start(const JobUsage& usage) const;

@@ -43,7 +43,7 @@ void send_error(Response& res, const ApiError& e, ErrorShape shape = error_body)
 }
 
 // Runs a route's handler, answering its errors in the route's API's shape.
-void answer(Response& res, const std::function<void()>& handler, ErrorShape shape) {
+void answer(Response& res, const std::function<void()>& handler, ErrorShape shape = error_body) {
     try {
         handler();
     } catch (const ApiError& e) {
@@ -332,7 +332,7 @@ std::shared_ptr<const ServedModel> ApiServer::model() const {
 void ApiServer::routes() {
     auto handle = [](std::function<void(const Request&, Response&)> fn) {
         return [fn = std::move(fn)](const Request& req, Response& res) {
-            answer(res, [&] { fn(req, res); }, error_body);
+            answer(res, [&] { fn(req, res); });
         };
     };
     // Routes with a body get it whole (read_request_body), not from req.body.

@@ -23,8 +23,8 @@ ojson body(const std::string& fields,
                       (fields.empty() ? "" : ", " + fields) + "}");
 }
 
-CompletionRequest read(const std::string& fields, const std::string& messages =
-                                                      R"([{"role": "user", "content": "hi"}])") {
+CompletionRequest read(const std::string& fields,
+                       const std::string& messages = R"([{"role": "user", "content": "hi"}])") {
     return parse_messages_request(body(fields, messages), SamplerParams{});
 }
 
@@ -70,8 +70,8 @@ TEST(AnthropicMessages, ToolsAndChoice) {
     EXPECT_FALSE(named.tools.parallel);
     EXPECT_EQ(read("\"tools\": [" + weather + R"(], "tool_choice": {"type": "any"})").tools.choice,
               ToolChoice::required);
-    EXPECT_FALSE(read("\"tools\": [" + weather + R"(], "tool_choice": {"type": "none"})")
-                     .tools.active());
+    EXPECT_FALSE(
+        read("\"tools\": [" + weather + R"(], "tool_choice": {"type": "none"})").tools.active());
 }
 
 TEST(AnthropicMessages, ToolTurns) {
@@ -110,12 +110,13 @@ TEST(AnthropicMessages, Refusals) {
               "tools[0].name");
     EXPECT_EQ(refused(body(R"("tools": [{"type": "bash_20250124", "name": "bash"}])")).first,
               "tools[0].type");
-    const auto unknown =
-        refused(body("\"tools\": [" + weather + R"(], "tool_choice": {"type": "tool", "name": "f"})"));
+    const auto unknown = refused(
+        body("\"tools\": [" + weather + R"(], "tool_choice": {"type": "tool", "name": "f"})"));
     EXPECT_EQ(unknown.first, "tool_choice");
     EXPECT_NE(unknown.second.find("'f'"), std::string::npos);
-    EXPECT_EQ(refused(body("\"tools\": [" + weather + R"(], "tool_choice": {"type": "some"})")).first,
-              "tool_choice.type");
+    EXPECT_EQ(
+        refused(body("\"tools\": [" + weather + R"(], "tool_choice": {"type": "some"})")).first,
+        "tool_choice.type");
     EXPECT_EQ(refused(body(R"("tool_choice": {"type": "any"})")).first, "tool_choice");
     const auto orphan = refused(body("", R"([{"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": "toolu_9", "content": "1"}]}])"));
@@ -160,12 +161,12 @@ TEST(AnthropicMessages, ErrorShape) {
     EXPECT_EQ(messages_error_body(ApiError(400, "invalid_request_error", "", "tools", "bad")),
               json::parse(R"({"type": "error",
                               "error": {"type": "invalid_request_error", "message": "bad"}})"));
-    EXPECT_EQ(messages_error_body(ApiError(401, "invalid_request_error", "", "", "key"))["error"]
-                                                                                       ["type"],
-              "authentication_error");
-    EXPECT_EQ(messages_error_body(ApiError(404, "invalid_request_error", "", "", "x"))["error"]
-                                                                                     ["type"],
-              "not_found_error");
+    EXPECT_EQ(
+        messages_error_body(ApiError(401, "invalid_request_error", "", "", "key"))["error"]["type"],
+        "authentication_error");
+    EXPECT_EQ(
+        messages_error_body(ApiError(404, "invalid_request_error", "", "", "x"))["error"]["type"],
+        "not_found_error");
 }
 
 // The data of each event, checked against its event: line.
