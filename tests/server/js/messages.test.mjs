@@ -1,11 +1,13 @@
 // Anthropic's Messages API through the official @anthropic-ai/sdk client: a
 // plain message, a forced tool whose input matches its schema, a streamed
 // reply collected by the SDK's stream helper, a tool_result turn, the key
-// sent as x-api-key, and 400s in Anthropic's error shape.
+// sent as x-api-key, and 400s in Anthropic's error shape; with a template
+// whose prompt opens a think block, the reasoning as thinking blocks.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
 import { startServer } from './server.mjs';
+import { withQwenTemplate } from './templates.mjs';
 
 const user = (content) => [{ role: 'user', content }];
 
@@ -146,5 +148,41 @@ describe('/v1/messages', () => {
     await assert.rejects(client.messages.create({
       max_tokens: 8, messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_9', content: '1' }] }],
     }), refusal(/toolu_9/));
+  });
+});
+
+describe('/v1/messages with a think block', () => {
+  let server;
+  let client;
+  before(async () => {
+    // Greedy, the tiny model writes only spaces; a fixed seed makes its samples repeatable.
+    server = await startServer([...withQwenTemplate(), '--seed', '7']);
+    client = new Anthropic({ baseURL: server.url, apiKey: 'unused', maxRetries: 0 });
+  });
+  after(async () => {
+    assert.equal(await server.stop(), 0);
+  });
+
+  it('returns the reasoning as a thinking block, whole and streamed', async () => {
+    const request = { max_tokens: 12, messages: user('Think first'), temperature: 1 };
+    const whole = await client.messages.create(request);
+    assert.equal(whole.content.length, 1);
+    assert.equal(whole.content[0].type, 'thinking');
+    assert.ok(whole.content[0].thinking.length > 0);
+    let thinking = '';
+    const stream = client.messages.stream(request);
+    stream.on('thinking', (delta) => { thinking += delta; });
+    const final = await stream.finalMessage();
+    assert.deepEqual(final.content.map((b) => b.type), ['thinking']);
+    assert.equal(final.content[0].thinking, whole.content[0].thinking);
+    assert.equal(thinking, whole.content[0].thinking);
+  });
+
+  it('passes thinking disabled to the template: the reply is text', async () => {
+    const m = await client.messages.create({
+      max_tokens: 12, messages: user('Answer at once'), temperature: 0, thinking: { type: 'disabled' },
+    });
+    assert.deepEqual(m.content.map((b) => b.type), ['text']);
+    assert.ok(m.content[0].text.length > 0);
   });
 });
