@@ -155,6 +155,12 @@ void read_thinking(const ojson& v, ojson& chat) {
     chat["chat_template_kwargs"] = {{"enable_thinking", type == "enabled"}};
 }
 
+// A tool_use block's input: the call's arguments as an object ({} if cut short).
+json tool_input(const std::string& arguments) {
+    json input = json::parse(arguments, nullptr, false);
+    return input.is_object() ? input : json::object();
+}
+
 }  // namespace
 
 ojson messages_to_chat(const ojson& body) {
@@ -199,11 +205,6 @@ std::string stop_reason(const std::string& finish_reason, const std::string& sto
 
 json messages_usage_json(const JobUsage& usage) {
     return {{"input_tokens", usage.prompt_tokens}, {"output_tokens", usage.completion_tokens}};
-}
-
-json tool_input(const std::string& arguments) {
-    json input = json::parse(arguments, nullptr, false);
-    return input.is_object() ? input : json::object();
 }
 
 json message_json(const std::string& id, const std::string& model, const ReplyParts& parts,

@@ -31,9 +31,6 @@ std::string stop_reason(const std::string& finish_reason, const std::string& sto
 
 nlohmann::json messages_usage_json(const JobUsage& usage);
 
-// A tool_use block's input: the call's arguments as an object ({} if cut short).
-nlohmann::json tool_input(const std::string& arguments);
-
 // The whole reply as a message: {id, type, role, model, content, stop_reason,
 // stop_sequence, usage}; ids: one per call, toolu_...
 nlohmann::json message_json(const std::string& id, const std::string& model,

@@ -95,6 +95,7 @@ describe('/v1/messages', () => {
     assert.equal(text, whole.content[0].text);
     assert.equal(final.stop_reason, whole.stop_reason);
     assert.equal(final.usage.output_tokens, whole.usage.output_tokens);
+    assert.equal(final.usage.input_tokens, whole.usage.input_tokens);
   });
 
   it('streams a forced tool_use as input_json_delta pieces', async () => {
@@ -136,7 +137,7 @@ describe('/v1/messages', () => {
       (e) => e instanceof Anthropic.AuthenticationError && e.error.error.type === 'authentication_error');
   });
 
-  it('refuses bad requests with 400s in its own error shape', async () => {
+  it('refuses bad requests with 400s (and a model not served with a 404) in its own error shape', async () => {
     const refusal = (pattern) => (e) => e instanceof Anthropic.BadRequestError && e.status === 400 &&
       e.error.type === 'error' && e.error.error.type === 'invalid_request_error' && pattern.test(e.error.error.message);
     await assert.rejects(client.messages.create({
@@ -148,6 +149,8 @@ describe('/v1/messages', () => {
     await assert.rejects(client.messages.create({
       max_tokens: 8, messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_9', content: '1' }] }],
     }), refusal(/toolu_9/));
+    await assert.rejects(client.messages.create({ model: 'claude-x', max_tokens: 8, messages: user('x') }),
+      (e) => e instanceof Anthropic.NotFoundError && e.error.error.type === 'not_found_error');
   });
 });
 
