@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "server/openai_json.h"
+
 namespace anelm::server {
 
 namespace {
@@ -194,6 +196,10 @@ ojson messages_to_chat(const ojson& body) {
 
 CompletionRequest parse_messages_request(const ojson& body, const SamplerParams& defaults) {
     return parse_completion_request(messages_to_chat(body), true, defaults);
+}
+
+std::string new_tool_use_id() {
+    return "toolu_" + random_id();
 }
 
 std::string stop_reason(const std::string& finish_reason, const std::string& stop_sequence,

@@ -25,6 +25,9 @@ nlohmann::ordered_json messages_to_chat(const nlohmann::ordered_json& body);
 CompletionRequest parse_messages_request(const nlohmann::ordered_json& body,
                                          const SamplerParams& defaults);
 
+// A new tool_use block's id, toolu_...
+std::string new_tool_use_id();
+
 // end_turn, max_tokens, stop_sequence or tool_use.
 std::string stop_reason(const std::string& finish_reason, const std::string& stop_sequence,
                         const ReplyParts& parts);

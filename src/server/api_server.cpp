@@ -122,16 +122,18 @@ bool absorb(std::vector<Event>& events, Progress& p) {
 }
 
 // A chat reply read for reasoning and tool calls as it comes, and the ids
-// given to its calls.
+// given to its calls (OpenAI's call_..., or another API's).
 struct Reply {
     ReplyParser parser;
     ReplyDeltas sent;
     std::vector<std::string> ids;
+    std::string (*new_id)();
 
-    explicit Reply(ReplyParser p) : parser(std::move(p)) {}
+    explicit Reply(ReplyParser p, std::string (*new_id)() = new_call_id)
+        : parser(std::move(p)), new_id(new_id) {}
     ReplyParts parts(bool final) {
         ReplyParts parts = parser.parts(final);
-        while (ids.size() < parts.calls.size()) ids.push_back(new_call_id());
+        while (ids.size() < parts.calls.size()) ids.push_back(new_id());
         return parts;
     }
     // The delta of what the text pushed adds; final: all that is left.
@@ -230,18 +232,8 @@ bool write_stream(Stream& s, httplib::DataSink& sink) {
 struct MessageStreamState {
     std::shared_ptr<Job> job;
     MessageStream events;
-    ReplyParser parser;
-    ReplyDeltas sent;
-    std::vector<std::string> ids;  // of the tool_use blocks
+    Reply reply;
     bool started = false;
-
-    MessageStreamState(std::shared_ptr<Job> job, MessageStream events, ReplyParser parser)
-        : job(std::move(job)), events(std::move(events)), parser(std::move(parser)) {}
-    ReplyParts parts(bool final) {
-        ReplyParts parts = parser.parts(final);
-        while (ids.size() < parts.calls.size()) ids.push_back("toolu_" + random_id());
-        return parts;
-    }
 };
 
 bool write_message_stream(MessageStreamState& s, httplib::DataSink& sink) {
@@ -259,9 +251,9 @@ bool write_message_stream(MessageStreamState& s, httplib::DataSink& sink) {
             sink.done();
             return true;
         }
-        s.parser.push(ev.text);
-        const ReplyParts parts = s.parts(ev.done);
-        if (!write(s.events.add(s.sent.next(parts), s.ids))) return false;
+        s.reply.parser.push(ev.text);
+        const ReplyParts parts = s.reply.parts(ev.done);
+        if (!write(s.events.add(s.reply.sent.next(parts), s.reply.ids))) return false;
         if (ev.done) {
             if (!write(s.events.finish(stop_reason(ev.finish_reason, ev.stop_sequence, parts),
                                        ev.stop_sequence, s.job->usage())))
@@ -501,9 +493,9 @@ namespace {
 // The job a request asks for; a chat request's prompt is rendered into prompt.
 JobSpec job_spec(const ServedModel& m, const CompletionRequest& r, ChatPrompt* prompt) {
     if (!r.model.empty() && r.model != m.name)
-        throw ApiError(404, "invalid_request_error", "model_not_found", "model",
-                       fmt::format("model '{}' is not served here (/v1/models lists '{}')",
-                                   r.model, m.name));
+        throw ApiError(
+            404, "invalid_request_error", "model_not_found", "model",
+            fmt::format("model '{}' is not served here (/v1/models lists '{}')", r.model, m.name));
     JobSpec spec;
     if (r.chat) {
         if (!m.chat_template)
@@ -596,8 +588,8 @@ void ApiServer::messages(const std::string& body, Response& res) {
     const std::string id = "msg_" + random_id();
     std::shared_ptr<Job> job = m->engine->submit(std::move(spec));
     if (r.stream) {
-        auto stream = std::make_shared<MessageStreamState>(job, MessageStream(id, m->name),
-                                                           prompt.parser(r.tools));
+        auto stream = std::make_shared<MessageStreamState>(MessageStreamState{
+            job, MessageStream(id, m->name), Reply(prompt.parser(r.tools), new_tool_use_id)});
         res.set_header("Cache-Control", "no-cache");
         res.set_chunked_content_provider(
             "text/event-stream",
@@ -611,13 +603,11 @@ void ApiServer::messages(const std::string& body, Response& res) {
     std::vector<Event> events;
     while (!job->wait(events, std::chrono::seconds(1)) || !absorb(events, p)) {
     }
-    ReplyParser parser = prompt.parser(r.tools);
-    parser.push(p.text);
-    const ReplyParts parts = parser.parts(true);
-    std::vector<std::string> ids;
-    for (size_t i = 0; i < parts.calls.size(); ++i) ids.push_back("toolu_" + random_id());
+    Reply reply(prompt.parser(r.tools), new_tool_use_id);
+    reply.parser.push(p.text);
+    const ReplyParts parts = reply.parts(true);
     send_json(res, 200,
-              message_json(id, m->name, parts, ids,
+              message_json(id, m->name, parts, reply.ids,
                            stop_reason(p.finish_reason, p.stop_sequence, parts), p.stop_sequence,
                            job->usage()));
 }
