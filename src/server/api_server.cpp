@@ -8,6 +8,8 @@
 #include <thread>
 
 #include "base/error.h"
+#include "server/anthropic_messages.h"
+#include "server/anthropic_stream.h"
 #include "server/api_error.h"
 #include "server/chat_page.h"
 #include "server/chat_prompt.h"
@@ -28,20 +30,28 @@ void send_json(Response& res, int status, const json& body) {
     res.set_content(json_text(body), "application/json");
 }
 
-void send_error(Response& res, const ApiError& e) {
-    send_json(res, e.status, error_body(e));
+// The error body of an API: OpenAI's (error_body) or Anthropic's (messages_error_body).
+using ErrorShape = json (*)(const ApiError&);
+
+// Anthropic's clients read errors in their own shape.
+ErrorShape error_shape_of(const std::string& path) {
+    return path == "/v1/messages" ? messages_error_body : error_body;
 }
 
-// Runs a route's handler, answering its errors the way OpenAI does.
-void answer(Response& res, const std::function<void()>& handler) {
+void send_error(Response& res, const ApiError& e, ErrorShape shape = error_body) {
+    send_json(res, e.status, shape(e));
+}
+
+// Runs a route's handler, answering its errors in the route's API's shape.
+void answer(Response& res, const std::function<void()>& handler, ErrorShape shape = error_body) {
     try {
         handler();
     } catch (const ApiError& e) {
-        send_error(res, e);
+        send_error(res, e, shape);
     } catch (const Error& e) {
-        send_error(res, ApiError(400, "invalid_request_error", "", "", e.what()));
+        send_error(res, ApiError(400, "invalid_request_error", "", "", e.what()), shape);
     } catch (const std::exception& e) {
-        send_error(res, ApiError(500, "server_error", "", "", e.what()));
+        send_error(res, ApiError(500, "server_error", "", "", e.what()), shape);
     }
 }
 
@@ -90,6 +100,7 @@ struct Progress {
     std::string text;
     std::vector<TokenLogprob> logprobs;
     std::string finish_reason;
+    std::string stop_sequence;
 };
 
 // Adds events to progress; true once the last has come. A failed generation throws.
@@ -102,6 +113,7 @@ bool absorb(std::vector<Event>& events, Progress& p) {
         p.logprobs.insert(p.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
         if (ev.done) {
             p.finish_reason = ev.finish_reason;
+            p.stop_sequence = ev.stop_sequence;
             done = true;
         }
     }
@@ -110,16 +122,18 @@ bool absorb(std::vector<Event>& events, Progress& p) {
 }
 
 // A chat reply read for reasoning and tool calls as it comes, and the ids
-// given to its calls.
+// given to its calls (OpenAI's call_..., or another API's).
 struct Reply {
     ReplyParser parser;
     ReplyDeltas sent;
     std::vector<std::string> ids;
+    std::string (*new_id)();
 
-    explicit Reply(ReplyParser p) : parser(std::move(p)) {}
+    explicit Reply(ReplyParser p, std::string (*new_id)() = new_call_id)
+        : parser(std::move(p)), new_id(new_id) {}
     ReplyParts parts(bool final) {
         ReplyParts parts = parser.parts(final);
-        while (ids.size() < parts.calls.size()) ids.push_back(new_call_id());
+        while (ids.size() < parts.calls.size()) ids.push_back(new_id());
         return parts;
     }
     // The delta of what the text pushed adds; final: all that is left.
@@ -145,24 +159,34 @@ struct Stream {
     std::unique_ptr<Reply> reply;  // null: the text is all content
 };
 
+// Waits for the job's next events; false (the job cancelled) once the client has left.
+bool next_events(Job& job, httplib::DataSink& sink, std::vector<Event>& events) {
+    while (!job.wait(events, std::chrono::milliseconds(250)))
+        if (!sink.is_writable()) {
+            job.cancel();
+            return false;
+        }
+    return true;
+}
+
+// Writes text to the stream; false (the job cancelled) when the client has left.
+// Nothing is written for no text: an empty chunk would end a chunked response.
+bool write_to(Job& job, httplib::DataSink& sink, const std::string& text) {
+    if (text.empty() || sink.write(text.data(), text.size())) return true;
+    job.cancel();
+    return false;
+}
+
 // Writes what the job has produced; false ends the response (the client left).
 bool write_stream(Stream& s, httplib::DataSink& sink) {
-    auto write = [&](const std::string& text) {
-        if (sink.write(text.data(), text.size())) return true;
-        s.job->cancel();
-        return false;
-    };
+    auto write = [&](const std::string& text) { return write_to(*s.job, sink, text); };
     if (!s.started) {
         s.started = true;
         if (s.head.chat && !write(sse_event(chunk_json(s.head, nullptr, true, "", nullptr))))
             return false;
     }
     std::vector<Event> events;
-    while (!s.job->wait(events, std::chrono::milliseconds(250)))
-        if (!sink.is_writable()) {
-            s.job->cancel();
-            return false;
-        }
+    if (!next_events(*s.job, sink, events)) return false;
     for (const Event& ev : events) {
         if (!ev.error.empty()) {
             const ApiError error(500, "server_error", "", "", "generation failed: " + ev.error);
@@ -197,6 +221,43 @@ bool write_stream(Stream& s, httplib::DataSink& sink) {
             if (s.include_usage && !write(sse_event(usage_chunk_json(s.head, s.job->usage()))))
                 return false;
             if (!write("data: [DONE]\n\n")) return false;
+            sink.done();
+            return true;
+        }
+    }
+    return true;
+}
+
+// A streamed Messages reply, as its events are written.
+struct MessageStreamState {
+    std::shared_ptr<Job> job;
+    MessageStream events;
+    Reply reply;
+    bool started = false;
+};
+
+bool write_message_stream(MessageStreamState& s, httplib::DataSink& sink) {
+    auto write = [&](const std::string& text) { return write_to(*s.job, sink, text); };
+    if (!s.started) {
+        s.started = true;
+        if (!write(s.events.start(s.job->usage()))) return false;
+    }
+    std::vector<Event> events;
+    if (!next_events(*s.job, sink, events)) return false;
+    for (const Event& ev : events) {
+        if (!ev.error.empty()) {
+            const ApiError error(500, "server_error", "", "", "generation failed: " + ev.error);
+            write(message_event(messages_error_body(error)));
+            sink.done();
+            return true;
+        }
+        s.reply.parser.push(ev.text);
+        const ReplyParts parts = s.reply.parts(ev.done);
+        if (!write(s.events.add(s.reply.sent.next(parts), s.reply.ids))) return false;
+        if (ev.done) {
+            if (!write(s.events.finish(stop_reason(ev.finish_reason, ev.stop_sequence, parts),
+                                       ev.stop_sequence, s.job->usage())))
+                return false;
             sink.done();
             return true;
         }
@@ -271,14 +332,16 @@ void ApiServer::routes() {
     auto handle_body = [this](BodyHandler fn) {
         return [this, fn = std::move(fn)](const Request& req, Response& res,
                                           const httplib::ContentReader& reader) {
-            answer(res,
-                   [&] { fn(req, res, read_request_body(req, res, reader, options_.max_body)); });
+            answer(
+                res, [&] { fn(req, res, read_request_body(req, res, reader, options_.max_body)); },
+                error_shape_of(req.path));
         };
     };
 
     http_->set_default_headers({{"Access-Control-Allow-Origin", "*"}});
     http_->Options(".*", [](const Request&, Response& res) {
-        res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+        res.set_header("Access-Control-Allow-Headers",
+                       "Authorization, Content-Type, x-api-key, anthropic-version");
         res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
         res.status = 204;
     });
@@ -292,8 +355,14 @@ void ApiServer::routes() {
         const std::string bearer = "Bearer ";
         if (auth.rfind(bearer, 0) == 0 && same_secret(auth.substr(bearer.size()), options_.api_key))
             return httplib::Server::HandlerResponse::Unhandled;
-        send_error(res, ApiError(401, "invalid_request_error", "invalid_api_key", "",
-                                 "a valid API key is required (Authorization: Bearer KEY)"));
+        // Anthropic's clients send the key so.
+        if (req.has_header("x-api-key") &&
+            same_secret(req.get_header_value("x-api-key"), options_.api_key))
+            return httplib::Server::HandlerResponse::Unhandled;
+        send_error(res,
+                   ApiError(401, "invalid_request_error", "invalid_api_key", "",
+                            "a valid API key is required (Authorization: Bearer KEY or x-api-key)"),
+                   error_shape_of(req.path));
         return httplib::Server::HandlerResponse::Handled;
     });
     http_->set_error_handler([](const Request& req, Response& res) {
@@ -365,6 +434,10 @@ void ApiServer::routes() {
                 handle_body([this](const Request&, Response& res, const std::string& body) {
                     completions(body, res, true);
                 }));
+    http_->Post("/v1/messages",
+                handle_body([this](const Request&, Response& res, const std::string& body) {
+                    messages(body, res);
+                }));
     http_->Post("/v1/completions",
                 handle_body([this](const Request&, Response& res, const std::string& body) {
                     completions(body, res, false);
@@ -415,54 +488,65 @@ void ApiServer::routes() {
     http_->Delete(".*", elsewhere);
 }
 
-void ApiServer::completions(const std::string& body, Response& res, bool chat) {
-    const auto m = model();
-    const CompletionRequest r = parse_completion_request(parse_body(body), chat, m->defaults);
-    if (!r.model.empty() && r.model != m->name)
-        throw ApiError(404, "invalid_request_error", "model_not_found", "model",
-                       fmt::format("model '{}' is not served here (/v1/models lists '{}')",
-                                   r.model, m->name));
+namespace {
+
+// The job a request asks for; a chat request's prompt is rendered into prompt.
+JobSpec job_spec(const ServedModel& m, const CompletionRequest& r, ChatPrompt* prompt) {
+    if (!r.model.empty() && r.model != m.name)
+        throw ApiError(
+            404, "invalid_request_error", "model_not_found", "model",
+            fmt::format("model '{}' is not served here (/v1/models lists '{}')", r.model, m.name));
     JobSpec spec;
-    std::unique_ptr<Reply> reply;
-    if (chat) {
-        if (!m->chat_template)
+    if (r.chat) {
+        if (!m.chat_template)
             bad_field("messages", "this model has no chat template; use /v1/completions");
-        const ChatPrompt prompt = chat_prompt(*m->chat_template, r);
-        spec.prompt = m->tokenizer->encode(prompt.text, false);
-        if (prompt.format || prompt.tags.active())
-            reply = std::make_unique<Reply>(prompt.parser(r.tools));
+        *prompt = chat_prompt(*m.chat_template, r);
+        spec.prompt = m.tokenizer->encode(prompt->text, false);
         if (r.tools.forced()) {
             if (r.format != OutputFormat::text)
                 bad_field("response_format",
                           "response_format: not with a forced tool call (tool_choice {})",
                           r.tools.choice == ToolChoice::named ? "naming a function" : "required");
-            if (!m->constraint)
+            if (!m.constraint)
                 bad_field("tool_choice", "tool_choice: forced calls are not available");
             CompletionRequest call = r;
             call.format = OutputFormat::json_schema;
-            call.schema = prompt.call_schema;
+            call.schema = prompt->call_schema;
             call.schema_param = "tools";
-            spec.constraint = m->constraint(call);
+            spec.constraint = m.constraint(call);
         }
     } else if (r.prompt_is_ids) {
         for (int32_t id : r.prompt_ids)
-            if (id >= m->tokenizer->n_vocab())
+            if (id >= m.tokenizer->n_vocab())
                 bad_field("prompt", "prompt: {} is not an id of this vocabulary", id);
         spec.prompt = r.prompt_ids;
     } else {
-        spec.prompt = m->tokenizer->encode(r.prompt, true);
+        spec.prompt = m.tokenizer->encode(r.prompt, true);
     }
     spec.max_tokens = r.max_tokens;
     spec.sampler = r.sampler;
-    if (!r.seed_given && !m->fixed_seed) spec.sampler.seed = random_seed();
+    if (!r.seed_given && !m.fixed_seed) spec.sampler.seed = random_seed();
     spec.stop = r.stop;
     spec.logprobs = r.logprobs;
     spec.top_logprobs = r.top_logprobs;
     if (r.format != OutputFormat::text) {
-        if (!m->constraint)
+        if (!m.constraint)
             bad_field("response_format", "response_format: structured output is not available");
-        spec.constraint = m->constraint(r);
+        spec.constraint = m.constraint(r);
     }
+    return spec;
+}
+
+}  // namespace
+
+void ApiServer::completions(const std::string& body, Response& res, bool chat) {
+    const auto m = model();
+    const CompletionRequest r = parse_completion_request(parse_body(body), chat, m->defaults);
+    ChatPrompt prompt;
+    JobSpec spec = job_spec(*m, r, &prompt);
+    std::unique_ptr<Reply> reply;
+    if (chat && (prompt.format || prompt.tags.active()))
+        reply = std::make_unique<Reply>(prompt.parser(r.tools));
     const ResponseHead head = new_response_head(chat, m->name);
     std::shared_ptr<Job> job = m->engine->submit(std::move(spec));
 
@@ -494,6 +578,38 @@ void ApiServer::completions(const std::string& body, Response& res, bool chat) {
     send_json(res, 200,
               completion_json(head, chat_message_json(parts, reply->ids),
                               finish_reason_of(p.finish_reason, parts), job->usage(), lp));
+}
+
+void ApiServer::messages(const std::string& body, Response& res) {
+    const auto m = model();
+    const CompletionRequest r = parse_messages_request(parse_body(body), m->defaults);
+    ChatPrompt prompt;
+    JobSpec spec = job_spec(*m, r, &prompt);
+    const std::string id = "msg_" + random_id();
+    std::shared_ptr<Job> job = m->engine->submit(std::move(spec));
+    if (r.stream) {
+        auto stream = std::make_shared<MessageStreamState>(MessageStreamState{
+            job, MessageStream(id, m->name), Reply(prompt.parser(r.tools), new_tool_use_id)});
+        res.set_header("Cache-Control", "no-cache");
+        res.set_chunked_content_provider(
+            "text/event-stream",
+            [stream](size_t, httplib::DataSink& sink) {
+                return write_message_stream(*stream, sink);
+            },
+            [job](bool) { job->cancel(); });
+        return;
+    }
+    Progress p;
+    std::vector<Event> events;
+    while (!job->wait(events, std::chrono::seconds(1)) || !absorb(events, p)) {
+    }
+    Reply reply(prompt.parser(r.tools), new_tool_use_id);
+    reply.parser.push(p.text);
+    const ReplyParts parts = reply.parts(true);
+    send_json(res, 200,
+              message_json(id, m->name, parts, reply.ids,
+                           stop_reason(p.finish_reason, p.stop_sequence, parts), p.stop_sequence,
+                           job->usage()));
 }
 
 }  // namespace anelm::server

@@ -1,5 +1,5 @@
 // The HTTP side of `anelm serve`: OpenAI's routes (chat and text completions,
-// models), llama-server's helpers (health, tokenize, detokenize,
+// models), Anthropic's messages, llama-server's helpers (health, tokenize, detokenize,
 // apply-template) and the chat page, over cpp-httplib.
 #pragma once
 
@@ -67,6 +67,8 @@ private:
     void routes();
     std::shared_ptr<const ServedModel> model() const;
     void completions(const std::string& body, httplib::Response& res, bool chat);
+    // Anthropic's /v1/messages.
+    void messages(const std::string& body, httplib::Response& res);
 
     ServerOptions options_;
     std::unique_ptr<httplib::Server> http_;

@@ -435,6 +435,7 @@ void Engine::finish(Slot& slot, const std::string& reason, Event ev) {
     if (!slot.stop_text->stopped()) ev.text += slot.stop_text->flush();
     ev.done = true;
     ev.finish_reason = reason;
+    ev.stop_sequence = slot.stop_text->matched();
     slot.job->push(std::move(ev));
     slot.job.reset();
     --processing_;

@@ -45,6 +45,7 @@ struct Event {
     std::vector<TokenLogprob> logprobs;  // the tokens behind it, when asked
     bool done = false;
     std::string finish_reason;  // "stop" or "length" when done
+    std::string stop_sequence;  // the stop string that ended it, if one did
     std::string error;          // when done because the generation failed
 };
 

@@ -12,12 +12,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string random_id() {
-    static std::atomic<uint64_t> counter{0};
-    static const uint64_t salt = std::random_device{}();
-    return fmt::format("{:016x}", salt ^ (++counter * 0x9e3779b97f4a7c15ull));
-}
-
 // A token's text (json_text replaces the invalid UTF-8 of part of a character)
 // and its exact bytes.
 json token_entry(const Tokenizer& tokenizer, int32_t id, float logprob) {
@@ -30,6 +24,12 @@ json token_entry(const Tokenizer& tokenizer, int32_t id, float logprob) {
 }
 
 }  // namespace
+
+std::string random_id() {
+    static std::atomic<uint64_t> counter{0};
+    static const uint64_t salt = std::random_device{}();
+    return fmt::format("{:016x}", salt ^ (++counter * 0x9e3779b97f4a7c15ull));
+}
 
 ResponseHead new_response_head(bool chat, const std::string& model) {
     ResponseHead head;

@@ -20,6 +20,9 @@ struct ResponseHead {
     std::string model;
 };
 
+// 16 hex digits, unique to this process, for the ids of responses and calls.
+std::string random_id();
+
 ResponseHead new_response_head(bool chat, const std::string& model);
 
 nlohmann::json usage_json(const JobUsage& usage);

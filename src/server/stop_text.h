@@ -18,11 +18,14 @@ public:
     // What is still held back, at the end of a generation that did not stop.
     std::string flush();
     bool stopped() const { return stopped_; }
+    // The stop string that ended the text, "" before one has.
+    const std::string& matched() const { return matched_; }
 
 private:
     std::vector<std::string> stops_;
     std::string pending_;
     bool stopped_ = false;
+    std::string matched_;
 };
 
 }  // namespace anelm::server

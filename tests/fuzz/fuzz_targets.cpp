@@ -19,6 +19,8 @@
 #include "models/gguf_model.h"
 #include "models/hf_config.h"
 #include "models/model_loader.h"
+#include "server/anthropic_messages.h"
+#include "server/anthropic_stream.h"
 #include "server/api_error.h"
 #include "server/completion_request.h"
 #include "server/openai_json.h"
@@ -206,9 +208,50 @@ void check_reply(const server::ToolRequest& tools, const std::string& text) {
     }
 }
 
+// A reply streamed as Messages events in pieces of 1 to 5 bytes: every event
+// is an event line naming its type and a data line of JSON, and the blocks
+// opened are all closed.
+void check_message_events(const server::ToolRequest& tools, const std::string& text) {
+    server::ReplyParser parser({"<think>", "</think>"}, false, &server::hermes_tool_format(),
+                               tools);
+    server::ReplyDeltas deltas;
+    server::MessageStream stream("msg_x", "m");
+    std::vector<std::string> ids;
+    std::string events = stream.start({});
+    const auto add = [&](bool final) {
+        const server::ReplyParts parts = parser.parts(final);
+        ids.resize(parts.calls.size(), "toolu_x");
+        events += stream.add(deltas.next(parts), ids);
+    };
+    for (size_t at = 0, piece = 1; at < text.size(); at += piece, piece = piece % 5 + 1) {
+        parser.push(std::string_view(text).substr(at, piece));
+        add(false);
+    }
+    add(true);
+    events += stream.finish("end_turn", "", {});
+    int open = 0;
+    for (size_t at = 0; at < events.size();) {
+        const size_t data = events.find("\ndata: ", at), end = events.find("\n\n", at);
+        if (events.compare(at, 7, "event: ") != 0 || data == std::string::npos || end < data)
+            throw std::logic_error("Messages event is not an event and a data line");
+        const auto parsed =
+            nlohmann::json::parse(events.substr(data + 7, end - data - 7), nullptr, false);
+        if (parsed.is_discarded() || parsed["type"] != events.substr(at + 7, data - at - 7))
+            throw std::logic_error("Messages event data is not JSON of its type");
+        open += parsed["type"] == "content_block_start"  ? 1
+                : parsed["type"] == "content_block_stop" ? -1
+                                                         : 0;
+        if (open < 0 || open > 1)
+            throw std::logic_error("Messages blocks not opened and closed in turn");
+        at = end + 2;
+    }
+    if (open != 0) throw std::logic_error("Messages block left open");
+}
+
 // A client's request body as the server reads it (JSON, then the fields of a
-// chat and of a text completion); then the text it carries through the stop
-// strings and, with the raw bytes too, through the stream's event writer.
+// chat, of a text completion and of Anthropic's Messages); then the text it
+// carries through the stop strings and, with the raw bytes too, through the
+// stream's event writers.
 void server_request(std::span<const uint8_t> bytes) {
     nlohmann::ordered_json body;
     try {
@@ -229,6 +272,15 @@ void server_request(std::span<const uint8_t> bytes) {
         check_sse_event(head, carried);
         check_sse_event(head, std::string(text(bytes)));
         if (chat) check_reply(request.tools, std::string(text(bytes)));
+    }
+    try {
+        const server::CompletionRequest request =
+            server::parse_messages_request(body, SamplerParams{});
+        std::string carried;  // the turns' texts joined, as a reply might write them
+        for (const auto& m : request.messages) carried += m["content"].get<std::string>();
+        check_message_events(request.tools, carried);
+        check_message_events(request.tools, std::string(text(bytes)));
+    } catch (const server::ApiError&) {
     }
 }
 

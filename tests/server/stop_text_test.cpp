@@ -39,6 +39,13 @@ TEST(StopText, TheEarliestOfSeveralStopsWins) {
     EXPECT_TRUE(s.stopped());
 }
 
+TEST(StopText, NamesTheStopThatMatched) {
+    StopText s({"world", "lo w", "\n\n"});
+    EXPECT_EQ(s.matched(), "");
+    feed(s, {"hel", "lo", " wor", "ld"});
+    EXPECT_EQ(s.matched(), "lo w");
+}
+
 TEST(StopText, AStopInsideOnePieceCutsIt) {
     StopText s({"\n\n"});
     EXPECT_EQ(s.push("line one\n\nline two"), "line one");

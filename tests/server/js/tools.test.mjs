@@ -7,11 +7,9 @@
 // tags and a think block its prompt opens.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import OpenAI from 'openai';
 import { startServer } from './server.mjs';
+import { withQwenTemplate } from './templates.mjs';
 
 const user = (content) => [{ role: 'user', content }];
 const greedy = { temperature: 0, presence_penalty: 2, max_tokens: 200 };
@@ -171,36 +169,6 @@ function suite(name, extraArgs) {
       }), (e) => e instanceof OpenAI.BadRequestError && e.param === 'tools');
     });
   });
-}
-
-// ChatML with Qwen's tool tags and a think block the prompt opens (as Qwen3.5's does).
-const qwenTemplate = `{%- if tools %}<|im_start|>system
-<tools>{% for tool in tools %}
-{{ tool | tojson }}{% endfor %}
-</tools>
-Call functions as <tool_call>
-{"name": <function-name>, "arguments": <args-json-object>}
-</tool_call><|im_end|>
-{% endif %}
-{%- for message in messages %}<|im_start|>{{ message.role }}
-{{ message.content }}{% for tc in message.tool_calls or [] %}
-<tool_call>
-{"name": "{{ tc.function.name }}", "arguments": {{ tc.function.arguments | tojson }}}
-</tool_call>{% endfor %}<|im_end|>
-{% endfor %}
-{%- if add_generation_prompt %}<|im_start|>assistant
-{% if enable_thinking is defined and enable_thinking is false %}<think>
-
-</think>
-
-{% else %}<think>
-{% endif %}{% endif %}`;
-
-// The server's arguments that make it use qwenTemplate.
-function withQwenTemplate() {
-  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'anelm-tools-')), 'qwen.jinja');
-  fs.writeFileSync(file, qwenTemplate);
-  return ['--template', file];
 }
 
 suite('tools with the JSON convention (a template without tools)', () => []);
