@@ -194,6 +194,11 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
     std::vector<BudgetItem> items;
     std::vector<size_t> item_matrix;  // the matrix of each item
     double fixed_bits = 0, total_weights = 0;
+    const auto is_searched = [&](const quant::WeightJob& job) {
+        return job.component != quant::Component::embed &&
+               program.weights[job.weight].view.numel() >= base.min_elements;
+    };
+    const auto n_searched = std::count_if(jobs.begin(), jobs.end(), is_searched);
     int64_t done = 0;
     quant::GramFactorCache factors;
     for (const quant::WeightJob& job : jobs) {
@@ -203,7 +208,7 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
         m.n_out = w.view.shape[0];
         m.n_in = w.view.numel() / m.n_out;
         total_weights += static_cast<double>(w.view.numel());
-        if (job.component == quant::Component::embed || w.view.numel() < base.min_elements) {
+        if (!is_searched(job)) {
             m.choice = job.component == quant::Component::embed
                            ? base.choice_for(quant::Component::embed, w.view.numel())
                            : quant::QuantChoice{};
@@ -247,7 +252,7 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
         items.push_back(std::move(item));
         item_matrix.push_back(result.matrices.size());
         result.matrices.push_back(m);
-        if (progress) progress(++done, static_cast<int64_t>(jobs.size()));
+        if (progress) progress(++done, n_searched);
     }
 
     std::vector<int> pick;
