@@ -36,6 +36,10 @@ struct ModelSpec {
     int64_t n_ff = 0;
     int64_t n_vocab = 0;
     int64_t n_ctx_train = 0;  // max_position_embeddings
+    // n_ctx, at most the trained length when that is known.
+    int64_t context_within(int64_t n_ctx) const {
+        return n_ctx_train > 0 && n_ctx > n_ctx_train ? n_ctx_train : n_ctx;
+    }
     double rope_theta = 10000.0;
     RopeStyle rope_style = RopeStyle::rotate_half;
     RopeScaling rope_scaling;

@@ -21,8 +21,7 @@ constexpr size_t verify_fn = 2;
 
 Session::Session(const ModelSpec& spec, const WeightStore& weights, const SessionOptions& options) {
     if (options.n_ctx <= 0) fail("--ctx must be positive, got {}", options.n_ctx);
-    const int64_t n_ctx =
-        spec.n_ctx_train > 0 ? std::min(options.n_ctx, spec.n_ctx_train) : options.n_ctx;
+    const int64_t n_ctx = spec.context_within(options.n_ctx);
     prefill_batch_ = std::clamp<int64_t>(options.prefill_batch, 1, n_ctx);
     ProgramOptions po;
     po.n_ctx = n_ctx;

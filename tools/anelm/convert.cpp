@@ -76,9 +76,8 @@ int run_convert(ConvertArgs& args, const std::string& command_line) {
     // Before --fp16-scale auto's calibration and the conversion, which take minutes.
     check_convert_request(args.model, o);
     o.fp16_scale = fp16_scale_option(args.fp16_scale, model, args.threads);
-    const int64_t trained = model.spec().n_ctx_train;
     std::vector<std::vector<int32_t>> windows;
-    o.calibration = calibration_for(model, args.calib, trained > 0 ? std::min(o.ctx, trained) : o.ctx,
+    o.calibration = calibration_for(model, args.calib, model.spec().context_within(o.ctx),
                                     args.threads, &windows);
     if (!args.quant.empty()) {
         const std::optional<AutoQuantTarget> target = parse_auto_target(args.quant);

@@ -232,8 +232,7 @@ int run_quantize(const QuantizeArgs& args) {
     const Model model = open_model(args.model, args.tokenizer, !args.calib.path.empty());
     const LoadedModel& m = model.loaded;
     const int threads = args.threads > 0 ? args.threads : ThreadPool::physical_cores();
-    const int64_t window =
-        m.spec.n_ctx_train > 0 ? std::min(args.n_ctx, m.spec.n_ctx_train) : args.n_ctx;
+    const int64_t window = m.spec.context_within(args.n_ctx);
     std::vector<std::vector<int32_t>> windows;
     const auto calib = calibration_for(model, args.calib, window, threads, &windows);
     std::optional<AutoQuantResult> chosen;

@@ -63,7 +63,7 @@ SessionOptions RunOptions::session(const Model& model) const {
 }
 
 int64_t RunOptions::context_for(const ModelSpec& spec) const {
-    return spec.n_ctx_train > 0 ? std::min(n_ctx, spec.n_ctx_train) : n_ctx;
+    return spec.context_within(n_ctx);
 }
 
 std::string RunOptions::context_limit_reason(const ModelSpec& spec) const {
