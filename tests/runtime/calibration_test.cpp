@@ -14,6 +14,7 @@
 #include "io/io_test_util.h"
 #include "io/json_file.h"
 #include "models/model_loader.h"
+#include "runtime/held_out_kl.h"
 #include "runtime/perplexity.h"
 #include "runtime/session.h"
 
@@ -96,26 +97,12 @@ TEST(Calibration, RefusesFilesThatAreNotTextEnoughForAWindow) {
 
 constexpr int64_t quality_window = 128;
 
-// KL from the f32 model on stories calibration did not see: 3K tokens, enough
-// that the result reflects the method rather than which stories were drawn.
+// 3K held-out tokens: enough that the result reflects the method rather than
+// which stories were drawn.
 double held_out_kl(const LoadedModel& m, const Tokenizer& tokenizer, const std::string& quant,
                    std::shared_ptr<const quant::ModelCalibration> calib) {
-    SessionOptions so;
-    so.n_ctx = quality_window;
-    so.prefill_batch = quality_window;
-    so.threads = 2;
-    so.all_logits = true;
-    Session base(m.spec, m.weights, so);
-    so.quant = quant::parse_quant_spec(quant);
-    so.calibration = std::move(calib);
-    Session quantized(m.spec, m.weights, so);
-    const auto tokens =
-        tokenizer.encode(read_text_file((texts / "samples_heldout.txt").string()), true);
-    PerplexityOptions po;
-    po.n_ctx = quality_window;
-    po.n_chunks = 24;
-    po.bos_id = tokenizer.bos_id();
-    return perplexity(quantized, &base, tokens, po).kl_mean;
+    return test::held_out_kl(m, tokenizer, quant::parse_quant_spec(quant), std::move(calib),
+                             quality_window, 24);
 }
 
 TEST(Calibration, GptqCodesLowerTheKlOfRealWeightsOnUnseenText) {

@@ -13,6 +13,7 @@
 #include "io/json_file.h"
 #include "models/model_loader.h"
 #include "runtime/calibration.h"
+#include "runtime/held_out_kl.h"
 #include "runtime/perplexity.h"
 #include "runtime/session.h"
 
@@ -87,22 +88,7 @@ const fs::path texts = fs::path(ANELM_SOURCE_DIR) / "tests" / "data" / "stories2
 
 double held_out_kl(const LoadedModel& m, const Tokenizer& tokenizer, const quant::QuantSpec& spec,
                    std::shared_ptr<const quant::ModelCalibration> calib) {
-    SessionOptions so;
-    so.n_ctx = 256;
-    so.prefill_batch = 256;
-    so.threads = 2;
-    so.all_logits = true;
-    Session base(m.spec, m.weights, so);
-    so.quant = spec;
-    so.calibration = std::move(calib);
-    Session quantized(m.spec, m.weights, so);
-    const auto tokens =
-        tokenizer.encode(read_text_file((texts / "samples_heldout.txt").string()), true);
-    PerplexityOptions po;
-    po.n_ctx = 256;
-    po.n_chunks = 16;
-    po.bos_id = tokenizer.bos_id();
-    return perplexity(quantized, &base, tokens, po).kl_mean;
+    return test::held_out_kl(m, tokenizer, spec, std::move(calib), 256, 16);
 }
 
 TEST(QuantSearch, BeatsOneWidthEverywhereAtTheSameSizeOnUnseenText) {
