@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "run_anelm.h"
@@ -59,6 +61,37 @@ TEST(CliQuant, BadSpecIsOneLineError) {
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("ffn=5:8"), std::string::npos) << r.err;
     EXPECT_EQ(lines(r.err), 1u) << r.err;
+}
+
+std::string file_text(const std::string& path) {
+    std::ifstream in(path);
+    return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// The recipe goes out as Apple's coreai-opt YAML; a second run replaces the
+// file it wrote, and a file it did not write is refused untouched.
+TEST(CliQuant, CoreAiConfigWritesTheWidthsAndReplacesItsOwnFile) {
+    const std::string yaml = (test::temp_dir("cli-coreai") / "compression.yaml").string();
+    std::filesystem::remove(yaml);
+    const std::string cmd = "quantize '" + tiny_files().model +
+                            "' --quant ffn=4:8,head=6:8,min=0 --coreai-config '" + yaml + "'";
+    auto r = test::run_anelm(cmd);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::string text = file_text(yaml);
+    EXPECT_NE(text.find("kmeans_palettization_config:"), std::string::npos) << text;
+    EXPECT_NE(text.find("n_bits: 4"), std::string::npos) << text;
+
+    r = test::run_anelm(cmd + " --coreai-platform macos");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    text = file_text(yaml);
+    EXPECT_NE(text.find("quantization_config:"), std::string::npos) << text;
+    EXPECT_NE(text.find("dtype: int4"), std::string::npos) << text;
+
+    { std::ofstream(yaml) << "mine\n"; }
+    r = test::run_anelm(cmd);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(lines(r.err), 1u) << r.err;
+    EXPECT_EQ(file_text(yaml), "mine\n");
 }
 
 TEST(CliPerplexity, KlBaseAgainstItselfIsZero) {

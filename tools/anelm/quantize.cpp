@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
+#include "base/output_check.h"
 #include "base/thread_pool.h"
 #include "command.h"
 #include "flag_checks.h"
@@ -17,6 +19,7 @@
 #include "models/model_loader.h"
 #include "run_options.h"
 #include "runtime/model.h"
+#include "quant/coreai_config.h"
 #include "quant/quant_error.h"
 #include "quant/quantize.h"
 
@@ -25,6 +28,7 @@ namespace {
 
 struct QuantizeArgs {
     std::string model, tokenizer, spec = "lut4";
+    std::string coreai_config, coreai_platform = "ios";
     CalibOptions calib;
     int64_t n_ctx = 512;
     int threads = 0;
@@ -226,7 +230,31 @@ void print_json(const QuantizeArgs& args, const quant::QuantSpec& spec,
     fmt::print("{}\n", j.dump(2));
 }
 
+// Apple's coreai-opt config of the jobs' choices, for coreai.llm.export.
+void write_coreai_config(const QuantizeArgs& args, const std::vector<Job>& jobs,
+                         const AutoQuantResult* chosen) {
+    std::vector<quant::RecipeWeight> weights;
+    for (const Job& job : jobs) {
+        if (job.component == quant::Component::embed || job.name != job.weight) continue;
+        weights.push_back({job.name, job.choice, job.view->numel()});
+    }
+    // The mark lets the next run replace the file (check_output_file).
+    std::vector<std::string> header = {
+        std::string(report_mark),
+        fmt::format("anelm quantize {} --quant {}: {:.3f} bits per weight", args.model, args.spec,
+                    bits_per_weight(jobs))};
+    if (chosen) header.push_back(auto_summary(*chosen));
+    header.push_back("for: coreai.llm.export MODEL --platform " +
+                     std::string(args.coreai_platform == "ios" ? "iOS" : "macOS") +
+                     " --compression-config THIS_FILE");
+    write_file_atomic(args.coreai_config,
+                      quant::coreai_compression_yaml(
+                          weights, quant::parse_coreai_platform(args.coreai_platform, "--coreai-platform"),
+                          header));
+}
+
 int run_quantize(const QuantizeArgs& args) {
+    if (!args.coreai_config.empty()) check_output_file(args.coreai_config, {args.model});
     const std::optional<AutoQuantTarget> target = parse_auto_target(args.spec);
     quant::QuantSpec spec = target ? quant::QuantSpec{} : quant::parse_quant_spec(args.spec);
     const Model model = open_model(args.model, args.tokenizer, !args.calib.path.empty());
@@ -284,6 +312,8 @@ int run_quantize(const QuantizeArgs& args) {
         print_table(args, spec, calib.get(), chosen ? &*chosen : nullptr, jobs, results, threads,
                     seconds);
     }
+    if (!args.coreai_config.empty())
+        write_coreai_config(args, jobs, chosen ? &*chosen : nullptr);
     return 0;
 }
 
@@ -306,6 +336,14 @@ std::function<int()> setup(CLI::App& app) {
     add_threads_option(app, args->threads);
     app.add_option("--seed", args->seed, "k-means seed")->capture_default_str();
     app.add_flag("--json", args->json, "print JSON");
+    app.add_option("--coreai-config", args->coreai_config,
+                   "also write the widths as Apple's coreai-opt compression config (YAML) for "
+                   "coreai.llm.export --compression-config");
+    app.add_option("--coreai-platform", args->coreai_platform,
+                   "the config's platform: ios (LUT palettization, the Neural Engine's) or macos "
+                   "(int4/int8)")
+        ->check(CLI::IsMember({"ios", "macos"}))
+        ->capture_default_str();
     return [args] { return run_quantize(*args); };
 }
 
