@@ -3,6 +3,8 @@
 // article as the notes quote it. docs/plan.md explains each term.
 #include "analysis/plan_cost.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -36,20 +38,9 @@ constexpr int gpu_prefill_batch = 512;
 
 constexpr double f16_bytes = 2;
 
-double bits_of(const quant::QuantChoice& c, int64_t n_in) {
-    switch (c.method) {
-        case quant::QuantMethod::none:
-            return 16;
-        case quant::QuantMethod::int8:
-            return 8 + 16.0 / n_in;  // f16 scale per row
-        case quant::QuantMethod::int4:
-            return 4 + 16.0 / n_in;
-        case quant::QuantMethod::lut:
-            // A table of 2^bits f16 entries per group of rows.
-            if (c.group_size == 0) return c.nbits;
-            return c.nbits + 16.0 * (1 << c.nbits) / (double(c.group_size) * n_in);
-    }
-    return 16;
+// Stored bits per weight of a matrix [n_out, n_in] (codes, tables, scales).
+double bits_of(const quant::QuantChoice& c, int64_t n_out, int64_t n_in) {
+    return quant::stored_bits(c, n_out, n_in) / (double(n_out) * double(n_in));
 }
 
 // Bytes of weights a decoded token reads: every layer matrix, the head, one embedding row.
@@ -90,10 +81,25 @@ Precision precision_from_spec(const quant::QuantSpec& spec, const ModelShape& m)
     const int64_t ffn_out = std::max<int64_t>(m.big_n_out, 1);
     const int64_t ffn_in = std::max<int64_t>(m.big_n_in, 1);
     Precision p;
-    p.ffn_bits = bits_of(spec.choice_for(Component::ffn, ffn_out * ffn_in), ffn_in);
-    p.head_bits = bits_of(spec.choice_for(Component::head, m.n_vocab * m.n_embd), m.n_embd);
-    p.embed_bits = bits_of(spec.choice_for(Component::embed, m.n_vocab * m.n_embd), m.n_embd);
+    p.ffn_bits = bits_of(spec.choice_for(Component::ffn, ffn_out * ffn_in), ffn_out, ffn_in);
+    p.head_bits = bits_of(spec.choice_for(Component::head, m.n_vocab * m.n_embd), m.n_vocab, m.n_embd);
+    p.embed_bits =
+        bits_of(spec.choice_for(Component::embed, m.n_vocab * m.n_embd), m.n_vocab, m.n_embd);
     p.label = spec.to_string();
+    if (spec.per_weight.empty() || m.layer_matrices.empty()) return p;
+    // A width per matrix: the layers' bits are the mean over their weights.
+    double bits = 0, weights = 0;
+    for (const LayerMatrix& w : m.layer_matrices) {
+        const int64_t numel = w.n_out * w.n_in;
+        bits += quant::stored_bits(spec.choice_for_weight(Component::ffn, w.name, numel), w.n_out,
+                                   w.n_in);
+        weights += double(numel);
+    }
+    p.ffn_bits = bits / weights;
+    const std::string head = m.tied ? "model.embed_tokens.weight:head" : "lm_head.weight";
+    p.head_bits = bits_of(spec.choice_for_weight(Component::head, head, m.n_vocab * m.n_embd),
+                          m.n_vocab, m.n_embd);
+    p.label += fmt::format(" + a width per matrix ({:.2f} bits per layer weight)", p.ffn_bits);
     return p;
 }
 

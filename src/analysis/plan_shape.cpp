@@ -9,8 +9,11 @@
 
 #include "base/error.h"
 #include "io/gguf.h"
+#include "models/expected_tensors.h"
+#include "models/hf_config.h"
 #include "models/gguf_model.h"
 #include "models/model_loader.h"
+#include "quant/quant_spec.h"
 #include "synth/synth.h"
 
 namespace anelm::plan {
@@ -102,6 +105,10 @@ ModelShape shape_from_spec(const ModelSpec& s, std::string name) {
     }
     if (s.global_head_dim > 0 || s.n_kv_shared_layers > 0 || s.per_layer_dim > 0)
         add_per_layer_shapes(s, m);
+    for (const ExpectedTensor& t : expected_tensors(s)) {
+        if (t.shape.size() == 2 && quant::tensor_component(t.name) == quant::Component::ffn)
+            m.layer_matrices.push_back({t.name, t.shape[0], t.shape[1]});
+    }
     m.big_n_out = std::max({s.n_ff, int64_t(q_dim), s.n_embd});
     m.big_n_in = m.big_n_out == s.n_ff ? s.n_embd : std::max<int64_t>(s.n_embd, int64_t(q_dim));
     return m;
@@ -185,6 +192,9 @@ ModelShape resolve_model(std::string_view what) {
         // A GGUF's spec is in its metadata: no tensor needs reading.
         if (!std::filesystem::is_directory(path) && is_gguf_file(path))
             return shape_from_spec(gguf_model_spec(GgufFile(path)), path);
+        // A converted folder keeps its source's config.json beside meta.yaml.
+        if (std::filesystem::exists(std::filesystem::path(path) / "meta.yaml"))
+            return shape_from_spec(load_hf_config((std::filesystem::path(path) / "config.json").string()), path);
         return shape_from_spec(load_model(path).spec, path);
     }
     std::vector<std::string> names = presets;

@@ -14,6 +14,12 @@
 
 namespace anelm::plan {
 
+// A linear weight of the layers, [n_out, n_in], by its tensor name.
+struct LayerMatrix {
+    std::string name;
+    int64_t n_out = 0, n_in = 0;
+};
+
 struct ModelShape {
     std::string name;
     std::string source;  // where the shape comes from
@@ -34,6 +40,9 @@ struct ModelShape {
     double attn_q_dim_sum = 0;  // sum over attention layers of n_head * head_dim
     // The largest weight matrix of a layer, n_out x n_in: the SRAM cliff test.
     int64_t big_n_out = 0, big_n_in = 0;
+    // Every linear weight of the layers, where a width per matrix (a
+    // converted folder's quant_recipe) is priced; empty for a known shape.
+    std::vector<LayerMatrix> layer_matrices;
 
     double params() const { return layer_params + embed_params + (tied ? 0 : head_params); }
     // Elements of KV cache and state at a context of n_ctx positions.

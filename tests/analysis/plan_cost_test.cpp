@@ -20,6 +20,40 @@ PlanInput input(const std::string& model, const std::string& quant, int64_t n_ct
     return in;
 }
 
+// A converted folder's width per matrix: priced over every matrix, landing
+// where the all-4-bit and all-8-bit specs bound it.
+TEST(PlanCost, WidthsPerMatrixArePricedBetweenTheUniformSpecs) {
+    const ModelShape shape = resolve_model("qwen3-0.6b");
+    ASSERT_FALSE(shape.layer_matrices.empty());
+    const quant::QuantSpec lut4 = quant::parse_quant_spec("ffn=4:8"),
+                           lut8 = quant::parse_quant_spec("ffn=8:8");
+    const double bits4 = precision_from_spec(lut4, shape).ffn_bits,
+                 bits8 = precision_from_spec(lut8, shape).ffn_bits;
+
+    quant::QuantSpec all8 = lut4, some8 = lut4;
+    for (const LayerMatrix& m : shape.layer_matrices) {
+        all8.per_weight[m.name] = lut8.ffn;
+        if (m.name.ends_with("k_proj.weight")) some8.per_weight[m.name] = lut8.ffn;
+    }
+    // Every matrix at 8 bits: 8 plus the tables' share, which the uniform
+    // spec prices on one representative matrix.
+    const double every8 = precision_from_spec(all8, shape).ffn_bits;
+    EXPECT_GT(every8, 8.2);
+    EXPECT_LE(every8, bits8);
+    const Precision mixed = precision_from_spec(some8, shape);
+    EXPECT_GT(mixed.ffn_bits, bits4 + 0.05);
+    EXPECT_LT(mixed.ffn_bits, bits4 + 0.5);  // k_proj is a small share of the weights
+
+    PlanInput in;
+    in.shape = shape;
+    const auto decode = [&](const quant::QuantSpec& spec) {
+        in.precision = precision_from_spec(spec, shape);
+        return plan_chip(find_chip("M4"), in).ane.decode_tps;
+    };
+    EXPECT_LT(decode(some8), decode(lut4));
+    EXPECT_GT(decode(some8), decode(lut8));
+}
+
 TEST(PlanCost, MoreBandwidthIsFaster) {
     const PlanInput in = input("qwen3-1.7b", "lut4", 1024);
     Chip chip = find_chip("M4");

@@ -24,6 +24,26 @@ TEST(PlanCli, TablePerChip) {
     EXPECT_NE(r.out.find("ctx 1024"), std::string::npos) << r.out;
 }
 
+// A converted folder is planned at its own LUTs and context unless told.
+TEST(PlanCli, ConvertedFolderIsPlannedAsConverted) {
+    const auto dir = temp_dir("plan-converted");
+    const std::string model = (dir / "tiny").string(), out = (dir / "out").string();
+    std::filesystem::remove_all(out);
+    ASSERT_EQ(run_anelm("synth tiny-qwen3 -o '" + model + "'").exit_code, 0);
+    const CommandResult c =
+        run_anelm("convert '" + model + "' -o '" + out + "' --ctx 64 --lut-ffn 6,8 --lut-head 8,8");
+    ASSERT_EQ(c.exit_code, 0) << c.err;
+    CommandResult r = run_anelm("plan '" + out + "' --chip m4");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("ctx 64,"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("ffn=6:8"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("head=8:8"), std::string::npos) << r.out;
+    r = run_anelm("plan '" + out + "' --chip m4 --ctx 32 --quant lut4");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("ctx 32,"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("ffn=4:8"), std::string::npos) << r.out;
+}
+
 TEST(PlanCli, JsonListsEveryChip) {
     const CommandResult r = run_anelm("plan llama-3.2-1b --quant int8 --json");
     ASSERT_EQ(r.exit_code, 0) << r.err;
