@@ -20,6 +20,9 @@ namespace {
 
 // The width whose KL each matrix is measured at (8 where its rows would not end on a byte).
 constexpr int reference_bits = 4;
+// Tokens of the window each matrix's KL is measured on: it only scales the
+// matrix's output errors, and each run of the model is most of the search.
+constexpr int64_t kl_window_tokens = 256;
 // Budget units for the dynamic programme.
 constexpr int64_t budget_steps = 65536;
 
@@ -179,7 +182,8 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
                                     const ProgressFn& progress) {
     const auto start = std::chrono::steady_clock::now();
     if (windows.empty() || windows.front().empty()) fail("--quant auto: no calibration tokens");
-    const std::vector<int32_t>& window = windows.front();
+    const std::span<const int32_t> window = std::span<const int32_t>(windows.front()).first(
+        std::min(windows.front().size(), static_cast<size_t>(kl_window_tokens)));
     ThreadPool pool(threads > 0 ? threads : ThreadPool::physical_cores());
     ProgramOptions po;
     po.n_ctx = static_cast<int64_t>(window.size());
@@ -219,9 +223,17 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
         }
         m.searched = true;
         const quant::InputStats* stats = calibration.find(w.name);
+        const auto quantize_as = [&](const quant::QuantChoice& c, quant::CalibMethod method) {
+            return quant::quantize_matrix(w.view, c, pool, 0, {}, {stats, method, &factors});
+        };
+        const auto error_of = [&](const quant::QuantizedMatrix& q) {
+            return stats ? quant::output_error(w.view, q, *stats, pool)
+                         : quant::quant_error(w.view, q, pool).sum_dd;
+        };
+        const int measured_bits = m.n_in * reference_bits % 8 == 0 ? reference_bits : 8;
         BudgetItem item;
         std::vector<double> error;
-        double reference_kl = 0, reference_error = 0;
+        double reference_kl = 0, reference_error = 0, method_gain = 1;
         for (const quant::QuantChoice& c : candidates) {
             item.bits.push_back(quant::stored_bits(c, m.n_out, m.n_in));
             if (c.method == quant::QuantMethod::none) {
@@ -233,22 +245,31 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
                 error.push_back(std::numeric_limits<double>::infinity());
                 continue;
             }
-            quant::QuantizedMatrix q = quant::quantize_matrix(
-                w.view, c, pool, 0, {}, {stats, calibration.method, &factors});
-            const double e = stats ? quant::output_error(w.view, q, *stats, pool)
-                                   : quant::quant_error(w.view, q, pool).sum_dd;
-            error.push_back(e);
-            if (c.nbits == (m.n_in * reference_bits % 8 == 0 ? reference_bits : 8)) {
-                w.quantized = std::make_shared<const quant::QuantizedMatrix>(std::move(q));
-                reference_kl = run.kl();
-                reference_error = e;
-                w.quantized = nullptr;
+            // GPTQ's column pass costs most of the search: it runs at the
+            // measured width alone, the others take the weighted tables'
+            // codes, their error scaled by what GPTQ gained at that width.
+            if (c.nbits != measured_bits) {
+                error.push_back(error_of(quantize_as(c, quant::CalibMethod::weighted)));
+                continue;
             }
+            quant::QuantizedMatrix q = quantize_as(c, calibration.method);
+            const double e = error_of(q);
+            if (stats && calibration.method != quant::CalibMethod::weighted) {
+                const double plain = error_of(quantize_as(c, quant::CalibMethod::weighted));
+                if (plain > 0) method_gain = e / plain;
+            }
+            error.push_back(e);
+            w.quantized = std::make_shared<const quant::QuantizedMatrix>(std::move(q));
+            reference_kl = run.kl();
+            reference_error = e;
+            w.quantized = nullptr;
         }
-        for (double e : error)
+        for (size_t k = 0; k < error.size(); ++k) {
+            const double e = candidates[k].nbits == measured_bits ? error[k] : error[k] * method_gain;
             item.kl.push_back(e == std::numeric_limits<double>::infinity() ? e
                               : reference_error > 0 ? reference_kl * e / reference_error
                                                     : 0.0);
+        }
         items.push_back(std::move(item));
         item_matrix.push_back(result.matrices.size());
         result.matrices.push_back(m);
