@@ -40,15 +40,23 @@ std::string text_parts(const ojson& v, const std::string& at) {
     return text;
 }
 
-// The chat messages of an input list. Consecutive function_call items join
+// A system message, joined to one just before it: Codex sends its developer
+// messages after the instructions, and many templates take one system turn only.
+void add_system(ojson& out, const std::string& text) {
+    if (!out.empty() && out.back()["role"] == "system")
+        out.back()["content"] = out.back()["content"].get<std::string>() + "\n\n" + text;
+    else
+        out.push_back({{"role", "system"}, {"content", text}});
+}
+
+// The chat messages of an input list, added to out. Consecutive function_call items join
 // the assistant message before them as its tool_calls; function_call_output
 // items become role "tool" messages; reasoning items are dropped (a template
 // renders only the latest turn's thinking, which a new turn does not have).
-ojson read_input(const ojson& input) {
-    ojson out = ojson::array();
+void read_input(const ojson& input, ojson& out) {
     if (input.is_string()) {
         out.push_back({{"role", "user"}, {"content", input}});
-        return out;
+        return;
     }
     if (!input.is_array() || input.empty())
         bad_field("input", "input: expected a string or a non-empty array of items");
@@ -65,8 +73,11 @@ ojson read_input(const ojson& input) {
             if (role != "user" && role != "assistant" && role != "system")
                 bad_field(at + ".role",
                           "{}.role: '{}', expected user, assistant, system or developer", at, role);
-            out.push_back({{"role", role},
-                           {"content", text_parts(body_field(item, "content"), at + ".content")}});
+            const std::string content = text_parts(body_field(item, "content"), at + ".content");
+            if (role == "system")
+                add_system(out, content);
+            else
+                out.push_back({{"role", role}, {"content", content}});
         } else if (type == "function_call") {
             const std::string call_id = text_of(body_field(item, "call_id"), at + ".call_id");
             const std::string name = text_of(body_field(item, "name"), at + ".name");
@@ -98,7 +109,6 @@ ojson read_input(const ojson& input) {
                       at, type);
         }
     }
-    return out;
 }
 
 ojson read_tools(const ojson& tools) {
@@ -186,10 +196,10 @@ ojson responses_to_chat(const ojson& body) {
         chat["max_tokens"] = v;
     ojson messages = ojson::array();
     if (const ojson& v = body_field(body, "instructions"); !v.is_null())
-        messages.push_back({{"role", "system"}, {"content", text_of(v, "instructions")}});
+        add_system(messages, text_of(v, "instructions"));
     const ojson& input = body_field(body, "input");
     if (input.is_null()) bad_field("input", "input: required");
-    for (ojson& m : read_input(input)) messages.push_back(std::move(m));
+    read_input(input, messages);
     chat["messages"] = std::move(messages);
     if (const ojson& v = body_field(body, "tools"); !v.is_null()) chat["tools"] = read_tools(v);
     if (const ojson& v = body_field(body, "tool_choice"); !v.is_null())

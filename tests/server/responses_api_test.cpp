@@ -51,7 +51,8 @@ TEST(ResponsesApi, TextInputAndSettings) {
 }
 
 TEST(ResponsesApi, InputItems) {
-    const CompletionRequest r = read("{\"tools\": [" + weather + R"(], "input": [
+    const CompletionRequest r =
+        read("{\"instructions\": \"Be brief.\", \"tools\": [" + weather + R"(], "input": [
         {"role": "developer", "content": "Use tools."},
         {"type": "message", "role": "user",
          "content": [{"type": "input_text", "text": "Weather in "},
@@ -68,7 +69,9 @@ TEST(ResponsesApi, InputItems) {
         {"type": "function_call_output", "call_id": "call_2",
          "output": [{"type": "input_text", "text": "20 C"}]}]})");
     ASSERT_EQ(r.messages.size(), 5u);
-    EXPECT_EQ(r.messages[0], ojson::parse(R"({"role": "system", "content": "Use tools."})"));
+    // The developer message joins the instructions: one system turn.
+    EXPECT_EQ(r.messages[0],
+              ojson::parse(R"({"role": "system", "content": "Be brief.\n\nUse tools."})"));
     EXPECT_EQ(r.messages[1]["content"], "Weather in Oslo?");
     const ojson& assistant = r.messages[2];
     EXPECT_EQ(assistant["role"], "assistant");
