@@ -15,6 +15,8 @@
 #include "server/chat_prompt.h"
 #include "server/openai_json.h"
 #include "server/request_body.h"
+#include "server/responses_api.h"
+#include "server/responses_stream.h"
 
 namespace anelm::server {
 
@@ -195,9 +197,9 @@ bool write_stream(Stream& s, httplib::DataSink& sink) {
             return true;
         }
         if (!ev.text.empty() || !ev.logprobs.empty()) {
-            json lp = ev.logprobs.empty() ? json()
-                                          : logprobs_json(s.head, *s.model->tokenizer, ev.logprobs,
-                                                          s.text_offset);
+            json lp = ev.logprobs.empty()
+                          ? json()
+                          : logprobs_json(s.head, *s.model->tokenizer, ev.logprobs, s.text_offset);
             s.text_offset += ev.text.size();
             if (!s.reply) {
                 if (!write(sse_event(chunk_json(s.head, &ev.text, false, "", lp)))) return false;
@@ -228,41 +230,60 @@ bool write_stream(Stream& s, httplib::DataSink& sink) {
     return true;
 }
 
-// A streamed Messages reply, as its events are written.
-struct MessageStreamState {
+// A reply streamed in another API's events (Anthropic's, the Responses API's),
+// as they are written.
+struct EventStream {
     std::shared_ptr<Job> job;
-    MessageStream events;
     Reply reply;
+    std::function<std::string(const JobUsage&)> start;
+    std::function<std::string(const ReplyDelta&, const std::vector<std::string>& ids)> add;
+    std::function<std::string(const Event& last, const ReplyParts&, const JobUsage&)> finish;
+    std::function<std::string(const ApiError&)> error;
     bool started = false;
 };
 
-bool write_message_stream(MessageStreamState& s, httplib::DataSink& sink) {
+bool write_event_stream(EventStream& s, httplib::DataSink& sink) {
     auto write = [&](const std::string& text) { return write_to(*s.job, sink, text); };
     if (!s.started) {
         s.started = true;
-        if (!write(s.events.start(s.job->usage()))) return false;
+        if (!write(s.start(s.job->usage()))) return false;
     }
     std::vector<Event> events;
     if (!next_events(*s.job, sink, events)) return false;
     for (const Event& ev : events) {
         if (!ev.error.empty()) {
-            const ApiError error(500, "server_error", "", "", "generation failed: " + ev.error);
-            write(message_event(messages_error_body(error)));
+            write(s.error(ApiError(500, "server_error", "", "", "generation failed: " + ev.error)));
             sink.done();
             return true;
         }
         s.reply.parser.push(ev.text);
         const ReplyParts parts = s.reply.parts(ev.done);
-        if (!write(s.events.add(s.reply.sent.next(parts), s.reply.ids))) return false;
+        if (!write(s.add(s.reply.sent.next(parts), s.reply.ids))) return false;
         if (ev.done) {
-            if (!write(s.events.finish(stop_reason(ev.finish_reason, ev.stop_sequence, parts),
-                                       ev.stop_sequence, s.job->usage())))
-                return false;
+            if (!write(s.finish(ev, parts, s.job->usage()))) return false;
             sink.done();
             return true;
         }
     }
     return true;
+}
+
+void send_event_stream(Response& res, std::shared_ptr<EventStream> stream) {
+    res.set_header("Cache-Control", "no-cache");
+    std::shared_ptr<Job> job = stream->job;
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [stream](size_t, httplib::DataSink& sink) { return write_event_stream(*stream, sink); },
+        [job](bool) { job->cancel(); });
+}
+
+// Waits for the whole of a job that is not streamed.
+Progress wait_for(Job& job) {
+    Progress p;
+    std::vector<Event> events;
+    while (!job.wait(events, std::chrono::seconds(1)) || !absorb(events, p)) {
+    }
+    return p;
 }
 
 }  // namespace
@@ -438,12 +459,16 @@ void ApiServer::routes() {
                 handle_body([this](const Request&, Response& res, const std::string& body) {
                     messages(body, res);
                 }));
+    http_->Post("/v1/responses",
+                handle_body([this](const Request&, Response& res, const std::string& body) {
+                    responses(body, res);
+                }));
     http_->Post("/v1/completions",
                 handle_body([this](const Request&, Response& res, const std::string& body) {
                     completions(body, res, false);
                 }));
-    http_->Post("/tokenize", handle_body([this](const Request&, Response& res,
-                                                const std::string& text) {
+    http_->Post("/tokenize",
+                handle_body([this](const Request&, Response& res, const std::string& text) {
                     const auto m = model();
                     const ojson body = parse_body(text);
                     const ojson& content = body_field(body, "content");
@@ -451,8 +476,8 @@ void ApiServer::routes() {
                     const ojson& special = body_field(body, "add_special");
                     if (!special.is_null() && !special.is_boolean())
                         bad_field("add_special", "add_special: expected true or false");
-                    const auto ids = m->tokenizer->encode(content.get<std::string>(),
-                                                          special.is_boolean() && special.get<bool>());
+                    const auto ids = m->tokenizer->encode(
+                        content.get<std::string>(), special.is_boolean() && special.get<bool>());
                     send_json(res, 200, {{"tokens", ids}});
                 }));
     http_->Post(
@@ -564,10 +589,7 @@ void ApiServer::completions(const std::string& body, Response& res, bool chat) {
             [job](bool) { job->cancel(); });
         return;
     }
-    Progress p;
-    std::vector<Event> events;
-    while (!job->wait(events, std::chrono::seconds(1)) || !absorb(events, p)) {
-    }
+    const Progress p = wait_for(*job);
     const json lp = r.logprobs ? logprobs_json(head, *m->tokenizer, p.logprobs, 0) : json();
     if (!reply) {
         send_json(res, 200, completion_json(head, p.text, p.finish_reason, job->usage(), lp));
@@ -588,21 +610,23 @@ void ApiServer::messages(const std::string& body, Response& res) {
     const std::string id = "msg_" + random_id();
     std::shared_ptr<Job> job = m->engine->submit(std::move(spec));
     if (r.stream) {
-        auto stream = std::make_shared<MessageStreamState>(MessageStreamState{
-            job, MessageStream(id, m->name), Reply(prompt.parser(r.tools), new_tool_use_id)});
-        res.set_header("Cache-Control", "no-cache");
-        res.set_chunked_content_provider(
-            "text/event-stream",
-            [stream](size_t, httplib::DataSink& sink) {
-                return write_message_stream(*stream, sink);
-            },
-            [job](bool) { job->cancel(); });
+        auto events = std::make_shared<MessageStream>(id, m->name);
+        send_event_stream(
+            res, std::make_shared<EventStream>(EventStream{
+                     job, Reply(prompt.parser(r.tools), new_tool_use_id),
+                     [events](const JobUsage& usage) { return events->start(usage); },
+                     [events](const ReplyDelta& d, const std::vector<std::string>& ids) {
+                         return events->add(d, ids);
+                     },
+                     [events](const Event& last, const ReplyParts& parts, const JobUsage& usage) {
+                         return events->finish(
+                             stop_reason(last.finish_reason, last.stop_sequence, parts),
+                             last.stop_sequence, usage);
+                     },
+                     [](const ApiError& e) { return message_event(messages_error_body(e)); }}));
         return;
     }
-    Progress p;
-    std::vector<Event> events;
-    while (!job->wait(events, std::chrono::seconds(1)) || !absorb(events, p)) {
-    }
+    const Progress p = wait_for(*job);
     Reply reply(prompt.parser(r.tools), new_tool_use_id);
     reply.parser.push(p.text);
     const ReplyParts parts = reply.parts(true);
@@ -610,6 +634,39 @@ void ApiServer::messages(const std::string& body, Response& res) {
               message_json(id, m->name, parts, reply.ids,
                            stop_reason(p.finish_reason, p.stop_sequence, parts), p.stop_sequence,
                            job->usage()));
+}
+
+void ApiServer::responses(const std::string& body, Response& res) {
+    const auto m = model();
+    const ojson request = parse_body(body);
+    const CompletionRequest r = parse_responses_request(request, m->defaults);
+    ChatPrompt prompt;
+    JobSpec spec = job_spec(*m, r, &prompt);
+    const ResponseMeta meta = new_response_meta(request, m->name);
+    std::shared_ptr<Job> job = m->engine->submit(std::move(spec));
+    if (r.stream) {
+        auto events = std::make_shared<ResponseStream>(meta);
+        send_event_stream(
+            res, std::make_shared<EventStream>(EventStream{
+                     job, Reply(prompt.parser(r.tools)),
+                     [events](const JobUsage&) { return events->start(); },
+                     [events](const ReplyDelta& d, const std::vector<std::string>& ids) {
+                         return events->add(d, ids);
+                     },
+                     [events](const Event& last, const ReplyParts&, const JobUsage& usage) {
+                         return events->finish(last.finish_reason, usage);
+                     },
+                     [events](const ApiError& e) { return events->error(e); }}));
+        return;
+    }
+    const Progress p = wait_for(*job);
+    Reply reply(prompt.parser(r.tools));
+    reply.parser.push(p.text);
+    const std::string status = response_status(p.finish_reason);
+    const JobUsage usage = job->usage();
+    send_json(
+        res, 200,
+        response_json(meta, status, output_items(reply.parts(true), reply.ids, status), &usage));
 }
 
 }  // namespace anelm::server

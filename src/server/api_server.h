@@ -1,5 +1,5 @@
 // The HTTP side of `anelm serve`: OpenAI's routes (chat and text completions,
-// models), Anthropic's messages, llama-server's helpers (health, tokenize, detokenize,
+// responses, models), Anthropic's messages, llama-server's helpers (health, tokenize, detokenize,
 // apply-template) and the chat page, over cpp-httplib.
 #pragma once
 
@@ -69,6 +69,8 @@ private:
     void completions(const std::string& body, httplib::Response& res, bool chat);
     // Anthropic's /v1/messages.
     void messages(const std::string& body, httplib::Response& res);
+    // OpenAI's /v1/responses, stateless.
+    void responses(const std::string& body, httplib::Response& res);
 
     ServerOptions options_;
     std::unique_ptr<httplib::Server> http_;

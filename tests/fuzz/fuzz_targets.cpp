@@ -25,6 +25,8 @@
 #include "server/completion_request.h"
 #include "server/openai_json.h"
 #include "server/reply_parser.h"
+#include "server/responses_api.h"
+#include "server/responses_stream.h"
 #include "server/stop_text.h"
 #include "tokenizer/tokenizer.h"
 
@@ -208,50 +210,91 @@ void check_reply(const server::ToolRequest& tools, const std::string& text) {
     }
 }
 
-// A reply streamed as Messages events in pieces of 1 to 5 bytes: every event
-// is an event line naming its type and a data line of JSON, and the blocks
-// opened are all closed.
-void check_message_events(const server::ToolRequest& tools, const std::string& text) {
-    server::ReplyParser parser({"<think>", "</think>"}, false, &server::hermes_tool_format(),
-                               tools);
-    server::ReplyDeltas deltas;
-    server::MessageStream stream("msg_x", "m");
-    std::vector<std::string> ids;
-    std::string events = stream.start({});
-    const auto add = [&](bool final) {
-        const server::ReplyParts parts = parser.parts(final);
-        ids.resize(parts.calls.size(), "toolu_x");
-        events += stream.add(deltas.next(parts), ids);
-    };
-    for (size_t at = 0, piece = 1; at < text.size(); at += piece, piece = piece % 5 + 1) {
-        parser.push(std::string_view(text).substr(at, piece));
-        add(false);
-    }
-    add(true);
-    events += stream.finish("end_turn", "", {});
-    int open = 0;
+// Each event of a stream with event: lines (Anthropic's, the Responses API's):
+// an event line naming its type and a data line of JSON of that type.
+template <typename Check>
+void check_typed_events(const std::string& events, const char* api, Check check) {
     for (size_t at = 0; at < events.size();) {
         const size_t data = events.find("\ndata: ", at), end = events.find("\n\n", at);
         if (events.compare(at, 7, "event: ") != 0 || data == std::string::npos || end < data)
-            throw std::logic_error("Messages event is not an event and a data line");
+            throw std::logic_error(fmt::format("{} event is not an event and a data line", api));
         const auto parsed =
             nlohmann::json::parse(events.substr(data + 7, end - data - 7), nullptr, false);
         if (parsed.is_discarded() || parsed["type"] != events.substr(at + 7, data - at - 7))
-            throw std::logic_error("Messages event data is not JSON of its type");
-        open += parsed["type"] == "content_block_start"  ? 1
-                : parsed["type"] == "content_block_stop" ? -1
-                                                         : 0;
-        if (open < 0 || open > 1)
-            throw std::logic_error("Messages blocks not opened and closed in turn");
+            throw std::logic_error(fmt::format("{} event data is not JSON of its type", api));
+        check(parsed);
         at = end + 2;
     }
+}
+
+// A reply split as the server splits it, pushed in pieces of 1 to 5 bytes;
+// add(delta, ids) writes each split's events.
+template <typename Add>
+void push_reply(const server::ToolRequest& tools, const std::string& text, Add add) {
+    server::ReplyParser parser({"<think>", "</think>"}, false, &server::hermes_tool_format(),
+                               tools);
+    server::ReplyDeltas deltas;
+    std::vector<std::string> ids;
+    const auto split = [&](bool final) {
+        const server::ReplyParts parts = parser.parts(final);
+        ids.resize(parts.calls.size(), "call_x");
+        add(deltas.next(parts), ids);
+    };
+    for (size_t at = 0, piece = 1; at < text.size(); at += piece, piece = piece % 5 + 1) {
+        parser.push(std::string_view(text).substr(at, piece));
+        split(false);
+    }
+    split(true);
+}
+
+// A reply streamed as Messages events: the blocks opened are all closed.
+void check_message_events(const server::ToolRequest& tools, const std::string& text) {
+    server::MessageStream stream("msg_x", "m");
+    std::string events = stream.start({});
+    push_reply(tools, text, [&](const server::ReplyDelta& d, const std::vector<std::string>& ids) {
+        events += stream.add(d, ids);
+    });
+    events += stream.finish("end_turn", "", {});
+    int open = 0;
+    check_typed_events(events, "Messages", [&](const nlohmann::json& e) {
+        open += e["type"] == "content_block_start" ? 1 : e["type"] == "content_block_stop" ? -1 : 0;
+        if (open < 0 || open > 1)
+            throw std::logic_error("Messages blocks not opened and closed in turn");
+    });
     if (open != 0) throw std::logic_error("Messages block left open");
 }
 
+// A reply streamed as Responses events: sequence numbers count from 0, the
+// items added are done in turn, and the last event's response holds them all.
+void check_response_events(const server::ToolRequest& tools, const std::string& text) {
+    server::ResponseStream stream(server::new_response_meta({}, "m"));
+    std::string events = stream.start();
+    push_reply(tools, text, [&](const server::ReplyDelta& d, const std::vector<std::string>& ids) {
+        events += stream.add(d, ids);
+    });
+    events += stream.finish("stop", {});
+    int sequence = 0, open = 0, done = 0;
+    nlohmann::json last;
+    check_typed_events(events, "Responses", [&](const nlohmann::json& e) {
+        if (e["sequence_number"] != sequence++)
+            throw std::logic_error("Responses events out of sequence");
+        open += e["type"] == "response.output_item.added"  ? 1
+                : e["type"] == "response.output_item.done" ? -1
+                                                           : 0;
+        if (open < 0 || open > 1)
+            throw std::logic_error("Responses items not added and done in turn");
+        done += e["type"] == "response.output_item.done";
+        last = e;
+    });
+    if (open != 0 || last["type"] != "response.completed" ||
+        last["response"]["output"].size() != static_cast<size_t>(done))
+        throw std::logic_error("Responses stream does not end with its items completed");
+}
+
 // A client's request body as the server reads it (JSON, then the fields of a
-// chat, of a text completion and of Anthropic's Messages); then the text it
-// carries through the stop strings and, with the raw bytes too, through the
-// stream's event writers.
+// chat, of a text completion, of Anthropic's Messages and of a Responses
+// body); then the text it carries through the stop strings and, with the raw
+// bytes too, through the stream's event writers.
 void server_request(std::span<const uint8_t> bytes) {
     nlohmann::ordered_json body;
     try {
@@ -280,6 +323,15 @@ void server_request(std::span<const uint8_t> bytes) {
         for (const auto& m : request.messages) carried += m["content"].get<std::string>();
         check_message_events(request.tools, carried);
         check_message_events(request.tools, std::string(text(bytes)));
+    } catch (const server::ApiError&) {
+    }
+    try {
+        const server::CompletionRequest request =
+            server::parse_responses_request(body, SamplerParams{});
+        std::string carried;  // the turns' texts joined, as a reply might write them
+        for (const auto& m : request.messages) carried += m["content"].get<std::string>();
+        check_response_events(request.tools, carried);
+        check_response_events(request.tools, std::string(text(bytes)));
     } catch (const server::ApiError&) {
     }
 }
