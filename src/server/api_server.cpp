@@ -689,18 +689,14 @@ void ApiServer::messages(const std::string& body, Response& res) {
 }
 
 void ApiServer::ollama(const std::string& body, Response& res, bool chat) {
+    OllamaTimer timer;
     const auto m = model();
     const ojson given = parse_body(body);
     check_ollama_model(given, m->name);
     const OllamaRequest o = chat ? ollama_chat_request(given)
                                  : ollama_generate_request(given, m->chat_template != nullptr);
     OllamaReply lines(m->name, chat);
-    if (o.load_only) {
-        json loaded = lines.whole({}, {}, "load", json::object());
-        send_json(res, 200, loaded);
-        return;
-    }
-    OllamaTimer timer;
+    if (o.load_only) return send_json(res, 200, lines.whole({}, {}, "load", json::object()));
     const CompletionRequest r = parse_completion_request(o.body, o.chat, m->defaults);
     ChatPrompt prompt;
     JobSpec spec = job_spec(*m, r, &prompt);
