@@ -157,12 +157,6 @@ void read_thinking(const ojson& v, ojson& chat) {
     chat["chat_template_kwargs"] = {{"enable_thinking", type == "enabled"}};
 }
 
-// A tool_use block's input: the call's arguments as an object ({} if cut short).
-json tool_input(const std::string& arguments) {
-    json input = json::parse(arguments, nullptr, false);
-    return input.is_object() ? input : json::object();
-}
-
 }  // namespace
 
 ojson messages_to_chat(const ojson& body) {
@@ -224,7 +218,7 @@ json message_json(const std::string& id, const std::string& model, const ReplyPa
         content.push_back({{"type", "tool_use"},
                            {"id", ids.at(i)},
                            {"name", parts.calls[i].name},
-                           {"input", tool_input(parts.calls[i].arguments)}});
+                           {"input", arguments_object(parts.calls[i].arguments)}});
     return {{"id", id},
             {"type", "message"},
             {"role", "assistant"},

@@ -13,6 +13,8 @@
 #include "server/api_error.h"
 #include "server/chat_page.h"
 #include "server/chat_prompt.h"
+#include "server/ollama_api.h"
+#include "server/ollama_stream.h"
 #include "server/openai_json.h"
 #include "server/request_body.h"
 #include "server/responses_api.h"
@@ -32,12 +34,14 @@ void send_json(Response& res, int status, const json& body) {
     res.set_content(json_text(body), "application/json");
 }
 
-// The error body of an API: OpenAI's (error_body) or Anthropic's (messages_error_body).
+// The error body of an API: OpenAI's (error_body), Anthropic's (messages_error_body)
+// or Ollama's (ollama_error_body).
 using ErrorShape = json (*)(const ApiError&);
 
-// Anthropic's clients read errors in their own shape.
+// Anthropic's and Ollama's clients read errors in their own shapes.
 ErrorShape error_shape_of(const std::string& path) {
-    return path == "/v1/messages" ? messages_error_body : error_body;
+    if (path == "/v1/messages") return messages_error_body;
+    return path.rfind("/api/", 0) == 0 ? ollama_error_body : error_body;
 }
 
 void send_error(Response& res, const ApiError& e, ErrorShape shape = error_body) {
@@ -286,6 +290,39 @@ Progress wait_for(Job& job) {
     return p;
 }
 
+// A streamed Ollama reply, as its lines are written.
+struct OllamaStreamState {
+    std::shared_ptr<Job> job;
+    OllamaReply lines;
+    Reply reply;
+    OllamaTimer timer;
+};
+
+bool write_ollama_stream(OllamaStreamState& s, httplib::DataSink& sink) {
+    auto write = [&](const std::string& text) { return write_to(*s.job, sink, text); };
+    std::vector<Event> events;
+    if (!next_events(*s.job, sink, events)) return false;
+    s.timer.tokens_came();
+    for (const Event& ev : events) {
+        if (!ev.error.empty()) {
+            const ApiError error(500, "server_error", "", "", "generation failed: " + ev.error);
+            write(ndjson_line(ollama_error_body(error)));
+            sink.done();
+            return true;
+        }
+        s.reply.parser.push(ev.text);
+        const ReplyParts parts = s.reply.parts(ev.done);
+        if (!write(s.lines.piece(s.reply.sent.next(parts)))) return false;
+        if (ev.done) {
+            write(s.lines.finish(parts, s.reply.ids, ollama_done_reason(ev.finish_reason),
+                                 s.timer.metrics(s.job->usage())));
+            sink.done();
+            return true;
+        }
+    }
+    return true;
+}
+
 }  // namespace
 
 ApiServer::ApiServer(ServerOptions options)
@@ -345,7 +382,8 @@ std::shared_ptr<const ServedModel> ApiServer::model() const {
 void ApiServer::routes() {
     auto handle = [](std::function<void(const Request&, Response&)> fn) {
         return [fn = std::move(fn)](const Request& req, Response& res) {
-            answer(res, [&] { fn(req, res); });
+            answer(
+                res, [&] { fn(req, res); }, error_shape_of(req.path));
         };
     };
     // Routes with a body get it whole (read_request_body), not from req.body.
@@ -389,10 +427,12 @@ void ApiServer::routes() {
     http_->set_error_handler([](const Request& req, Response& res) {
         if (!res.body.empty()) return;
         if (res.status == 404)
-            send_error(res, no_route(req));
+            send_error(res, no_route(req), error_shape_of(req.path));
         else
-            send_error(res, ApiError(res.status, "invalid_request_error", "", "",
-                                     fmt::format("HTTP {}", res.status)));
+            send_error(res,
+                       ApiError(res.status, "invalid_request_error", "", "",
+                                fmt::format("HTTP {}", res.status)),
+                       error_shape_of(req.path));
     });
 
     http_->Get("/health", [this](const Request&, Response& res) {
@@ -502,6 +542,42 @@ void ApiServer::routes() {
                     const CompletionRequest r =
                         parse_completion_request(parse_body(text), true, m->defaults);
                     send_json(res, 200, {{"prompt", chat_prompt(*m->chat_template, r).text}});
+                }));
+    // Ollama's API. The version is the Ollama release whose API these routes
+    // follow, which its clients compare against.
+    http_->Get("/api/version", [](const Request&, Response& res) {
+        send_json(res, 200, {{"version", "0.9.0"}});
+    });
+    http_->Get(
+        "/api/tags", handle([this](const Request&, Response& res) {
+            const auto m = model();
+            send_json(res, 200, {{"models", json::array({ollama_model_json(m->name, m->facts)})}});
+        }));
+    // The model stays loaded while the server runs: it never expires.
+    http_->Get("/api/ps", handle([this](const Request&, Response& res) {
+                   const auto m = model();
+                   json entry = ollama_model_json(m->name, m->facts);
+                   entry["expires_at"] = "9999-12-31T23:59:59Z";
+                   entry["size_vram"] = 0;
+                   entry["context_length"] = m->engine->n_ctx();
+                   send_json(res, 200, {{"models", json::array({std::move(entry)})}});
+               }));
+    http_->Post("/api/show",
+                handle_body([this](const Request&, Response& res, const std::string& text) {
+                    const auto m = model();
+                    check_ollama_model(parse_body(text), m->name);
+                    send_json(res, 200,
+                              ollama_show_json(m->name, m->facts,
+                                               m->chat_template ? m->chat_template->source() : "",
+                                               m->engine->n_ctx(), m->defaults));
+                }));
+    http_->Post("/api/chat",
+                handle_body([this](const Request&, Response& res, const std::string& body) {
+                    ollama(body, res, true);
+                }));
+    http_->Post("/api/generate",
+                handle_body([this](const Request&, Response& res, const std::string& body) {
+                    ollama(body, res, false);
                 }));
     // Any other route with a body, after those above: read, so that --max-body
     // alone says 413, then 404.
@@ -667,6 +743,44 @@ void ApiServer::responses(const std::string& body, Response& res) {
     send_json(
         res, 200,
         response_json(meta, status, output_items(reply.parts(true), reply.ids, status), &usage));
+}
+
+void ApiServer::ollama(const std::string& body, Response& res, bool chat) {
+    OllamaTimer timer;
+    const auto m = model();
+    const ojson given = parse_body(body);
+    check_ollama_model(given, m->name);
+    const OllamaRequest o = chat ? ollama_chat_request(given)
+                                 : ollama_generate_request(given, m->chat_template != nullptr);
+    OllamaReply lines(m->name, chat);
+    if (o.load_only) return send_json(res, 200, lines.whole({}, {}, "load", json::object()));
+    const CompletionRequest r = parse_completion_request(o.body, o.chat, m->defaults);
+    ChatPrompt prompt;
+    JobSpec spec = job_spec(*m, r, &prompt);
+    std::shared_ptr<Job> job = m->engine->submit(std::move(spec));
+    if (r.stream) {
+        auto stream = std::make_shared<OllamaStreamState>(
+            OllamaStreamState{job, std::move(lines), Reply(prompt.parser(r.tools)), timer});
+        res.set_chunked_content_provider(
+            "application/x-ndjson",
+            [stream](size_t, httplib::DataSink& sink) {
+                return write_ollama_stream(*stream, sink);
+            },
+            [job](bool) { job->cancel(); });
+        return;
+    }
+    Progress p;
+    std::vector<Event> events;
+    for (bool done = false; !done;)
+        if (job->wait(events, std::chrono::seconds(1))) {
+            timer.tokens_came();
+            done = absorb(events, p);
+        }
+    Reply reply(prompt.parser(r.tools));
+    reply.parser.push(p.text);
+    send_json(res, 200,
+              lines.whole(reply.parts(true), reply.ids, ollama_done_reason(p.finish_reason),
+                          timer.metrics(job->usage())));
 }
 
 }  // namespace anelm::server

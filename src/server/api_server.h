@@ -1,6 +1,6 @@
 // The HTTP side of `anelm serve`: OpenAI's routes (chat and text completions,
-// responses, models), Anthropic's messages, llama-server's helpers (health, tokenize, detokenize,
-// apply-template) and the chat page, over cpp-httplib.
+// responses, models), Anthropic's messages, Ollama's /api routes, llama-server's helpers
+// (health, tokenize, detokenize, apply-template) and the chat page, over cpp-httplib.
 #pragma once
 
 #include <atomic>
@@ -13,6 +13,7 @@
 #include "chat/chat_template.h"
 #include "server/completion_request.h"
 #include "server/engine.h"
+#include "server/model_facts.h"
 #include "tokenizer/tokenizer.h"
 
 namespace httplib {
@@ -35,6 +36,7 @@ struct ServedModel {
     bool fixed_seed = false;
     // The constraint a response_format asks for (throws ApiError for a bad schema).
     std::function<std::unique_ptr<Constraint>(const CompletionRequest&)> constraint;
+    ModelFacts facts;
 };
 
 struct ServerOptions {
@@ -71,6 +73,8 @@ private:
     void messages(const std::string& body, httplib::Response& res);
     // OpenAI's /v1/responses, stateless.
     void responses(const std::string& body, httplib::Response& res);
+    // Ollama's /api/chat (chat) and /api/generate.
+    void ollama(const std::string& body, httplib::Response& res, bool chat);
 
     ServerOptions options_;
     std::unique_ptr<httplib::Server> http_;

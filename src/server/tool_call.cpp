@@ -263,4 +263,9 @@ void ArgumentsText::add(const std::string& key, const ojson& value) {
     text_ += json(ojson(key)) + ": " + json(value);
 }
 
+nlohmann::json arguments_object(const std::string& arguments) {
+    nlohmann::json input = nlohmann::json::parse(arguments, nullptr, false);
+    return input.is_object() ? input : nlohmann::json::object();
+}
+
 }  // namespace anelm::server

@@ -39,6 +39,10 @@ Scan read_json_call(std::string_view t, size_t& pos, ToolCall& call);
 // objects whose keys are bare words.
 Scan read_loose_value(std::string_view t, size_t& pos, nlohmann::ordered_json& out);
 
+// A call's arguments as an object, as APIs that return them parsed give them
+// ({} for a call cut short).
+nlohmann::json arguments_object(const std::string& arguments);
+
 // Arguments built one at a time as JSON text: each added one extends the text,
 // so the text before the last is a prefix of the whole.
 class ArgumentsText {

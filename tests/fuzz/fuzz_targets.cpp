@@ -23,6 +23,8 @@
 #include "server/anthropic_stream.h"
 #include "server/api_error.h"
 #include "server/completion_request.h"
+#include "server/ollama_api.h"
+#include "server/ollama_stream.h"
 #include "server/openai_json.h"
 #include "server/reply_parser.h"
 #include "server/responses_api.h"
@@ -291,10 +293,36 @@ void check_response_events(const server::ToolRequest& tools, const std::string& 
         throw std::logic_error("Responses stream does not end with its items completed");
 }
 
+// A reply streamed as Ollama's NDJSON lines in pieces of 1 to 5 bytes: every
+// line is one JSON object, and only the last is done.
+void check_ollama_lines(const server::ToolRequest& tools, const std::string& text) {
+    server::ReplyParser parser({"<think>", "</think>"}, false, &server::hermes_tool_format(),
+                               tools);
+    server::ReplyDeltas deltas;
+    const server::OllamaReply reply("m", true);
+    std::string lines;
+    for (size_t at = 0, piece = 1; at < text.size(); at += piece, piece = piece % 5 + 1) {
+        parser.push(std::string_view(text).substr(at, piece));
+        lines += reply.piece(deltas.next(parser.parts(false)));
+    }
+    const server::ReplyParts parts = parser.parts(true);
+    lines += reply.piece(deltas.next(parts));
+    lines += reply.finish(parts, std::vector<std::string>(parts.calls.size(), "call_x"), "stop",
+                          nlohmann::json::object());
+    for (size_t at = 0; at < lines.size();) {
+        const size_t end = lines.find('\n', at);
+        if (end == std::string::npos) throw std::logic_error("Ollama line without its newline");
+        const auto parsed = nlohmann::json::parse(lines.substr(at, end - at), nullptr, false);
+        if (!parsed.is_object() || parsed["done"] != (end + 1 == lines.size()))
+            throw std::logic_error("Ollama line is not an object, or done before the last");
+        at = end + 1;
+    }
+}
+
 // A client's request body as the server reads it (JSON, then the fields of a
-// chat, of a text completion, of Anthropic's Messages and of a Responses
-// body); then the text it carries through the stop strings and, with the raw
-// bytes too, through the stream's event writers.
+// chat, of a text completion, of Anthropic's Messages, of a Responses body and
+// of Ollama's chat and generate); then the text it carries through the stop
+// strings and, with the raw bytes too, through the stream's event writers.
 void server_request(std::span<const uint8_t> bytes) {
     nlohmann::ordered_json body;
     try {
@@ -333,6 +361,17 @@ void server_request(std::span<const uint8_t> bytes) {
         check_response_events(request.tools, carried);
         check_response_events(request.tools, std::string(text(bytes)));
     } catch (const server::ApiError&) {
+    }
+    for (const bool chat : {true, false}) {
+        try {
+            const server::OllamaRequest o = chat ? server::ollama_chat_request(body)
+                                                 : server::ollama_generate_request(body, true);
+            if (o.load_only) continue;
+            const server::CompletionRequest request =
+                server::parse_completion_request(o.body, o.chat, SamplerParams{});
+            check_ollama_lines(request.tools, std::string(text(bytes)));
+        } catch (const server::ApiError&) {
+        }
     }
 }
 

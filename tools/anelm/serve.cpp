@@ -14,6 +14,7 @@
 #include "io/gguf.h"
 #include "run_options.h"
 #include "sampler_options.h"
+#include "served_facts.h"
 #include "server/api_server.h"
 #include "server/json_constraint.h"
 
@@ -115,6 +116,7 @@ std::shared_ptr<const server::ServedModel> load(const ServeArgs& args, Loaded& l
     served->constraint = [json = l.json.get()](const server::CompletionRequest& r) {
         return json->make(r);
     };
+    served->facts = served_facts(args.model, l.model.get(), l.converted.get());
     fmt::print(stderr, "anelm serve: {} ready: {} {} of {} tokens ({})\n", served->name,
                l.slots->slots(), l.slots->slots() == 1 ? "slot" : "slots", l.slots->n_ctx(), how);
     fmt::print(

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs the server's JavaScript tests: installs the openai and @anthropic-ai/sdk
-# clients and puppeteer-core from the npm registry into BUILD/server-js, writes
+# Runs the server's JavaScript tests: installs the openai, @anthropic-ai/sdk and
+# ollama clients and puppeteer-core from the npm registry into BUILD/server-js, writes
 # a tiny model there, then `node --test`. Exits 77 (skipped) when Node.js or
 # the registry is missing, except under CI, where that is a failure.
 set -euo pipefail
@@ -20,6 +20,7 @@ mkdir -p "$work"
 cp "$here/package.json" "$work/package.json"
 [ -f "$here/package-lock.json" ] && cp "$here/package-lock.json" "$work/package-lock.json"
 if [ ! -d "$work/node_modules/openai" ] || [ ! -d "$work/node_modules/@anthropic-ai/sdk" ] ||
+   [ ! -d "$work/node_modules/ollama" ] ||
    [ ! -d "$work/node_modules/puppeteer-core" ]; then
   (cd "$work" && npm install --no-audit --no-fund --loglevel=error >/dev/null) ||
     skip "npm install failed (no registry?)"
