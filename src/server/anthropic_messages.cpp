@@ -11,38 +11,11 @@ namespace {
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-const ojson& object_field(const ojson& v, const std::string& at, const char* name) {
-    if (!v.is_object()) bad_field(at, "{}: expected an object", at);
-    return body_field(v, name);
-}
-
-std::string text_of(const ojson& v, const std::string& at) {
-    if (!v.is_string()) bad_field(at, "{}: expected a string", at);
-    return v.get<std::string>();
-}
-
-// A string, or text blocks joined (system prompts and tool results take either).
-std::string text_blocks(const ojson& v, const std::string& at) {
-    if (v.is_null()) return "";
-    if (v.is_string()) return v.get<std::string>();
-    if (!v.is_array()) bad_field(at, "{}: expected a string or an array of text blocks", at);
-    std::string text;
-    for (size_t i = 0; i < v.size(); ++i) {
-        const std::string block = fmt::format("{}[{}]", at, i);
-        const std::string type = text_of(object_field(v[i], block, "type"), block + ".type");
-        if (type != "text")
-            bad_field(block + ".type", "{}.type: '{}' blocks are not supported here (text only)",
-                      block, type);
-        text += text_of(body_field(v[i], "text"), block + ".text");
-    }
-    return text;
-}
-
 // One Messages message as chat messages: tool_result blocks become role
 // "tool" messages in their place, tool_use blocks the assistant's tool_calls
 // and thinking blocks its reasoning_content. calls: the tool_use ids so far.
 void add_message(const ojson& m, const std::string& at, std::set<std::string>& calls, ojson& out) {
-    const std::string role = text_of(object_field(m, at, "role"), at + ".role");
+    const std::string role = string_value(object_member(m, at, "role"), at + ".role");
     if (role != "user" && role != "assistant")
         bad_field(at + ".role", "{}.role: '{}', expected user or assistant", at, role);
     const ojson& content = body_field(m, "content");
@@ -61,16 +34,16 @@ void add_message(const ojson& m, const std::string& at, std::set<std::string>& c
     for (size_t i = 0; i < content.size(); ++i) {
         const std::string block = fmt::format("{}.content[{}]", at, i);
         const ojson& b = content[i];
-        const std::string type = text_of(object_field(b, block, "type"), block + ".type");
+        const std::string type = string_value(object_member(b, block, "type"), block + ".type");
         if (type == "text") {
-            text += text_of(body_field(b, "text"), block + ".text");
+            text += string_value(body_field(b, "text"), block + ".text");
         } else if (type == "thinking" && role == "assistant") {
-            thinking += text_of(body_field(b, "thinking"), block + ".thinking");
+            thinking += string_value(body_field(b, "thinking"), block + ".thinking");
         } else if (type == "redacted_thinking" && role == "assistant") {
             // Encrypted by Anthropic: nothing a local model can read.
         } else if (type == "tool_use" && role == "assistant") {
-            const std::string id = text_of(body_field(b, "id"), block + ".id");
-            const std::string name = text_of(body_field(b, "name"), block + ".name");
+            const std::string id = string_value(body_field(b, "id"), block + ".id");
+            const std::string name = string_value(body_field(b, "name"), block + ".name");
             ojson input = body_field(b, "input");
             if (input.is_null()) input = ojson::object();
             if (!input.is_object())
@@ -80,7 +53,7 @@ void add_message(const ojson& m, const std::string& at, std::set<std::string>& c
                                   {"type", "function"},
                                   {"function", {{"name", name}, {"arguments", input}}}});
         } else if (type == "tool_result" && role == "user") {
-            const std::string id = text_of(body_field(b, "tool_use_id"), block + ".tool_use_id");
+            const std::string id = string_value(body_field(b, "tool_use_id"), block + ".tool_use_id");
             if (!calls.count(id))
                 bad_field(block + ".tool_use_id",
                           "{}: a tool_result for '{}' answers no tool_use made before it", block,
@@ -88,7 +61,7 @@ void add_message(const ojson& m, const std::string& at, std::set<std::string>& c
             flush_text();
             out.push_back({{"role", "tool"},
                            {"tool_call_id", id},
-                           {"content", text_blocks(body_field(b, "content"), block + ".content")}});
+                           {"content", joined_text(body_field(b, "content"), block + ".content", {"text"})}});
         } else {
             bad_field(block + ".type", "{}.type: '{}' blocks are not supported in {} messages",
                       block, type, role);
@@ -107,7 +80,7 @@ ojson read_tools(const ojson& tools) {
     for (size_t i = 0; i < tools.size(); ++i) {
         const std::string at = fmt::format("tools[{}]", i);
         const ojson& t = tools[i];
-        if (const ojson& type = object_field(t, at, "type"); !type.is_null() && type != "custom")
+        if (const ojson& type = object_member(t, at, "type"); !type.is_null() && type != "custom")
             bad_field(at + ".type", "{}.type: {} tools are not supported (custom tools only)", at,
                       type.dump());
         const ojson& name = body_field(t, "name");
@@ -121,20 +94,20 @@ ojson read_tools(const ojson& tools) {
                       "{}.input_schema.type: expected \"object\" (inputs are objects)", at);
         ojson fn = {{"name", name}, {"parameters", schema}};
         if (const ojson& d = body_field(t, "description"); !d.is_null())
-            fn["description"] = text_of(d, at + ".description");
+            fn["description"] = string_value(d, at + ".description");
         out.push_back({{"type", "function"}, {"function", std::move(fn)}});
     }
     return out;
 }
 
 void read_tool_choice(const ojson& v, ojson& chat) {
-    const std::string type = text_of(object_field(v, "tool_choice", "type"), "tool_choice.type");
+    const std::string type = string_value(object_member(v, "tool_choice", "type"), "tool_choice.type");
     if (type == "auto" || type == "none") {
         chat["tool_choice"] = type;
     } else if (type == "any") {
         chat["tool_choice"] = "required";
     } else if (type == "tool") {
-        const std::string name = text_of(body_field(v, "name"), "tool_choice.name");
+        const std::string name = string_value(body_field(v, "name"), "tool_choice.name");
         chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", name}}}};
     } else {
         bad_field("tool_choice.type", "tool_choice.type: '{}', expected auto, any, tool or none",
@@ -151,7 +124,7 @@ void read_tool_choice(const ojson& v, ojson& chat) {
 // thinking {type: enabled|disabled} as the enable_thinking template variable
 // (Qwen3's); budget_tokens is not enforced.
 void read_thinking(const ojson& v, ojson& chat) {
-    const std::string type = text_of(object_field(v, "thinking", "type"), "thinking.type");
+    const std::string type = string_value(object_member(v, "thinking", "type"), "thinking.type");
     if (type != "enabled" && type != "disabled")
         bad_field("thinking.type", "thinking.type: '{}', expected enabled or disabled", type);
     chat["chat_template_kwargs"] = {{"enable_thinking", type == "enabled"}};
@@ -172,7 +145,7 @@ ojson messages_to_chat(const ojson& body) {
         chat["stop"] = v;
     }
     ojson messages = ojson::array();
-    if (const std::string system = text_blocks(body_field(body, "system"), "system");
+    if (const std::string system = joined_text(body_field(body, "system"), "system", {"text"});
         !system.empty())
         messages.push_back({{"role", "system"}, {"content", system}});
     const ojson& given = body_field(body, "messages");

@@ -1,5 +1,7 @@
 #include "server/completion_request.h"
 
+#include <algorithm>
+
 #include <limits>
 
 #include "io/json_file.h"
@@ -38,27 +40,6 @@ std::string string(const ojson& v, const std::string& name) {
     return v.get<std::string>();
 }
 
-// A message's content as one string: text parts are joined; other parts
-// (images, audio) are refused, since the model reads text only.
-std::string message_content(const ojson& content, const std::string& name) {
-    if (content.is_null()) return "";
-    if (content.is_string()) return content.get<std::string>();
-    if (!content.is_array())
-        bad_field(name, "{}: expected a string or an array of parts", name);
-    std::string text;
-    for (size_t i = 0; i < content.size(); ++i) {
-        const std::string part = fmt::format("{}[{}]", name, i);
-        const ojson& p = content[i];
-        if (!p.is_object()) bad_field(part, "{}: expected an object", part);
-        const std::string type = string(body_field(p, "type"), part + ".type");
-        if (type != "text")
-            bad_field(part + ".type", "{}.type: '{}' parts are not supported (text only)", part,
-                      type);
-        text += string(body_field(p, "text"), part + ".text");
-    }
-    return text;
-}
-
 ojson read_messages(const ojson& v) {
     if (!v.is_array() || v.empty())
         bad_field("messages", "messages: expected a non-empty array of messages");
@@ -69,7 +50,7 @@ ojson read_messages(const ojson& v) {
         ojson m = v[i];
         const std::string role = string(body_field(m, "role"), name + ".role");
         if (role.empty()) bad_field(name + ".role", "{}.role: empty", name);
-        m["content"] = message_content(body_field(m, "content"), name + ".content");
+        m["content"] = joined_text(body_field(m, "content"), name + ".content", {"text"});
         out.push_back(std::move(m));
     }
     return out;
@@ -160,6 +141,32 @@ const ojson& body_field(const ojson& body, const char* name) {
     static const ojson null;
     const auto it = body.find(name);
     return it == body.end() ? null : *it;
+}
+
+std::string string_value(const ojson& v, const std::string& at) {
+    return string(v, at);
+}
+
+const ojson& object_member(const ojson& v, const std::string& at, const char* name) {
+    if (!v.is_object()) bad_field(at, "{}: expected an object", at);
+    return body_field(v, name);
+}
+
+std::string joined_text(const ojson& v, const std::string& at,
+                        std::initializer_list<std::string_view> accepted) {
+    if (v.is_null()) return "";
+    if (v.is_string()) return v.get<std::string>();
+    if (!v.is_array()) bad_field(at, "{}: expected a string or an array of text parts", at);
+    std::string text;
+    for (size_t i = 0; i < v.size(); ++i) {
+        const std::string part = fmt::format("{}[{}]", at, i);
+        const std::string type = string(object_member(v[i], part, "type"), part + ".type");
+        if (std::find(accepted.begin(), accepted.end(), type) == accepted.end())
+            bad_field(part + ".type", "{}.type: '{}' parts are not supported (text only)", part,
+                      type);
+        text += string(body_field(v[i], "text"), part + ".text");
+    }
+    return text;
 }
 
 nlohmann::ordered_json parse_body(const std::string& body) {

@@ -5,7 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/sampler.h"
@@ -48,6 +50,20 @@ CompletionRequest parse_completion_request(const nlohmann::ordered_json& body, b
 
 // The field `name` of a request body, or null when it is absent.
 const nlohmann::ordered_json& body_field(const nlohmann::ordered_json& body, const char* name);
+
+// The string `v`, named `at` in the 400 it gets otherwise.
+std::string string_value(const nlohmann::ordered_json& v, const std::string& at);
+
+// The field `name` of the object `v` (named `at`), null when absent; a 400
+// when `v` is no object.
+const nlohmann::ordered_json& object_member(const nlohmann::ordered_json& v, const std::string& at,
+                                            const char* name);
+
+// Text sent as a string or as an array of {type, text} parts of the
+// `accepted` types, joined ("" for null). Other parts (images, audio) get a
+// 400: the model reads text only.
+std::string joined_text(const nlohmann::ordered_json& v, const std::string& at,
+                        std::initializer_list<std::string_view> accepted);
 
 // Parses a request body as JSON; a 400 with the parser's position otherwise.
 nlohmann::ordered_json parse_body(const std::string& body);

@@ -13,33 +13,6 @@ namespace {
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-std::string text_of(const ojson& v, const std::string& at) {
-    if (!v.is_string()) bad_field(at, "{}: expected a string", at);
-    return v.get<std::string>();
-}
-
-const ojson& object_field(const ojson& v, const std::string& at, const char* name) {
-    if (!v.is_object()) bad_field(at, "{}: expected an object", at);
-    return body_field(v, name);
-}
-
-// A string, or text parts (input_text, output_text) joined; the model reads text only.
-std::string text_parts(const ojson& v, const std::string& at) {
-    if (v.is_null()) return "";
-    if (v.is_string()) return v.get<std::string>();
-    if (!v.is_array()) bad_field(at, "{}: expected a string or an array of text parts", at);
-    std::string text;
-    for (size_t i = 0; i < v.size(); ++i) {
-        const std::string part = fmt::format("{}[{}]", at, i);
-        const std::string type = text_of(object_field(v[i], part, "type"), part + ".type");
-        if (type != "input_text" && type != "output_text")
-            bad_field(part + ".type", "{}.type: '{}' parts are not supported (text only)", part,
-                      type);
-        text += text_of(body_field(v[i], "text"), part + ".text");
-    }
-    return text;
-}
-
 // A system message, joined to one just before it: Codex sends its developer
 // messages after the instructions, and many templates take one system turn only.
 void add_system(ojson& out, const std::string& text) {
@@ -64,25 +37,25 @@ void read_input(const ojson& input, ojson& out) {
     for (size_t i = 0; i < input.size(); ++i) {
         const std::string at = fmt::format("input[{}]", i);
         const ojson& item = input[i];
-        const ojson& type_field = object_field(item, at, "type");
+        const ojson& type_field = object_member(item, at, "type");
         const std::string type =
-            type_field.is_null() ? "message" : text_of(type_field, at + ".type");
+            type_field.is_null() ? "message" : string_value(type_field, at + ".type");
         if (type == "message") {
-            std::string role = text_of(body_field(item, "role"), at + ".role");
+            std::string role = string_value(body_field(item, "role"), at + ".role");
             if (role == "developer") role = "system";
             if (role != "user" && role != "assistant" && role != "system")
                 bad_field(at + ".role",
                           "{}.role: '{}', expected user, assistant, system or developer", at, role);
-            const std::string content = text_parts(body_field(item, "content"), at + ".content");
+            const std::string content = joined_text(body_field(item, "content"), at + ".content", {"input_text", "output_text"});
             if (role == "system")
                 add_system(out, content);
             else
                 out.push_back({{"role", role}, {"content", content}});
         } else if (type == "function_call") {
-            const std::string call_id = text_of(body_field(item, "call_id"), at + ".call_id");
-            const std::string name = text_of(body_field(item, "name"), at + ".name");
+            const std::string call_id = string_value(body_field(item, "call_id"), at + ".call_id");
+            const std::string name = string_value(body_field(item, "name"), at + ".name");
             const ojson args = ojson::parse(
-                text_of(body_field(item, "arguments"), at + ".arguments"), nullptr, false);
+                string_value(body_field(item, "arguments"), at + ".arguments"), nullptr, false);
             if (!args.is_object())
                 bad_field(at + ".arguments", "{}.arguments: expected a JSON object as a string",
                           at);
@@ -94,14 +67,14 @@ void read_input(const ojson& input, ojson& out) {
                  {"type", "function"},
                  {"function", {{"name", name}, {"arguments", args}}}});
         } else if (type == "function_call_output") {
-            const std::string call_id = text_of(body_field(item, "call_id"), at + ".call_id");
+            const std::string call_id = string_value(body_field(item, "call_id"), at + ".call_id");
             if (!calls.count(call_id))
                 bad_field(at + ".call_id",
                           "{}: a function_call_output for '{}' answers no function_call before it",
                           at, call_id);
             out.push_back({{"role", "tool"},
                            {"tool_call_id", call_id},
-                           {"content", text_parts(body_field(item, "output"), at + ".output")}});
+                           {"content", joined_text(body_field(item, "output"), at + ".output", {"input_text", "output_text"})}});
         } else if (type != "reasoning") {
             bad_field(at + ".type",
                       "{}.type: '{}' items are not supported (message, function_call, "
@@ -117,7 +90,7 @@ ojson read_tools(const ojson& tools) {
     for (size_t i = 0; i < tools.size(); ++i) {
         const std::string at = fmt::format("tools[{}]", i);
         const ojson& t = tools[i];
-        if (const std::string type = text_of(object_field(t, at, "type"), at + ".type");
+        if (const std::string type = string_value(object_member(t, at, "type"), at + ".type");
             type != "function")
             bad_field(at + ".type", "{}.type: '{}' tools are not supported (function tools only)",
                       at, type);
@@ -134,7 +107,7 @@ ojson read_tools(const ojson& tools) {
             fn["parameters"] = p;
         }
         if (const ojson& d = body_field(t, "description"); !d.is_null())
-            fn["description"] = text_of(d, at + ".description");
+            fn["description"] = string_value(d, at + ".description");
         out.push_back({{"type", "function"}, {"function", std::move(fn)}});
     }
     return out;
@@ -142,21 +115,21 @@ ojson read_tools(const ojson& tools) {
 
 ojson read_tool_choice(const ojson& v) {
     if (v.is_string()) return v;  // none, auto, required: checked as chat's
-    const std::string type = text_of(object_field(v, "tool_choice", "type"), "tool_choice.type");
+    const std::string type = string_value(object_member(v, "tool_choice", "type"), "tool_choice.type");
     if (type != "function")
         bad_field("tool_choice.type",
                   "tool_choice.type: '{}', expected function (or tool_choice none, auto, required)",
                   type);
     return {{"type", "function"},
-            {"function", {{"name", text_of(body_field(v, "name"), "tool_choice.name")}}}};
+            {"function", {{"name", string_value(body_field(v, "name"), "tool_choice.name")}}}};
 }
 
 // text.format as chat's response_format.
 ojson read_text_format(const ojson& text) {
-    const ojson& format = object_field(text, "text", "format");
+    const ojson& format = object_member(text, "text", "format");
     if (format.is_null()) return ojson();
     const std::string type =
-        text_of(object_field(format, "text.format", "type"), "text.format.type");
+        string_value(object_member(format, "text.format", "type"), "text.format.type");
     if (type == "text" || type == "json_object") return {{"type", type}};
     if (type != "json_schema")
         bad_field("text.format.type",
@@ -196,7 +169,7 @@ ojson responses_to_chat(const ojson& body) {
         chat["max_tokens"] = v;
     ojson messages = ojson::array();
     if (const ojson& v = body_field(body, "instructions"); !v.is_null())
-        add_system(messages, text_of(v, "instructions"));
+        add_system(messages, string_value(v, "instructions"));
     const ojson& input = body_field(body, "input");
     if (input.is_null()) bad_field("input", "input: required");
     read_input(input, messages);
@@ -208,8 +181,8 @@ ojson responses_to_chat(const ojson& body) {
         if (ojson format = read_text_format(v); !format.is_null())
             chat["response_format"] = std::move(format);
     if (const ojson& v = body_field(body, "reasoning"); !v.is_null())
-        if (const ojson& effort = object_field(v, "reasoning", "effort"); !effort.is_null())
-            chat["reasoning_effort"] = text_of(effort, "reasoning.effort");
+        if (const ojson& effort = object_member(v, "reasoning", "effort"); !effort.is_null())
+            chat["reasoning_effort"] = string_value(effort, "reasoning.effort");
     return chat;
 }
 
