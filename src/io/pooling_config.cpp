@@ -71,4 +71,11 @@ std::optional<Pooling> read_pooling(const std::string& dir) {
         config_path);
 }
 
+PoolingChoice choose_pooling(const std::string& path, const std::string& flag) {
+    if (!flag.empty()) return {pooling_from_name(flag), "--pooling"};
+    if (const std::optional<Pooling> declared = read_pooling(path))
+        return {*declared, "the model's modules.json"};
+    return {};
+}
+
 }  // namespace anelm

@@ -18,4 +18,12 @@ Pooling pooling_from_name(const std::string& name);  // mean, last or cls; throw
 // a mode other than mean, last token or CLS.
 std::optional<Pooling> read_pooling(const std::string& dir);
 
+// `flag` (a pooling_name) when not empty, else what the model at `path`
+// declares, else mean; `source` says which, for a message.
+struct PoolingChoice {
+    Pooling pooling = Pooling::mean;
+    const char* source = "the default";
+};
+PoolingChoice choose_pooling(const std::string& path, const std::string& flag);
+
 }  // namespace anelm

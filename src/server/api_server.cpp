@@ -13,6 +13,7 @@
 #include "server/api_error.h"
 #include "server/chat_page.h"
 #include "server/chat_prompt.h"
+#include "server/embeddings_api.h"
 #include "server/openai_json.h"
 #include "server/request_body.h"
 
@@ -35,6 +36,7 @@ using ErrorShape = json (*)(const ApiError&);
 
 // Anthropic's clients read errors in their own shape.
 ErrorShape error_shape_of(const std::string& path) {
+    if (path.starts_with("/api/")) return ollama_error_body;
     return path == "/v1/messages" ? messages_error_body : error_body;
 }
 
@@ -441,6 +443,14 @@ void ApiServer::routes() {
     http_->Post("/v1/completions",
                 handle_body([this](const Request&, Response& res, const std::string& body) {
                     completions(body, res, false);
+                }));
+    http_->Post("/v1/embeddings",
+                handle_body([this](const Request&, Response& res, const std::string& body) {
+                    send_json(res, 200, openai_embeddings(*model(), parse_body(body)));
+                }));
+    http_->Post("/api/embed",
+                handle_body([this](const Request&, Response& res, const std::string& body) {
+                    send_json(res, 200, ollama_embed(*model(), parse_body(body)));
                 }));
     http_->Post("/tokenize", handle_body([this](const Request&, Response& res,
                                                 const std::string& text) {

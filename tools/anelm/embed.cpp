@@ -41,22 +41,17 @@ int run_embed(const EmbedArgs& args) {
     const std::vector<std::string> texts = args.file.empty() ? args.texts : read_lines(args.file);
     if (texts.empty()) fail("{}: no text in it", args.file);
     const Model model = open_model(args.model, args.tokenizer, true);
-    const std::optional<Pooling> declared = read_pooling(args.model);
-    const Pooling pooling =
-        !args.pooling.empty() ? pooling_from_name(args.pooling) : declared.value_or(Pooling::mean);
+    const PoolingChoice pooling = choose_pooling(args.model, args.pooling);
     std::vector<std::vector<int32_t>> inputs;
     for (const std::string& text : texts) inputs.push_back(model.tokenizer->encode(text, true));
     SessionOptions so = args.run.session(model);
     so.hidden = true;
     so.batch_rows = std::min<int64_t>(16, so.prefill_batch);
     const std::unique_ptr<Session> session = open_session(model, so);
-    Embedder embedder(*session, pooling);
+    Embedder embedder(*session, pooling.pooling);
     const auto vectors = embedder.embed(inputs);
     fmt::print(stderr, "anelm embed: {} vectors of {} dims, {} pooling ({})\n", vectors.size(),
-               embedder.dims(), pooling_name(pooling),
-               !args.pooling.empty() ? "--pooling"
-               : declared            ? "the model's modules.json"
-                                     : "the default");
+               embedder.dims(), pooling_name(pooling.pooling), pooling.source);
     if (args.json)
         fmt::print("{}\n", nlohmann::json(vectors).dump());
     else
