@@ -15,36 +15,46 @@ namespace {
 using ojson = nlohmann::ordered_json;
 using json = nlohmann::json;
 
-std::vector<int32_t> token_ids(const ojson& ids, const Tokenizer& tokenizer) {
+std::vector<int32_t> token_ids(const ojson& ids, int64_t n_vocab) {
     std::vector<int32_t> out;
     for (const ojson& id : ids) {
-        if (!id.is_number_integer() || id.get<int64_t>() < 0 ||
-            id.get<int64_t>() >= tokenizer.n_vocab())
+        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= n_vocab)
             bad_field("input", "input: {} is not a token id of this vocabulary", id.dump());
         out.push_back(id.get<int32_t>());
     }
     return out;
 }
 
-// The inputs' tokens: a string, strings, or (OpenAI only) ids or arrays of ids.
-std::vector<std::vector<int32_t>> read_inputs(const ojson& input, const Tokenizer& tokenizer,
-                                              bool ids_allowed) {
+// A string or strings into texts, or (with ids_allowed) ids or arrays of them into ids.
+void read_inputs(const ojson& input, int64_t n_vocab, bool ids_allowed, EmbeddingRequest& r) {
     const char* expected = ids_allowed
                                ? "input: expected a string, an array of strings, an array of "
                                  "token ids or an array of arrays of them"
                                : "input: expected a string or an array of strings";
-    if (input.is_string()) return {tokenizer.encode(input.get<std::string>(), true)};
+    if (input.is_string()) {
+        r.texts.push_back(input.get<std::string>());
+        return;
+    }
     if (!input.is_array() || input.empty()) bad_field("input", "{}", expected);
-    if (ids_allowed && input.front().is_number()) return {token_ids(input, tokenizer)};
-    std::vector<std::vector<int32_t>> out;
+    if (ids_allowed && input.front().is_number()) {
+        r.ids.push_back(token_ids(input, n_vocab));
+        return;
+    }
+    const bool texts = input.front().is_string();
     for (const ojson& item : input) {
-        if (item.is_string())
-            out.push_back(tokenizer.encode(item.get<std::string>(), true));
-        else if (ids_allowed && item.is_array())
-            out.push_back(token_ids(item, tokenizer));
+        if (texts && item.is_string())
+            r.texts.push_back(item.get<std::string>());
+        else if (!texts && ids_allowed && item.is_array())
+            r.ids.push_back(token_ids(item, n_vocab));
         else
             bad_field("input", "{}", expected);
     }
+}
+
+std::vector<std::vector<int32_t>> tokens_of(EmbeddingRequest& r, const Tokenizer& tokenizer) {
+    if (!r.ids.empty()) return std::move(r.ids);
+    std::vector<std::vector<int32_t>> out;
+    for (const std::string& text : r.texts) out.push_back(tokenizer.encode(text, true));
     return out;
 }
 
@@ -76,35 +86,50 @@ std::string base64_floats(const std::vector<float>& v) {
 
 }  // namespace
 
-json openai_embeddings(const ServedModel& model, const ojson& body) {
-    std::vector<std::vector<int32_t>> inputs =
-        read_inputs(body_field(body, "input"), *model.tokenizer, true);
+EmbeddingRequest parse_embedding_request(const ojson& body, int64_t n_vocab, int64_t dims) {
+    EmbeddingRequest r;
+    read_inputs(body_field(body, "input"), n_vocab, true, r);
     const ojson& format = body_field(body, "encoding_format");
     if (!format.is_null() && format != "float" && format != "base64")
         bad_field("encoding_format", "encoding_format: expected float or base64");
-    const bool base64 = format == "base64";
-    const int64_t dims = model.engine->embedding_dims();
-    int64_t keep = dims;
+    r.base64 = format == "base64";
     const ojson& dimensions = body_field(body, "dimensions");
     if (!dimensions.is_null()) {
         if (!dimensions.is_number_integer() || dimensions.get<int64_t>() < 1 ||
             dimensions.get<int64_t>() > dims)
             bad_field("dimensions", "dimensions: expected 1 to {}, this model's vector length",
                       dims);
-        keep = dimensions.get<int64_t>();
+        r.dimensions = dimensions.get<int64_t>();
     }
+    return r;
+}
+
+EmbeddingRequest parse_ollama_embed_request(const ojson& body) {
+    EmbeddingRequest r;
+    read_inputs(body_field(body, "input"), 0, false, r);
+    const ojson& truncate = body_field(body, "truncate");
+    if (!truncate.is_null() && !truncate.is_boolean())
+        bad_field("truncate", "truncate: expected true or false");
+    r.truncate = !truncate.is_boolean() || truncate.get<bool>();
+    return r;
+}
+
+json openai_embeddings(const ServedModel& model, const ojson& body) {
+    const int64_t dims = model.engine->embedding_dims();
+    EmbeddingRequest r = parse_embedding_request(body, model.tokenizer->n_vocab(), dims);
+    std::vector<std::vector<int32_t>> inputs = tokens_of(r, *model.tokenizer);
     const int64_t n_tokens = count_tokens(inputs);
     std::vector<std::vector<float>> vectors = model.engine->embed(std::move(inputs));
     json data = json::array();
     for (size_t i = 0; i < vectors.size(); ++i) {
         std::vector<float>& v = vectors[i];
-        if (keep < dims) {
-            v.resize(static_cast<size_t>(keep));
+        if (r.dimensions > 0 && r.dimensions < dims) {
+            v.resize(static_cast<size_t>(r.dimensions));
             l2_normalize(v);
         }
         data.push_back({{"object", "embedding"},
                         {"index", i},
-                        {"embedding", base64 ? json(base64_floats(v)) : json(v)}});
+                        {"embedding", r.base64 ? json(base64_floats(v)) : json(v)}});
     }
     return {{"object", "list"},
             {"data", std::move(data)},
@@ -114,12 +139,9 @@ json openai_embeddings(const ServedModel& model, const ojson& body) {
 
 json ollama_embed(const ServedModel& model, const ojson& body) {
     const auto began = std::chrono::steady_clock::now();
-    std::vector<std::vector<int32_t>> inputs =
-        read_inputs(body_field(body, "input"), *model.tokenizer, false);
-    const ojson& truncate = body_field(body, "truncate");
-    if (!truncate.is_null() && !truncate.is_boolean())
-        bad_field("truncate", "truncate: expected true or false");
-    if (truncate.is_null() || truncate.get<bool>())
+    EmbeddingRequest r = parse_ollama_embed_request(body);
+    std::vector<std::vector<int32_t>> inputs = tokens_of(r, *model.tokenizer);
+    if (r.truncate)
         for (auto& v : inputs)
             if (static_cast<int64_t>(v.size()) > model.engine->n_ctx())
                 v.resize(static_cast<size_t>(model.engine->n_ctx()));
