@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "models/models.h"
 #include "passes/fp16_scale.h"
+#include "passes/hidden_output.h"
 #include "passes/rope_halves.h"
 #include "quant/quantize_program.h"
 #include "quant/quantized_matrix.h"
@@ -34,7 +35,12 @@ Session::Session(const ModelSpec& spec, const WeightStore& weights, const Sessio
         fail("batch: {} sequences at once, expected 0 to {} (the prefill batch)",
              options.batch_rows, prefill_batch_);
     batch_rows_ = options.batch_rows;
+    if (options.hidden) po.functions.push_back({"embed", prefill_batch_, true});
     program_ = build_program(spec, weights, po);
+    if (options.hidden) {
+        hidden_fn_ = program_.functions.size() - 1;
+        passes::hidden_output(program_.functions[hidden_fn_]);
+    }
     if (options.rope_halves) passes::rope_halves(program_);
     passes::scale_residual(program_, options.fp16_scale);
     n_vocab_ = spec.n_vocab;
@@ -47,8 +53,8 @@ Session::Session(const ModelSpec& spec, const WeightStore& weights, const Sessio
     // The ane precision converts its weights to half on first use anyway.
     if (!options.mmap && options.precision != Precision::ane)
         copy_streamed_weights(program_, weights, *pool_);
-    executor_ =
-        std::make_unique<Executor>(program_, *pool_, options.precision, std::max<int64_t>(batch_rows_, 1));
+    executor_ = std::make_unique<Executor>(program_, *pool_, options.precision,
+                                           std::max<int64_t>(batch_rows_, 1));
     own_ = new_sequence();
 }
 
@@ -129,6 +135,13 @@ std::span<const float> Session::verify(std::span<Sequence* const> seqs,
                                        std::span<const int64_t> counts) {
     if (verify_tokens_ == 0) fail("this session has no verify function");
     return run_segments(verify_fn, seqs, tokens, counts);
+}
+
+std::span<const float> Session::hidden_rows(std::span<Sequence* const> seqs,
+                                            std::span<const int32_t> tokens,
+                                            std::span<const int64_t> counts) {
+    if (hidden_fn_ == 0) fail("this session has no embed function");
+    return run_segments(hidden_fn_, seqs, tokens, counts);
 }
 
 std::span<const float> Session::verify(std::span<const int32_t> tokens) {

@@ -38,6 +38,8 @@ struct SessionOptions {
     bool rope_halves = false;   // rotary tables in the half-split form, as convert
                                 // writes them (passes/rope_halves.h): the KV cache
                                 // then holds K in the packages' order
+    bool hidden = false;        // an embed function: every token's final-norm output
+                                // (hidden_rows), not logits
 };
 
 // One sequence's KV cache and position. A session runs its own, and any number
@@ -89,6 +91,12 @@ public:
     // row's logits, f32 [tokens, n_vocab] (speculative decoding of several).
     std::span<const float> verify(std::span<Sequence* const> seqs, std::span<const int32_t> tokens,
                                   std::span<const int64_t> counts);
+    // As step, through the embed function (SessionOptions::hidden): every row's
+    // final-norm output, f32 [tokens, n_embd].
+    std::span<const float> hidden_rows(std::span<Sequence* const> seqs,
+                                       std::span<const int32_t> tokens,
+                                       std::span<const int64_t> counts);
+    bool has_hidden() const { return hidden_fn_ != 0; }
     int64_t prefill_batch() const { return prefill_batch_; }
     int64_t batch_rows() const { return batch_rows_; }
 
@@ -112,6 +120,7 @@ private:
     int64_t prefill_batch_ = 0;
     int64_t verify_tokens_ = 0;
     int64_t batch_rows_ = 0;
+    size_t hidden_fn_ = 0;  // 0: none (the prefill function is function 0)
     std::vector<float> all_logits_;
 
     // counts[i] tokens to *seqs[i] through function fn; its output as it is.

@@ -29,6 +29,8 @@ public:
 };
 
 nlohmann::json error_body(const ApiError& error);
+// Ollama's shape: {"error": message}.
+nlohmann::json ollama_error_body(const ApiError& error);
 
 // A 400 about request field `param`.
 template <typename... Args>

@@ -15,6 +15,7 @@
 #include "server/chat_prompt.h"
 #include "server/ollama_api.h"
 #include "server/ollama_stream.h"
+#include "server/embeddings_api.h"
 #include "server/openai_json.h"
 #include "server/request_body.h"
 #include "server/responses_api.h"
@@ -40,8 +41,8 @@ using ErrorShape = json (*)(const ApiError&);
 
 // Anthropic's and Ollama's clients read errors in their own shapes.
 ErrorShape error_shape_of(const std::string& path) {
-    if (path == "/v1/messages") return messages_error_body;
-    return path.rfind("/api/", 0) == 0 ? ollama_error_body : error_body;
+    if (path.starts_with("/api/")) return ollama_error_body;
+    return path == "/v1/messages" ? messages_error_body : error_body;
 }
 
 void send_error(Response& res, const ApiError& e, ErrorShape shape = error_body) {
@@ -507,8 +508,16 @@ void ApiServer::routes() {
                 handle_body([this](const Request&, Response& res, const std::string& body) {
                     completions(body, res, false);
                 }));
-    http_->Post("/tokenize",
-                handle_body([this](const Request&, Response& res, const std::string& text) {
+    http_->Post("/v1/embeddings",
+                handle_body([this](const Request&, Response& res, const std::string& body) {
+                    send_json(res, 200, openai_embeddings(*model(), parse_body(body)));
+                }));
+    http_->Post("/api/embed",
+                handle_body([this](const Request&, Response& res, const std::string& body) {
+                    send_json(res, 200, ollama_embed(*model(), parse_body(body)));
+                }));
+    http_->Post("/tokenize", handle_body([this](const Request&, Response& res,
+                                                const std::string& text) {
                     const auto m = model();
                     const ojson body = parse_body(text);
                     const ojson& content = body_field(body, "content");

@@ -136,6 +136,54 @@ std::shared_ptr<Job> Engine::submit(JobSpec spec) {
     return job;
 }
 
+std::vector<std::vector<float>> Engine::embed(std::vector<std::vector<int32_t>> inputs) {
+    if (model_.embedding_dims() == 0) bad_field("model", "this model cannot embed");
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        const auto n = static_cast<int64_t>(inputs[i].size());
+        if (n == 0) bad_field("input", "input {} has no tokens", i);
+        if (n > model_.n_ctx())
+            throw ApiError(400, "invalid_request_error", "context_length_exceeded", "input",
+                           fmt::format("input {} has {} tokens; the context holds {} (--ctx)", i, n,
+                                       model_.n_ctx()));
+    }
+    std::future<std::vector<std::vector<float>>> done;
+    {
+        std::lock_guard lock(mutex_);
+        if (stopping_) throw ApiError(503, "server_error", "", "", "the server is shutting down");
+        embed_requests_.push_back({std::move(inputs), {}});
+        done = embed_requests_.back().vectors.get_future();
+    }
+    wake_.notify_all();
+    return done.get();
+}
+
+void Engine::run_embeddings(std::unique_lock<std::mutex>& lock) {
+    if (embed_requests_.empty()) return;
+    std::deque<EmbedRequest> requests = std::move(embed_requests_);
+    embed_requests_.clear();
+    lock.unlock();
+    std::vector<std::vector<int32_t>> inputs;
+    for (const EmbedRequest& r : requests)
+        inputs.insert(inputs.end(), r.inputs.begin(), r.inputs.end());
+    std::vector<std::vector<float>> vectors;
+    try {
+        vectors = model_.embed(inputs);
+    } catch (const std::exception& e) {
+        for (EmbedRequest& r : requests)
+            r.vectors.set_exception(std::make_exception_ptr(ApiError(
+                500, "server_error", "", "", fmt::format("embedding failed: {}", e.what()))));
+        lock.lock();
+        return;
+    }
+    auto next = vectors.begin();
+    for (EmbedRequest& r : requests) {
+        const auto end = next + static_cast<std::ptrdiff_t>(r.inputs.size());
+        r.vectors.set_value({std::make_move_iterator(next), std::make_move_iterator(end)});
+        next = end;
+    }
+    lock.lock();
+}
+
 EngineLoad Engine::load() const {
     std::lock_guard lock(mutex_);
     return {processing_.load(), pending_.size()};
@@ -148,13 +196,16 @@ void Engine::loop() {
             const auto busy = [&] {
                 return std::any_of(slots_.begin(), slots_.end(), [](auto& s) { return s->job; });
             };
-            const auto woken = [&] { return stopping_ || !pending_.empty() || busy(); };
+            const auto woken = [&] {
+                return stopping_ || !pending_.empty() || !embed_requests_.empty() || busy();
+            };
             if (!woken()) {
                 // Idle after a burst: what the requests freed goes back to the system.
                 release_free_memory();
                 wake_.wait(lock, woken);
             }
             if (stopping_) break;
+            run_embeddings(lock);
             try {
                 admit(lock);
             } catch (const std::exception& e) {
@@ -169,6 +220,9 @@ void Engine::loop() {
         }
     }
     std::lock_guard lock(mutex_);
+    for (EmbedRequest& r : embed_requests_)
+        r.vectors.set_exception(std::make_exception_ptr(
+            ApiError(503, "server_error", "", "", "the server is shutting down")));
     for (auto& slot : slots_)
         if (slot->job) pending_.push_back(slot->job);
     for (auto& job : pending_) {

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -127,6 +128,11 @@ public:
 
     // Queues a request. Throws ApiError when its prompt does not fit the context.
     std::shared_ptr<Job> submit(JobSpec spec);
+    // One unit vector per input, computed between steps: the inputs of every
+    // request waiting then run together. Throws ApiError for an input with no
+    // tokens or more than the context, or a model that cannot embed.
+    std::vector<std::vector<float>> embed(std::vector<std::vector<int32_t>> inputs);
+    int64_t embedding_dims() const { return model_.embedding_dims(); }
     int64_t n_ctx() const { return model_.n_ctx(); }
     int slots() const { return model_.slots(); }
     EngineLoad load() const;
@@ -140,6 +146,8 @@ private:
     // A failure ends every running request; the slots start afresh.
     void fail_running(const std::string& why);
     void step();
+    // Runs the waiting embedding requests as one batch.
+    void run_embeddings(std::unique_lock<std::mutex>& lock);
     // With drafts for some decoding request: every decoding request's next
     // token and drafts in one verify pass (prompts wait a step); false when
     // none drafted, and step goes on as usual.
@@ -159,6 +167,11 @@ private:
     mutable std::mutex mutex_;
     std::condition_variable wake_;
     std::deque<std::shared_ptr<Job>> pending_;
+    struct EmbedRequest {
+        std::vector<std::vector<int32_t>> inputs;
+        std::promise<std::vector<std::vector<float>>> vectors;
+    };
+    std::deque<EmbedRequest> embed_requests_;
     bool stopping_ = false;
     std::atomic<int> processing_{0};  // slots whose job is set (the engine thread changes them)
     std::thread thread_;

@@ -174,10 +174,6 @@ OllamaRequest ollama_generate_request(const ojson& body, bool has_template) {
     return r;
 }
 
-json ollama_error_body(const ApiError& error) {
-    return {{"error", error.what()}};
-}
-
 std::string ollama_time(std::chrono::system_clock::time_point t) {
     const auto since = t.time_since_epoch();
     const std::time_t seconds = std::chrono::duration_cast<std::chrono::seconds>(since).count();

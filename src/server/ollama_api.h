@@ -36,9 +36,6 @@ OllamaRequest ollama_chat_request(const nlohmann::ordered_json& body);
 // template, or the prompt as given when `raw` is set or the model has no template.
 OllamaRequest ollama_generate_request(const nlohmann::ordered_json& body, bool has_template);
 
-// Errors as Ollama reports them: {"error": message}.
-nlohmann::json ollama_error_body(const ApiError& error);
-
 // RFC 3339 in UTC with nanoseconds, as Ollama's created_at and modified_at.
 std::string ollama_time(std::chrono::system_clock::time_point t);
 

@@ -6,12 +6,22 @@
 
 namespace anelm::server {
 
-SessionSlots::SessionSlots(Session& session, int slots) : session_(session) {
+SessionSlots::SessionSlots(Session& session, int slots, Pooling pooling) : session_(session) {
     if (slots < 1) fail("--parallel: {}, expected at least 1", slots);
     if (slots > 1 && session.batch_rows() < slots)
         fail("the session decodes {} sequences at once, the server asks for {}",
              session.batch_rows(), slots);
     for (int i = 0; i < slots; ++i) seqs_.push_back(session.new_sequence());
+    if (session.has_hidden()) embedder_ = std::make_unique<Embedder>(session, pooling);
+}
+
+std::vector<std::vector<float>> SlotModel::embed(std::span<const std::vector<int32_t>>) {
+    fail("this model cannot embed");
+}
+
+std::vector<std::vector<float>> SessionSlots::embed(std::span<const std::vector<int32_t>> inputs) {
+    if (!embedder_) return SlotModel::embed(inputs);
+    return embedder_->embed(inputs);
 }
 
 int64_t SessionSlots::keepable(int slot, int64_t shared) const {
@@ -64,11 +74,9 @@ int64_t SingleSlot::keepable(int, int64_t shared) const {
     return model_.can_rewind(shared) ? shared : 0;
 }
 
-std::span<const float> SingleSlot::step(std::span<const int> slots,
-                                        std::span<const int32_t> tokens,
+std::span<const float> SingleSlot::step(std::span<const int> slots, std::span<const int32_t> tokens,
                                         std::span<const int64_t> counts) {
-    if (slots.size() != 1)
-        fail("this model runs one sequence at a time, got {}", slots.size());
+    if (slots.size() != 1) fail("this model runs one sequence at a time, got {}", slots.size());
     return counts[0] == 1 ? model_.decode(tokens[0]) : model_.prefill(tokens);
 }
 

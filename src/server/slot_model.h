@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
+#include "runtime/embedder.h"
 #include "runtime/session.h"
 #include "runtime/token_model.h"
 
@@ -26,8 +28,7 @@ public:
     // counts[i] tokens fed to slots[i] (tokens holds them one slot after
     // another), in one pass; the logits after each slot's last token,
     // f32 [slots, n_vocab].
-    virtual std::span<const float> step(std::span<const int> slots,
-                                        std::span<const int32_t> tokens,
+    virtual std::span<const float> step(std::span<const int> slots, std::span<const int32_t> tokens,
                                         std::span<const int64_t> counts) = 0;
 
     // Speculative decoding: the most tokens one verify pass takes in all (0:
@@ -38,13 +39,20 @@ public:
     virtual std::span<const float> verify(std::span<const int> slots,
                                           std::span<const int32_t> tokens,
                                           std::span<const int64_t> counts);
+
+    // Embeddings: the vectors' length (0: the model cannot embed) and one unit
+    // vector per input, several inputs per pass where the model can.
+    virtual int64_t embedding_dims() const { return 0; }
+    virtual std::vector<std::vector<float>> embed(std::span<const std::vector<int32_t>> inputs);
 };
 
 // CPU sessions: every slot a Sequence on one session's weights; a step runs
 // the decode tokens of some and a prompt chunk of another in one pass.
 class SessionSlots : public SlotModel {
 public:
-    SessionSlots(Session& session, int slots);
+    // With the session's embed function (SessionOptions::hidden), embeddings
+    // pooled by `pooling`, in sequences of their own beside the slots'.
+    SessionSlots(Session& session, int slots, Pooling pooling = Pooling::mean);
     int slots() const override { return static_cast<int>(seqs_.size()); }
     int64_t n_ctx() const override { return session_.n_ctx(); }
     int64_t pos(int slot) const override { return seqs_.at(slot).pos; }
@@ -58,11 +66,14 @@ public:
     bool can_verify(int slot, int64_t rows) const override;
     std::span<const float> verify(std::span<const int> slots, std::span<const int32_t> tokens,
                                   std::span<const int64_t> counts) override;
+    int64_t embedding_dims() const override { return embedder_ ? embedder_->dims() : 0; }
+    std::vector<std::vector<float>> embed(std::span<const std::vector<int32_t>> inputs) override;
 
 private:
     Session& session_;
     std::vector<Sequence> seqs_;
     std::vector<Sequence*> batch_;
+    std::unique_ptr<Embedder> embedder_;  // null without the embed function
 };
 
 // One sequence of a model that runs one at a time (a converted folder on the

@@ -25,6 +25,7 @@
 #include "server/completion_request.h"
 #include "server/ollama_api.h"
 #include "server/ollama_stream.h"
+#include "server/embeddings_api.h"
 #include "server/openai_json.h"
 #include "server/reply_parser.h"
 #include "server/responses_api.h"
@@ -343,6 +344,14 @@ void server_request(std::span<const uint8_t> bytes) {
         check_sse_event(head, carried);
         check_sse_event(head, std::string(text(bytes)));
         if (chat) check_reply(request.tools, std::string(text(bytes)));
+    }
+    try {
+        server::parse_embedding_request(body, 1000, 64);
+    } catch (const server::ApiError&) {
+    }
+    try {
+        server::parse_ollama_embed_request(body);
+    } catch (const server::ApiError&) {
     }
     try {
         const server::CompletionRequest request =

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include "runtime/generate.h"
 #include "runtime/model.h"
@@ -351,6 +352,63 @@ TEST(Engine, UntilTheContextIsFullAndNoFurther) {
     } catch (const ApiError& e) {
         EXPECT_EQ(e.code, "context_length_exceeded");
     }
+}
+
+}  // namespace
+}  // namespace anelm::server
+
+namespace anelm::server {
+namespace {
+
+// Embeddings from several threads while requests generate: each thread gets
+// the vectors its inputs get alone, and the requests their own tokens.
+TEST(Engine, EmbeddingsBesideGenerationEqualTheirOwn) {
+    SessionOptions so = session_options(2);
+    so.hidden = true;
+    Session session(tiny().spec(), tiny().weights(), so);
+    SessionSlots slots(session, 2, Pooling::last);
+    Engine engine(slots, *tiny().tokenizer, tiny().stop_ids(), 8);
+    EXPECT_EQ(engine.embedding_dims(), tiny().spec().n_embd);
+    const std::vector<std::string> prompts = {"Once upon a time", "The little dog"};
+    std::vector<std::shared_ptr<Job>> jobs;
+    for (const std::string& p : prompts) jobs.push_back(engine.submit(greedy(prompt_of(p), 12)));
+    const std::vector<std::vector<std::vector<int32_t>>> inputs = {
+        {prompt_of("a cat"), prompt_of("sat on the mat today")},
+        {prompt_of("the little dog ran to the park and back")},
+        {prompt_of("hi"), prompt_of("a cat"), prompt_of("ok")}};
+    std::vector<std::vector<std::vector<float>>> vectors(inputs.size());
+    std::vector<std::thread> threads;
+    for (size_t t = 0; t < inputs.size(); ++t)
+        threads.emplace_back([&, t] { vectors[t] = engine.embed(inputs[t]); });
+    for (std::thread& t : threads) t.join();
+
+    SessionOptions single = session_options(0);
+    single.hidden = true;
+    Session own(tiny().spec(), tiny().weights(), single);
+    Embedder embedder(own, Pooling::last);
+    for (size_t t = 0; t < inputs.size(); ++t) {
+        ASSERT_EQ(vectors[t].size(), inputs[t].size());
+        const auto expected = embedder.embed(inputs[t]);
+        for (size_t i = 0; i < expected.size(); ++i)
+            for (size_t k = 0; k < expected[i].size(); ++k)
+                EXPECT_NEAR(vectors[t][i][k], expected[i][k], 1e-5) << t << " " << i << " " << k;
+    }
+    for (size_t i = 0; i < prompts.size(); ++i)
+        EXPECT_EQ(finish(*jobs[i]).ids, alone(prompt_of(prompts[i]), 12));
+
+    try {
+        engine.embed({std::vector<int32_t>(n_ctx + 1, 5)});
+        ADD_FAILURE() << "an input past the context was embedded";
+    } catch (const ApiError& e) {
+        EXPECT_EQ(e.status, 400);
+        EXPECT_EQ(e.code, "context_length_exceeded");
+    }
+}
+
+TEST(Engine, AModelWithoutTheEmbedFunctionRefusesEmbeddings) {
+    Server server(1);
+    EXPECT_EQ(server.engine.embedding_dims(), 0);
+    EXPECT_THROW(server.engine.embed({prompt_of("a cat")}), ApiError);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "flag_checks.h"
 #include "io/generation_config.h"
 #include "io/gguf.h"
+#include "io/pooling_config.h"
 #include "run_options.h"
 #include "sampler_options.h"
 #include "served_facts.h"
@@ -22,7 +23,7 @@ namespace anelm::cli {
 namespace {
 
 struct ServeArgs {
-    std::string model, tokenizer, alias, api_key_file, template_file;
+    std::string model, tokenizer, alias, api_key_file, template_file, pooling;
     server::ServerOptions server;
     int parallel = 4;
     server::Speculation speculation;
@@ -88,10 +89,15 @@ std::shared_ptr<const server::ServedModel> load(const ServeArgs& args, Loaded& l
         l.model = std::make_unique<Model>(open_model(args.model, args.tokenizer, true));
         SessionOptions so = args.run.session(*l.model);
         so.batch_rows = args.parallel;
+        so.hidden = true;
         if (args.speculation.lookup > 0)
             so.verify_tokens = args.parallel * (args.speculation.draft_n + 1);
         l.session = open_session(*l.model, so);
-        l.slots = std::make_unique<server::SessionSlots>(*l.session, args.parallel);
+        const PoolingChoice pooling = choose_pooling(args.model, args.pooling);
+        l.slots =
+            std::make_unique<server::SessionSlots>(*l.session, args.parallel, pooling.pooling);
+        fmt::print(stderr, "anelm serve: embeddings pooled by {} ({})\n",
+                   pooling_name(pooling.pooling), pooling.source);
         tokenizer = l.model->tokenizer.get();
         stop_ids = l.model->stop_ids();
         how = fmt::format("{} threads, {}, {}", l.session->threads(), args.run.precision_name,
@@ -187,6 +193,10 @@ std::function<int()> setup(CLI::App& app) {
                             "seconds a stalled socket read or write may take"),
              {1, 86400})
         ->capture_default_str();
+    app.add_option("--pooling", args->pooling,
+                   "embeddings' pooling: mean, last or cls (default: the model's "
+                   "sentence-transformers modules.json, else mean)")
+        ->check(CLI::IsMember({"mean", "last", "cls"}));
     app.add_option("--alias", args->alias, "the model's name in the API (default: folder name)");
     app.add_option("--template", args->template_file,
                    "a Jinja chat template file for /v1/chat/completions instead of the model's");

@@ -258,12 +258,12 @@ describe('OpenAI API', () => {
     assert.equal(JSON.parse(reply).object, 'chat.completion');
     for (const [route, fields] of [['/v1/completions', { prompt: 'Hi', max_tokens: 2 }],
       ['/tokenize', { content: 'Hi' }], ['/detokenize', { tokens: [1, 2] }],
-      ['/apply-template', { messages: user('Hi') }]]) {
+      ['/apply-template', { messages: user('Hi') }], ['/v1/embeddings', { input: 'Hi' }]]) {
       const r = await post(route, padded(fields));
       assert.equal(r.status, 200, `${route}: ${await r.text()}`);
     }
     // A route that does not exist says so, whatever the body.
-    assert.equal((await post('/v1/embeddings', padded({ input: 'Hi' }))).status, 404);
+    assert.equal((await post('/v1/audio/speech', padded({ input: 'Hi' }))).status, 404);
 
     // Past --max-body: 413, whatever the type, its length declared or chunked.
     const big = padded({ messages: user('Hi'), max_tokens: 2 }, MAX_BODY);
