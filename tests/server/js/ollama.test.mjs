@@ -1,6 +1,6 @@
 // Ollama's API through the official ollama client: a whole chat, a streamed
 // generate whose pieces join to the whole, the done line's counts, tags,
-// show, ps, version, a format schema the reply matches, a tool-result turn,
+// show, ps, version, embeddings, a format schema the reply matches, a tool-result turn,
 // errors as {"error": ...} with Ollama's statuses; with a template whose prompt
 // opens a think block, the reasoning in message.thinking and think: false.
 import { describe, it, before, after } from 'node:test';
@@ -44,6 +44,17 @@ describe('Ollama API', () => {
     assert.match(show.parameters, /num_ctx \d+/);
     const { version } = await client.version();
     assert.match(version, /^\d+\.\d+\.\d+$/);
+  });
+
+  it('embeds through the client: one unit vector per input, each as it is alone', async () => {
+    const both = await client.embed({ model, input: ['a cat', 'a dog'] });
+    assert.equal(both.embeddings.length, 2);
+    const alone = await client.embed({ model, input: 'a dog' });
+    assert.equal(alone.embeddings.length, 1);
+    for (const v of both.embeddings)
+      assert.ok(Math.abs(Math.hypot(...v) - 1) < 1e-4);
+    both.embeddings[1].forEach((x, i) => assert.ok(Math.abs(x - alone.embeddings[0][i]) < 1e-4));
+    assert.notDeepEqual(both.embeddings[0], both.embeddings[1]);
   });
 
   it('answers a whole chat with the counts and durations', async () => {
