@@ -47,8 +47,8 @@ Session::Session(const ModelSpec& spec, const WeightStore& weights, const Sessio
     // The ane precision converts its weights to half on first use anyway.
     if (!options.mmap && options.precision != Precision::ane)
         copy_streamed_weights(program_, weights, *pool_);
-    executor_ =
-        std::make_unique<Executor>(program_, *pool_, options.precision, std::max<int64_t>(batch_rows_, 1));
+    executor_ = std::make_unique<Executor>(program_, *pool_, options.precision,
+                                           std::max<int64_t>(batch_rows_, 1), options.kv);
     own_ = new_sequence();
 }
 
