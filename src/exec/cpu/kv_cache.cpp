@@ -43,6 +43,13 @@ int64_t kv_row_pair_bytes(KvType t, int64_t head_dim) {
     return 0;
 }
 
+int64_t kv_bytes_per_position(const ModelSpec& spec, KvType t) {
+    int64_t n = 0;
+    for (int64_t head_dim : kv_head_dims(spec))
+        n += spec.n_head_kv * kv_row_pair_bytes(t, head_dim);
+    return n;
+}
+
 int64_t KvLayout::half_units(bool int8) const {
     if (!int8) return rows * head_dim;
     return (align64(rows * head_dim) + align64(rows * 4)) / 2;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "io/model_spec.h"
 #include "kernels/kernels.h"
 
 namespace anelm {
@@ -18,6 +19,8 @@ const char* kv_type_name(KvType t);
 KvType kv_type_from_name(const std::string& name);  // throws Error
 // Bytes of one kv head's key and value rows at one position.
 int64_t kv_row_pair_bytes(KvType t, int64_t head_dim);
+// Bytes a position adds to the caches of the layers that compute K and V.
+int64_t kv_bytes_per_position(const ModelSpec& spec, KvType t);
 
 // One KV state buffer of shape [2 * n_layer, n_head_kv, n_ctx, head_dim] in
 // the type's layout: every layer's keys, then every layer's values; an int8
