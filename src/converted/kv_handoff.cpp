@@ -33,6 +33,9 @@ KvHandoff hand_off_kv(const AnePipeline& packages, Session& cpu) {
     if (h.tokens > cpu.n_ctx())
         fail("KV hand-off: {} positions, the CPU session's context holds {}", h.tokens,
              cpu.n_ctx());
+    if (cpu.executor().kv_type() != KvType::f16)
+        fail("KV hand-off: the CPU session keeps a {} KV cache, the hand-off writes f16 rows",
+             kv_type_name(cpu.executor().kv_type()));
     const std::vector<ir::StateDecl>& states = cpu.program().states;
     for (size_t k = 0; k < states.size(); ++k) {
         if (!packages.has_state(states[k].name))

@@ -32,15 +32,21 @@ int64_t kv_source_layer(const ModelSpec& spec, int64_t il) {
     return il;  // no earlier layer of its kind: parse_hf_config refuses such a config
 }
 
-int64_t kv_values_per_position(const ModelSpec& spec) {
+std::vector<int64_t> kv_head_dims(const ModelSpec& spec) {
     const auto marked = [](const std::vector<bool>& kinds, int64_t il) {
         return static_cast<size_t>(il) < kinds.size() && kinds[static_cast<size_t>(il)];
     };
-    int64_t n = 0;
+    std::vector<int64_t> dims;
     for (int64_t il = 0; il < spec.n_layer; ++il) {
         if (marked(spec.conv_layers, il) || marked(spec.delta_layers, il)) continue;
-        if (kv_source_layer(spec, il) == il) n += 2 * spec.n_head_kv * layer_head_dim(spec, il);
+        if (kv_source_layer(spec, il) == il) dims.push_back(layer_head_dim(spec, il));
     }
+    return dims;
+}
+
+int64_t kv_values_per_position(const ModelSpec& spec) {
+    int64_t n = 0;
+    for (int64_t head_dim : kv_head_dims(spec)) n += 2 * spec.n_head_kv * head_dim;
     return n;
 }
 

@@ -64,7 +64,7 @@ struct ModelSpec {
     std::vector<bool> delta_layers;  // per layer: Gated DeltaNet (else full attention)
     int64_t delta_n_head_k = 0, delta_n_head_v = 0;      // key and value heads
     int64_t delta_head_dim_k = 0, delta_head_dim_v = 0;  // their sizes
-    bool attention_gate = false;    // attention output times sigmoid(gate); q_proj holds the gate
+    bool attention_gate = false;  // attention output times sigmoid(gate); q_proj holds the gate
     // Value head h reads key head h mod key heads (llama.cpp's order), not
     // h / (value heads / key heads) (Hugging Face's).
     bool delta_heads_tiled = false;
@@ -77,7 +77,7 @@ struct ModelSpec {
     bool double_wide_mlp = false;    // ... and have MLPs twice n_ff wide
     int64_t per_layer_dim = 0;       // per-layer embeddings: width per layer; 0: none
     int64_t per_layer_vocab = 0;     // rows of their table
-    std::string torch_dtype;        // as declared in config.json, informational
+    std::string torch_dtype;         // as declared in config.json, informational
     int32_t bos_token_id = -1;
     std::vector<int32_t> eos_token_ids;
 };
@@ -90,8 +90,11 @@ int64_t layer_ff(const ModelSpec& spec, int64_t il);
 // The layer whose K/V layer il attends with: itself, or for the last
 // n_kv_shared_layers the last earlier layer of the same kind that has its own.
 int64_t kv_source_layer(const ModelSpec& spec, int64_t il);
-// K and V values a position adds to the cache: attention layers that compute
-// their own (not LFM2's convolutions, Qwen3.5's DeltaNet, Gemma 4's sharing layers).
+// The head size of each attention layer that computes its own K and V (not
+// LFM2's convolutions, Qwen3.5's DeltaNet, Gemma 4's sharing layers).
+std::vector<int64_t> kv_head_dims(const ModelSpec& spec);
+// K and V values a position adds to the cache: n_head_kv rows of K and of V
+// for each of those layers.
 int64_t kv_values_per_position(const ModelSpec& spec);
 
 }  // namespace anelm

@@ -17,6 +17,9 @@ void check_attention(const AttentionArgs& a) {
         fail("attention: queries at positions {}..{} with head_dim {}, expected inside n_ctx {}",
              a.pos0, a.pos0 + a.n_tokens, a.head_dim, a.n_ctx);
     }
+    if (!a.k == !a.k_i8 || !a.v == !a.v_i8 || !a.k_i8 != !a.k_scales || !a.v_i8 != !a.v_scales)
+        fail("attention: expected f16 keys and values or int8 ones with row scales, not both");
+    if (a.k_i8 && !a.v_i8) fail("attention: int8 keys need int8 values");
 }
 
 int64_t first_key(const AttentionArgs& a, int64_t t) {
@@ -56,9 +59,16 @@ void attention_task(const Isa& isa, const AttentionArgs& a, const AttentionTasks
         scores.resize(static_cast<size_t>(n_q * n_keys));
     }
     const int64_t row = (t * a.n_head + h0) * a.head_dim;
-    const int64_t kv = g * a.n_ctx * a.head_dim + k0 * a.head_dim;
-    isa.attend(a.q + row, n_q, a.k + kv, a.v + kv, n_keys, a.head_dim, a.scale, scores.data(),
-               a.out + row);
+    const int64_t first = g * a.n_ctx + k0, kv = first * a.head_dim;
+    if (!a.v_i8) {
+        isa.attend(a.q + row, n_q, a.k + kv, a.v + kv, n_keys, a.head_dim, a.scale, scores.data(),
+                   a.out + row);
+        return;
+    }
+    const KvRows k = a.k_i8 ? KvRows{nullptr, a.k_i8 + kv, a.k_scales + first}
+                            : KvRows{a.k + kv, nullptr, nullptr};
+    isa.attend_q8(a.q + row, n_q, k, {nullptr, a.v_i8 + kv, a.v_scales + first}, n_keys, a.head_dim,
+                  a.scale, scores.data(), a.out + row);
 }
 
 }  // namespace

@@ -10,6 +10,14 @@
 
 namespace anelm::kernels {
 
+// One kv head's rows [n_keys, head_dim] in the cache: f16 (i8 null), or int8
+// with one f32 scale per row.
+struct KvRows {
+    const uint16_t* f16 = nullptr;
+    const int8_t* i8 = nullptr;
+    const float* scales = nullptr;
+};
+
 struct Isa {
     const char* name;
 
@@ -35,6 +43,10 @@ struct Isa {
     // value row converted once for all n_q. `scores` has room for n_q * n_keys.
     void (*attend)(const float* q, int64_t n_q, const uint16_t* k, const uint16_t* v,
                    int64_t n_keys, int64_t head_dim, float scale, float* scores, float* out);
+    // As attend over int8 value rows and f16 or int8 key rows (KvRows): the
+    // int8 keys converted in registers, each value row's scale folded into its weight.
+    void (*attend_q8)(const float* q, int64_t n_q, KvRows k, KvRows v, int64_t n_keys,
+                      int64_t head_dim, float scale, float* scores, float* out);
 
     // The row kernels of kernels.h, same contracts.
     void (*rms_norm)(const float* x, const float* gain, float gain_offset, int64_t n, float eps,

@@ -150,17 +150,21 @@ void attention(const AttentionArgs& a, ThreadPool& pool) {
     pool.run(a.n_tokens * a.n_head, [&](int64_t task, int) {
         const int64_t t = task / a.n_head, h = task % a.n_head;
         const float* q = a.q + task * a.head_dim;
-        const uint16_t* k = a.k + (h / group) * a.n_ctx * a.head_dim;
-        const uint16_t* v = a.v + (h / group) * a.n_ctx * a.head_dim;
         const int64_t k0 = first_key(a, t);
         const int64_t n_keys = a.pos0 + t + 1 - k0;
-        k += k0 * a.head_dim;
-        v += k0 * a.head_dim;
+        const int64_t row0 = (h / group) * a.n_ctx + k0;  // of key j = 0
+        // Element d of row j of the keys or values, f16 or int8 times its row's scale.
+        auto element = [&](const uint16_t* f16, const int8_t* i8, const float* scales, int64_t j,
+                           int64_t d) {
+            const int64_t row = row0 + j;
+            return i8 ? scales[row] * i8[row * a.head_dim + d]
+                      : f16_to_f32(f16[row * a.head_dim + d]);
+        };
         std::vector<float> p(static_cast<size_t>(n_keys));
         for (int64_t j = 0; j < n_keys; ++j) {
             float dot = 0.0f;
             for (int64_t d = 0; d < a.head_dim; ++d)
-                dot += q[d] * f16_to_f32(k[j * a.head_dim + d]);
+                dot += q[d] * element(a.k, a.k_i8, a.k_scales, j, d);
             p[j] = dot * a.scale;
             if (a.softcap > 0) p[j] = a.softcap * std::tanh(p[j] / a.softcap);
         }
@@ -170,7 +174,8 @@ void attention(const AttentionArgs& a, ThreadPool& pool) {
         float* out = a.out + task * a.head_dim;
         for (int64_t d = 0; d < a.head_dim; ++d) {
             float sum = 0.0f;
-            for (int64_t j = 0; j < n_keys; ++j) sum += p[j] * f16_to_f32(v[j * a.head_dim + d]);
+            for (int64_t j = 0; j < n_keys; ++j)
+                sum += p[j] * element(a.v, a.v_i8, a.v_scales, j, d);
             out[d] = sum;
         }
     });

@@ -1,9 +1,9 @@
-// The attention leaf of isa.h (attend), written once over an instruction
-// set's vector layer F (see vec_matmul.h): the query heads of one kv head
-// against its f16 key rows, softmax, and the probability-weighted sum of its
-// f16 value rows. Up to four heads go together so each key and value vector
-// is converted once for all. The same weighted sum over f32 rows is the
-// weighted_rows leaf.
+// The attention leaves of isa.h (attend, attend_q8), written once over an
+// instruction set's vector layer F (see vec_matmul.h): the query heads of one
+// kv head against its key rows, softmax, and the probability-weighted sum of
+// its value rows, rows of f16 or of int8 with a scale each. Up to four heads
+// go together so each key and value vector is converted once for all. The
+// same weighted sum over f32 rows is the weighted_rows leaf.
 #pragma once
 
 #include <algorithm>
@@ -20,17 +20,23 @@ struct VecAttention {
     static constexpr int L = F::lanes;
     static constexpr int max_heads = 4;
 
-    // v(p) for the first len (<= L) values of p.
-    template <DType D, class E>
+    // v(p) for the first len (<= L) values of p: f32, f16 bits or int8.
+    template <class E>
     static V load(const E* p, int64_t len) {
-        return len == L ? F::template load<D>(p) : F::template load_first<D>(p, len);
+        if constexpr (std::is_same_v<E, int8_t>) {
+            return len == L ? F::load_i8(p) : F::load_first_i8(p, len);
+        } else {
+            constexpr DType D = std::is_same_v<E, float> ? DType::f32 : DType::f16;
+            return len == L ? F::template load<D>(p) : F::template load_first<D>(p, len);
+        }
     }
 
-    // scores[h * n_keys + j0 + j] = scale * q_h . k_(j0 + j) for H heads and J keys.
-    template <int H, int J>
-    static void score_block(const float* q, const uint16_t* k, int64_t j0, int64_t n_keys,
-                            int64_t head_dim, float scale, float* scores) {
-        const uint16_t* rows = k + j0 * head_dim;
+    // scores[h * n_keys + j0 + j] = scale * q_h . k_(j0 + j) for H heads and J
+    // keys, each key times its row scale when there are row scales.
+    template <int H, int J, class E>
+    static void score_block(const float* q, const E* k, const float* k_scales, int64_t j0,
+                            int64_t n_keys, int64_t head_dim, float scale, float* scores) {
+        const E* rows = k + j0 * head_dim;
         V acc[H][J];
 #pragma GCC unroll 4
         for (int h = 0; h < H; ++h) {
@@ -41,30 +47,35 @@ struct VecAttention {
             const int64_t len = head_dim - d < L ? head_dim - d : L;
             V kv[J];
 #pragma GCC unroll 4
-            for (int j = 0; j < J; ++j) kv[j] = load<DType::f16>(rows + j * head_dim + d, len);
+            for (int j = 0; j < J; ++j) kv[j] = load(rows + j * head_dim + d, len);
 #pragma GCC unroll 4
             for (int h = 0; h < H; ++h) {
-                const V qv = load<DType::f32>(q + h * head_dim + d, len);
+                const V qv = load(q + h * head_dim + d, len);
 #pragma GCC unroll 4
                 for (int j = 0; j < J; ++j) acc[h][j] = F::fma(qv, kv[j], acc[h][j]);
             }
         }
+        float key_scale[J];
+#pragma GCC unroll 4
+        for (int j = 0; j < J; ++j) key_scale[j] = k_scales ? scale * k_scales[j0 + j] : scale;
 #pragma GCC unroll 4
         for (int h = 0; h < H; ++h) {
 #pragma GCC unroll 4
-            for (int j = 0; j < J; ++j) scores[h * n_keys + j0 + j] = F::sum(acc[h][j]) * scale;
+            for (int j = 0; j < J; ++j)
+                scores[h * n_keys + j0 + j] = F::sum(acc[h][j]) * key_scale[j];
         }
     }
 
     // out_h[d0 .. d0 + L VB) = inv_sum_h * sum_j p_h[j] v_j[d0 ..] for H rows
     // of weights p_h = p + h * ldp, the accumulators in registers across all
-    // rows v_j of `width` values (f16 or f32, per D). `len` < L marks a
-    // partial vector; a null inv_sum scales by 1. With `resume` the sums
-    // continue from what out holds (unscaled), so the rows can come in tiles.
-    template <int H, int VB, DType D, class E>
-    static void value_block(const float* p, int64_t ldp, int64_t n_keys, const E* v, int64_t width,
-                            int64_t d0, int64_t len, bool resume, const float* inv_sum,
-                            float* out) {
+    // rows v_j of `width` values (f32, f16 or int8 times v_scales[j]). `len`
+    // < L marks a partial vector; a null inv_sum scales by 1. With `resume`
+    // the sums continue from what out holds (unscaled), so the rows can come
+    // in tiles.
+    template <int H, int VB, class E>
+    static void value_block(const float* p, int64_t ldp, int64_t n_keys, const E* v,
+                            const float* v_scales, int64_t width, int64_t d0, int64_t len,
+                            bool resume, const float* inv_sum, float* out) {
         V acc[H][VB];
 #pragma GCC unroll 4
         for (int h = 0; h < H; ++h) {
@@ -80,10 +91,11 @@ struct VecAttention {
             const E* row = v + j * width + d0;
             V vv[VB];
 #pragma GCC unroll 8
-            for (int b = 0; b < VB; ++b) vv[b] = load<D>(row + L * b, len);
+            for (int b = 0; b < VB; ++b) vv[b] = load(row + L * b, len);
+            const float row_scale = v_scales ? v_scales[j] : 1.0f;
 #pragma GCC unroll 4
             for (int h = 0; h < H; ++h) {
-                const V pj = F::set1(p[h * ldp + j]);
+                const V pj = F::set1(p[h * ldp + j] * row_scale);
 #pragma GCC unroll 8
                 for (int b = 0; b < VB; ++b) acc[h][b] = F::fma(pj, vv[b], acc[h][b]);
             }
@@ -105,9 +117,9 @@ struct VecAttention {
     // rows go in tiles of about 4 KiB, every column block of a tile before
     // the next: one pass over all rows per column block read them from memory
     // with a stride of a row, at about half the rate of a sequential read.
-    template <int H, DType D, class E>
-    static void values(const float* p, int64_t ldp, int64_t n_keys, const E* v, int64_t width,
-                       const float* inv_sum, float* out) {
+    template <int H, class E>
+    static void values(const float* p, int64_t ldp, int64_t n_keys, const E* v,
+                       const float* v_scales, int64_t width, const float* inv_sum, float* out) {
         constexpr int VB = (H <= 2 ? 32 : 16) / L;
         const int64_t row_bytes = std::max<int64_t>(1, width * static_cast<int64_t>(sizeof(E)));
         const int64_t tile = std::max<int64_t>(8, 4096 / row_bytes);
@@ -118,29 +130,45 @@ struct VecAttention {
             const float* scale = j0 + n == n_keys ? inv_sum : nullptr;
             const float* pt = p + j0;
             const E* vt = v + j0 * width;
+            const float* st = v_scales ? v_scales + j0 : nullptr;
             int64_t d = 0;
             for (; d + L * VB <= width; d += L * VB)
-                value_block<H, VB, D>(pt, ldp, n, vt, width, d, L, resume, scale, out);
+                value_block<H, VB>(pt, ldp, n, vt, st, width, d, L, resume, scale, out);
             for (; d < width; d += L) {
                 const int64_t len = width - d < L ? width - d : L;
-                value_block<H, 1, D>(pt, ldp, n, vt, width, d, len, resume, scale, out);
+                value_block<H, 1>(pt, ldp, n, vt, st, width, d, len, resume, scale, out);
             }
             j0 += n;
         } while (j0 < n_keys);
     }
 
-    // Keys per pass chosen to keep about eight accumulators.
-    template <int H>
-    static void attend_heads(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_keys,
-                             int64_t head_dim, float scale, float* scores, float* out) {
+    // Keys per pass chosen to keep about eight accumulators. Row scales
+    // (k_scales, v_scales) are null for f16 rows.
+    template <int H, class EK, class EV>
+    static void attend_heads(const float* q, const EK* k, const float* k_scales, const EV* v,
+                             const float* v_scales, int64_t n_keys, int64_t head_dim, float scale,
+                             float* scores, float* out) {
         constexpr int J = H <= 2 ? 4 : 2;
         int64_t j = 0;
-        for (; j + J <= n_keys; j += J) score_block<H, J>(q, k, j, n_keys, head_dim, scale, scores);
-        for (; j < n_keys; ++j) score_block<H, 1>(q, k, j, n_keys, head_dim, scale, scores);
+        for (; j + J <= n_keys; j += J)
+            score_block<H, J>(q, k, k_scales, j, n_keys, head_dim, scale, scores);
+        for (; j < n_keys; ++j)
+            score_block<H, 1>(q, k, k_scales, j, n_keys, head_dim, scale, scores);
         // Unnormalised softmax; the 1 / sum goes into the output scaling.
         float inv_sum[H];
         for (int h = 0; h < H; ++h) inv_sum[h] = 1.0f / F::exp_sum(scores + h * n_keys, n_keys);
-        values<H, DType::f16>(scores, n_keys, n_keys, v, head_dim, inv_sum, out);
+        values<H>(scores, n_keys, n_keys, v, v_scales, head_dim, inv_sum, out);
+    }
+
+    template <class EK, class EV>
+    static void attend_rows(const float* q, int64_t n_q, const EK* k, const float* k_scales,
+                            const EV* v, const float* v_scales, int64_t n_keys, int64_t head_dim,
+                            float scale, float* scores, float* out) {
+        in_groups(n_q, [&](auto heads, int64_t h) {
+            attend_heads<decltype(heads)::value>(q + h * head_dim, k, k_scales, v, v_scales, n_keys,
+                                                 head_dim, scale, scores + h * n_keys,
+                                                 out + h * head_dim);
+        });
     }
 
     // fn(std::integral_constant<int, H>{}, first) for groups of up to max_heads
@@ -167,18 +195,26 @@ struct VecAttention {
 
     static void attend(const float* q, int64_t n_q, const uint16_t* k, const uint16_t* v,
                        int64_t n_keys, int64_t head_dim, float scale, float* scores, float* out) {
-        in_groups(n_q, [&](auto heads, int64_t h) {
-            attend_heads<decltype(heads)::value>(q + h * head_dim, k, v, n_keys, head_dim, scale,
-                                                 scores + h * n_keys, out + h * head_dim);
-        });
+        attend_rows(q, n_q, k, nullptr, v, nullptr, n_keys, head_dim, scale, scores, out);
+    }
+
+    static void attend_q8(const float* q, int64_t n_q, KvRows k, KvRows v, int64_t n_keys,
+                          int64_t head_dim, float scale, float* scores, float* out) {
+        if (k.i8) {
+            attend_rows(q, n_q, k.i8, k.scales, v.i8, v.scales, n_keys, head_dim, scale, scores,
+                        out);
+        } else {
+            attend_rows(q, n_q, k.f16, nullptr, v.i8, v.scales, n_keys, head_dim, scale, scores,
+                        out);
+        }
     }
 
     // out[s, :] = sum_t a[s * lda + t] rows[t, :] (the weighted_rows leaf).
     static void weighted_rows(const float* a, int64_t n_sets, int64_t lda, const float* rows,
                               int64_t n_rows, int64_t width, float* out) {
         in_groups(n_sets, [&](auto sets, int64_t s) {
-            values<decltype(sets)::value, DType::f32>(a + s * lda, lda, n_rows, rows, width,
-                                                      nullptr, out + s * width);
+            values<decltype(sets)::value>(a + s * lda, lda, n_rows, rows, nullptr, width, nullptr,
+                                          out + s * width);
         });
     }
 };

@@ -54,7 +54,7 @@ Session::Session(const ModelSpec& spec, const WeightStore& weights, const Sessio
     if (!options.mmap && options.precision != Precision::ane)
         copy_streamed_weights(program_, weights, *pool_);
     executor_ = std::make_unique<Executor>(program_, *pool_, options.precision,
-                                           std::max<int64_t>(batch_rows_, 1));
+                                           std::max<int64_t>(batch_rows_, 1), options.kv);
     own_ = new_sequence();
 }
 

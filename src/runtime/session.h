@@ -22,6 +22,7 @@ struct SessionOptions {
     int64_t prefill_batch = 512;  // tokens per prefill call
     int threads = 0;              // 0: physical cores
     Precision precision = Precision::f32;
+    KvType kv = KvType::f16;    // how the KV cache stores its rows (exec/cpu/kv_cache.h)
     bool all_logits = false;    // prefill returns logits for every token (tests)
     quant::QuantSpec quant;     // weights quantized at load (default: none)
     ProgressFn quant_progress;  // sees the quantization's progress

@@ -127,7 +127,8 @@ TEST(CliConvert, CalibratedLutPackagesGenerateAsTheCalibratedModel) {
     const fs::path calib = work / "calib.txt";
     {
         std::ofstream out(calib);
-        for (const char* name : {"once_upon_a_time.txt", "the_little_dog.txt", "lily_wanted_to.txt"})
+        for (const char* name :
+             {"once_upon_a_time.txt", "the_little_dog.txt", "lily_wanted_to.txt"})
             out << std::ifstream(texts / name).rdbuf() << "\n";
     }
     const std::string model = shell_word(stories / "stories260K.bin") + " --tokenizer " +
@@ -147,7 +148,8 @@ TEST(CliConvert, CalibratedLutPackagesGenerateAsTheCalibratedModel) {
     ASSERT_EQ(a.exit_code, 0) << a.err;
     EXPECT_NE(a.err.find("auto: "), std::string::npos) << a.err;
     std::ifstream meta(mixed / "meta.yaml");
-    const std::string yaml((std::istreambuf_iterator<char>(meta)), std::istreambuf_iterator<char>());
+    const std::string yaml((std::istreambuf_iterator<char>(meta)),
+                           std::istreambuf_iterator<char>());
     EXPECT_NE(yaml.find("quant_recipe:"), std::string::npos) << yaml;
     EXPECT_NE(yaml.find("model.layers.4.mlp.down_proj.weight: "), std::string::npos) << yaml;
     // 40 positions: the MIL interpreter sums its convolutions in another order
@@ -303,6 +305,10 @@ TEST(CliInfo, Gemma4KvBytesCountOnlyLayersThatComputeKv) {
     ASSERT_EQ(json.exit_code, 0) << json.err;
     const auto j = nlohmann::json::parse(json.out);
     EXPECT_EQ(j["kv_bytes_per_position"], 2 * (2 * 64 + 128));
+    // int8 rows of 16 and 32 bytes with a 4-byte scale each: 2 layers x 4 rows of
+    // 20 and 1 x 4 of 36; k16v8 keeps the keys' 2 x 2 rows of 32 and 2 of 64 bytes.
+    EXPECT_EQ(j["kv_bytes_per_position_q8"], 2 * 4 * 20 + 4 * 36);
+    EXPECT_EQ(j["kv_bytes_per_position_k16v8"], 2 * (2 * 32 + 2 * 20) + 2 * 64 + 2 * 36);
     EXPECT_EQ(j["n_kv_shared_layers"], 3);
     EXPECT_EQ(j["global_head_dim"], 32);
     const auto text = test::run_anelm("info " + shell_word(model));
@@ -344,9 +350,8 @@ TEST(CliConvert, ScaledGainAboveHalfRangeGivesTheSameTokens) {
                                    " --lut-ffn none --lut-head none --chunks 2 --ctx 96 "
                                    "--batch 16 --fp16-scale 0.0625 -t 2");
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    const auto original =
-        test::run_anelm("generate " + shell_word(model) + " -p " + prompt +
-                        " -n 48 --temp 0 --precision ane --fp16-scale 0.0625");
+    const auto original = test::run_anelm("generate " + shell_word(model) + " -p " + prompt +
+                                          " -n 48 --temp 0 --precision ane --fp16-scale 0.0625");
     ASSERT_EQ(original.exit_code, 0) << original.err;
     const auto converted = test::run_anelm("generate " + shell_word(out) + " -p " + prompt +
                                            " -n 48 --temp 0 --precision ane");

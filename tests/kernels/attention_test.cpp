@@ -143,6 +143,84 @@ TEST(Attention, SlidingWindowAndSoftcapMatchTheFormula) {
     });
 }
 
+// Caches of f16 rows quantized to int8 ones: the f16 cache holds exactly the values the int8
+// rows stand for (scale * q, rounded to half only where they are not already), so the formula
+// over the f16 cache is the int8 cache's definition.
+struct Int8Cache {
+    std::vector<int8_t> rows;
+    std::vector<float> scales;
+    std::vector<uint16_t> as_f16;
+    Int8Cache(const std::vector<float>& x, int64_t width)
+        : rows(x.size()), scales(x.size() / static_cast<size_t>(width)) {
+        for (size_t r = 0; r < scales.size(); ++r)
+            quantize_kv_row(x.data() + r * width, width, rows.data() + r * width, &scales[r]);
+        std::vector<float> values(x.size());
+        for (size_t i = 0; i < x.size(); ++i) values[i] = scales[i / width] * rows[i];
+        as_f16 = test::to_f16(values);
+    }
+};
+
+TEST(Attention, Int8RowsMatchTheReferenceAndTheFormula) {
+    test::for_each_isa([&](const char* isa) {
+        std::mt19937 rng(23);
+        const Case cases[] = {
+            {1, 1, 1, 8, 0},     {1, 4, 2, 64, 9},   {7, 6, 2, 13, 0},
+            {5, 6, 3, 32, 4},    {3, 8, 1, 128, 40}, {9, 2, 2, 17, 2},
+            {2, 16, 4, 80, 100}, {1, 7, 1, 24, 6},   {1, 16, 2, 128, 300},
+        };
+        for (int n_threads : {1, 3}) {
+            ThreadPool pool(n_threads);
+            for (const Case& c : cases) {
+                const int64_t n_ctx = c.pos0 + c.n_tokens + 3;
+                const auto q =
+                    test::random_floats(rng, c.n_tokens * c.n_head * c.head_dim, -2.0f, 2.0f);
+                const auto kf =
+                    test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim, -3.0f, 3.0f);
+                const auto vf = test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim);
+                const Int8Cache k8(kf, c.head_dim), v8(vf, c.head_dim);
+                const auto k16 = test::to_f16(kf);
+                for (bool int8_keys : {true, false}) {
+                    SCOPED_TRACE(int8_keys ? "q8" : "k16v8");
+                    // The formula over f16 rows holding the values the int8 rows stand for.
+                    AttentionArgs a =
+                        case_args(c, n_ctx, q, int8_keys ? k8.as_f16 : k16, v8.as_f16);
+                    const auto want = naive_attention(a);
+                    if (int8_keys) {
+                        a.k = nullptr;
+                        a.k_i8 = k8.rows.data();
+                        a.k_scales = k8.scales.data();
+                    }
+                    a.v = nullptr;
+                    a.v_i8 = v8.rows.data();
+                    a.v_scales = v8.scales.data();
+                    // Products of int8 and scale are rounded to f32 where the f16 copy rounds
+                    // them to half: the tolerance of that one rounding.
+                    std::vector<float> out(want.size(), NAN), ref_out(want.size(), NAN);
+                    a.out = ref_out.data();
+                    ref::attention(a, pool);
+                    test::expect_close(ref_out, want, 2e-3f, "ref");
+                    a.out = out.data();
+                    attention(a, pool);
+                    test::expect_close(out, ref_out, 1e-5f, isa);
+                }
+            }
+        }
+    });
+}
+
+TEST(Attention, QuantizedRowsRoundToTheNearestStep) {
+    const std::vector<float> x = {0.5f, -1.27f, 0.0f, 1.0f, 0.004f, -0.006f};
+    std::vector<int8_t> q(x.size());
+    float scale = 0;
+    quantize_kv_row(x.data(), std::ssize(x), q.data(), &scale);
+    EXPECT_FLOAT_EQ(scale, 0.01f);
+    EXPECT_EQ(q, (std::vector<int8_t>{50, -127, 0, 100, 0, -1}));
+    const std::vector<float> zeros(5, 0.0f);
+    quantize_kv_row(zeros.data(), 5, q.data(), &scale);
+    EXPECT_EQ(scale, 0.0f);
+    EXPECT_EQ(q[4], 0);
+}
+
 TEST(Attention, RejectsBadShapes) {
     ThreadPool pool(1);
     AttentionArgs a;

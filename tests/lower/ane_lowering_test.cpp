@@ -141,6 +141,14 @@ TEST_P(AneLoweringTest, HybridPrefillThenCpuDecodeGivesEitherPathsTokens) {
     Session short_cpu(m.spec, m.weights, so);
     HybridModel cramped(again, short_cpu);
     EXPECT_THROW(cramped.prefill(prompt), Error);
+
+    // So is one whose cache keeps int8 rows: the hand-off writes f16 ones.
+    AnePipeline once_more = pipeline(l, false, milexec::Rounding::f16);
+    so.n_ctx = n_ctx;
+    so.kv = KvType::q8;
+    Session int8_cpu(m.spec, m.weights, so);
+    HybridModel int8_rows(once_more, int8_cpu);
+    EXPECT_THROW(int8_rows.prefill(prompt), Error);
 }
 
 // The monolithic form computes what the split form computes.

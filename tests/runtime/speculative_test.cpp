@@ -49,8 +49,10 @@ struct Generated {
 
 constexpr int64_t n_ctx = 96;
 
-SessionOptions session_options(int64_t verify_tokens, const std::string& quant = "none") {
+SessionOptions session_options(int64_t verify_tokens, const std::string& quant = "none",
+                               KvType kv = KvType::f16) {
     SessionOptions so;
+    so.kv = kv;
     so.n_ctx = n_ctx;
     so.threads = 2;
     so.prefill_batch = 16;
@@ -84,8 +86,8 @@ Generated generate_on(Session& session, std::span<const int32_t> prompt,
 }
 
 Generated run(const LoadedModel& m, std::span<const int32_t> prompt, Drafter* drafter,
-              int64_t draft_n, std::vector<int32_t> stop_ids = {}) {
-    Session session(m.spec, m.weights, session_options(drafter ? draft_n + 1 : 0));
+              int64_t draft_n, std::vector<int32_t> stop_ids = {}, KvType kv = KvType::f16) {
+    Session session(m.spec, m.weights, session_options(drafter ? draft_n + 1 : 0, "none", kv));
     GenerateOptions options = generate_options(drafter, draft_n, greedy());
     options.stop_ids = std::move(stop_ids);
     return generate_on(session, prompt, options);
@@ -135,6 +137,36 @@ TEST_P(Speculative, EveryDrafterGivesThePlainGreedyTokens) {
     const Generated known_stop = run(m, prompt, &oracle, 7, {stop});
     EXPECT_EQ(known_stop.tokens, plain_stop.tokens);
     EXPECT_LE(plain_stop.tokens.size(), 20u);
+}
+
+// int8 rows are quantized once when written, so a rejected draft's rows are
+// simply written over and verifying gives the plain loop's tokens of the same
+// KV type; the cache holds about half the bytes.
+TEST_P(Speculative, Int8KvCachesGiveThePlainGreedyTokensOfTheirType) {
+    const LoadedModel& m = test::tiny_model(GetParam());
+    const std::vector<int32_t> prompt = repetitive_prompt(m.spec.n_vocab);
+    auto kv_bytes = [&](KvType kv) {
+        Session s(m.spec, m.weights, session_options(0, "none", kv));
+        size_t bytes = 0;
+        for (const auto& b : s.state().buffers) bytes += b.size() * sizeof(uint16_t);
+        return bytes;
+    };
+    const size_t f16_bytes = kv_bytes(KvType::f16);
+    for (KvType kv : {KvType::q8, KvType::k16v8}) {
+        SCOPED_TRACE(kv_type_name(kv));
+        EXPECT_LT(kv_bytes(kv), f16_bytes);
+        const Generated plain = run(m, prompt, nullptr, 0, {}, kv);
+        ASSERT_EQ(static_cast<int64_t>(prompt.size() + plain.tokens.size()), n_ctx + 1);
+        for (int64_t k : {1, 7}) {
+            SCOPED_TRACE(k);
+            LookupDrafter lookup(3);
+            const Generated looked = run(m, prompt, &lookup, k, {}, kv);
+            EXPECT_EQ(looked.tokens, plain.tokens);
+            EXPECT_GT(looked.stats.n_verify, 0);
+            WrongDrafter wrong;
+            EXPECT_EQ(run(m, prompt, &wrong, k, {}, kv).tokens, plain.tokens);
+        }
+    }
 }
 
 TEST_P(Speculative, ADraftModelGivesThePlainGreedyTokens) {

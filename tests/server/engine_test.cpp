@@ -33,8 +33,9 @@ const Model& tiny() {
     return model;
 }
 
-SessionOptions session_options(int64_t batch_rows) {
+SessionOptions session_options(int64_t batch_rows, KvType kv = KvType::f16) {
     SessionOptions so;
+    so.kv = kv;
     so.n_ctx = n_ctx;
     so.threads = 2;
     so.prefill_batch = 16;
@@ -81,8 +82,8 @@ JobSpec greedy(std::vector<int32_t> prompt, int64_t max_tokens) {
 
 // Greedy generation alone, by the plain loop.
 std::vector<int32_t> alone(const std::vector<int32_t>& prompt, int64_t max_tokens,
-                           float presence_penalty = 2) {
-    Session session(tiny().spec(), tiny().weights(), session_options(0));
+                           float presence_penalty = 2, KvType kv = KvType::f16) {
+    Session session(tiny().spec(), tiny().weights(), session_options(0, kv));
     GenerateOptions options;
     options.max_new_tokens = max_tokens;
     options.sampler.temp = 0;
@@ -106,15 +107,15 @@ JobSpec seeded(const std::string& text, int64_t max_tokens, float temp, uint64_t
     return spec;
 }
 
-SessionOptions verifying(int slots, const Speculation& speculation) {
-    SessionOptions so = session_options(slots);
+SessionOptions verifying(int slots, const Speculation& speculation, KvType kv) {
+    SessionOptions so = session_options(slots, kv);
     if (speculation.lookup > 0) so.verify_tokens = slots * (speculation.draft_n + 1);
     return so;
 }
 
 struct Server {
-    explicit Server(int slots, Speculation speculation = {})
-        : session(tiny().spec(), tiny().weights(), verifying(slots, speculation)),
+    explicit Server(int slots, Speculation speculation = {}, KvType kv = KvType::f16)
+        : session(tiny().spec(), tiny().weights(), verifying(slots, speculation, kv)),
           slots(session, slots),
           engine(slots_model(), *tiny().tokenizer, tiny().stop_ids(), 8, speculation) {}
     SlotModel& slots_model() { return slots; }
@@ -188,6 +189,38 @@ TEST(Engine, SpeculativeRequestsGetTheTokensTheyGetAlone) {
     EXPECT_GT(stats.verify_passes, 0);
     EXPECT_GT(stats.drafted, 0);
     EXPECT_LE(stats.accepted, stats.drafted);
+}
+
+// With int8 rows in the cache, drafting side by side and reusing a cached
+// prefix give the tokens of the plain loop on the same KV type.
+TEST(Engine, Int8KvCachesKeepTheTokensTheyGetAlone) {
+    for (KvType kv : {KvType::q8, KvType::k16v8}) {
+        SCOPED_TRACE(kv_type_name(kv));
+        Server server(2, Speculation{2, 3}, kv);
+        const std::vector<std::string> texts = {"a b c d a b c d a b c d a b", "Hi there"};
+        auto repeating = [&](const std::vector<int32_t>& prompt, int64_t n) {
+            JobSpec spec = greedy(prompt, n);
+            spec.sampler.presence_penalty = 0;
+            return spec;
+        };
+        std::vector<std::shared_ptr<Job>> jobs;
+        for (const std::string& t : texts)
+            jobs.push_back(server.engine.submit(repeating(prompt_of(t), 24)));
+        std::vector<Result> results;
+        for (size_t i = 0; i < texts.size(); ++i) {
+            results.push_back(finish(*jobs[i]));
+            ASSERT_EQ(results[i].error, "");
+            EXPECT_EQ(results[i].ids, alone(prompt_of(texts[i]), 24, 0, kv));
+        }
+        std::vector<int32_t> next = prompt_of(texts[0]);
+        next.insert(next.end(), results[0].ids.begin(), results[0].ids.end());
+        const std::vector<int32_t> more = prompt_of("e f g");
+        next.insert(next.end(), more.begin() + 1, more.end());
+        const Result second = finish(*server.engine.submit(repeating(next, 16)));
+        ASSERT_EQ(second.error, "");
+        EXPECT_GT(second.usage.cached_tokens, 0);
+        EXPECT_EQ(second.ids, alone(next, 16, 0, kv));
+    }
 }
 
 // /metrics' counters: every prompt token fed and every token generated; the

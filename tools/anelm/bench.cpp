@@ -208,6 +208,7 @@ int run_bench(const BenchArgs& args) {
         j["weight_bytes"] = weight_bytes;
         j["threads"] = session.threads();
         j["quant"] = so.quant.to_string();
+        j["kv"] = args.run.kv;
         j["tg_gb_s"] = g.mean * bytes_per_token / 1e9;
         add_speeds(j, args, p, g);
         fmt::print("{}\n", j.dump(2));
@@ -215,9 +216,10 @@ int run_bench(const BenchArgs& args) {
     }
     print_table(args, n_params, static_cast<double>(weight_bytes), session.threads(), s, p, g);
     if (!s.tg.empty())
-        fmt::print("generation reads {:.1f} MB of weights per token: {:.2f} GB/s ({}, quant {})\n",
-                   bytes_per_token / 1e6, g.mean * bytes_per_token / 1e9, kernels_isa(),
-                   so.quant.to_string());
+        fmt::print(
+            "generation reads {:.1f} MB of weights per token: {:.2f} GB/s ({}, quant {}, kv {})\n",
+            bytes_per_token / 1e6, g.mean * bytes_per_token / 1e9, kernels_isa(),
+            so.quant.to_string(), args.run.kv);
     if (draft != nullptr) bench_speculative(session, model, *draft, args.speculative, spec_bench);
     return 0;
 }
@@ -237,6 +239,7 @@ std::function<int()> setup(CLI::App& app) {
     add_threads_option(app, args->run.threads);
     app.add_option("--precision", args->run.precision_name, "f32, f16 or ane (see generate)")
         ->check(CLI::IsMember({"f32", "f16", "ane"}));
+    add_kv_option(app, args->run);
     add_weight_options(app, args->run);
     app.add_option("--tokenizer", args->tokenizer,
                    "tokenizer.json, a GGUF file or llama2.c tokenizer.bin (speculative bench)");

@@ -8,6 +8,7 @@
 #include "base/format_count.h"
 #include "command.h"
 #include "coreml_info.h"
+#include "exec/cpu/kv_cache.h"
 #include "io/ggml_types.h"
 #include "io/model_format.h"
 #include "models/gguf_model.h"
@@ -138,6 +139,8 @@ int run_info(const InfoArgs& args) {
             j["per_layer_dim"] = s.per_layer_dim;
         }
         j["kv_bytes_per_position"] = 2 * kv_values_per_position(s);
+        j["kv_bytes_per_position_q8"] = kv_bytes_per_position(s, KvType::q8);
+        j["kv_bytes_per_position_k16v8"] = kv_bytes_per_position(s, KvType::k16v8);
         j["n_tensors"] = w.n_tensors;
         fmt::print("{}\n", j.dump(2));
         return 0;
@@ -171,9 +174,13 @@ int run_info(const InfoArgs& args) {
             s.rope_dims, s.head_dim);
     }
     if (has_gemma4_layers(s)) print_gemma4_layers(s);
+    const auto kib = [&](KvType t) {
+        return static_cast<double>(kv_bytes_per_position(s, t)) / 1024.0;
+    };
     fmt::print(
-        "kv cache       {:.1f} KiB per position (f16 K and V of the layers that compute them)\n",
-        2.0 * static_cast<double>(kv_values_per_position(s)) / 1024.0);
+        "kv cache       {:.1f} KiB per position (f16 K and V of the layers that compute them; "
+        "--kv q8 {:.1f}, k16v8 {:.1f})\n",
+        kib(KvType::f16), kib(KvType::q8), kib(KvType::k16v8));
     fmt::print("eos ids        [{}]\n", fmt::join(s.eos_token_ids, ", "));
     return 0;
 }

@@ -72,8 +72,8 @@ void print_json(const PerplexityArgs& args, const quant::QuantSpec& spec, int64_
 }
 
 int run_perplexity(const PerplexityArgs& args) {
-    if (args.kl_base && args.quant_option->count() == 0)
-        fail("--kl-base compares the --quant model with the base model: give --quant");
+    if (args.kl_base && args.quant_option->count() == 0 && args.run.kv == "f16")
+        fail("--kl-base compares the --quant or --kv model with the base model: give one");
     const Model model = open_model(args.model, args.tokenizer, true);
     SessionOptions so = args.run.session(model);
     // With what the tokenizer adds (BOS), as llama.cpp's tool tokenizes the text:
@@ -93,6 +93,7 @@ int run_perplexity(const PerplexityArgs& args) {
     if (args.kl_base) {
         SessionOptions base_options = so;
         base_options.quant = {};
+        base_options.kv = KvType::f16;
         base = std::make_unique<Session>(model.spec(), model.weights(), base_options);
     }
     PerplexityResult r;
@@ -124,7 +125,8 @@ std::function<int()> setup(CLI::App& app) {
                             "included"),
              {1, 1 << 20});
     app.add_flag("--kl-base", args->kl_base,
-                 "also run the unquantized model: KL divergence, top-1 agreement");
+                 "also run the unquantized model with an f16 KV cache: KL divergence, top-1 "
+                 "agreement");
     app.add_flag("--json", args->json, "print JSON");
     add_run_options(app, args->run);
     args->quant_option = app.get_option("--quant");

@@ -46,6 +46,7 @@ SessionOptions RunOptions::session(const Model& model) const {
         fmt::print(stderr, "--ctx {}: capped at {}, the model's trained length\n", n_ctx,
                    model.spec().n_ctx_train);
     s.precision = precision_from_name(precision_name);
+    s.kv = kv_type_from_name(kv);
     const std::optional<AutoQuantTarget> target = parse_auto_target(quant);
     s.quant = target ? quant::QuantSpec{} : quant::parse_quant_spec(quant);
     s.fp16_scale = fp16_scale_option(fp16_scale, model, threads);
@@ -53,8 +54,8 @@ SessionOptions RunOptions::session(const Model& model) const {
     std::vector<std::vector<int32_t>> windows;
     s.calibration = calibration_for(model, calib, s.n_ctx, threads, &windows);
     if (target) {
-        const AutoQuantResult chosen = search_widths(model, quant, s.quant, s.calibration.get(),
-                                                     windows, *target, threads);
+        const AutoQuantResult chosen =
+            search_widths(model, quant, s.quant, s.calibration.get(), windows, *target, threads);
         fmt::print(stderr, "{}\n", auto_summary(chosen));
         s.quant = chosen.spec;
     }
@@ -101,10 +102,20 @@ void add_run_options(CLI::App& app, RunOptions& options) {
                    "f32 or f16 activations, or ane (the Neural Engine's half storage emulated)")
         ->check(CLI::IsMember({"f32", "f16", "ane"}))
         ->capture_default_str();
+    add_kv_option(app, options);
     add_weight_options(app, options);
     app.add_option("--fp16-scale", options.fp16_scale,
                    "scale the residual stream to keep half precision in range: none, auto "
                    "(measured as anelm doctor does) or a power of two (docs/doctor.md)")
+        ->capture_default_str();
+}
+
+void add_kv_option(CLI::App& app, RunOptions& options) {
+    app.add_option("--kv", options.kv,
+                   "KV cache rows: f16, q8 (int8 keys and values, one scale per head and "
+                   "position) or k16v8 (f16 keys, int8 values); int8 halves the bytes decode "
+                   "reads at depth (docs/quantization.md)")
+        ->check(CLI::IsMember({"f16", "q8", "k16v8"}))
         ->capture_default_str();
 }
 
@@ -178,7 +189,8 @@ std::string auto_summary(const AutoQuantResult& result) {
     for (const MatrixChoice& m : result.matrices)
         if (m.searched) ++counts[m.choice.method == quant::QuantMethod::none ? "f16" : m.choice.name()];
     std::string widths;
-    for (const auto& [name, n] : counts) widths += fmt::format("{}{} x{}", widths.empty() ? "" : ", ", name, n);
+    for (const auto& [name, n] : counts)
+        widths += fmt::format("{}{} x{}", widths.empty() ? "" : ", ", name, n);
     return fmt::format(
         "auto: {:.3f} bits per weight, KL predicted {:.4f}, measured {:.4f} ({} calibration "
         "tokens); {} ({:.1f} s)",

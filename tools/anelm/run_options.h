@@ -25,8 +25,9 @@ struct RunOptions {
     int threads = 0;
     int64_t n_ctx = 4096;
     std::string precision_name = "f32";
+    std::string kv = "f16";  // KvType's name
     std::string quant = "none";
-    std::string quant_dot = "int8";  // int8 or exact
+    std::string quant_dot = "int8";   // int8 or exact
     std::string fp16_scale = "none";  // none, auto or a power of two
     bool mmap = false;
     CalibOptions calib;
@@ -53,6 +54,8 @@ float fp16_scale_option(const std::string& text, const Model& model, int threads
 milexec::Rounding converted_rounding(const std::string& precision_name);
 
 void add_run_options(CLI::App& app, RunOptions& options);
+// --kv f16|q8|k16v8 (bench takes it without the rest of the run options).
+void add_kv_option(CLI::App& app, RunOptions& options);
 void add_calib_options(CLI::App& app, CalibOptions& options);
 // The statistics --calib asks for, with a progress bar, over windows of
 // `window` tokens; null without --calib. Throws Error for a model without a
@@ -71,7 +74,8 @@ AutoQuantResult search_widths(const Model& model, const std::string& quant_text,
 // "auto: 4.43 bits per weight, KL predicted 0.051, measured 0.049 (512 tokens);
 // lut3 x12, lut4 x20, lut8 x3".
 std::string auto_summary(const AutoQuantResult& result);
-// --quant, --quant-dot, --calib, --calib-method and --mmap (bench takes these without the rest of the run options).
+// --quant, --quant-dot, --calib, --calib-method and --mmap (bench takes these without the rest of
+// the run options).
 void add_weight_options(CLI::App& app, RunOptions& options);
 // A session on the model; while it quantizes the weights a progress bar
 // ("quantize [###---] 40% ...") goes to stderr.

@@ -134,9 +134,20 @@ void row_to_f32(const TensorView& w, int64_t row, float* out) {
 }  // namespace
 
 Executor::Executor(const ir::Program& program, ThreadPool& pool, Precision precision,
-                   int64_t max_segments)
-    : program_(program), pool_(pool), precision_(precision),
+                   int64_t max_segments, KvType kv)
+    : program_(program),
+      pool_(pool),
+      precision_(precision),
+      kv_(kv),
       max_segments_(std::max<int64_t>(max_segments, 1)) {
+    kv_layouts_.resize(program.states.size());
+    for (const ir::Function& fn : program.functions)
+        for (const ir::Node& node : fn.nodes) {
+            if (node.op != ir::Op::attention) continue;
+            const ir::StateDecl& decl = program.states.at(static_cast<size_t>(node.attrs.state));
+            KvLayout& l = kv_layouts_[static_cast<size_t>(node.attrs.state)];
+            l = {kv, decl.shape[0] / 2, decl.shape[1] * decl.shape[2], decl.shape[3]};
+        }
     plans_.assign(program.functions.size(), nullptr);
     weights_f32_.resize(program.weights.size());
     weights_f16_.resize(program.weights.size());
@@ -153,13 +164,19 @@ int64_t Executor::n_ctx() const {
 
 ExecState Executor::make_state() const {
     ExecState state;
-    for (const ir::StateDecl& decl : program_.states) {
+    for (size_t s = 0; s < program_.states.size(); ++s) {
+        const ir::StateDecl& decl = program_.states[s];
         int64_t n = decl.dtype == DType::f32 ? 2 : 1;
         for (int64_t d : decl.shape) n *= d;
+        if (const KvLayout* kv = kv_layout(s)) n = kv->units();
         state.buffers.emplace_back(static_cast<size_t>(n), uint16_t{0});
     }
     state.ends.assign(program_.states.size(), 0);
     return state;
+}
+
+const KvLayout* Executor::kv_layout(size_t s) const {
+    return kv_layouts_[s].n_layer > 0 ? &kv_layouts_[s] : nullptr;
 }
 
 const Executor::Plan& Executor::plan_for(size_t fn) {
@@ -498,26 +515,21 @@ void Executor::run_attention(const ir::Node& node, const float* q, const float* 
                              int64_t kv_width, float* out) {
     const auto& a = node.attrs;
     const auto& decl = program_.states[a.state];
-    const int64_t n_layer = decl.shape[0] / 2;
     const int64_t n_ctx = decl.shape[2];
     const int64_t q_width = a.n_head * a.head_dim;
-    const size_t slot = static_cast<size_t>(a.n_head_kv * n_ctx * a.head_dim);
+    const KvLayout& kv = *kv_layout(static_cast<size_t>(a.state));
     attention_calls_.clear();
     int64_t row0 = 0;
     for (const ExecSegment& seg : segments_) {
-        uint16_t* k_cache = seg.state->buffers[a.state].data() + slot * a.layer;
-        uint16_t* v_cache = seg.state->buffers[a.state].data() + slot * (n_layer + a.layer);
+        uint16_t* cache = seg.state->buffers[a.state].data();
         for (int64_t t = 0; k && t < seg.rows; ++t)
             for (int64_t h = 0; h < a.n_head_kv; ++h) {
-                const size_t dst = static_cast<size_t>((h * n_ctx + seg.pos0 + t) * a.head_dim);
                 const int64_t src = (row0 + t) * kv_width + h * a.head_dim;
-                kernels::f32_to_f16_row(k + src, a.head_dim, k_cache + dst);
-                kernels::f32_to_f16_row(v + src, a.head_dim, v_cache + dst);
+                kv.write(cache, a.layer, h * n_ctx + seg.pos0 + t, k + src, v + src);
             }
         kernels::AttentionArgs args;
         args.q = q + row0 * q_width;
-        args.k = k_cache;
-        args.v = v_cache;
+        kv.point(cache, a.layer, args);
         args.out = out + row0 * node.width;
         args.n_tokens = seg.rows;
         args.n_head = a.n_head;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/thread_pool.h"
+#include "exec/cpu/kv_cache.h"
 #include "ir/program.h"
 #include "kernels/kernels.h"
 
@@ -41,9 +42,9 @@ struct ExecSegment {
 class Executor {
 public:
     // max_segments: the most sequences one call may run (values after last_row
-    // hold a row for each).
+    // hold a row for each); kv: how the attention layers' caches store rows.
     Executor(const ir::Program& program, ThreadPool& pool, Precision precision,
-             int64_t max_segments = 1);
+             int64_t max_segments = 1, KvType kv = KvType::f16);
     ~Executor();
 
     ExecState make_state() const;
@@ -69,6 +70,7 @@ public:
 
     const ir::Program& program() const { return program_; }
     Precision precision() const { return precision_; }
+    KvType kv_type() const { return kv_; }
     int64_t n_ctx() const;
 
 private:
@@ -98,10 +100,14 @@ private:
     const std::vector<float>& weight_f32(ir::WeightId id);
     // The weight as the executor reads it: as stored, or converted to f16 under `ane`.
     const TensorView& weight_view(ir::WeightId id);
+    // The layout of state `s` when the attention ops keep their cache there, else null.
+    const KvLayout* kv_layout(size_t s) const;
 
     const ir::Program& program_;
     ThreadPool& pool_;
     Precision precision_;
+    KvType kv_;
+    std::vector<KvLayout> kv_layouts_;  // per state; n_layer 0 for states that are not a KV cache
     int64_t max_segments_;
     Observer observer_;
     std::vector<Plan*> plans_;
@@ -111,9 +117,9 @@ private:
     std::vector<float> unit_gain_;                    // ones: the gain of an rms_norm without one
     std::vector<float> arena_;
     std::vector<int32_t> ids_, positions_;
-    std::vector<ExecSegment> segments_;  // of this call
+    std::vector<ExecSegment> segments_;                    // of this call
     std::vector<kernels::AttentionArgs> attention_calls_;  // one per segment
-    std::vector<float> rope_cos_, rope_sin_;  // [rope][token][head_dim / 2] for this call
+    std::vector<float> rope_cos_, rope_sin_;      // [rope][token][head_dim / 2] for this call
     size_t stacked_begin_ = 0, stacked_end_ = 0;  // nodes whose products stack_linears made
 };
 

@@ -12,6 +12,7 @@ const Isa neon_isa = {
     .gemv_tokens = neon::gemv_tokens,
     .gemv = neon::gemv,
     .attend = neon::attend,
+    .attend_q8 = neon::attend_q8,
     .rms_norm = neon::rms_norm,
     .weighted_rows = neon::weighted_rows,
     .sigmoid = neon::sigmoid,

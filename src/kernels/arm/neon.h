@@ -108,6 +108,14 @@ struct Vec {
     static V load_first(const Elem<D>* p, int64_t n) {
         return load_partial<D>(p, n);
     }
+    // Four int8 values as f32 (an int8 KV cache's rows).
+    static V load_i8(const int8_t* p) { return load_first_i8(p, 4); }
+    static V load_first_i8(const int8_t* p, int64_t n) {
+        int32_t bits = 0;
+        std::memcpy(&bits, p, static_cast<size_t>(n));
+        const int16x8_t wide = vmovl_s8(vreinterpret_s8_s32(vdup_n_s32(bits)));
+        return vcvtq_f32_s32(vmovl_s16(vget_low_s16(wide)));
+    }
     static V load_aligned(const float* p) { return vld1q_f32(p); }
     static void store(float* p, V v) { vst1q_f32(p, v); }
     static void store_aligned(float* p, V v) { vst1q_f32(p, v); }
@@ -163,6 +171,8 @@ void gemv(const Matrix& w, const float* x, int64_t n_tokens, int64_t o0, int64_t
           int64_t ldy);
 void attend(const float* q, int64_t n_q, const uint16_t* k, const uint16_t* v, int64_t n_keys,
             int64_t head_dim, float scale, float* scores, float* out);
+void attend_q8(const float* q, int64_t n_q, KvRows k, KvRows v, int64_t n_keys, int64_t head_dim,
+               float scale, float* scores, float* out);
 void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, float eps, float* y);
 void softmax(float* x, int64_t n);
 void weighted_rows(const float* a, int64_t n_sets, int64_t lda, const float* rows, int64_t n_rows,

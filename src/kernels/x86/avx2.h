@@ -104,6 +104,17 @@ struct Vec {
     static V load_first(const Elem<D>* p, int64_t n) {
         return load_partial<D>(p, n);
     }
+    // Eight int8 values as f32 (an int8 KV cache's rows).
+    static V load_i8(const int8_t* p) {
+        int64_t bits;
+        std::memcpy(&bits, p, sizeof bits);
+        return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(bits)));
+    }
+    static V load_first_i8(const int8_t* p, int64_t n) {
+        int64_t bits = 0;
+        std::memcpy(&bits, p, static_cast<size_t>(n));
+        return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(bits)));
+    }
     static V load_aligned(const float* p) { return _mm256_load_ps(p); }
     static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
     static void store_aligned(float* p, V v) { _mm256_store_ps(p, v); }

@@ -17,6 +17,8 @@ void gemv(const Matrix& w, const float* x, int64_t n_tokens, int64_t o0, int64_t
           int64_t ldy);
 void attend(const float* q, int64_t n_q, const uint16_t* k, const uint16_t* v, int64_t n_keys,
             int64_t head_dim, float scale, float* scores, float* out);
+void attend_q8(const float* q, int64_t n_q, KvRows k, KvRows v, int64_t n_keys, int64_t head_dim,
+               float scale, float* scores, float* out);
 void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, float eps, float* y);
 void softmax(float* x, int64_t n);
 void weighted_rows(const float* a, int64_t n_sets, int64_t lda, const float* rows, int64_t n_rows,

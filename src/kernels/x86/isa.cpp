@@ -12,6 +12,7 @@ const Isa avx2_isa = {
     .gemv_tokens = avx2::gemv_tokens,
     .gemv = avx2::gemv,
     .attend = avx2::attend,
+    .attend_q8 = avx2::attend_q8,
     .rms_norm = avx2::rms_norm,
     .weighted_rows = avx2::weighted_rows,
     .sigmoid = avx2::sigmoid,

@@ -78,6 +78,9 @@ inline __m512 vexp(__m512 x) {
     return _mm512_mask_mov_ps(y, overflow, _mm512_set1_ps(__builtin_inff()));
 }
 
+// x[i] = exp(x[i] - max(x)) over n > 0 values; returns their sum (in ops.cpp).
+float exp_sum(float* x, int64_t n);
+
 // The vector layer the portable blockings (vec_matmul.h, vec_ops.h) are
 // written over: sixteen f32 lanes, partial vectors by masks.
 struct Vec {
@@ -94,6 +97,14 @@ struct Vec {
     static V load_first(const Elem<D>* p, int64_t n) {
         return load16_masked<D>(p, first_lanes(n));
     }
+    // Sixteen int8 values as f32 (an int8 KV cache's rows).
+    static V load_i8(const int8_t* p) {
+        return _mm512_cvtepi32_ps(
+            _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+    }
+    static V load_first_i8(const int8_t* p, int64_t n) {
+        return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(first_lanes(n), p)));
+    }
     static V load_aligned(const float* p) { return _mm512_load_ps(p); }
     static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
     static void store_aligned(float* p, V v) { _mm512_store_ps(p, v); }
@@ -108,6 +119,7 @@ struct Vec {
     // NaN in b passes through.
     static V max(V a, V b) { return _mm512_max_ps(a, b); }
     static V exp(V x) { return vexp(x); }
+    static float exp_sum(float* x, int64_t n) { return avx512::exp_sum(x, n); }
     static float sum(V v) { return _mm512_reduce_add_ps(v); }
     static float max_lane(V v) { return _mm512_reduce_max_ps(v); }
     // out[0..4) = the sums of a, b, c and d.
@@ -165,6 +177,9 @@ void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out);
 void delta_rule_step(float* s, int64_t dk, int64_t dv, const float* q, const float* k,
                      const float* v, float beta, float decay, float* delta, float* o);
+// In attention.cpp.
+void attend_q8(const float* q, int64_t n_q, KvRows k, KvRows v, int64_t n_keys, int64_t head_dim,
+               float scale, float* scores, float* out);
 
 // Tile shape of gemm_tile (nv vectors of 16 outputs by mr tokens: mr * nv
 // accumulators and nv panel vectors out of 32 registers) and rows of the gemv

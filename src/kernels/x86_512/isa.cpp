@@ -18,6 +18,7 @@ const Isa avx512_isa = {
     .gemv_tokens = avx512::gemv_tokens,
     .gemv = avx512::gemv,
     .attend = avx2::attend,
+    .attend_q8 = avx512::attend_q8,
     .rms_norm = avx512::rms_norm,
     .weighted_rows = avx2::weighted_rows,
     .sigmoid = avx512::sigmoid,

@@ -24,6 +24,10 @@ void softmax(float* x, int64_t n) {
     VecOps<Vec>::softmax(x, n);
 }
 
+float exp_sum(float* x, int64_t n) {
+    return VecOps<Vec>::exp_sum(x, n);
+}
+
 void sigmoid(const float* x, int64_t n, float* y) {
     VecOps<Vec>::sigmoid(x, n, y);
 }
