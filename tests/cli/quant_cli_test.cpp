@@ -46,6 +46,23 @@ TEST(CliQuant, BenchReportsTheSpec) {
     EXPECT_NE(r.err.find("quantize ["), std::string::npos) << r.err;
 }
 
+// -d as llama-bench's: each test starts with that many tokens in the
+// context; the tests are labelled so, and past the trained length it is refused.
+TEST(CliQuant, BenchAtDepth) {
+    const std::string bench = "bench '" + tiny_files().model + "' -p 8 -n 4 -r 2 -t 2 --kv q8";
+    auto r = test::run_anelm(bench + " -d 100 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["n_depth"], 100);
+    EXPECT_EQ(j["kv"], "q8");
+    EXPECT_GT(j["pp_tok_s"].get<double>(), 0);
+    EXPECT_GT(j["tg_tok_s"].get<double>(), 0);
+    r = test::run_anelm(bench + " -d 100");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("pp8 @ d100"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("tg4 @ d100"), std::string::npos) << r.out;
+}
+
 TEST(CliQuant, GenerateRunsQuantized) {
     for (const char* spec : {"int8", "lut4,embed=8,min=0"}) {
         const auto r =

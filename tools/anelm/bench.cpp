@@ -31,6 +31,7 @@ struct BenchArgs {
     std::string model, tokenizer, spec_prompt_file;
     int64_t n_prompt = 512;
     int64_t n_gen = 128;
+    int64_t n_depth = 0;  // tokens in the context before each test, as llama-bench's -d
     int repetitions = 3;
     bool json = false;
     RunOptions run;
@@ -77,10 +78,11 @@ void print_table(const BenchArgs& args, int64_t n_params, double bytes, int thre
                "threads", "test", "t/s");
     fmt::print("| {:-<30} | {:->10} | {:->10} | {:->7} | {:->8} | {:->20} |\n", "", "", "", "", "",
                "");
+    const std::string depth = args.n_depth > 0 ? fmt::format(" @ d{}", args.n_depth) : "";
     if (!s.pp.empty())
-        print_row(args.model, n_params, bytes, threads, fmt::format("pp{}", args.n_prompt), p);
+        print_row(args.model, n_params, bytes, threads, fmt::format("pp{}{}", args.n_prompt, depth), p);
     if (!s.tg.empty())
-        print_row(args.model, n_params, bytes, threads, fmt::format("tg{}", args.n_gen), g);
+        print_row(args.model, n_params, bytes, threads, fmt::format("tg{}{}", args.n_gen, depth), g);
 }
 
 // The JSON fields every bench prints: the speeds and how they were taken.
@@ -92,40 +94,50 @@ void add_speeds(nlohmann::ordered_json& j, const BenchArgs& args, const MeanSd& 
     j["tg_tok_s_sd"] = g.sd;
     j["n_prompt"] = args.n_prompt;
     j["n_gen"] = args.n_gen;
+    j["n_depth"] = args.n_depth;
     j["repetitions"] = args.repetitions;
     j["isa"] = kernels_isa();
 }
 
 // Prompt and generation speed of any token model: the prompt prefilled, then
-// n_gen tokens decoded from a fresh start, `repetitions` times each after a
-// warm-up pass.
+// n_gen tokens decoded, each from a context holding `depth` (untimed; kept and
+// rewound to where the model can), `repetitions` times each after a warm-up pass.
 Speeds measure(TokenModel& m, const std::function<void()>& reset,
-               const std::vector<int32_t>& prompt, int64_t n_gen, int repetitions) {
-    auto prompt_pass = [&] {
+               const std::vector<int32_t>& depth, const std::vector<int32_t>& prompt,
+               int64_t n_gen, int repetitions) {
+    const auto n_depth = static_cast<int64_t>(depth.size());
+    bool filled = false;
+    auto start = [&] {
+        if (filled && n_depth > 0 && m.can_rewind(n_depth)) return m.rewind(n_depth);
         reset();
-        m.prefill(prompt);
+        if (n_depth > 0) m.prefill(depth);
+        filled = true;
     };
+    auto timed = [&](const std::function<void()>& pass) {
+        start();
+        return seconds_of(pass);
+    };
+    auto prompt_pass = [&] { m.prefill(prompt); };
     auto gen_pass = [&] {
-        reset();
         int32_t id = prompt.empty() ? 0 : prompt[0];
         for (int64_t i = 0; i < n_gen; ++i) m.decode(id);
     };
     Speeds s;
     if (!prompt.empty()) {
-        prompt_pass();  // warm up: page in the weights
+        timed(prompt_pass);  // warm up: page in the weights
         for (int r = 0; r < repetitions; ++r)
-            s.pp.push_back(static_cast<double>(prompt.size()) / seconds_of(prompt_pass));
+            s.pp.push_back(static_cast<double>(prompt.size()) / timed(prompt_pass));
     }
     if (n_gen > 0) {
-        if (s.pp.empty()) gen_pass();
-        for (int r = 0; r < repetitions; ++r) s.tg.push_back(n_gen / seconds_of(gen_pass));
+        if (s.pp.empty()) timed(gen_pass);
+        for (int r = 0; r < repetitions; ++r) s.tg.push_back(n_gen / timed(gen_pass));
     }
     return s;
 }
 
 // Random ids, as llama-bench uses: the speed does not depend on them.
-std::vector<int32_t> random_prompt(int64_t n, int64_t n_vocab) {
-    std::mt19937 rng(42);
+std::vector<int32_t> random_prompt(int64_t n, int64_t n_vocab, uint32_t seed = 42) {
+    std::mt19937 rng(seed);
     std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(n_vocab - 1));
     std::vector<int32_t> prompt(static_cast<size_t>(n));
     for (int32_t& id : prompt) id = pick(rng);
@@ -140,12 +152,13 @@ int run_bench_converted(const BenchArgs& args) {
     ConvertedModel converted(args.model, args.tokenizer,
                              converted_rounding(args.run.precision_name), &pool);
     AnePipeline& pipeline = converted.pipeline();
-    if (args.n_prompt > pipeline.n_ctx() || args.n_gen > pipeline.n_ctx())
-        fail("{}: -p {} and -n {} must each fit the packages' context of {}", args.model,
-             args.n_prompt, args.n_gen, pipeline.n_ctx());
+    if (args.n_depth + args.n_prompt > pipeline.n_ctx() || args.n_depth + args.n_gen > pipeline.n_ctx())
+        fail("{}: -d {} with -p {} and with -n {} must each fit the packages' context of {}",
+             args.model, args.n_depth, args.n_prompt, args.n_gen, pipeline.n_ctx());
+    const std::vector<int32_t> depth = random_prompt(args.n_depth, converted.vocab_size(), 7);
     const std::vector<int32_t> prompt = random_prompt(args.n_prompt, converted.vocab_size());
     const Speeds s = measure(
-        pipeline, [&] { pipeline.reset(); }, prompt, args.n_gen, args.repetitions);
+        pipeline, [&] { pipeline.reset(); }, depth, prompt, args.n_gen, args.repetitions);
     double bytes = 0;  // the folder: packages, tokenizer and metadata
     for (const auto& f : std::filesystem::recursive_directory_iterator(args.model))
         if (f.is_regular_file()) bytes += static_cast<double>(f.file_size());
@@ -172,7 +185,7 @@ int run_bench(const BenchArgs& args) {
     const bool speculative = args.speculative.active();
     Model model = open_model(args.model, args.tokenizer, speculative);
     SessionOptions so = args.run.session(model);
-    so.n_ctx = std::max<int64_t>(args.n_prompt, args.n_gen) + 1;
+    so.n_ctx = args.n_depth + std::max<int64_t>(args.n_prompt, args.n_gen) + 1;
     so.prefill_batch = std::max<int64_t>(args.n_prompt, 1);
     SpeculativeBench spec_bench;
     std::unique_ptr<DraftSource> draft;
@@ -190,9 +203,10 @@ int run_bench(const BenchArgs& args) {
     const std::unique_ptr<Session> owned = open_session(model, so);
     Session& session = *owned;
 
+    const std::vector<int32_t> depth = random_prompt(args.n_depth, model.spec().n_vocab, 7);
     const std::vector<int32_t> prompt = random_prompt(args.n_prompt, model.spec().n_vocab);
     const Speeds s = measure(
-        session, [&] { session.reset(); }, prompt, args.n_gen, args.repetitions);
+        session, [&] { session.reset(); }, depth, prompt, args.n_gen, args.repetitions);
 
     int64_t n_params = 0;
     for (const std::string& name : model.weights().names())
@@ -232,6 +246,11 @@ std::function<int()> setup(CLI::App& app) {
     in_range(app.add_option("-p,--n-prompt", args->n_prompt, "prompt tokens"), {0, 1 << 20})
         ->capture_default_str();
     in_range(app.add_option("-n,--n-gen", args->n_gen, "generated tokens"), {0, 1 << 20})
+        ->capture_default_str();
+    in_range(app.add_option("-d,--n-depth", args->n_depth,
+                            "tokens already in the context when each test starts (llama-bench's "
+                            "-d): decode and prompt speed at that depth"),
+             {0, 1 << 24})
         ->capture_default_str();
     in_range(app.add_option("-r,--repetitions", args->repetitions, "runs per test"), {1, 1000})
         ->capture_default_str();
