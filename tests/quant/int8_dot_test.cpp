@@ -296,20 +296,23 @@ TEST(Int8Dot, LargestEntriesAndInputsDoNotSaturate) {
         if (f.kind != QuantKind::lut) continue;
         auto q = test::random_quantized(rng, f.kind, f.nbits, 24, 256, f.group);
         for (size_t e = 0; e < q.lut.size(); ++e) q.lut[e] = f32_to_f16(e % 2 ? -0.5f : 0.5f);
-        std::vector<float> x(static_cast<size_t>(2 * q.n_in), 3.0f);
-        std::fill(x.begin() + q.n_in, x.end(), -3.0f);
-        for (const QuantIsa* isa : quant_available()) {
-            q.use_int8_dot(isa);
-            QuantMatrix exact = q.view();
-            exact.int8_dot = false;
-            // Entries and inputs round to their grids' ends: the products are
-            // the exact ones but for f32 rounding (a saturated pair would be
-            // off by thousands of steps).
-            const auto got = product(q.view(), x, 2, isa, pool);
-            const auto want = product(exact, x, 2, isa, pool);
-            for (size_t k = 0; k < got.size(); ++k)
-                ASSERT_NEAR(got[k], want[k], 1e-5 * 0.5 * 3.0 * q.n_in)
-                    << describe(q, 2, isa->name) << " at " << k;
+        // Two tokens through the matrix-vector leaves, 17 through the GEMM.
+        for (int64_t n_tokens : {2, 17}) {
+            std::vector<float> x(static_cast<size_t>(n_tokens * q.n_in));
+            for (size_t i = 0; i < x.size(); ++i) x[i] = i / q.n_in % 2 ? -3.0f : 3.0f;
+            for (const QuantIsa* isa : quant_available()) {
+                q.use_int8_dot(isa);
+                QuantMatrix exact = q.view();
+                exact.int8_dot = false;
+                // Entries and inputs round to their grids' ends: the products are
+                // the exact ones but for f32 rounding (a saturated pair would be
+                // off by thousands of steps).
+                const auto got = product(q.view(), x, n_tokens, isa, pool);
+                const auto want = product(exact, x, n_tokens, isa, pool);
+                for (size_t k = 0; k < got.size(); ++k)
+                    ASSERT_NEAR(got[k], want[k], 1e-5 * 0.5 * 3.0 * q.n_in)
+                        << describe(q, n_tokens, isa->name) << " at " << k;
+            }
         }
     }
 }
