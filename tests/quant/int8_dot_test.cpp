@@ -229,6 +229,63 @@ TEST(Int8Dot, SimdLeavesMatchTheScalarReference) {
     if (n_leaves == 0) GTEST_SKIP() << "no integer dot product leaves on this processor";
 }
 
+// Tokens whose every block holds integers up to 127 times a power of two,
+// one of them at 127: each block rounds to those integers with d that power,
+// so that the products' sums are exact in f32 in any order and the leaves
+// must give the reference's very floats. One block of token 1 holds a NaN.
+std::vector<float> exactly_rounded_x(std::mt19937& rng, int64_t n_tokens, int64_t n_in) {
+    std::uniform_int_distribution<int> value(-127, 127);
+    std::vector<float> x(static_cast<size_t>(n_tokens * n_in));
+    for (int64_t t = 0; t < n_tokens; ++t) {
+        const float d = std::ldexp(1.0f, -static_cast<int>(t % 5));
+        for (int64_t i = 0; i < n_in; ++i) {
+            const int q = i % int8_block == t % int8_block ? (t % 2 ? -127 : 127) : value(rng);
+            x[static_cast<size_t>(t * n_in + i)] = static_cast<float>(q) * d;
+        }
+    }
+    x[static_cast<size_t>(n_in + n_in / 2)] = NAN;
+    return x;
+}
+
+// Prompts past quant_gemv_max_tokens on the x86 leaves (the GEMM of tiles of
+// rows): the reference's integer sums for every code kind, token counts not
+// a multiple of any tile's, row counts not a multiple of a tile or a task.
+TEST(Int8Dot, GemmLeavesSumAsTheReference) {
+    std::mt19937 rng(15);
+    ThreadPool pool(2);
+    int n_leaves = 0;
+    for (const Format& f : int8_formats) {
+        for (const auto& [n_out, n_in] : {std::pair<int64_t, int64_t>{37, 384}, {100, 128}}) {
+            auto q = int8_matrix(rng, f, n_out, n_in);
+            for (int64_t n_tokens : {17, 23, 40}) {
+                const auto x = exactly_rounded_x(rng, n_tokens, n_in);
+                const auto want = product(q.view(), x, n_tokens, nullptr, pool);
+                for (const QuantIsa* isa : quant_available()) {
+                    if (!isa->gemm_int8) {
+                        EXPECT_FALSE(std::string(isa->name).starts_with("avx"))
+                            << isa->name << " has no integer GEMM";
+                        continue;
+                    }
+                    ++n_leaves;
+                    q.use_int8_dot(isa);
+                    const auto got = product(q.view(), x, n_tokens, isa, pool);
+                    for (size_t k = 0; k < got.size(); ++k) {
+                        const bool nan_token = k / static_cast<size_t>(n_out) == 1;
+                        if (nan_token) {
+                            ASSERT_TRUE(std::isnan(got[k]) && std::isnan(want[k]))
+                                << describe(q, n_tokens, isa->name) << " at " << k;
+                        } else {
+                            ASSERT_EQ(got[k], want[k])
+                                << describe(q, n_tokens, isa->name) << " at " << k;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if (n_leaves == 0) GTEST_SKIP() << "no integer GEMM leaves on this processor";
+}
+
 // Every entry at the table's limit against every input at 127, of either
 // sign, in every pair: the largest sums a leaf's 16-bit pairs see (AVX2 takes
 // 4-bit entries offset by 64, so a larger limit would saturate them).
@@ -239,20 +296,23 @@ TEST(Int8Dot, LargestEntriesAndInputsDoNotSaturate) {
         if (f.kind != QuantKind::lut) continue;
         auto q = test::random_quantized(rng, f.kind, f.nbits, 24, 256, f.group);
         for (size_t e = 0; e < q.lut.size(); ++e) q.lut[e] = f32_to_f16(e % 2 ? -0.5f : 0.5f);
-        std::vector<float> x(static_cast<size_t>(2 * q.n_in), 3.0f);
-        std::fill(x.begin() + q.n_in, x.end(), -3.0f);
-        for (const QuantIsa* isa : quant_available()) {
-            q.use_int8_dot(isa);
-            QuantMatrix exact = q.view();
-            exact.int8_dot = false;
-            // Entries and inputs round to their grids' ends: the products are
-            // the exact ones but for f32 rounding (a saturated pair would be
-            // off by thousands of steps).
-            const auto got = product(q.view(), x, 2, isa, pool);
-            const auto want = product(exact, x, 2, isa, pool);
-            for (size_t k = 0; k < got.size(); ++k)
-                ASSERT_NEAR(got[k], want[k], 1e-5 * 0.5 * 3.0 * q.n_in)
-                    << describe(q, 2, isa->name) << " at " << k;
+        // Two tokens through the matrix-vector leaves, 17 through the GEMM.
+        for (int64_t n_tokens : {2, 17}) {
+            std::vector<float> x(static_cast<size_t>(n_tokens * q.n_in));
+            for (size_t i = 0; i < x.size(); ++i) x[i] = i / q.n_in % 2 ? -3.0f : 3.0f;
+            for (const QuantIsa* isa : quant_available()) {
+                q.use_int8_dot(isa);
+                QuantMatrix exact = q.view();
+                exact.int8_dot = false;
+                // Entries and inputs round to their grids' ends: the products are
+                // the exact ones but for f32 rounding (a saturated pair would be
+                // off by thousands of steps).
+                const auto got = product(q.view(), x, n_tokens, isa, pool);
+                const auto want = product(exact, x, n_tokens, isa, pool);
+                for (size_t k = 0; k < got.size(); ++k)
+                    ASSERT_NEAR(got[k], want[k], 1e-5 * 0.5 * 3.0 * q.n_in)
+                        << describe(q, n_tokens, isa->name) << " at " << k;
+            }
         }
     }
 }

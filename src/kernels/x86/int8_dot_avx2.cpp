@@ -12,8 +12,14 @@
 // sub-table their high bits name.
 #include "kernels/x86/int8_dot_avx2.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
+#include <utility>
+#include <vector>
 
+#include "base/aligned_allocator.h"
 #include "kernels/int8_rows.h"
 #include "kernels/x86/avx2.h"
 #include "kernels/x86/round_avx2.h"
@@ -157,10 +163,147 @@ void row_dot(const uint8_t* row, const Table& table, const Int8Rows& x, float* s
     }
 }
 
-// The matrix-vector leaf int8_gemv_rows drives.
+// Many tokens: a tile of 16 rows is decoded once into bytes, for each group
+// of 4 inputs (in slot order) two vectors of 8 rows' 4 bytes, so that
+// vpmaddubsw and vpmaddwd take 4 inputs of 8 rows against 4 inputs of a
+// token broadcast to every lane. 4-bit entries are stored offset by 64 and
+// each block's sums start 64 times its input sum below zero; 6-bit and int8
+// entries are stored signed and multiplied as magnitudes against the inputs
+// carrying their signs. Tokens go tile_tokens at a time through the tile:
+// with 4, GCC 12 computes all the products of a step before adding them
+// and spills the sums (a third slower).
+constexpr int tile_rows = 16;
+constexpr int tile_vectors = tile_rows / 8;
+constexpr int tile_tokens = 3;
+
+// Rows o..o + n_rows - 1 (n_rows <= 16) of codes decoded into rows_buffer
+// (16 rows of n_in; rows past n_rows keep whatever they held, their sums are
+// never stored) and transposed into packed, while the next tile's codes are
+// fetched into L2: the products between two tiles leave the prefetchers idle.
+template <Codes C>
+void pack_tile(const QuantMatrix& w, const uint8_t* codes, int64_t o, int n_rows,
+               uint8_t* rows_buffer, uint8_t* packed) {
+    constexpr int64_t bb = int8_block_bytes<C>;
+    const int64_t n_in = w.n_in, n_blocks = n_in / int8_block, row_bytes = w.row_bytes();
+    Table table{};
+    for (int r = 0; r < n_rows; ++r) {
+        const int8_t* entries = int8_row_entries(w, o + r);
+        if (entries) load_table<C>(entries, table);
+        const uint8_t* row = codes + (o + r) * row_bytes;
+        uint8_t* out = rows_buffer + r * n_in;
+        for (int64_t b = 0; b < n_blocks; ++b) {
+            for (int64_t line = 0; line < bb; line += 64)
+                _mm_prefetch(
+                    reinterpret_cast<const char*>(row + tile_rows * row_bytes + b * bb + line),
+                    _MM_HINT_T1);
+            __m256i v[4];
+            block_weights<C>(row + b * bb, table, v);
+            for (int k = 0; k < 4; ++k)
+                _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + b * int8_block + 32 * k),
+                                    v[k]);
+        }
+    }
+    // 8 x 8 transposes of dwords (as floats: the bits only move).
+    for (int64_t k = 0; k < n_in; k += 32) {
+        for (int h = 0; h < tile_vectors; ++h) {
+            __m256 a[8];
+            for (int r = 0; r < 8; ++r)
+                a[r] = _mm256_castsi256_ps(load32(rows_buffer + (8 * h + r) * n_in + k));
+            avx2::Vec::transpose(a);
+            for (int g = 0; g < 8; ++g)
+                _mm256_storeu_ps(
+                    reinterpret_cast<float*>(packed + (k + 4 * g) * tile_rows + 32 * h), a[g]);
+        }
+    }
+}
+
+// y[t * ldy + o + r] for T tokens from t0 and the n_rows rows of one packed
+// tile, whose rows' scales are `scales`.
+template <Codes C, int T>
+void tile_product(const uint8_t* packed, const Int8Rows& x, int64_t t0, const float* scales,
+                  int n_rows, float* y, int64_t ldy) {
+    const int64_t n_in = x.n_in, n_blocks = n_in / int8_block;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[T][tile_vectors];
+    for (int t = 0; t < T; ++t)
+        for (int h = 0; h < tile_vectors; ++h) acc[t][h] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        __m256i dot[T][tile_vectors];
+        for (int t = 0; t < T; ++t) {
+            const int32_t start =
+                C == Codes::nibbles ? -nibble_offset * x.sum[(t0 + t) * n_blocks + b] : 0;
+            for (int h = 0; h < tile_vectors; ++h) dot[t][h] = _mm256_set1_epi32(start);
+        }
+        const uint8_t* pw = packed + b * int8_block * tile_rows;
+        const int8_t* xq = x.q + t0 * n_in + b * int8_block;
+        for (int64_t k = 0; k < int8_block; k += 4) {
+            __m256i wv[tile_vectors], magnitude[tile_vectors];
+            for (int h = 0; h < tile_vectors; ++h) {
+                wv[h] = load32(pw + k * tile_rows + 32 * h);
+                if constexpr (C != Codes::nibbles) magnitude[h] = _mm256_abs_epi8(wv[h]);
+            }
+            for (int t = 0; t < T; ++t) {
+                int32_t four;
+                std::memcpy(&four, xq + t * n_in + k, 4);
+                const __m256i q = _mm256_set1_epi32(four);
+                for (int h = 0; h < tile_vectors; ++h) {
+                    const __m256i pairs =
+                        C == Codes::nibbles
+                            ? _mm256_maddubs_epi16(wv[h], q)
+                            : _mm256_maddubs_epi16(magnitude[h], _mm256_sign_epi8(q, wv[h]));
+                    dot[t][h] = _mm256_add_epi32(dot[t][h], _mm256_madd_epi16(pairs, ones));
+                }
+            }
+        }
+        for (int t = 0; t < T; ++t) {
+            const __m256 d = _mm256_set1_ps(x.scale[(t0 + t) * n_blocks + b]);
+            for (int h = 0; h < tile_vectors; ++h)
+                acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[t][h]), d, acc[t][h]);
+        }
+    }
+    for (int t = 0; t < T; ++t) {
+        alignas(32) float out[tile_rows];
+        for (int h = 0; h < tile_vectors; ++h)
+            _mm256_store_ps(out + 8 * h, _mm256_mul_ps(acc[t][h], _mm256_loadu_ps(scales + 8 * h)));
+        std::copy_n(out, n_rows, y + (t0 + t) * ldy);
+    }
+}
+
+using TileFn = void (*)(const uint8_t*, const Int8Rows&, int64_t, const float*, int, float*,
+                        int64_t);
+
+// tile_product<C, n> at [n - 1].
+template <Codes C, int... N>
+constexpr std::array<TileFn, sizeof...(N)> tile_products(std::integer_sequence<int, N...>) {
+    return {tile_product<C, N + 1>...};
+}
+
+template <Codes C>
+void gemm_rows(const QuantMatrix& w, const Int8Rows& x, int64_t n_tokens, int64_t o0, int64_t o1,
+               float* y, int64_t ldy) {
+    static constexpr auto products =
+        tile_products<C>(std::make_integer_sequence<int, tile_tokens>());
+    thread_local std::vector<uint8_t, AlignedAllocator<uint8_t>> rows_buffer, packed;
+    rows_buffer.resize(static_cast<size_t>(tile_rows * w.n_in));
+    packed.resize(rows_buffer.size());
+    const uint8_t* codes = w.int8_layout == Int8Layout::packed ? w.codes : w.int8_codes;
+    for (int64_t o = o0; o < o1; o += tile_rows) {
+        const int n_rows = static_cast<int>(std::min<int64_t>(tile_rows, o1 - o));
+        pack_tile<C>(w, codes, o, n_rows, rows_buffer.data(), packed.data());
+        float scales[tile_rows] = {};
+        for (int r = 0; r < n_rows; ++r) scales[r] = int8_row_scale(w, o + r);
+        for (int64_t t0 = 0; t0 < n_tokens; t0 += tile_tokens) {
+            const int64_t n = std::min<int64_t>(tile_tokens, n_tokens - t0);
+            products[n - 1](packed.data(), x, t0, scales, n_rows, y + o, ldy);
+        }
+    }
+}
+
+// The matrix-vector leaf int8_gemv_rows drives (and, by its codes, the GEMM).
 template <Codes C>
 struct GemvLeaf {
     using Table = avx2_int8::Table;
+    static constexpr Codes codes = C;
     template <int T>
     static constexpr int rows = 1;
     static constexpr int tokens = tokens_per_pass;
@@ -253,6 +396,12 @@ void gemv(const QuantMatrix& w, const Int8Rows& x, int64_t o0, int64_t o1, float
 void gemv_tokens(const QuantMatrix& w, const Int8Rows& x, int64_t n_tokens, int64_t o0, int64_t o1,
                  float* y, int64_t ldy) {
     int8_gemv_tokens<GemvLeaf>(w, x, n_tokens, o0, o1, y, ldy);
+}
+
+void gemm(const QuantMatrix& w, const Int8Rows& x, int64_t n_tokens, int64_t o0, int64_t o1,
+          float* y, int64_t ldy) {
+    int8_with_leaf<GemvLeaf>(
+        w, [&]<class Leaf>() { gemm_rows<Leaf::codes>(w, x, n_tokens, o0, o1, y, ldy); });
 }
 
 }  // namespace anelm::kernels::avx2_int8

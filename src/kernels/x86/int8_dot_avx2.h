@@ -1,5 +1,5 @@
 // The AVX2 integer dot product leaves (QuantIsa::int8_slot, round_int8_block, gemv_int8,
-// gemv_int8_tokens for up to tokens_per_pass tokens).
+// gemv_int8_tokens for up to tokens_per_pass tokens, gemm_int8).
 #pragma once
 
 #include <cstdint>
@@ -19,5 +19,7 @@ float round_block_evens_of_128(const float* x, int nbits, int8_t* q, uint8_t* ma
 void gemv(const QuantMatrix& w, const Int8Rows& x, int64_t o0, int64_t o1, float* y);
 void gemv_tokens(const QuantMatrix& w, const Int8Rows& x, int64_t n_tokens, int64_t o0, int64_t o1,
                  float* y, int64_t ldy);
+void gemm(const QuantMatrix& w, const Int8Rows& x, int64_t n_tokens, int64_t o0, int64_t o1,
+          float* y, int64_t ldy);
 
 }  // namespace anelm::kernels::avx2_int8

@@ -325,7 +325,7 @@ const QuantIsa avx2_quant_isa = {
     .gemv_int8 = avx2_int8::gemv,
     .int8_pass_tokens = avx2_int8::tokens_per_pass,
     .gemv_int8_tokens = avx2_int8::gemv_tokens,
-    .gemm_int8 = nullptr,
+    .gemm_int8 = avx2_int8::gemm,
 };
 
 }  // namespace anelm::kernels
