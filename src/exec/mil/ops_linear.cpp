@@ -45,19 +45,6 @@ kernels::Matrix rows_of(const kernels::Matrix& m, int64_t first, int64_t n) {
     return {m.dtype, static_cast<const char*>(m.data) + first * m.n_in * width, n, m.n_in};
 }
 
-// 1 + the last column of `rows` rows of `cols` values where any row holds
-// something other than `value` (0 when none does).
-int64_t last_column_unlike(const float* v, int64_t rows, int64_t cols, float value) {
-    int64_t used = 0;
-    for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = cols; j-- > used;)
-            if (v[r * cols + j] != value) {
-                used = j + 1;
-                break;
-            }
-    return used;
-}
-
 const Tensor& float_tensor(OpContext& ctx, std::string_view key) {
     const Tensor& t = ctx.tensor(key);
     if (t.f.size() != static_cast<size_t>(t.numel())) ctx.fail("{} must be a float tensor", key);
