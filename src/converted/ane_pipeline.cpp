@@ -325,8 +325,11 @@ ConvertedModel::ConvertedModel(const std::string& dir, const std::string& tokeni
     const anemll::ConvertedFiles files =
         anemll::find_converted_files((fs::path(dir) / "meta.yaml").string());
     const anemll::ConvertLayout& layout = files.meta.layout;
-    auto open = [&](const std::string& path) {
-        packages_.push_back(std::make_unique<coreml::Package>(path));
+    // The layers and the head are read every token, from a private copy that
+    // streams faster than the file's pages; the embeddings a row at a time.
+    auto open = [&](const std::string& path,
+                    coreml::BlobMemory memory = coreml::BlobMemory::private_copy) {
+        packages_.push_back(std::make_unique<coreml::Package>(path, memory));
         return AnePart{&packages_.back()->model(), packages_.back().get()};
     };
     AnePipelineShape shape;
@@ -340,7 +343,7 @@ ConvertedModel::ConvertedModel(const std::string& dir, const std::string& tokeni
         if (has_rotate_functions(*part.model)) shape.rotate_from = layout.sliding_window;
         pipeline_ = std::make_unique<AnePipeline>(part, shape, rounding, pool);
     } else {
-        const AnePart embeddings = open(files.embeddings);
+        const AnePart embeddings = open(files.embeddings, coreml::BlobMemory::mapped);
         std::vector<AnePart> chunks;
         for (const std::string& c : files.chunks) chunks.push_back(open(c));
         if (has_rotate_functions(*chunks.at(0).model)) shape.rotate_from = layout.sliding_window;

@@ -96,12 +96,19 @@ uint64_t Blob::numel() const {
     return (data.size() * 8 - padding_bits) / blob_dtype_bits(dtype);
 }
 
-BlobFile::BlobFile(const std::string& path) : file_(path) {
+BlobFile::BlobFile(const std::string& path, BlobMemory memory)
+    : file_(path), payloads_(file_.data()) {
+    if (memory == BlobMemory::private_copy && file_.size() > 0) {
+        copy_ = std::make_unique<PageBuffer>(file_.size());
+        std::memcpy(copy_->data(), file_.data(), file_.size());
+        file_.release(file_.bytes());
+        payloads_ = copy_->data();
+    }
     if (file_.size() < header_size)
         fail("{}: MILBlob header truncated: {} bytes, expected at least {}", path, file_.size(),
              header_size);
     Header h;
-    std::memcpy(&h, file_.data(), sizeof h);
+    std::memcpy(&h, payloads_, sizeof h);
     if (h.version != blob_version)
         fail("{}: MILBlob version {} at offset 4, expected {}", path, h.version, blob_version);
     count_ = h.count;
@@ -116,7 +123,7 @@ Blob BlobFile::blob(uint64_t offset) const {
         fail("{}: blob record at offset {} runs past the end of the file ({} bytes)", p, offset,
              file_.size());
     Record r;
-    std::memcpy(&r, file_.data() + offset, sizeof r);
+    std::memcpy(&r, payloads_ + offset, sizeof r);
     if (r.sentinel != blob_sentinel)
         fail("{}: blob record at offset {}: sentinel 0x{:08x}, expected 0x{:08x}", p, offset,
              r.sentinel, blob_sentinel);
@@ -146,7 +153,7 @@ Blob BlobFile::blob(uint64_t offset) const {
             "of {}",
             p, offset, r.size_bytes, r.padding_bits, blob_dtype_name(b.dtype));
     }
-    b.data = {reinterpret_cast<const uint8_t*>(file_.data()) + r.data_offset, r.size_bytes};
+    b.data = {reinterpret_cast<const uint8_t*>(payloads_) + r.data_offset, r.size_bytes};
     return b;
 }
 

@@ -7,12 +7,14 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/mapped_file.h"
+#include "base/page_buffer.h"
 
 namespace anelm::coreml {
 
@@ -59,11 +61,15 @@ struct Blob {
     uint64_t numel() const;
 };
 
+// Where a weight.bin's payloads are read: the file's mapping, or a private
+// copy in huge pages (base/page_buffer.h) for weights streamed every token.
+enum class BlobMemory { mapped, private_copy };
+
 // A weight.bin opened for reading; every accessor checks what it reads and
 // throws an Error naming the file and offset.
 class BlobFile {
 public:
-    explicit BlobFile(const std::string& path);
+    explicit BlobFile(const std::string& path, BlobMemory memory = BlobMemory::mapped);
 
     const std::string& path() const { return file_.path(); }
     uint32_t count() const { return count_; }
@@ -76,6 +82,8 @@ public:
 
 private:
     MappedFile file_;
+    std::unique_ptr<PageBuffer> copy_;  // BlobMemory::private_copy
+    const std::byte* payloads_;         // the file's bytes: the mapping or the copy
     uint32_t count_ = 0;
 };
 

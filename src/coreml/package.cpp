@@ -38,7 +38,7 @@ void check_program(const std::string& path, const spec::Model& model) {
 
 }  // namespace
 
-Package::Package(const fs::path& dir) : dir_(dir) {
+Package::Package(const fs::path& dir, BlobMemory memory) : dir_(dir), memory_(memory) {
     if (!fs::is_directory(dir)) fail("{}: not a directory", dir.string());
     manifest_ = read_manifest((dir / "Manifest.json").string());
     model_path_ = dir / "Data" / manifest_.root_model().path;
@@ -71,7 +71,7 @@ void Package::open_blob_file(const std::string& file_name) {
         fail("{}: blob file \"{}\" does not start with {}", model_path_.string(), file_name,
              model_path_prefix);
     const fs::path path = model_path_.parent_path() / file_name.substr(model_path_prefix.size());
-    blob_files_.emplace(file_name, std::make_unique<BlobFile>(path.string()));
+    blob_files_.emplace(file_name, std::make_unique<BlobFile>(path.string(), memory_));
 }
 
 Blob Package::blob(const mil::Value& value) const {

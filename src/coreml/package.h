@@ -24,7 +24,7 @@ inline constexpr const char* weight_file_name = "@model_path/weights/weight.bin"
 // blob a value refers to (its record, data type and element count).
 class Package : public BlobTable {
 public:
-    explicit Package(const std::filesystem::path& dir);
+    explicit Package(const std::filesystem::path& dir, BlobMemory memory = BlobMemory::mapped);
 
     const std::filesystem::path& path() const { return dir_; }
     const Manifest& manifest() const { return manifest_; }
@@ -41,6 +41,7 @@ private:
     Manifest manifest_;
     std::filesystem::path model_path_;
     spec::Model model_;
+    BlobMemory memory_;
     std::map<std::string, std::unique_ptr<BlobFile>> blob_files_;  // by fileName
 };
 

@@ -52,6 +52,20 @@ TEST_F(MilBlobTest, SubByteEncodingsMatchCoreMLTools) {
     EXPECT_EQ(b.numel(), 3u);
 }
 
+TEST_F(MilBlobTest, PrivateCopyKeepsWhatTheFileHeldWhenOpened) {
+    const std::string file = path("weight.bin");
+    const auto write = [&](std::vector<uint8_t> codes) {
+        BlobWriter w(file);
+        EXPECT_EQ(w.add_codes(BlobDType::u4, codes), 64u);
+        w.finish();
+    };
+    write({1, 2, 3, 4, 5});
+    const BlobFile copy(file, BlobMemory::private_copy);
+    write({9, 8, 7, 6, 5});  // the file's pages change; the copy does not
+    EXPECT_EQ(blob_codes(copy.blob(64)), (std::vector<uint8_t>{1, 2, 3, 4, 5}));
+    EXPECT_EQ(blob_codes(BlobFile(file).blob(64)), (std::vector<uint8_t>{9, 8, 7, 6, 5}));
+}
+
 TEST_F(MilBlobTest, EveryWidthRoundTrips) {
     std::mt19937 rng(7);
     const std::string file = path("weight.bin");

@@ -170,6 +170,13 @@ TEST(MilLinear, ConvSamePadDilatedAndGrouped) {
     check_conv({4, 6, 5, 5, 3, 3, 2, {1, 1}, {2, 2}, "same", {}, 5, 5, 2, 2});
 }
 
+TEST(MilLinear, ConvDepthwiseSumsTapsPerChannel) {
+    // One group per channel: the causal conv's [1, C, 1, K - 1 + T] window, then padding,
+    // strides and dilations.
+    check_conv({6, 6, 1, 7, 1, 3, 6, {1, 1}, {1, 1}, "valid", {}, 1, 5, 0, 0});
+    check_conv({4, 4, 5, 6, 2, 3, 4, {2, 1}, {1, 2}, "custom", {1, 0, 2, 1}, 3, 5, 1, 2});
+}
+
 TEST(MilLinear, AttentionWithBoolAndAdditiveMasks) {
     for (const bool boolean : {true, false}) {
         MilProgram p;

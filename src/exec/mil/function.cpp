@@ -1,7 +1,9 @@
 #include "exec/mil/function.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <optional>
 
 #include "base/error.h"
 #include "base/half.h"
@@ -9,6 +11,7 @@
 #include "exec/mil/constexpr_ops.h"
 #include "exec/mil/literal.h"
 #include "exec/mil/op_context.h"
+#include "exec/mil/ops.h"
 #include "kernels/kernels.h"
 
 namespace anelm::milexec {
@@ -150,6 +153,7 @@ void Function::compile(const mil::Function& fn, const mil::Block& block,
     plan_releases();
     plan_in_place_updates();
     plan_column_masks();
+    plan_delta_steps();
 }
 
 // Constants are the values a function holds that it did not round (a
@@ -257,6 +261,11 @@ int Function::weights_kept_as_codes() const {
     return static_cast<int>(std::count_if(constants_.begin(), constants_.end(), [](const Slot& s) {
         return s.weight && s.weight->palettized;
     }));
+}
+
+int Function::delta_steps_planned() const {
+    return static_cast<int>(std::count_if(
+        ops_.begin(), ops_.end(), [](const CompiledOp& c) { return !c.delta_step.empty(); }));
 }
 
 // Frees every intermediate after its last reader, so a model's activations
@@ -371,6 +380,75 @@ void Function::plan_column_masks() {
     }
 }
 
+// The delta rule's step as the lowering writes it (ops_delta.cpp): mul(S,
+// decay) → matmul(k, S') → sub(v, ·) → matmul((beta k)ᵀ, ·) → add(S', ·) →
+// matmul(q, S''), each intermediate read only inside the step, and what the
+// step reads from outside made before its first op, so the six can run there.
+void Function::plan_delta_steps() {
+    const std::vector<std::vector<size_t>> readers = readers_by_slot();
+    std::vector<int> producer(constants_.size(), -1);
+    for (size_t k = 0; k < ops_.size(); ++k)
+        for (int o : ops_[k].outputs) producer[static_cast<size_t>(o)] = static_cast<int>(k);
+    const auto input = [&](const CompiledOp& c, std::string_view key) {
+        const auto it = c.inputs.find(key);
+        return it == c.inputs.end() || it->second.size() != 1 ? -1 : it->second[0];
+    };
+    // The one op reading `slot` that is `type` with `slot` as its input `key`.
+    const auto only_reader = [&](int slot, std::string_view type, std::string_view key,
+                                 size_t n_readers) -> int {
+        if (slot < 0 || is_output(slot)) return -1;
+        const std::vector<size_t>& r = readers[static_cast<size_t>(slot)];
+        if (r.size() != n_readers) return -1;
+        for (size_t k : r)
+            if (ops_[k].type == type && input(ops_[k], key) == slot) return static_cast<int>(k);
+        return -1;
+    };
+    // A bool input that is `want` (false when absent).
+    const auto flag_is = [&](const CompiledOp& c, std::string_view key, bool want) {
+        if (!c.inputs.count(key)) return !want;
+        const Tensor* t = scalar_constant(c, key);
+        return t && (t->i.empty() ? t->f[0] != 0.0f : t->i[0] != 0) == want;
+    };
+    const auto is_matmul = [&](int k, bool tx) {
+        return k >= 0 && ops_[static_cast<size_t>(k)].type == "matmul" &&
+               flag_is(ops_[static_cast<size_t>(k)], "transpose_x", tx) &&
+               flag_is(ops_[static_cast<size_t>(k)], "transpose_y", false);
+    };
+    for (size_t a = 0; a < ops_.size(); ++a) {
+        const CompiledOp& mul = ops_[a];
+        if (mul.type != "mul" || mul.outputs.size() != 1) continue;
+        const int decayed = mul.outputs[0];
+        const int recall = only_reader(decayed, "matmul", "y", 2);
+        if (!is_matmul(recall, false)) continue;
+        const int error = only_reader(ops_[static_cast<size_t>(recall)].outputs[0], "sub", "y", 1);
+        if (error < 0) continue;
+        const int write =
+            only_reader(ops_[static_cast<size_t>(error)].outputs[0], "matmul", "y", 1);
+        if (!is_matmul(write, true)) continue;
+        const int state = only_reader(ops_[static_cast<size_t>(write)].outputs[0], "add", "y", 1);
+        if (state < 0 || input(ops_[static_cast<size_t>(state)], "x") != decayed) continue;
+        const int next = ops_[static_cast<size_t>(state)].outputs[0];
+        int out = -1;
+        for (size_t k : readers[static_cast<size_t>(next)])
+            if (ops_[k].type == "matmul" && input(ops_[k], "y") == next &&
+                is_matmul(static_cast<int>(k), false))
+                out = static_cast<int>(k);
+        if (out < 0) continue;
+        const std::vector<size_t> step = {static_cast<size_t>(recall), static_cast<size_t>(error),
+                                          static_cast<size_t>(write), static_cast<size_t>(state),
+                                          static_cast<size_t>(out)};
+        if (!std::is_sorted(step.begin(), step.end()) || step[0] <= a) continue;
+        const auto made_before = [&](int slot) {
+            return slot >= 0 && producer[static_cast<size_t>(slot)] < static_cast<int>(a);
+        };
+        if (!made_before(input(ops_[step[0]], "x")) || !made_before(input(ops_[step[1]], "x")) ||
+            !made_before(input(ops_[step[2]], "x")) || !made_before(input(ops_[step[4]], "x")))
+            continue;
+        ops_[a].delta_step = step;
+        for (size_t k : step) ops_[k].folded = true;
+    }
+}
+
 std::vector<Slot> Function::spare_slots() const {
     std::lock_guard lock(spare_mutex_);
     if (spare_slots_.empty()) return std::vector<Slot>(constants_.size());
@@ -418,10 +496,27 @@ std::map<std::string, Tensor> Function::run(const std::map<std::string, Tensor>&
         const size_t slot = static_cast<size_t>(state_slots_[k]);
         slots[slot].state = &states.get(states_[k].name, states_[k].dtype, states_[k].shape);
     }
+    const auto context = [&](const CompiledOp& op) {
+        return OpContext(name_, op, slots, constants_, is_state_input_, state_views_, *pool_,
+                         rounding_);
+    };
     for (const CompiledOp& op : ops_) {
-        OpContext ctx(name_, op, slots, constants_, is_state_input_, state_views_, *pool_,
-                      rounding_);
-        op.def->run(ctx);
+        if (!op.folded) {
+            OpContext ctx = context(op);
+            if (op.delta_step.empty()) {
+                op.def->run(ctx);
+            } else {
+                std::array<std::optional<OpContext>, 5> rest;
+                std::array<OpContext*, 6> step{&ctx};
+                for (size_t k = 0; k < rest.size(); ++k)
+                    step[k + 1] = &rest[k].emplace(context(ops_[op.delta_step[k]]));
+                if (!ops::delta_step(step, rounding_)) {
+                    op.def->run(ctx);
+                    for (size_t k = 0; k < rest.size(); ++k)
+                        ops_[op.delta_step[k]].def->run(*step[k + 1]);
+                }
+            }
+        }
         for (int s : op.release) slots[static_cast<size_t>(s)] = Slot{};
     }
     std::map<std::string, Tensor> out;

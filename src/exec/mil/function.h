@@ -54,6 +54,8 @@ public:
     const std::vector<TensorSpec>& outputs() const { return outputs_; }
     // The palettized weights read from their codes (Weight::palettized).
     int weights_kept_as_codes() const;
+    // The delta-rule steps run as one kernel each (CompiledOp::delta_step).
+    int delta_steps_planned() const;
 
     // Runs the function on `inputs` (every declared input, by name), reading
     // and updating `states`; returns every block output by name.
@@ -79,6 +81,7 @@ private:
     void plan_releases();
     void plan_in_place_updates();
     void plan_column_masks();
+    void plan_delta_steps();
     // The ops reading each slot, in order, each once.
     std::vector<std::vector<size_t>> readers_by_slot() const;
     bool is_output(int slot) const;

@@ -248,4 +248,15 @@ std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in,
     return s;
 }
 
+int64_t last_column_unlike(const float* v, int64_t rows, int64_t cols, float value) {
+    int64_t used = 0;
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = cols; j-- > used;)
+            if (v[r * cols + j] != value) {
+                used = j + 1;
+                break;
+            }
+    return used;
+}
+
 }  // namespace anelm::milexec

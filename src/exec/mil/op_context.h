@@ -79,6 +79,12 @@ struct CompiledOp {
     // reshapes, scalings and tanh): columns it holds -inf in every row of are
     // not computed (attention scores past the causal end).
     int column_mask = -1;
+    // A step of the delta rule (mul: the decayed state) planned as one
+    // kernel with the five ops after it that finish the step, in order:
+    // recall, error, write, state, out (ops_delta.cpp). Those are folded:
+    // they run here, not in their turn.
+    std::vector<size_t> delta_step;
+    bool folded = false;
 };
 
 class OpContext {
@@ -179,6 +185,10 @@ struct AxisSplit {
     int64_t outer = 1, n = 1, inner = 1;
 };
 AxisSplit split_at(const std::vector<int64_t>& shape, int64_t axis);
+
+// 1 + the last column of `rows` rows of `cols` values where any row holds
+// something other than `value` (0 when none does).
+int64_t last_column_unlike(const float* v, int64_t rows, int64_t cols, float value);
 
 // Row-major strides of a shape.
 std::vector<int64_t> strides_of(const std::vector<int64_t>& shape);

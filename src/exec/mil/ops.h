@@ -52,4 +52,11 @@ void matmul(OpContext& ctx);
 void conv(OpContext& ctx);
 void scaled_dot_product_attention(OpContext& ctx);
 
+// ops_delta.cpp
+// One step of the delta rule written as ops (CompiledOp::delta_step), `ops`
+// holding the contexts of the mul and the five after it: computed head by
+// head in one pass with each op's rounding, or false when the values do not
+// have the step's shapes (the caller then runs the ops one by one).
+bool delta_step(std::array<OpContext*, 6> ops, Rounding rounding);
+
 }  // namespace anelm::milexec::ops

@@ -45,19 +45,6 @@ kernels::Matrix rows_of(const kernels::Matrix& m, int64_t first, int64_t n) {
     return {m.dtype, static_cast<const char*>(m.data) + first * m.n_in * width, n, m.n_in};
 }
 
-// 1 + the last column of `rows` rows of `cols` values where any row holds
-// something other than `value` (0 when none does).
-int64_t last_column_unlike(const float* v, int64_t rows, int64_t cols, float value) {
-    int64_t used = 0;
-    for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = cols; j-- > used;)
-            if (v[r * cols + j] != value) {
-                used = j + 1;
-                break;
-            }
-    return used;
-}
-
 const Tensor& float_tensor(OpContext& ctx, std::string_view key) {
     const Tensor& t = ctx.tensor(key);
     if (t.f.size() != static_cast<size_t>(t.numel())) ctx.fail("{} must be a float tensor", key);
@@ -72,6 +59,39 @@ void transpose(const float* src, int64_t rows, int64_t cols, float* dst) {
             const int64_t r1 = std::min(rows, r0 + tile), c1 = std::min(cols, c0 + tile);
             for (int64_t r = r0; r < r1; ++r)
                 for (int64_t c = c0; c < c1; ++c) dst[c * rows + r] = src[r * cols + c];
+        }
+}
+
+// A convolution of one input channel per output channel, in 2-d.
+struct Depthwise {
+    int64_t k[2], stride[2], dil[2], pad[2], in[2], out[2];
+};
+
+// Output channel `c` of a depthwise convolution: its taps (row c of `w`)
+// over its input plane, summed in tap order, then its bias.
+void depthwise_plane(const Depthwise& d, const kernels::Matrix& w, int64_t c, const float* plane,
+                     float bias, float* dst) {
+    const int64_t taps = d.k[0] * d.k[1];
+    thread_local std::vector<float> tap;
+    tap.resize(static_cast<size_t>(taps));
+    if (w.dtype == DType::f16)
+        kernels::f16_to_f32_row(static_cast<const uint16_t*>(w.data) + c * taps, taps, tap.data());
+    else
+        std::copy_n(static_cast<const float*>(w.data) + c * taps, taps, tap.data());
+    for (int64_t oy = 0; oy < d.out[0]; ++oy)
+        for (int64_t ox = 0; ox < d.out[1]; ++ox) {
+            float sum = 0.0f;
+            for (int64_t ky = 0; ky < d.k[0]; ++ky) {
+                const int64_t iy = oy * d.stride[0] - d.pad[0] + ky * d.dil[0];
+                if (iy < 0 || iy >= d.in[0]) continue;
+                for (int64_t kx = 0; kx < d.k[1]; ++kx) {
+                    const int64_t ix = ox * d.stride[1] - d.pad[1] + kx * d.dil[1];
+                    if (ix >= 0 && ix < d.in[1])
+                        sum +=
+                            tap[static_cast<size_t>(ky * d.k[1] + kx)] * plane[iy * d.in[1] + ix];
+                }
+            }
+            dst[oy * d.out[1] + ox] = sum + bias;
         }
 }
 
@@ -173,6 +193,23 @@ void conv(OpContext& ctx) {
     const bool pointwise = kh == 1 && kw == 1 && stride[0] == 1 && stride[1] == 1 &&
                            pad_begin[0] == 0 && pad_begin[1] == 0 && pad_end[0] == 0 &&
                            pad_end[1] == 0;
+    if (cin_g == 1 && cout_g == 1 && !w.palettized) {
+        // Depthwise (the causal conv of short-conv and delta-rule layers): a
+        // few taps per channel, summed where they lie instead of one product
+        // per channel on the pool.
+        const Depthwise d{{kh, kw},         {stride[0], stride[1]},
+                          {dil[0], dil[1]}, {pad_begin[0], pad_begin[1]},
+                          {ih, iw},         {oh, ow}};
+        constexpr int64_t block = 64;  // planes per task
+        const int64_t planes = n * cout;
+        ctx.pool().run((planes + block - 1) / block, [&](int64_t task, int) {
+            for (int64_t p = task * block; p < std::min(planes, (task + 1) * block); ++p)
+                depthwise_plane(d, w.dense, p % cout, x.f.data() + p * ih * iw,
+                                bias.empty() ? 0.0f : bias[static_cast<size_t>(p % cout)],
+                                out.f.data() + p * positions);
+        });
+        return ctx.set(0, std::move(out));
+    }
     const bool in_place = pointwise && positions == 1;
     std::vector<float> cols(in_place ? 0 : static_cast<size_t>(positions * patch));
     std::vector<float> y(in_place ? 0 : static_cast<size_t>(positions * cout_g));
