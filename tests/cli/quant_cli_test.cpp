@@ -61,6 +61,10 @@ TEST(CliQuant, BenchAtDepth) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("pp8 @ d100"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("tg4 @ d100"), std::string::npos) << r.out;
+    r = test::run_anelm(bench + " -d 100000");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("trained context"), std::string::npos) << r.err;
+    EXPECT_EQ(lines(r.err), 1u) << r.err;
 }
 
 TEST(CliQuant, GenerateRunsQuantized) {

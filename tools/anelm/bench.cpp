@@ -186,6 +186,10 @@ int run_bench(const BenchArgs& args) {
     Model model = open_model(args.model, args.tokenizer, speculative);
     SessionOptions so = args.run.session(model);
     so.n_ctx = args.n_depth + std::max<int64_t>(args.n_prompt, args.n_gen) + 1;
+    if (const int64_t need = args.n_depth + std::max<int64_t>(args.n_prompt, args.n_gen);
+        model.spec().context_within(need) < need)
+        fail("{}: -d {} with -p {} and with -n {} must each fit the model's trained context of {}",
+             args.model, args.n_depth, args.n_prompt, args.n_gen, model.spec().n_ctx_train);
     so.prefill_batch = std::max<int64_t>(args.n_prompt, 1);
     SpeculativeBench spec_bench;
     std::unique_ptr<DraftSource> draft;
