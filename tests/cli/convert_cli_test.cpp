@@ -109,6 +109,13 @@ TEST(CliConvert, Stories260KConvertedGeneratesTheSameTokens) {
     ASSERT_EQ(hybrid.exit_code, 0) << hybrid.err;
     EXPECT_EQ(hybrid.out, plain.out);
     EXPECT_NE(hybrid.err.find("KV hand-off: "), std::string::npos) << hybrid.err;
+    // The hand-off writes f16 rows: an int8 cache is refused before any text.
+    const auto int8_cache = test::run_anelm("generate " + model + args + " --kv q8 --prefill-packages " +
+                                            shell_word(out));
+    EXPECT_EQ(int8_cache.exit_code, 1);
+    EXPECT_EQ(int8_cache.out, "");
+    EXPECT_NE(int8_cache.err.find("--prefill-packages: takes --kv f16"), std::string::npos)
+        << int8_cache.err;
     // Its own packages as the draft model (--draft OUT2): every draft is kept.
     expect_same_greedy_text(model, out, 400, " --draft " + shell_word(out) + " --draft-n 3");
     const auto drafted = test::run_anelm("generate " + shell_word(out) + " -p hi --lookup 2");

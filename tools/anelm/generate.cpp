@@ -88,6 +88,8 @@ int stream(TokenModel& model, const Tokenizer& tokenizer, std::vector<int32_t> s
 int run_hybrid(const GenerateArgs& args, const Model& model, SessionOptions so) {
     if (args.speculative.active() && !args.speculative.draft_model.empty())
         fail("--prefill-packages: decode drafts with --lookup or --draft-quant");
+    // The hand-off writes the packages' f16 rows into the CPU's cache.
+    if (args.run.kv != "f16") fail("--prefill-packages: takes --kv f16, not {}", args.run.kv);
     ThreadPool pool(args.run.threads > 0 ? args.run.threads : ThreadPool::physical_cores());
     ConvertedModel packages(args.prefill_packages, args.tokenizer, milexec::Rounding::f16, &pool);
     const anemll::ConvertLayout& layout = packages.layout();
