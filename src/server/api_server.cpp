@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include "base/error.h"
@@ -283,10 +284,14 @@ void send_event_stream(Response& res, std::shared_ptr<EventStream> stream) {
 }
 
 // Waits for the whole of a job that is not streamed.
-Progress wait_for(Job& job) {
+// on_events: called as each batch of events arrives (Ollama times them).
+Progress wait_for(Job& job, const std::function<void()>& on_events = {}) {
     Progress p;
     std::vector<Event> events;
-    while (!job.wait(events, std::chrono::seconds(1)) || !absorb(events, p)) {
+    for (bool done = false; !done;) {
+        if (!job.wait(events, std::chrono::seconds(1))) continue;
+        if (on_events) on_events();
+        done = absorb(events, p);
     }
     return p;
 }
@@ -778,13 +783,7 @@ void ApiServer::ollama(const std::string& body, Response& res, bool chat) {
             [job](bool) { job->cancel(); });
         return;
     }
-    Progress p;
-    std::vector<Event> events;
-    for (bool done = false; !done;)
-        if (job->wait(events, std::chrono::seconds(1))) {
-            timer.tokens_came();
-            done = absorb(events, p);
-        }
+    const Progress p = wait_for(*job, [&] { timer.tokens_came(); });
     Reply reply(prompt.parser(r.tools));
     reply.parser.push(p.text);
     send_json(res, 200,
