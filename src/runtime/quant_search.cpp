@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "base/error.h"
 #include "exec/cpu/executor.h"
@@ -34,32 +35,56 @@ double parse_positive(std::string_view text, std::string_view what) {
     return v;
 }
 
-// The model on one window, its logits and each row's log_sum_exp.
+// The model on one window, its logits and each row's log_sum_exp. A matrix's
+// KL is measured by running the model again from the first node that reads
+// it, on the values the unquantized model had there: a checkpoint that moves
+// forward as the search walks the matrices in program order.
 class WindowRun {
 public:
     WindowRun(const ir::Program& program, ThreadPool& pool, std::span<const int32_t> tokens,
               int64_t n_vocab)
-        : executor_(program, pool, Precision::f32), tokens_(tokens), n_vocab_(n_vocab) {
-        const auto logits = run();
+        : executor_(program, pool, Precision::f32),
+          tokens_(tokens),
+          n_vocab_(n_vocab),
+          n_nodes_(program.functions.front().nodes.size()),
+          checkpoint_state_(executor_.make_state()) {
+        ExecState state = executor_.make_state();
+        const auto logits = executor_.run(0, tokens_, 0, state);
         base_.assign(logits.begin(), logits.end());
         for (size_t r = 0; r < tokens.size(); ++r) base_lse_.push_back(log_sum_exp(row(base_, r)));
     }
 
     // Mean KL(f32 || the program as its weights are now) over the window's rows.
     double kl() {
-        const auto logits = run();
+        ExecState state = executor_.make_state();
+        return kl_of(executor_.run(0, tokens_, 0, state));
+    }
+
+    // The same, where nodes before `first` read no weight changed since the
+    // unquantized run; `first` may not go back from one call to the next.
+    double kl_from(size_t first) {
+        if (first < checkpoint_node_ || first >= n_nodes_)
+            fail("quant search: node {} is outside {}..{}", first, checkpoint_node_, n_nodes_);
+        if (first > checkpoint_node_) {
+            if (checkpoint_node_ > 0) executor_.restore_values(checkpoint_values_);
+            executor_.run_nodes(0, tokens_, 0, checkpoint_state_, checkpoint_node_, first);
+            checkpoint_values_ = executor_.values();
+            checkpoint_node_ = first;
+        } else if (checkpoint_node_ > 0) {
+            executor_.restore_values(checkpoint_values_);
+        }
+        ExecState state = checkpoint_state_;
+        return kl_of(executor_.run_nodes(0, tokens_, 0, state, first, n_nodes_));
+    }
+
+private:
+    double kl_of(std::span<const float> logits) const {
         double total = 0;
         for (size_t r = 0; r < tokens_.size(); ++r) {
             const auto other = row(logits, r);
             total += kl_divergence(row(base_, r), base_lse_[r], other, log_sum_exp(other));
         }
         return total / static_cast<double>(tokens_.size());
-    }
-
-private:
-    std::span<const float> run() {
-        ExecState state = executor_.make_state();
-        return executor_.run(0, tokens_, 0, state);
     }
     std::span<const float> row(std::span<const float> all, size_t r) const {
         return all.subspan(r * static_cast<size_t>(n_vocab_), static_cast<size_t>(n_vocab_));
@@ -68,9 +93,22 @@ private:
     Executor executor_;
     std::span<const int32_t> tokens_;
     int64_t n_vocab_;
+    size_t n_nodes_;
     std::vector<float> base_;
     std::vector<double> base_lse_;
+    size_t checkpoint_node_ = 0;
+    std::vector<float> checkpoint_values_;
+    ExecState checkpoint_state_;
 };
+
+// The first node of the function that reads each weight (the node count for one none reads).
+std::vector<size_t> first_readers(const ir::Program& program) {
+    const auto& nodes = program.functions.front().nodes;
+    std::vector<size_t> first(program.weights.size(), nodes.size());
+    for (size_t i = nodes.size(); i-- > 0;)
+        if (nodes[i].weight != ir::no_weight) first[static_cast<size_t>(nodes[i].weight)] = i;
+    return first;
+}
 
 // A spec that lists every matrix quantize_program may quantize, the tied
 // embedding's two uses apart.
@@ -206,7 +244,16 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
     const auto n_searched = std::count_if(jobs.begin(), jobs.end(), is_searched);
     int64_t done = 0;
     quant::GramFactorCache factors;
-    for (const quant::WeightJob& job : jobs) {
+    // In program order, so each KL run starts from the checkpoint the last left.
+    const std::vector<size_t> first_reader = first_readers(program);
+    std::vector<size_t> order(jobs.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        return first_reader[jobs[a].weight] < first_reader[jobs[b].weight];
+    });
+    result.matrices.resize(jobs.size());
+    for (const size_t j : order) {
+        const quant::WeightJob& job = jobs[j];
         ir::Weight& w = program.weights[job.weight];
         MatrixChoice m;
         m.name = w.name;
@@ -219,7 +266,7 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
                            : quant::QuantChoice{};
             m.bits = quant::stored_bits(m.choice, m.n_out, m.n_in);
             fixed_bits += m.bits;
-            result.matrices.push_back(m);
+            result.matrices[j] = m;
             continue;
         }
         m.searched = true;
@@ -261,7 +308,7 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
             }
             error.push_back(e);
             w.quantized = std::make_shared<const quant::QuantizedMatrix>(std::move(q));
-            reference_kl = run.kl();
+            reference_kl = run.kl_from(first_reader[job.weight]);
             reference_error = e;
             w.quantized = nullptr;
         }
@@ -274,8 +321,8 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
                                                     : 0.0);
         }
         items.push_back(std::move(item));
-        item_matrix.push_back(result.matrices.size());
-        result.matrices.push_back(m);
+        item_matrix.push_back(j);
+        result.matrices[j] = m;
         if (progress) progress(++done, n_searched);
     }
 

@@ -6,7 +6,9 @@
 #include <random>
 
 #include "base/error.h"
+#include "exec/cpu/executor.h"
 #include "kernels/kernels.h"
+#include "models/models.h"
 #include "runtime/session.h"
 #include "tiny_model.h"
 
@@ -97,6 +99,37 @@ TEST_P(TinyModels, LongPromptGivesTheSameLogitsOnOneThreadAndTwo) {
     so.threads = 2;
     Session two(m.spec, m.weights, so);
     EXPECT_LT(relative_error(two.prefill(tokens), serial), 1e-6);
+}
+
+// What the quantization search does: a call stopped at a node, its values
+// saved, and the rest run from there (twice, the values put back between)
+// gives the whole call's logits.
+TEST_P(TinyModels, RunningOnFromASavedNodeGivesTheWholeCall) {
+    const LoadedModel& m = test::tiny_model(GetParam());
+    ProgramOptions po;
+    po.n_ctx = 24;
+    po.functions = {{"prefill", po.n_ctx, true}};
+    const ir::Program program = build_program(m.spec, m.weights, po);
+    ThreadPool pool(2);
+    Executor executor(program, pool, Precision::f32);
+    const auto tokens = random_tokens(m.spec.n_vocab, 24, 5);
+    ExecState whole_state = executor.make_state();
+    const auto whole = executor.run(0, tokens, 0, whole_state);
+    const std::vector<float> expected(whole.begin(), whole.end());
+
+    const size_t n_nodes = program.functions.front().nodes.size();
+    const size_t middle = n_nodes / 2;
+    ExecState saved_state = executor.make_state();
+    EXPECT_TRUE(executor.run_nodes(0, tokens, 0, saved_state, 0, middle).empty());
+    const std::vector<float> saved = executor.values();
+    for (int again = 0; again < 2; ++again) {
+        executor.restore_values(saved);
+        ExecState state = saved_state;
+        const auto rest = executor.run_nodes(0, tokens, 0, state, middle, n_nodes);
+        ASSERT_EQ(rest.size(), expected.size());
+        EXPECT_EQ(std::vector<float>(rest.begin(), rest.end()), expected) << "run " << again;
+    }
+    EXPECT_THROW(executor.run_nodes(0, tokens, 0, saved_state, middle, n_nodes + 1), Error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Exec, TinyModels,

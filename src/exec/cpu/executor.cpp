@@ -231,7 +231,22 @@ std::span<const float> Executor::run(size_t fn_index, std::span<const int32_t> t
 
 std::span<const float> Executor::run(size_t fn_index, std::span<const int32_t> tokens,
                                      std::span<const ExecSegment> segments) {
+    return run_range(fn_index, tokens, segments, 0, program_.functions.at(fn_index).nodes.size());
+}
+
+std::span<const float> Executor::run_nodes(size_t fn_index, std::span<const int32_t> tokens,
+                                           int64_t pos0, ExecState& state, size_t first,
+                                           size_t end) {
+    const ExecSegment one{static_cast<int64_t>(tokens.size()), pos0, &state};
+    return run_range(fn_index, tokens, {&one, 1}, first, end);
+}
+
+std::span<const float> Executor::run_range(size_t fn_index, std::span<const int32_t> tokens,
+                                           std::span<const ExecSegment> segments, size_t first,
+                                           size_t end) {
     const ir::Function& fn = program_.functions.at(fn_index);
+    if (first > end || end > fn.nodes.size())
+        fail("function {}: nodes {}..{} of {}", fn.name, first, end, fn.nodes.size());
     const auto rows = static_cast<int64_t>(tokens.size());
     if (rows < 1 || rows > fn.n_tokens)
         fail("function {} takes 1 to {} tokens, got {}", fn.name, fn.n_tokens, rows);
@@ -275,8 +290,8 @@ std::span<const float> Executor::run(size_t fn_index, std::span<const int32_t> t
         kernels::round_to_f16_row(rope_sin_.data(), static_cast<int64_t>(rope_floats));
     }
 
-    stacked_begin_ = stacked_end_ = 0;
-    for (size_t i = 0; i < fn.nodes.size(); ++i) {
+    stacked_begin_ = stacked_end_ = first;
+    for (size_t i = first; i < end; ++i) {
         const ir::Node& node = fn.nodes[i];
         if (node.op == ir::Op::input) continue;
         const int64_t node_rows = node.per_token ? rows : n_segments();
@@ -298,7 +313,9 @@ std::span<const float> Executor::run(size_t fn_index, std::span<const int32_t> t
     }
     for (const ExecSegment& seg : segments_)
         std::fill(seg.state->ends.begin(), seg.state->ends.end(), seg.pos0 + seg.rows);
-    const ir::Node& out_node = fn.nodes[static_cast<size_t>(fn.outputs.at(0))];
+    const auto out_index = static_cast<size_t>(fn.outputs.at(0));
+    if (out_index >= end) return {};
+    const ir::Node& out_node = fn.nodes[out_index];
     const int64_t out_rows = out_node.per_token ? rows : n_segments();
     return {arena_.data() + plan.offset[fn.outputs[0]],
             static_cast<size_t>(out_rows * out_node.width)};
