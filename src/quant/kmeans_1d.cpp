@@ -1,7 +1,9 @@
 #include "quant/kmeans_1d.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <optional>
 
@@ -487,7 +489,9 @@ void distinct_values(std::span<float> values, WeightedValues& out) {
 void weighted_distinct_values(std::span<const float> values, std::span<const double> weights,
                               WeightedValues& out) {
     // The distinct values by the radix sort, then each weight added to its
-    // value's count by a binary search: faster than sorting pairs.
+    // value's count through a hash table of the values' bits (the zeros as
+    // one): a probe or two per value, where a binary search took a dozen
+    // unpredictable steps, and faster than sorting pairs.
     std::vector<float>& sorted = scratch<float>(0, values.size());
     std::copy(values.begin(), values.end(), sorted.begin());
     sort_floats(sorted);
@@ -495,9 +499,27 @@ void weighted_distinct_values(std::span<const float> values, std::span<const dou
     for (size_t i = 0; i < sorted.size(); ++i)
         if (i == 0 || sorted[i] != sorted[i - 1]) out.value.push_back(sorted[i]);
     out.count.assign(out.value.size(), 0.0);
+    if (out.value.empty()) return;
+    const size_t size = std::bit_ceil(2 * out.value.size());
+    const size_t mask = size - 1;
+    const int shift = 32 - std::countr_zero(size);
+    std::vector<uint32_t>& keys = scratch<uint32_t>(0, size);
+    std::vector<int32_t>& place = scratch<int32_t>(1, size);
+    std::fill(place.begin(), place.end(), -1);
+    const auto key_of = [](float v) { return v == 0.0f ? 0u : std::bit_cast<uint32_t>(v); };
+    const auto home = [&](uint32_t key) { return size_t{(key * 0x9E3779B1u) >> shift}; };
+    for (size_t j = 0; j < out.value.size(); ++j) {
+        const uint32_t key = key_of(static_cast<float>(out.value[j]));
+        size_t h = home(key);
+        while (place[h] >= 0) h = (h + 1) & mask;
+        keys[h] = key;
+        place[h] = static_cast<int32_t>(j);
+    }
     for (size_t i = 0; i < values.size(); ++i) {
-        const auto at = std::lower_bound(out.value.begin(), out.value.end(), double{values[i]});
-        out.count[static_cast<size_t>(at - out.value.begin())] += weights[i];
+        const uint32_t key = key_of(values[i]);
+        size_t h = home(key);
+        while (place[h] < 0 || keys[h] != key) h = (h + 1) & mask;
+        out.count[static_cast<size_t>(place[h])] += weights[i];
     }
 }
 

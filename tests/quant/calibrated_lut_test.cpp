@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <random>
 #include <vector>
 
@@ -28,6 +29,30 @@ TEST(WeightedKMeans, MergesEqualValuesSummingTheirWeights) {
     weighted_distinct_values(v, w, p);
     EXPECT_EQ(p.value, (std::vector<double>{-1.0, 0.5, 2.0}));
     EXPECT_EQ(p.count, (std::vector<double>{2.25, 8.0, 0.5}));
+}
+
+TEST(WeightedKMeans, SumsWeightsOfManyValuesAsAMapDoes) {
+    std::mt19937 rng(5);
+    std::uniform_int_distribution<int> level(-300, 300);
+    std::uniform_real_distribution<double> weight(0.01, 5.0);
+    std::vector<float> v(5000);
+    std::vector<double> w(v.size());
+    std::map<double, double> expected;
+    for (size_t i = 0; i < v.size(); ++i) {
+        const int l = level(rng);
+        v[i] = l == 0 && i % 2 ? -0.0f : static_cast<float>(l) * 0.013f;  // zeros of both signs
+        w[i] = weight(rng);
+        expected[v[i]] += w[i];
+    }
+    WeightedValues p;
+    weighted_distinct_values(v, w, p);
+    ASSERT_EQ(p.value.size(), expected.size());
+    size_t j = 0;
+    for (const auto& [value, count] : expected) {
+        EXPECT_EQ(p.value[j], value);
+        EXPECT_NEAR(p.count[j], count, 1e-9 * count) << value;
+        ++j;
+    }
 }
 
 TEST(WeightedKMeans, ExactSolverMatchesBruteForce) {
