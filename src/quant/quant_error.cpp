@@ -89,7 +89,7 @@ QuantError stand_in_error(const TensorView& w, ThreadPool& pool,
 namespace anelm::quant {
 
 double output_error(const TensorView& w, const QuantizedMatrix& q, const InputStats& stats,
-                    ThreadPool& pool) {
+                    ThreadPool& pool, GramTerms terms) {
     const MatrixShape shape = matrix_shape(w);
     const int64_t n_in = shape.n_in;
     if (stats.n_in != n_in)
@@ -107,7 +107,7 @@ double output_error(const TensorView& w, const QuantizedMatrix& q, const InputSt
             q.decode_row(o0 + r, decoded.data());
             for (int64_t i = 0; i < n_in; ++i) row[i] -= decoded[static_cast<size_t>(i)];
         }
-        if (stats.has_gram()) {
+        if (stats.has_gram() && terms == GramTerms::full) {
             dh.resize(d.size());
             kernels::matmul_cached({DType::f32, stats.gram.data(), n_in, n_in}, d.data(), rows,
                                    dh.data(), pool);

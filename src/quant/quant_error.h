@@ -35,8 +35,11 @@ QuantError stand_in_error(const TensorView& w, ThreadPool& pool,
 
 // What the quantization changes in the layer's outputs on the calibration
 // inputs: sum over rows o of (w_o - q_o) XᵀX (w_o - q_o)ᵀ, with the full Gram
-// matrix where the statistics hold it, else its diagonal.
+// matrix where the statistics hold it and `terms` asks for it, else its
+// diagonal (the expectation where the errors of a row's weights are
+// independent, as nearest codes' are, for n_out * n_in work, not n_in times that).
+enum class GramTerms { full, diagonal };
 double output_error(const TensorView& w, const QuantizedMatrix& q, const InputStats& stats,
-                    ThreadPool& pool);
+                    ThreadPool& pool, GramTerms terms = GramTerms::full);
 
 }  // namespace anelm::quant

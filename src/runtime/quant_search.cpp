@@ -275,51 +275,39 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
             return quant::quantize_matrix(w.view, c, pool, 0, {}, {stats, method, &factors});
         };
         const auto error_of = [&](const quant::QuantizedMatrix& q) {
-            return stats ? quant::output_error(w.view, q, *stats, pool)
+            return stats ? quant::output_error(w.view, q, *stats, pool, quant::GramTerms::diagonal)
                          : quant::quant_error(w.view, q, pool).sum_dd;
         };
-        const int measured_bits = m.n_in * reference_bits % 8 == 0 ? reference_bits : 8;
+        const quant::QuantChoice reference{quant::QuantMethod::lut,
+                                           m.n_in * reference_bits % 8 == 0 ? reference_bits : 8,
+                                           quant::default_group_size};
+        // Every candidate's output error with the weighted tables' nearest
+        // codes; the matrix's KL measured at the reference width with the
+        // calibration's own codes (GPTQ's column pass, the costly part, runs
+        // there alone); the other widths' KL in proportion to their errors.
         BudgetItem item;
         std::vector<double> error;
-        double reference_kl = 0, reference_error = 0, method_gain = 1;
+        double reference_error = 0;
         for (const quant::QuantChoice& c : candidates) {
             item.bits.push_back(quant::stored_bits(c, m.n_out, m.n_in));
             if (c.method == quant::QuantMethod::none) {
                 error.push_back(0);
-                continue;
-            }
-            // Core ML's packages need each row's codes to end on a byte.
-            if (m.n_in * c.nbits % 8 != 0) {
+            } else if (m.n_in * c.nbits % 8 != 0) {
+                // Core ML's packages need each row's codes to end on a byte.
                 error.push_back(std::numeric_limits<double>::infinity());
-                continue;
-            }
-            // GPTQ's column pass costs most of the search: it runs at the
-            // measured width alone, the others take the weighted tables'
-            // codes, their error scaled by what GPTQ gained at that width.
-            if (c.nbits != measured_bits || c.group_size != quant::default_group_size) {
+            } else {
                 error.push_back(error_of(quantize_as(c, quant::CalibMethod::weighted)));
-                continue;
+                if (c == reference) reference_error = error.back();
             }
-            quant::QuantizedMatrix q = quantize_as(c, calibration.method);
-            const double e = error_of(q);
-            if (stats && calibration.method != quant::CalibMethod::weighted) {
-                const double plain = error_of(quantize_as(c, quant::CalibMethod::weighted));
-                if (plain > 0) method_gain = e / plain;
-            }
-            error.push_back(e);
-            w.quantized = std::make_shared<const quant::QuantizedMatrix>(std::move(q));
-            reference_kl = run.kl_from(first_reader[job.weight]);
-            reference_error = e;
-            w.quantized = nullptr;
         }
-        for (size_t k = 0; k < error.size(); ++k) {
-            const bool measured = candidates[k].nbits == measured_bits &&
-                                  candidates[k].group_size == quant::default_group_size;
-            const double e = measured ? error[k] : error[k] * method_gain;
-            item.kl.push_back(e == std::numeric_limits<double>::infinity() ? e
+        w.quantized = std::make_shared<const quant::QuantizedMatrix>(
+            quantize_as(reference, calibration.method));
+        const double reference_kl = run.kl_from(first_reader[job.weight]);
+        w.quantized = nullptr;
+        for (const double e : error)
+            item.kl.push_back(std::isinf(e) ? e
                               : reference_error > 0 ? reference_kl * e / reference_error
                                                     : 0.0);
-        }
         items.push_back(std::move(item));
         item_matrix.push_back(j);
         result.matrices[j] = m;
