@@ -44,14 +44,32 @@ public:
     WindowRun(const ir::Program& program, ThreadPool& pool, std::span<const int32_t> tokens,
               int64_t n_vocab)
         : executor_(program, pool, Precision::f32),
+          pool_(pool),
           tokens_(tokens),
           n_vocab_(n_vocab),
           n_nodes_(program.functions.front().nodes.size()),
           checkpoint_state_(executor_.make_state()) {
         ExecState state = executor_.make_state();
         const auto logits = executor_.run(0, tokens_, 0, state);
-        base_.assign(logits.begin(), logits.end());
-        for (size_t r = 0; r < tokens.size(); ++r) base_lse_.push_back(log_sum_exp(row(base_, r)));
+        // Each row's probabilities and sum of p log p, so a run's KL per row,
+        // sum p (log p - log q), costs one exp per logit (q's log_sum_exp).
+        base_p_.resize(logits.size());
+        base_p_log_p_.resize(tokens.size());
+        base_p_sum_.resize(tokens.size());
+        pool_.run(static_cast<int64_t>(tokens.size()), [&](int64_t r, int) {
+            const auto in = row(logits, static_cast<size_t>(r));
+            const double lse = log_sum_exp(in);
+            double p_log_p = 0, p_sum = 0;
+            float* p = base_p_.data() + r * n_vocab_;
+            for (size_t i = 0; i < in.size(); ++i) {
+                const double log_p = in[i] - lse;
+                p[i] = static_cast<float>(std::exp(log_p));
+                p_log_p += p[i] * log_p;
+                p_sum += p[i];
+            }
+            base_p_log_p_[static_cast<size_t>(r)] = p_log_p;
+            base_p_sum_[static_cast<size_t>(r)] = p_sum;
+        });
     }
 
     // Mean KL(f32 || the program as its weights are now) over the window's rows.
@@ -78,12 +96,18 @@ public:
     }
 
 private:
-    double kl_of(std::span<const float> logits) const {
+    double kl_of(std::span<const float> logits) {
+        std::vector<double> kl(tokens_.size());
+        pool_.run(static_cast<int64_t>(tokens_.size()), [&](int64_t r, int) {
+            const auto q = row(logits, static_cast<size_t>(r));
+            const float* p = base_p_.data() + r * n_vocab_;
+            double p_q = 0;
+            for (size_t i = 0; i < q.size(); ++i) p_q += static_cast<double>(p[i]) * q[i];
+            const auto k = static_cast<size_t>(r);
+            kl[k] = base_p_log_p_[k] - p_q + base_p_sum_[k] * log_sum_exp(q);
+        });
         double total = 0;
-        for (size_t r = 0; r < tokens_.size(); ++r) {
-            const auto other = row(logits, r);
-            total += kl_divergence(row(base_, r), base_lse_[r], other, log_sum_exp(other));
-        }
+        for (double k : kl) total += std::max(k, 0.0);
         return total / static_cast<double>(tokens_.size());
     }
     std::span<const float> row(std::span<const float> all, size_t r) const {
@@ -91,11 +115,12 @@ private:
     }
 
     Executor executor_;
+    ThreadPool& pool_;
     std::span<const int32_t> tokens_;
     int64_t n_vocab_;
     size_t n_nodes_;
-    std::vector<float> base_;
-    std::vector<double> base_lse_;
+    std::vector<float> base_p_;
+    std::vector<double> base_p_log_p_, base_p_sum_;
     size_t checkpoint_node_ = 0;
     std::vector<float> checkpoint_values_;
     ExecState checkpoint_state_;
