@@ -34,9 +34,10 @@ bool carries_states(const std::unique_ptr<milexec::Function>& fn) {
 constexpr int64_t padded_batch_cost = 3;
 
 std::unique_ptr<milexec::Function> function_of(const AnePart& part, const std::string& name,
-                                               milexec::Rounding rounding, ThreadPool* pool) {
+                                               milexec::Rounding rounding, ThreadPool* pool,
+                                               milexec::QuantDot dot) {
     return std::make_unique<milexec::Function>(part.model->mlprogram(), name, *part.blobs, rounding,
-                                               pool);
+                                               pool, dot);
 }
 
 Tensor ints(std::vector<int64_t> shape, std::vector<int32_t> values) {
@@ -69,35 +70,37 @@ bool has_rotate_functions(const coreml::spec::Model& model) {
 }  // namespace
 
 AnePipeline::AnePipeline(AnePart embeddings, const std::vector<AnePart>& chunks, AnePart head,
-                         AnePipelineShape shape, milexec::Rounding rounding, ThreadPool* pool)
+                         AnePipelineShape shape, milexec::Rounding rounding, ThreadPool* pool,
+                         milexec::QuantDot dot)
     : shape_(std::move(shape)) {
-    embeddings_ = function_of(embeddings, "main", rounding, pool);
+    embeddings_ = function_of(embeddings, "main", rounding, pool, dot);
     for (const AnePart& c : chunks) {
-        infer_.push_back(function_of(c, "infer", rounding, pool));
-        prefill_.push_back(function_of(c, "prefill", rounding, pool));
+        infer_.push_back(function_of(c, "infer", rounding, pool, dot));
+        prefill_.push_back(function_of(c, "prefill", rounding, pool, dot));
         if (shape_.rotate_from > 0) {
-            infer_rotate_.push_back(function_of(c, "infer_rotate", rounding, pool));
-            prefill_rotate_.push_back(function_of(c, "prefill_rotate", rounding, pool));
+            infer_rotate_.push_back(function_of(c, "infer_rotate", rounding, pool, dot));
+            prefill_rotate_.push_back(function_of(c, "prefill_rotate", rounding, pool, dot));
         }
-        if (shape_.verify > 0) verify_.push_back(function_of(c, "verify", rounding, pool));
+        if (shape_.verify > 0) verify_.push_back(function_of(c, "verify", rounding, pool, dot));
     }
-    head_ = function_of(head, "main", rounding, pool);
-    if (shape_.verify > 0) head_verify_ = function_of(head, "verify", rounding, pool);
+    head_ = function_of(head, "main", rounding, pool, dot);
+    if (shape_.verify > 0) head_verify_ = function_of(head, "verify", rounding, pool, dot);
     carries_states_ = std::any_of(infer_.begin(), infer_.end(), carries_states);
     logits_.resize(static_cast<size_t>(
         std::accumulate(shape_.head_pieces.begin(), shape_.head_pieces.end(), int64_t{0})));
 }
 
 AnePipeline::AnePipeline(AnePart monolithic, AnePipelineShape shape, milexec::Rounding rounding,
-                         ThreadPool* pool)
+                         ThreadPool* pool, milexec::QuantDot dot)
     : shape_(std::move(shape)) {
-    infer_.push_back(function_of(monolithic, "infer", rounding, pool));
-    prefill_.push_back(function_of(monolithic, "prefill", rounding, pool));
+    infer_.push_back(function_of(monolithic, "infer", rounding, pool, dot));
+    prefill_.push_back(function_of(monolithic, "prefill", rounding, pool, dot));
     if (shape_.rotate_from > 0) {
-        infer_rotate_.push_back(function_of(monolithic, "infer_rotate", rounding, pool));
-        prefill_rotate_.push_back(function_of(monolithic, "prefill_rotate", rounding, pool));
+        infer_rotate_.push_back(function_of(monolithic, "infer_rotate", rounding, pool, dot));
+        prefill_rotate_.push_back(function_of(monolithic, "prefill_rotate", rounding, pool, dot));
     }
-    if (shape_.verify > 0) verify_.push_back(function_of(monolithic, "verify", rounding, pool));
+    if (shape_.verify > 0)
+        verify_.push_back(function_of(monolithic, "verify", rounding, pool, dot));
     carries_states_ = carries_states(infer_[0]);
     logits_.resize(static_cast<size_t>(
         std::accumulate(shape_.head_pieces.begin(), shape_.head_pieces.end(), int64_t{0})));
@@ -321,7 +324,8 @@ bool is_converted_dir(const std::string& path) {
 }
 
 ConvertedModel::ConvertedModel(const std::string& dir, const std::string& tokenizer_path,
-                               milexec::Rounding rounding, ThreadPool* pool) {
+                               milexec::Rounding rounding, ThreadPool* pool,
+                               milexec::QuantDot dot) {
     const anemll::ConvertedFiles files =
         anemll::find_converted_files((fs::path(dir) / "meta.yaml").string());
     const anemll::ConvertLayout& layout = files.meta.layout;
@@ -341,14 +345,14 @@ ConvertedModel::ConvertedModel(const std::string& dir, const std::string& tokeni
     if (layout.monolithic) {
         const AnePart part = open(files.monolithic);
         if (has_rotate_functions(*part.model)) shape.rotate_from = layout.sliding_window;
-        pipeline_ = std::make_unique<AnePipeline>(part, shape, rounding, pool);
+        pipeline_ = std::make_unique<AnePipeline>(part, shape, rounding, pool, dot);
     } else {
         const AnePart embeddings = open(files.embeddings, coreml::BlobMemory::mapped);
         std::vector<AnePart> chunks;
         for (const std::string& c : files.chunks) chunks.push_back(open(c));
         if (has_rotate_functions(*chunks.at(0).model)) shape.rotate_from = layout.sliding_window;
         pipeline_ = std::make_unique<AnePipeline>(embeddings, chunks, open(files.lm_head), shape,
-                                                  rounding, pool);
+                                                  rounding, pool, dot);
     }
     layout_ = layout;
     if (layout.per_layer_bits > 0) {

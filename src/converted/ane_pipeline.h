@@ -42,11 +42,13 @@ struct AnePipelineShape {
 
 class AnePipeline : public TokenModel {
 public:
+    // `dot`: how the palettized weights' products sum (milexec::QuantDot).
     AnePipeline(AnePart embeddings, const std::vector<AnePart>& chunks, AnePart head,
-                AnePipelineShape shape, milexec::Rounding rounding, ThreadPool* pool = nullptr);
+                AnePipelineShape shape, milexec::Rounding rounding, ThreadPool* pool = nullptr,
+                milexec::QuantDot dot = milexec::QuantDot::exact);
     // ANEMLL's monolithic form: one package from token ids to the head's outputs.
     AnePipeline(AnePart monolithic, AnePipelineShape shape, milexec::Rounding rounding,
-                ThreadPool* pool = nullptr);
+                ThreadPool* pool = nullptr, milexec::QuantDot dot = milexec::QuantDot::exact);
     ~AnePipeline() override;
 
     std::span<const float> prefill(std::span<const int32_t> tokens) override;
@@ -128,7 +130,8 @@ public:
     // tokenizer_path overrides the folder's tokenizer.bin (a llama2.c
     // conversion's, which run.c's rules go with) or tokenizer.json.
     ConvertedModel(const std::string& dir, const std::string& tokenizer_path,
-                   milexec::Rounding rounding, ThreadPool* pool = nullptr);
+                   milexec::Rounding rounding, ThreadPool* pool = nullptr,
+                   milexec::QuantDot dot = milexec::QuantDot::exact);
     AnePipeline& pipeline() { return *pipeline_; }
     const Tokenizer& tokenizer() const { return *tokenizer_; }
     // generation_config.json's eos ids, else the tokenizer's; BOS with a

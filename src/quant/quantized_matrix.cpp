@@ -5,6 +5,7 @@
 #include "base/bit_packing.h"
 #include "base/error.h"
 #include "io/ggml_types.h"
+#include "quant/int8_dot_parts.h"
 
 namespace anelm::quant {
 
@@ -14,22 +15,12 @@ int64_t QuantizedMatrix::storage_bytes() const {
 }
 
 void QuantizedMatrix::use_int8_dot(const kernels::QuantIsa* leaves) {
+    Int8DotParts parts = int8_dot_parts(view(), leaves);
     int8_dot = true;
-    if (kind == QuantKind::lut) {
-        dot_lut.resize(lut.size());
-        dot_scale.resize(static_cast<size_t>(n_tables()));
-        kernels::round_tables_to_int8(lut.data(), n_tables(), nbits, dot_lut.data(),
-                                      dot_scale.data());
-    }
-    int8_layout = kernels::Int8Layout::packed;
-    int8_codes.clear();
-    const kernels::QuantMatrix packed = view();
-    if (!leaves || !kernels::int8_dot_applies(packed)) return;
-    const kernels::Int8Layout layout = kernels::int8_layout_for(*leaves, packed);
-    if (layout == kernels::Int8Layout::packed) return;
-    int8_codes.resize(codes.size());
-    kernels::write_int8_layout(packed, layout, int8_codes.data());
-    int8_layout = layout;
+    dot_lut = std::move(parts.dot_lut);
+    dot_scale = std::move(parts.dot_scale);
+    int8_layout = parts.int8_layout;
+    int8_codes = std::move(parts.int8_codes);
 }
 
 kernels::QuantMatrix QuantizedMatrix::view() const {

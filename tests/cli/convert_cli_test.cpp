@@ -202,6 +202,31 @@ TEST(CliConvert, LutPackagesAreNamedAndRun) {
     EXPECT_NE(too_long.err.find("context of 64"), std::string::npos) << too_long.err;
 }
 
+// tiny-qwen3 widened to 128 inputs per product (n_embd, heads, n_ff 256), so
+// that its LUT weights take integer dot products (whole blocks of 128): the
+// folder runs them as the CPU does at each --quant-dot, token for token.
+TEST(CliConvert, LutFolderMultipliesAsTheCpuAtEachQuantDot) {
+    const fs::path work = test::temp_dir("cli-convert-quant-dot");
+    SynthPreset preset = synth_preset("tiny-qwen3");
+    preset.spec.n_embd = 128;
+    preset.spec.head_dim = 32;
+    preset.spec.n_ff = 256;
+    SynthOptions options;
+    options.seed = 5;
+    synth_write(preset, (work / "model").string(), options);
+    const std::string model = shell_word(work / "model");
+    const fs::path out = work / "out";
+    const auto r = test::run_anelm("convert " + model + " -o " + shell_word(out) +
+                                   " --lut-ffn 4,8 --lut-head 6,8 --chunks 2 --ctx 96 --batch 16");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const char* dot : {"int8", "exact"}) {
+        SCOPED_TRACE(dot);
+        const std::string quant_dot = std::string(" --quant-dot ") + dot;
+        expect_same_greedy_text(model + " --quant ffn=4:8,head=6:8" + quant_dot, out, 64,
+                                quant_dot);
+    }
+}
+
 // tiny-qwen2's 648 ids in 16 pieces of ceil(648 / 16) = 41 rows would split
 // its LUT groups of 8: the pieces get 48 rows instead, 14 of them.
 TEST(CliConvert, LutHeadPiecesStartWholeGroups) {

@@ -62,12 +62,12 @@ inline AnePart part(const lower::AnePackage& p) {
 }
 
 inline AnePipeline pipeline(const Lowered& l, bool argmax, milexec::Rounding rounding,
-                            int64_t verify = 0) {
+                            int64_t verify = 0, milexec::QuantDot dot = milexec::QuantDot::exact) {
     std::vector<AnePart> chunks;
     for (const auto& c : l.chunks) chunks.push_back(part(c));
     AnePipelineShape shape{lowering_ctx, lowering_batch, l.pieces, argmax};
     shape.verify = verify;
-    return AnePipeline(part(l.embeddings), chunks, part(l.head), shape, rounding);
+    return AnePipeline(part(l.embeddings), chunks, part(l.head), shape, rounding, nullptr, dot);
 }
 
 inline int32_t argmax(std::span<const float> v) {

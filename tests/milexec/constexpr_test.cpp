@@ -2,9 +2,16 @@
 // (iOS18 form) and blockwise shift-and-scale with an offset.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cstring>
+#include <map>
+#include <random>
+
 #include "base/bit_packing.h"
 #include "base/half.h"
+#include "kernels/quant_kernels.h"
 #include "mil_program.h"
+#include "quant/quant_testing.h"
 
 namespace anelm::milexec::test {
 namespace {
@@ -173,6 +180,78 @@ TEST(MilConstexpr, PalettizedWeightsMultipliedFromTheirCodes) {
         if (!also_an_output) continue;
         for (int64_t o = 0; o < n_out; ++o)
             for (int64_t i = 0; i < n_in; ++i) EXPECT_EQ(out.at("w4").f[o * n_in + i], dense(o, i));
+    }
+}
+
+// LUT4 and LUT6 weights [48, 256] read by linear (one token and five) and by
+// a 1x1 conv: with QuantDot::int8 the products are the CPU executor's integer
+// dot products of the same matrix (activations rounded to int8 per block,
+// tables to int8), value for value; with exact, its exact products.
+TEST(MilConstexpr, PalettizedWeightsTakeTheProductsAsked) {
+    constexpr int64_t n_out = 48, n_in = 256, positions = 5;
+    std::mt19937 rng(3);
+    const std::vector<float> xv = ramp(n_in * positions, 0.37f);
+    std::vector<float> rows_v(static_cast<size_t>(positions * n_in));  // rows[t] = x at t
+    for (int64_t t = 0; t < positions; ++t)
+        for (int64_t i = 0; i < n_in; ++i) rows_v[t * n_in + i] = xv[i * positions + t];
+    ThreadPool pool(2);
+    for (const auto& [nbits, group] : {std::pair{4, 8}, std::pair{6, 0}}) {
+        SCOPED_TRACE("lut" + std::to_string(nbits));
+        quant::QuantizedMatrix q =
+            anelm::test::random_quantized(rng, kernels::QuantKind::lut, nbits, n_out, n_in, group);
+        auto codes = std::make_shared<std::vector<uint8_t>>(quant::coreml_codes(q));
+        auto lut = std::make_shared<std::vector<uint8_t>>(q.lut.size() * 2);
+        std::memcpy(lut->data(), q.lut.data(), lut->size());
+        const std::array<int64_t, 4> lut_shape = quant::coreml_lut_shape(q);
+        const mil::DataType code_type = nbits == 4 ? mil::UINT4 : mil::UINT6;
+        MilProgram p;
+        const auto weight = [&](const std::string& name, std::vector<int64_t> shape,
+                                std::vector<int64_t> table_shape) {
+            return p.b.op_literal(
+                "constexpr_lut_to_dense", name,
+                {{"indices", coreml::blob_value(p.blobs, code_type, shape, *codes, codes)},
+                 {"lut", coreml::blob_value(p.blobs, mil::FLOAT16, table_shape, *lut, lut)}},
+                mil::FLOAT16, shape);
+        };
+        const MilValue w2 = weight("w2", {n_out, n_in}, {lut_shape.begin(), lut_shape.end()});
+        const MilValue w4 =
+            weight("w4", {n_out, n_in, 1, 1}, {lut_shape[0], 1, 1, 1, lut_shape[2], 1});
+        const MilValue one = p.input("one", mil::FLOAT32, {1, n_in});
+        const MilValue rows = p.input("rows", mil::FLOAT32, {positions, n_in});
+        const MilValue x = p.input("x", mil::FLOAT32, {1, n_in, 1, positions});
+        p.b.output(
+            p.b.op("linear", "linear_one", {{"x", one}, {"weight", w2}}, mil::FLOAT32, {1, n_out}));
+        p.b.output(p.b.op("linear", "linear_rows", {{"x", rows}, {"weight", w2}}, mil::FLOAT32,
+                          {positions, n_out}));
+        p.b.output(p.b.op("conv", "conv", {{"x", x}, {"weight", w4}}, mil::FLOAT32,
+                          {1, n_out, 1, positions}));
+        const std::map<std::string, Tensor> inputs = {
+            {"one", floats(mil::FLOAT32, {1, n_in}, {rows_v.begin(), rows_v.begin() + n_in})},
+            {"rows", floats(mil::FLOAT32, {positions, n_in}, rows_v)},
+            {"x", floats(mil::FLOAT32, {1, n_in, 1, positions}, xv)}};
+        std::map<QuantDot, std::vector<float>> products;
+        for (const QuantDot dot : {QuantDot::exact, QuantDot::int8}) {
+            SCOPED_TRACE(dot == QuantDot::int8 ? "int8" : "exact");
+            quant::QuantizedMatrix cpu = q;
+            if (dot == QuantDot::int8) cpu.use_int8_dot();
+            std::vector<float> want(static_cast<size_t>(positions * n_out));
+            std::vector<float> want_one(static_cast<size_t>(n_out));
+            kernels::quant_matmul(cpu.view(), rows_v.data(), positions, want.data(), pool);
+            kernels::quant_matmul(cpu.view(), rows_v.data(), 1, want_one.data(), pool);
+            States states;
+            const Function f(p.program, "main", p.blobs, Rounding::none, &pool, dot);
+            EXPECT_EQ(f.weights_kept_as_codes(), 2);
+            auto out = f.run(inputs, states);
+            EXPECT_EQ(out.at("linear_rows").f, want);
+            EXPECT_EQ(out.at("linear_one").f, want_one);
+            std::vector<float> conv_rows(want.size());
+            for (int64_t t = 0; t < positions; ++t)
+                for (int64_t o = 0; o < n_out; ++o)
+                    conv_rows[t * n_out + o] = out.at("conv").f[o * positions + t];
+            EXPECT_EQ(conv_rows, want);
+            products[dot] = want;
+        }
+        EXPECT_NE(products[QuantDot::int8], products[QuantDot::exact]);
     }
 }
 

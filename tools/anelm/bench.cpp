@@ -150,7 +150,8 @@ int run_bench_converted(const BenchArgs& args) {
     if (args.speculative.active()) fail("{}: bench drafts only for a source model", args.model);
     ThreadPool pool(args.run.threads > 0 ? args.run.threads : ThreadPool::physical_cores());
     ConvertedModel converted(args.model, args.tokenizer,
-                             converted_rounding(args.run.precision_name), &pool);
+                             converted_rounding(args.run.precision_name), &pool,
+                             converted_quant_dot(args.run.quant_dot));
     AnePipeline& pipeline = converted.pipeline();
     if (args.n_depth + args.n_prompt > pipeline.n_ctx() || args.n_depth + args.n_gen > pipeline.n_ctx())
         fail("{}: -d {} with -p {} and with -n {} must each fit the packages' context of {}",

@@ -91,7 +91,8 @@ int run_hybrid(const GenerateArgs& args, const Model& model, SessionOptions so) 
     // The hand-off writes the packages' f16 rows into the CPU's cache.
     if (args.run.kv != "f16") fail("--prefill-packages: takes --kv f16, not {}", args.run.kv);
     ThreadPool pool(args.run.threads > 0 ? args.run.threads : ThreadPool::physical_cores());
-    ConvertedModel packages(args.prefill_packages, args.tokenizer, milexec::Rounding::f16, &pool);
+    ConvertedModel packages(args.prefill_packages, args.tokenizer, milexec::Rounding::f16, &pool,
+                            converted_quant_dot(args.run.quant_dot));
     const anemll::ConvertLayout& layout = packages.layout();
     if (layout.vocab_size != model.spec().n_vocab)
         fail("--prefill-packages {}: meta.yaml: vocab_size: {}, the model has {}",
@@ -123,7 +124,8 @@ int run_generate(const GenerateArgs& args) {
         // Run as ANEMLL's runners do, rounding as --precision says.
         const auto rounding = converted_rounding(args.run.precision_name);
         ThreadPool pool(args.run.threads > 0 ? args.run.threads : ThreadPool::physical_cores());
-        ConvertedModel converted(args.model, args.tokenizer, rounding, &pool);
+        ConvertedModel converted(args.model, args.tokenizer, rounding, &pool,
+                                 converted_quant_dot(args.run.quant_dot));
         std::unique_ptr<DraftSource> draft;
         if (spec.active()) {
             if (converted.pipeline().verify_tokens() < 2)

@@ -91,6 +91,10 @@ milexec::Rounding converted_rounding(const std::string& precision_name) {
     return milexec::Rounding::f16;
 }
 
+milexec::QuantDot converted_quant_dot(const std::string& quant_dot) {
+    return quant_dot == "int8" ? milexec::QuantDot::int8 : milexec::QuantDot::exact;
+}
+
 void add_run_options(CLI::App& app, RunOptions& options) {
     add_threads_option(app, options.threads);
     options.ctx_flag = in_range(app.add_option("--ctx", options.n_ctx,
@@ -126,9 +130,10 @@ void add_weight_options(CLI::App& app, RunOptions& options) {
                    "auto:bpw=BITS / auto:kl=KL with --calib (docs/quantization.md)")
         ->capture_default_str();
     app.add_option("--quant-dot", options.quant_dot,
-                   "how quantized weights are multiplied: int8 (activations rounded to "
-                   "8 bits per block of 128, summed in integers where the processor can; "
-                   "faster) or exact (f32 activations and tables)")
+                   "how quantized weights (and a converted folder's palettized ones) are "
+                   "multiplied: int8 (activations rounded to 8 bits per block of 128, summed "
+                   "in integers where the processor can; faster) or exact (f32 activations "
+                   "and tables)")
         ->check(CLI::IsMember({"int8", "exact"}))
         ->capture_default_str();
     add_calib_options(app, options.calib);

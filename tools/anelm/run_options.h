@@ -52,6 +52,9 @@ float fp16_scale_option(const std::string& text, const Model& model, int threads
 // How the MIL interpreter runs a converted folder at --precision: f32 in f32,
 // f16 rounded to half, ane rounded to half with subnormals flushed.
 milexec::Rounding converted_rounding(const std::string& precision_name);
+// How it multiplies palettized weights at --quant-dot: int8 or exact, as the
+// CPU executor's quantized weights.
+milexec::QuantDot converted_quant_dot(const std::string& quant_dot);
 
 void add_run_options(CLI::App& app, RunOptions& options);
 // --kv f16|q8|k16v8 (bench takes it without the rest of the run options).

@@ -80,7 +80,8 @@ std::shared_ptr<const server::ServedModel> load(const ServeArgs& args, Loaded& l
         l.pool = std::make_unique<ThreadPool>(args.run.threads > 0 ? args.run.threads
                                                                    : ThreadPool::physical_cores());
         l.converted =
-            std::make_unique<ConvertedModel>(args.model, args.tokenizer, rounding, l.pool.get());
+            std::make_unique<ConvertedModel>(args.model, args.tokenizer, rounding, l.pool.get(),
+                                             converted_quant_dot(args.run.quant_dot));
         l.slots = std::make_unique<server::SingleSlot>(l.converted->pipeline());
         tokenizer = &l.converted->tokenizer();
         stop_ids = l.converted->stop_ids();

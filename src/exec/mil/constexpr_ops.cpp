@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "base/half.h"
 #include "exec/mil/literal.h"
+#include "kernels/quant_isa.h"
 
 namespace anelm::milexec {
 
@@ -221,7 +222,8 @@ Slot lut_ios18(Codes& indices, const Tensor& lut, Dense& out, const std::string&
 // whole rows and its codes packed in a blob, whole bytes per row: the weight
 // kept as those codes, which the quantized products read. Null otherwise.
 std::shared_ptr<const Weight> palettized(const mil::Operation& op, const ConstInput& indices,
-                                         const Tensor& lut, const coreml::BlobTable& blobs) {
+                                         const Tensor& lut, const coreml::BlobTable& blobs,
+                                         QuantDot dot) {
     if (!indices.literal || !indices.literal->has_blobfilevalue() ||
         op.outputs(0).type().tensortype().datatype() != mil::FLOAT16)
         return nullptr;
@@ -252,7 +254,10 @@ std::shared_ptr<const Weight> palettized(const mil::Operation& op, const ConstIn
         p->tables[j] = f32_to_f16(value_at(lut, static_cast<int64_t>(j)));
     auto w = std::make_shared<Weight>();
     w->shape = shape;
-    w->palettized = std::move(p);
+    w->palettized = p;
+    if (dot == QuantDot::int8)
+        p->int8_dot = std::make_unique<const quant::Int8DotParts>(
+            quant::int8_dot_parts(quant_matrix(*w), kernels::quant_active()));
     return w;
 }
 
@@ -297,7 +302,7 @@ bool is_constexpr(std::string_view type) {
 namespace {
 
 Slot evaluate(const mil::Operation& op, const ConstParam& param, const coreml::BlobTable& blobs,
-              const std::string& where, bool keep_codes) {
+              const std::string& where, bool keep_codes, QuantDot dot) {
     const std::string& type = op.type();
     auto get = [&](const std::string& key) { return numbers(param(key), key, blobs, where); };
     Dense out(op, where);
@@ -307,7 +312,8 @@ Slot evaluate(const mil::Operation& op, const ConstParam& param, const coreml::B
             return lut_ios16(*get("indices"), *lut, *numbers(shape, "shape", blobs, where), out,
                              where);
         if (keep_codes)
-            if (std::shared_ptr<const Weight> w = palettized(op, param("indices"), *lut, blobs)) {
+            if (std::shared_ptr<const Weight> w =
+                    palettized(op, param("indices"), *lut, blobs, dot)) {
                 Slot s;
                 s.weight = std::move(w);
                 return s;
@@ -340,7 +346,8 @@ Slot evaluate(const mil::Operation& op, const ConstParam& param, const coreml::B
 // What makes two constexpr ops equal: their type, result type and literal
 // inputs (blobs by offset), in a given blob table. Empty when an input is
 // another op's value.
-std::string cache_key(const mil::Operation& op, const coreml::BlobTable& blobs, bool keep_codes) {
+std::string cache_key(const mil::Operation& op, const coreml::BlobTable& blobs, bool keep_codes,
+                      QuantDot dot) {
     std::map<std::string, const mil::Value*> literals;
     for (const auto& [key, arg] : op.inputs()) {
         if (arg.arguments_size() != 1 || !arg.arguments(0).has_value()) return {};
@@ -348,8 +355,9 @@ std::string cache_key(const mil::Operation& op, const coreml::BlobTable& blobs, 
     }
     for (const auto& [key, value] : op.attributes())
         if (key != "name") literals[key] = &value;
-    std::string out = fmt::format("{}|{}|{}|{}", static_cast<const void*>(&blobs), op.type(),
-                                  coreml::value_type_text(op.outputs(0).type()), keep_codes);
+    std::string out = fmt::format("{}|{}|{}|{}|{}", static_cast<const void*>(&blobs), op.type(),
+                                  coreml::value_type_text(op.outputs(0).type()), keep_codes,
+                                  static_cast<int>(dot));
     for (const auto& [key, value] : literals) {
         if (value->has_blobfilevalue())
             out += fmt::format("|{}@{}:{}", key, value->blobfilevalue().filename(),
@@ -365,10 +373,11 @@ std::string cache_key(const mil::Operation& op, const coreml::BlobTable& blobs, 
 // The functions of one package (prefill and infer) dequantize the same blobs:
 // a large result is shared while any function holds it, so it is in memory once.
 Slot run_constexpr(const mil::Operation& op, const ConstParam& param,
-                   const coreml::BlobTable& blobs, const std::string& where, bool keep_codes) {
+                   const coreml::BlobTable& blobs, const std::string& where, bool keep_codes,
+                   QuantDot dot) {
     static std::mutex mutex;
     static std::map<std::string, std::weak_ptr<const Weight>> shared;
-    const std::string key = cache_key(op, blobs, keep_codes);
+    const std::string key = cache_key(op, blobs, keep_codes, dot);
     if (!key.empty()) {
         std::lock_guard lock(mutex);
         if (auto it = shared.find(key); it != shared.end()) {
@@ -379,7 +388,7 @@ Slot run_constexpr(const mil::Operation& op, const ConstParam& param,
             }
         }
     }
-    Slot s = evaluate(op, param, blobs, where, keep_codes);
+    Slot s = evaluate(op, param, blobs, where, keep_codes, dot);
     if (!key.empty() && s.weight) {
         std::lock_guard lock(mutex);
         std::erase_if(shared, [](const auto& e) { return e.second.expired(); });

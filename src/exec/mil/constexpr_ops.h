@@ -26,9 +26,9 @@ using ConstParam = std::function<ConstInput(const std::string& key)>;
 
 // The op's dense result: fp16 results stay fp16 (a Weight when large). With
 // keep_codes, a palettized weight the quantized products can read stays as
-// its codes and tables instead (Weight::palettized).
+// its codes and tables instead (Weight::palettized), ready for `dot`'s products.
 Slot run_constexpr(const mil::Operation& op, const ConstParam& param,
                    const coreml::BlobTable& blobs, const std::string& where,
-                   bool keep_codes = false);
+                   bool keep_codes = false, QuantDot dot = QuantDot::exact);
 
 }  // namespace anelm::milexec

@@ -39,8 +39,9 @@ void round_half_values(Rounding rounding, std::span<float> values) {
 }
 
 Function::Function(const mil::Program& program, const std::string& function_name,
-                   const coreml::BlobTable& blobs, Rounding rounding, ThreadPool* pool)
-    : name_(function_name), rounding_(rounding), pool_(pool) {
+                   const coreml::BlobTable& blobs, Rounding rounding, ThreadPool* pool,
+                   QuantDot dot)
+    : name_(function_name), rounding_(rounding), dot_(dot), pool_(pool) {
     if (!pool_) {
         own_pool_ = std::make_unique<ThreadPool>(1);
         pool_ = own_pool_.get();
@@ -254,7 +255,7 @@ Slot Function::evaluate_constexpr(const mil::Operation& op, const coreml::BlobTa
         if (auto a = op.attributes().find(key); a != op.attributes().end()) return {&a->second, {}};
         return {};
     };
-    return run_constexpr(op, param, blobs, where, keep_codes);
+    return run_constexpr(op, param, blobs, where, keep_codes, dot_);
 }
 
 int Function::weights_kept_as_codes() const {

@@ -41,9 +41,10 @@ struct CompiledOp;
 class Function {
 public:
     // `blobs` must outlive the function: large fp16 weights are read in place.
+    // `dot` says how palettized weights kept as codes are multiplied.
     Function(const mil::Program& program, const std::string& function_name,
              const coreml::BlobTable& blobs, Rounding rounding = Rounding::f16,
-             ThreadPool* pool = nullptr);
+             ThreadPool* pool = nullptr, QuantDot dot = QuantDot::exact);
     ~Function();
     Function(const Function&) = delete;
     Function& operator=(const Function&) = delete;
@@ -94,6 +95,7 @@ private:
 
     std::string name_;
     Rounding rounding_;
+    QuantDot dot_;
     ThreadPool* pool_;
     std::unique_ptr<ThreadPool> own_pool_;  // when none is given: the caller's thread only
     std::vector<TensorSpec> inputs_, states_, outputs_;

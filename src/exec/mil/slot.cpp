@@ -56,7 +56,7 @@ kernels::QuantMatrix quant_matrix(const Weight& w) {
     q.group = p.group;
     q.codes = p.codes;
     q.lut = p.tables.data();
-    return q;
+    return p.int8_dot ? p.int8_dot->attach(q) : q;
 }
 
 Slot slot_from_f16(std::vector<int64_t> shape, std::vector<uint16_t> bits) {

@@ -9,8 +9,14 @@
 
 #include "exec/mil/tensor.h"
 #include "kernels/quant_kernels.h"
+#include "quant/int8_dot_parts.h"
 
 namespace anelm::milexec {
+
+// How the products of palettized weights sum: exact (f32 activations times
+// the tables' f16 values) or int8 (integer dot products, as the CPU
+// executor's --quant-dot int8: kernels::int8_dot_applies).
+enum class QuantDot { exact, int8 };
 
 // A palettized weight [n_out, n_in, 1...] kept as its blob's packed codes:
 // row o holds n_in codes of nbits (LSB first, whole bytes per row) and reads
@@ -20,6 +26,9 @@ struct Palettized {
     int64_t group = 1;
     const uint8_t* codes = nullptr;  // in the blob, which must outlive the function
     std::vector<uint16_t> tables;    // f16 [n_out / group, 2^nbits]
+    // Set for QuantDot::int8: the int8 tables (and codes in another layout
+    // where the leaves need one) the integer products read.
+    std::unique_ptr<const quant::Int8DotParts> int8_dot;
 };
 
 // An fp16 constant as stored: bits in a blob (which must outlive the
