@@ -179,12 +179,12 @@ BENCHMARK(BM_matmul)
     ->UseRealTime();
 
 // Few tokens (speculative decoding's verify, a server's batch) on a 2048 x
-// 2048 matrix, and 1, 4 and 8 on qwen3-0.6b's FFN and LM head.
+// 2048 matrix, and 1 to 16 on qwen3-0.6b's FFN and LM head.
 void few_token_shapes(benchmark::internal::Benchmark* b) {
     for (int64_t n_tokens : {2, 3, 4, 6, 8, 12, 16}) b->Args({0, 2048, 2048, n_tokens});
     for (auto [n_out, n_in] :
          {std::pair<int64_t, int64_t>{3072, 1024}, {1024, 3072}, {151936, 1024}}) {
-        for (int64_t n_tokens : {1, 4, 8}) b->Args({0, n_out, n_in, n_tokens});
+        for (int64_t n_tokens : {1, 2, 4, 8, 16}) b->Args({0, n_out, n_in, n_tokens});
     }
 }
 BENCHMARK(BM_matmul)
@@ -211,6 +211,8 @@ BENCHMARK(BM_matmul_one_thread)
     ->Args({0, 1024, 1024, 1})
     ->Args({1, 1024, 1024, 1})
     ->Args({0, 3072, 1024, 4})
+    ->Args({0, 3072, 1024, 8})
+    ->Args({1, 3072, 1024, 8})
     ->Args({0, 1024, 3072, 512})
     ->Args({1, 1024, 3072, 512})
     ->Args({0, 3072, 1024, 512})

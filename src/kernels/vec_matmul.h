@@ -7,6 +7,7 @@
 // with one instruction set's flags never shares code with another's.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
@@ -17,11 +18,14 @@
 namespace anelm::kernels {
 
 // How a gemv leaf streams its rows: rows[t - 1] rows read together for t
-// tokens (enough accumulators to hide the FMA latency without spilling), and
-// whether one token reads rows alone, one after another, while x fits in L1.
+// tokens (enough accumulators to hide the FMA latency without spilling),
+// whether one token reads rows alone, one after another, while x fits in L1,
+// and the most tokens one call takes (4, or up to 8 where each block of
+// rows[3] rows is read for four tokens, then again from L1 for the rest).
 struct GemvShape {
     int rows[4];
     bool one_row_alone;
+    int tokens = 4;
 };
 
 template <class F, int MR, int NR, GemvShape G>
@@ -29,7 +33,7 @@ struct VecMatmul {
     using V = typename F::V;
     static constexpr int L = F::lanes;
     static constexpr int NV = NR / L;  // panel vectors per tile row
-    static_assert(NR % L == 0 && MR <= 8);
+    static_assert(NR % L == 0 && MR <= 8 && G.tokens >= 4 && G.tokens <= 8);
 
     template <DType D>
     using Elem = std::conditional_t<D == DType::f32, float, uint16_t>;
@@ -179,6 +183,23 @@ struct VecMatmul {
         }
     }
 
+    // R rows by T tokens: four tokens, then the rest over the same rows, read
+    // again from L1. A verify pass's 8 tokens so read the weights from memory
+    // once; one block of 8 tokens' accumulators leaves registers for two rows
+    // only, too few FMAs per x load (64% of the FMA rate on Zen 4, against 90%
+    // with the rows read twice; bench/README.md, "Verify: a few tokens with
+    // f16 weights").
+    template <DType D, int T, int R>
+    static void gemv_groups(const Elem<D>* w, int64_t n_in, int64_t ahead, const float* x, float* y,
+                            int64_t ldy) {
+        if constexpr (T <= 4) {
+            gemv_block<D, T, R>(w, n_in, ahead, x, y, ldy);
+        } else {
+            gemv_block<D, 4, R>(w, n_in, ahead, x, y, ldy);
+            gemv_block<D, T - 4, R>(w, n_in, 0, x + 4 * n_in, y + 4 * ldy, ldy);
+        }
+    }
+
     // One row times one token: four accumulators, so the adds overlap.
     template <DType D>
     static float row_dot(const Elem<D>* w, const float* x, int64_t n_in) {
@@ -213,13 +234,13 @@ struct VecMatmul {
                 return;
             }
         }
-        constexpr int R = G.rows[T - 1];
+        constexpr int R = G.rows[std::min(T, 4) - 1];
         const int64_t ahead = gemv_prefetch_ahead(R, w.n_in, sizeof(Elem<D>));
         int64_t o = o0;
         for (; o + R <= o1; o += R) {
-            gemv_block<D, T, R>(data + o * w.n_in, w.n_in, ahead, x, y + o, ldy);
+            gemv_groups<D, T, R>(data + o * w.n_in, w.n_in, ahead, x, y + o, ldy);
         }
-        for (; o < o1; ++o) gemv_block<D, T, 1>(data + o * w.n_in, w.n_in, 0, x, y + o, ldy);
+        for (; o < o1; ++o) gemv_groups<D, T, 1>(data + o * w.n_in, w.n_in, 0, x, y + o, ldy);
     }
 
     // The leaves, with isa.h's contracts.
@@ -249,16 +270,13 @@ struct VecMatmul {
     static void gemv(const Matrix& w, const float* x, int64_t n_tokens, int64_t o0, int64_t o1,
                      float* y, int64_t ldy) {
         const auto run = [&]<DType D>() {
-            switch (n_tokens) {
-                case 1:
-                    return gemv_rows<D, 1>(w, x, o0, o1, y, ldy);
-                case 2:
-                    return gemv_rows<D, 2>(w, x, o0, o1, y, ldy);
-                case 3:
-                    return gemv_rows<D, 3>(w, x, o0, o1, y, ldy);
-                default:
-                    return gemv_rows<D, 4>(w, x, o0, o1, y, ldy);
+            [&]<int... T>(std::integer_sequence<int, T...>) {
+                using RowsFn =
+                    void (*)(const Matrix&, const float*, int64_t, int64_t, float*, int64_t);
+                static constexpr RowsFn by_tokens[] = {gemv_rows<D, T + 1>...};
+                by_tokens[n_tokens - 1](w, x, o0, o1, y, ldy);
             }
+            (std::make_integer_sequence<int, G.tokens>{});
         };
         switch (w.dtype) {
             case DType::f16:

@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "kernels/gemv_prefetch.h"
 #include "kernels/gemv_split.h"
+#include "kernels/isa.h"
 #include "kernels/kernel_testing.h"
 
 namespace anelm::kernels {
@@ -175,6 +176,62 @@ TEST(Matmul, FewTokensOnLongRowsMatchTheFormula) {
                 expect_matmul_exact(w, x, n_tokens, y, 1e-5f, isa);
             });
         }
+    }
+}
+
+TEST(Matmul, VerifySizedTokenCountsMatchTheFormula) {
+    std::mt19937 rng(12);
+    ThreadPool pool(2);
+    // Speculative decoding's verify passes (one pass up to the leaf's limit,
+    // then several with a short last one) on odd rows and inputs.
+    for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+        for (auto [n_out, n_in] : {std::pair<int64_t, int64_t>{41, 1037}, {23, 77}}) {
+            const Weights w = random_weights(rng, dtype, n_out, n_in);
+            for (int64_t n_tokens : {1, 2, 3, 5, 8, 13, 16}) {
+                const auto x = test::random_floats(rng, n_tokens * n_in);
+                test::for_each_isa([&](const char* isa) {
+                    std::vector<float> y(static_cast<size_t>(n_tokens * n_out), NAN);
+                    matmul(w.matrix, x.data(), n_tokens, y.data(), pool);
+                    expect_matmul_exact(w, x, n_tokens, y, 1e-5f, isa);
+                });
+            }
+        }
+    }
+}
+
+TEST(Matmul, GemvLeavesTakeUpToTheirTokenLimitAtOnce) {
+    std::mt19937 rng(13);
+    ThreadPool pool(1);
+    // Each leaf called directly with every token count it takes, on rows
+    // [2, n_out - 1) of an odd block, rows of y further apart than n_out.
+    for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+        const int64_t n_out = 35, n_in = 301, ldy = n_out + 3;
+        const Weights w = random_weights(rng, dtype, n_out, n_in);
+        test::for_each_isa([&](const char* name) {
+            const Isa* isa = active();
+            if (!isa) return;
+            // AVX-512 reads the weights once for a whole 8-token verify pass.
+            if (std::string(name) == "avx512") EXPECT_GE(isa->gemv_tokens, 8);
+            for (int64_t n_tokens = 1; n_tokens <= isa->gemv_tokens; ++n_tokens) {
+                const auto x = test::random_floats(rng, n_tokens * n_in);
+                std::vector<float> want(static_cast<size_t>(n_tokens * n_out));
+                ref::matmul(w.matrix, x.data(), n_tokens, want.data(), pool);
+                std::vector<float> y(static_cast<size_t>(n_tokens * ldy), NAN);
+                isa->gemv(w.matrix, x.data(), n_tokens, 2, n_out - 1, y.data(), ldy);
+                for (int64_t t = 0; t < n_tokens; ++t) {
+                    for (int64_t o = 0; o < ldy; ++o) {
+                        const float got = y[t * ldy + o];
+                        if (o < 2 || o >= n_out - 1) {
+                            ASSERT_TRUE(std::isnan(got)) << name << " wrote row " << o;
+                        } else {
+                            ASSERT_NEAR(got, want[t * n_out + o], 1e-4f)
+                                << name << " " << dtype_name(dtype) << " n_tokens " << n_tokens
+                                << " t " << t << " o " << o;
+                        }
+                    }
+                }
+            }
+        });
     }
 }
 

@@ -187,6 +187,6 @@ void attend_q8(const float* q, int64_t n_q, KvRows k, KvRows v, int64_t n_keys, 
 constexpr int nv = 3;
 constexpr int mr = 8;
 constexpr int nr = 16 * nv;
-constexpr int gemv_tokens = 4;
+constexpr int gemv_tokens = 8;
 
 }  // namespace anelm::kernels::avx512

@@ -1,6 +1,7 @@
 // AVX-512 matmul leaves: vec_matmul.h's blocking with 8x48 GEMM tiles; a
 // one-token product reads short rows one at a time, and blocks of 8, 8, 4 and
-// 4 rows for 1-4 tokens.
+// 4 rows for 1-4 tokens; 5-8 tokens (a verify pass) in one call, each block of
+// four rows read for four tokens, then from L1 for the rest.
 // GCC 12's AVX-512 headers start some intrinsics from a self-initialised
 // "undefined" vector, which its uninitialised-use warnings flag once inlined.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -14,7 +15,9 @@
 namespace anelm::kernels::avx512 {
 
 namespace {
-using Leaves = VecMatmul<Vec, mr, nr, GemvShape{{8, 8, 4, 4}, true}>;
+constexpr GemvShape shape{{8, 8, 4, 4}, true, 8};
+static_assert(shape.tokens == gemv_tokens);
+using Leaves = VecMatmul<Vec, mr, nr, shape>;
 }  // namespace
 
 void pack_panel(const Matrix& w, int64_t o0, int64_t n_rows, int64_t k0, int64_t kc, float* panel) {
