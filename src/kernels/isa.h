@@ -41,12 +41,15 @@ struct Isa {
     // n_q query rows (heads sharing one kv head, rows of head_dim) against keys
     // [0, n_keys) of that kv head: out_h = softmax(scale * K q_h) V, each key and
     // value row converted once for all n_q. `scores` has room for n_q * n_keys.
+    // A non-null lse gets lse[h] = log sum_j exp(scale * k_j . q_h), which lets
+    // results over separate runs of keys merge (merge_attention_chunks).
     void (*attend)(const float* q, int64_t n_q, const uint16_t* k, const uint16_t* v,
-                   int64_t n_keys, int64_t head_dim, float scale, float* scores, float* out);
+                   int64_t n_keys, int64_t head_dim, float scale, float* scores, float* out,
+                   float* lse);
     // As attend over int8 value rows and f16 or int8 key rows (KvRows): the
     // int8 keys converted in registers, each value row's scale folded into its weight.
     void (*attend_q8)(const float* q, int64_t n_q, KvRows k, KvRows v, int64_t n_keys,
-                      int64_t head_dim, float scale, float* scores, float* out);
+                      int64_t head_dim, float scale, float* scores, float* out, float* lse);
 
     // The row kernels of kernels.h, same contracts.
     void (*rms_norm)(const float* x, const float* gain, float gain_offset, int64_t n, float eps,

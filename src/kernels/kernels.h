@@ -112,6 +112,10 @@ struct AttentionArgs {
 void attention(const AttentionArgs& args, ThreadPool& pool);
 // Several independent calls (one per sequence of a batch) in one dispatch.
 void attention_batch(std::span<const AttentionArgs> calls, ThreadPool& pool);
+// How many chunks attention cuts each query's keys into on `threads` threads,
+// merging their softmaxes after (1: none). Only calls with fewer (token, kv
+// head) groups than twice the threads and long enough keys are cut.
+int64_t attention_key_chunks(const AttentionArgs& args, int64_t threads);
 
 // The scalar references: plain loops, the definition the SIMD paths are tested against.
 namespace ref {

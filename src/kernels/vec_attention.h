@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -143,11 +144,12 @@ struct VecAttention {
     }
 
     // Keys per pass chosen to keep about eight accumulators. Row scales
-    // (k_scales, v_scales) are null for f16 rows.
+    // (k_scales, v_scales) are null for f16 rows; a non-null lse receives each
+    // head's log-sum-exp of its scores.
     template <int H, class EK, class EV>
     static void attend_heads(const float* q, const EK* k, const float* k_scales, const EV* v,
                              const float* v_scales, int64_t n_keys, int64_t head_dim, float scale,
-                             float* scores, float* out) {
+                             float* scores, float* out, float* lse) {
         constexpr int J = H <= 2 ? 4 : 2;
         int64_t j = 0;
         for (; j + J <= n_keys; j += J)
@@ -156,18 +158,24 @@ struct VecAttention {
             score_block<H, 1>(q, k, k_scales, j, n_keys, head_dim, scale, scores);
         // Unnormalised softmax; the 1 / sum goes into the output scaling.
         float inv_sum[H];
-        for (int h = 0; h < H; ++h) inv_sum[h] = 1.0f / F::exp_sum(scores + h * n_keys, n_keys);
+        for (int h = 0; h < H; ++h) {
+            float* row = scores + h * n_keys;
+            const float max = lse ? *std::max_element(row, row + n_keys) : 0.0f;
+            const float sum = F::exp_sum(row, n_keys);
+            inv_sum[h] = 1.0f / sum;
+            if (lse) lse[h] = max + std::log(sum);
+        }
         values<H>(scores, n_keys, n_keys, v, v_scales, head_dim, inv_sum, out);
     }
 
     template <class EK, class EV>
     static void attend_rows(const float* q, int64_t n_q, const EK* k, const float* k_scales,
                             const EV* v, const float* v_scales, int64_t n_keys, int64_t head_dim,
-                            float scale, float* scores, float* out) {
+                            float scale, float* scores, float* out, float* lse) {
         in_groups(n_q, [&](auto heads, int64_t h) {
             attend_heads<decltype(heads)::value>(q + h * head_dim, k, k_scales, v, v_scales, n_keys,
                                                  head_dim, scale, scores + h * n_keys,
-                                                 out + h * head_dim);
+                                                 out + h * head_dim, lse ? lse + h : nullptr);
         });
     }
 
@@ -194,18 +202,19 @@ struct VecAttention {
     }
 
     static void attend(const float* q, int64_t n_q, const uint16_t* k, const uint16_t* v,
-                       int64_t n_keys, int64_t head_dim, float scale, float* scores, float* out) {
-        attend_rows(q, n_q, k, nullptr, v, nullptr, n_keys, head_dim, scale, scores, out);
+                       int64_t n_keys, int64_t head_dim, float scale, float* scores, float* out,
+                       float* lse) {
+        attend_rows(q, n_q, k, nullptr, v, nullptr, n_keys, head_dim, scale, scores, out, lse);
     }
 
     static void attend_q8(const float* q, int64_t n_q, KvRows k, KvRows v, int64_t n_keys,
-                          int64_t head_dim, float scale, float* scores, float* out) {
+                          int64_t head_dim, float scale, float* scores, float* out, float* lse) {
         if (k.i8) {
             attend_rows(q, n_q, k.i8, k.scales, v.i8, v.scales, n_keys, head_dim, scale, scores,
-                        out);
+                        out, lse);
         } else {
             attend_rows(q, n_q, k.f16, nullptr, v.i8, v.scales, n_keys, head_dim, scale, scores,
-                        out);
+                        out, lse);
         }
     }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <random>
+#include <string_view>
 #include <vector>
 
 #include "base/error.h"
@@ -206,6 +207,73 @@ TEST(Attention, Int8RowsMatchTheReferenceAndTheFormula) {
             }
         }
     });
+}
+
+// Decode with few kv heads cuts each query's keys into chunks over the threads; the merged
+// chunks give the reference's result for every cache type, window and group size.
+TEST(Attention, KeyChunksMergeToTheReference) {
+    test::for_each_isa([&](const char* isa) {
+        std::mt19937 rng(24);
+        ThreadPool pool(4);
+        const Case cases[] = {
+            {1, 4, 1, 64, 1500}, {1, 1, 1, 8, 700},    {2, 16, 2, 128, 1200},
+            {3, 3, 1, 24, 900},  {1, 8, 1, 256, 3000}, {1, 6, 2, 40, 2047},
+        };
+        for (const Case& c : cases) {
+            const int64_t n_ctx = c.pos0 + c.n_tokens;
+            const auto q =
+                test::random_floats(rng, c.n_tokens * c.n_head * c.head_dim, -2.0f, 2.0f);
+            const auto kf = test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim, -3.0f, 3.0f);
+            const auto vf = test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim);
+            const Int8Cache k8(kf, c.head_dim), v8(vf, c.head_dim);
+            const auto k16 = test::to_f16(kf), v16 = test::to_f16(vf);
+            for (const char* kv : {"f16", "q8", "k16v8"}) {
+                for (int64_t window : {0, 600}) {
+                    SCOPED_TRACE(testing::Message() << kv << " pos0 " << c.pos0 << " window "
+                                                    << window << " heads " << c.n_head);
+                    AttentionArgs a = case_args(c, n_ctx, q, k16, v16);
+                    a.window = window;
+                    if (kv != std::string_view("f16")) {
+                        a.v = nullptr;
+                        a.v_i8 = v8.rows.data();
+                        a.v_scales = v8.scales.data();
+                    }
+                    if (kv == std::string_view("q8")) {
+                        a.k = nullptr;
+                        a.k_i8 = k8.rows.data();
+                        a.k_scales = k8.scales.data();
+                    }
+                    ASSERT_GT(attention_key_chunks(a, pool.size()), 1);
+                    std::vector<float> out(q.size(), NAN), ref_out(q.size(), NAN);
+                    a.out = ref_out.data();
+                    ref::attention(a, pool);
+                    a.out = out.data();
+                    attention(a, pool);
+                    test::expect_close(out, ref_out, 1e-5f, isa);
+                }
+            }
+        }
+    });
+}
+
+// Calls with a group per thread and more keep whole rows of keys per task.
+TEST(Attention, KeysStayWholeWithEnoughGroupsOrFewKeys) {
+    AttentionArgs a;
+    a.n_tokens = 1;
+    a.n_head = 16;
+    a.n_head_kv = 8;
+    a.head_dim = 128;
+    a.n_ctx = 9000;
+    a.pos0 = 8192;
+    EXPECT_EQ(attention_key_chunks(a, 2), 1);
+    a.n_head = 4;
+    a.n_head_kv = 1;
+    EXPECT_EQ(attention_key_chunks(a, 2), 4);
+    a.window = 512;
+    EXPECT_EQ(attention_key_chunks(a, 2), 2);
+    a.window = 0;
+    a.pos0 = 100;
+    EXPECT_EQ(attention_key_chunks(a, 2), 1);
 }
 
 TEST(Attention, QuantizedRowsRoundToTheNearestStep) {

@@ -6,13 +6,13 @@
 namespace anelm::kernels::neon {
 
 void attend(const float* q, int64_t n_q, const uint16_t* k, const uint16_t* v, int64_t n_keys,
-            int64_t head_dim, float scale, float* scores, float* out) {
-    VecAttention<Vec>::attend(q, n_q, k, v, n_keys, head_dim, scale, scores, out);
+            int64_t head_dim, float scale, float* scores, float* out, float* lse) {
+    VecAttention<Vec>::attend(q, n_q, k, v, n_keys, head_dim, scale, scores, out, lse);
 }
 
 void attend_q8(const float* q, int64_t n_q, KvRows k, KvRows v, int64_t n_keys, int64_t head_dim,
-               float scale, float* scores, float* out) {
-    VecAttention<Vec>::attend_q8(q, n_q, k, v, n_keys, head_dim, scale, scores, out);
+               float scale, float* scores, float* out, float* lse) {
+    VecAttention<Vec>::attend_q8(q, n_q, k, v, n_keys, head_dim, scale, scores, out, lse);
 }
 
 void weighted_rows(const float* a, int64_t n_sets, int64_t lda, const float* rows, int64_t n_rows,

@@ -16,9 +16,9 @@ void gemm_tile(const float* xp, int64_t m, const float* panel, int64_t kc, float
 void gemv(const Matrix& w, const float* x, int64_t n_tokens, int64_t o0, int64_t o1, float* y,
           int64_t ldy);
 void attend(const float* q, int64_t n_q, const uint16_t* k, const uint16_t* v, int64_t n_keys,
-            int64_t head_dim, float scale, float* scores, float* out);
+            int64_t head_dim, float scale, float* scores, float* out, float* lse);
 void attend_q8(const float* q, int64_t n_q, KvRows k, KvRows v, int64_t n_keys, int64_t head_dim,
-               float scale, float* scores, float* out);
+               float scale, float* scores, float* out, float* lse);
 void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, float eps, float* y);
 void softmax(float* x, int64_t n);
 void weighted_rows(const float* a, int64_t n_sets, int64_t lda, const float* rows, int64_t n_rows,

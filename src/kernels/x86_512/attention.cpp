@@ -7,8 +7,8 @@
 namespace anelm::kernels::avx512 {
 
 void attend_q8(const float* q, int64_t n_q, KvRows k, KvRows v, int64_t n_keys, int64_t head_dim,
-               float scale, float* scores, float* out) {
-    VecAttention<Vec>::attend_q8(q, n_q, k, v, n_keys, head_dim, scale, scores, out);
+               float scale, float* scores, float* out, float* lse) {
+    VecAttention<Vec>::attend_q8(q, n_q, k, v, n_keys, head_dim, scale, scores, out, lse);
 }
 
 }  // namespace anelm::kernels::avx512
