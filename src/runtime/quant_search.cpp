@@ -149,6 +149,53 @@ quant::QuantSpec every_matrix(const quant::QuantSpec& base) {
     return all;
 }
 
+// Whether auto chooses the width of a job's weight, or the spec fixes it.
+bool is_searched(const ir::Program& program, const quant::WeightJob& job,
+                 const quant::QuantSpec& base) {
+    return job.component != quant::Component::embed &&
+           program.weights[job.weight].view.numel() >= base.min_elements;
+}
+
+// The bits a weight the spec fixes takes.
+quant::QuantChoice fixed_choice(const ir::Program& program, const quant::WeightJob& job,
+                                const quant::QuantSpec& base) {
+    return job.component == quant::Component::embed
+               ? base.choice_for(quant::Component::embed, program.weights[job.weight].view.numel())
+               : quant::QuantChoice{};
+}
+
+// Core ML's packages need each row's codes to end on a byte.
+bool packable(const quant::QuantChoice& c, int64_t n_in) {
+    return c.method == quant::QuantMethod::none || n_in * c.nbits % 8 == 0;
+}
+
+// The bits per weight of auto's narrowest choice: the weights it does not
+// search as the spec has them, the others at their narrowest candidate.
+double narrowest_bits(const ir::Program& program, const std::vector<quant::WeightJob>& jobs,
+                      const quant::QuantSpec& base) {
+    double bits = 0, total = 0;
+    for (const quant::WeightJob& job : jobs) {
+        const TensorView& v = program.weights[job.weight].view;
+        const int64_t n_out = v.shape[0], n_in = v.numel() / n_out;
+        total += static_cast<double>(v.numel());
+        if (!is_searched(program, job, base)) {
+            bits += quant::stored_bits(fixed_choice(program, job, base), n_out, n_in);
+            continue;
+        }
+        double least = std::numeric_limits<double>::infinity();
+        for (const quant::QuantChoice& c : auto_candidates())
+            if (packable(c, n_in)) least = std::min(least, quant::stored_bits(c, n_out, n_in));
+        bits += least;
+    }
+    return total > 0 ? bits / total : 0.0;
+}
+
+void check_reachable(const AutoQuantTarget& target, double narrowest) {
+    if (target.bits_per_weight > 0 && narrowest > target.bits_per_weight)
+        fail("--quant auto:bpw={}: the narrowest widths take {:.3f} bits per weight",
+             target.bits_per_weight, narrowest);
+}
+
 double predicted_kl(const std::vector<BudgetItem>& items, const std::vector<int>& pick) {
     double total = 0;
     for (size_t i = 0; i < items.size(); ++i) total += items[i].kl[static_cast<size_t>(pick[i])];
@@ -238,6 +285,16 @@ std::vector<int> solve_budget(const std::vector<BudgetItem>& items, double budge
     return {};
 }
 
+void check_auto_target(const ModelSpec& spec, const WeightStore& weights,
+                       const quant::QuantSpec& base, const AutoQuantTarget& target) {
+    ProgramOptions po;
+    po.n_ctx = 1;
+    po.functions = {{"prefill", 1, true}};
+    ir::Program program = build_program(spec, weights, po);
+    const std::vector<quant::WeightJob> jobs = quant::quantization_jobs(program, every_matrix(base));
+    check_reachable(target, narrowest_bits(program, jobs, base));
+}
+
 AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& weights,
                                     const quant::QuantSpec& base,
                                     const quant::ModelCalibration& calibration,
@@ -254,6 +311,7 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
     po.functions = {{"prefill", po.n_ctx, true}};
     ir::Program program = build_program(spec, weights, po);
     const std::vector<quant::WeightJob> jobs = quant::quantization_jobs(program, every_matrix(base));
+    check_reachable(target, narrowest_bits(program, jobs, base));
     WindowRun run(program, pool, window, spec.n_vocab);
 
     const std::vector<quant::QuantChoice> candidates = auto_candidates();
@@ -262,11 +320,9 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
     std::vector<BudgetItem> items;
     std::vector<size_t> item_matrix;  // the matrix of each item
     double fixed_bits = 0, total_weights = 0;
-    const auto is_searched = [&](const quant::WeightJob& job) {
-        return job.component != quant::Component::embed &&
-               program.weights[job.weight].view.numel() >= base.min_elements;
-    };
-    const auto n_searched = std::count_if(jobs.begin(), jobs.end(), is_searched);
+    const auto n_searched = std::count_if(jobs.begin(), jobs.end(), [&](const auto& job) {
+        return is_searched(program, job, base);
+    });
     int64_t done = 0;
     quant::GramFactorCache factors;
     // In program order, so each KL run starts from the checkpoint the last left.
@@ -285,10 +341,8 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
         m.n_out = w.view.shape[0];
         m.n_in = w.view.numel() / m.n_out;
         total_weights += static_cast<double>(w.view.numel());
-        if (!is_searched(job)) {
-            m.choice = job.component == quant::Component::embed
-                           ? base.choice_for(quant::Component::embed, w.view.numel())
-                           : quant::QuantChoice{};
+        if (!is_searched(program, job, base)) {
+            m.choice = fixed_choice(program, job, base);
             m.bits = quant::stored_bits(m.choice, m.n_out, m.n_in);
             fixed_bits += m.bits;
             result.matrices[j] = m;
@@ -317,8 +371,7 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
             item.bits.push_back(quant::stored_bits(c, m.n_out, m.n_in));
             if (c.method == quant::QuantMethod::none) {
                 error.push_back(0);
-            } else if (m.n_in * c.nbits % 8 != 0) {
-                // Core ML's packages need each row's codes to end on a byte.
+            } else if (!packable(c, m.n_in)) {
                 error.push_back(std::numeric_limits<double>::infinity());
             } else {
                 error.push_back(error_of(quantize_as(c, quant::CalibMethod::weighted)));
@@ -342,12 +395,8 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
     std::vector<int> pick;
     if (target.bits_per_weight > 0) {
         pick = solve_budget(items, target.bits_per_weight * total_weights - fixed_bits);
-        if (pick.empty()) {
-            double least = fixed_bits;
-            for (const BudgetItem& item : items) least += item.bits.front();
-            fail("--quant auto:bpw={}: the narrowest widths take {:.3f} bits per weight",
-                 target.bits_per_weight, least / total_weights);
-        }
+        // Reachable (checked above) but for the budget's rounding to its units.
+        if (pick.empty()) fail("--quant auto:bpw={}: no choice fits", target.bits_per_weight);
     } else {
         // The fewest bits per weight whose choice is predicted within the KL.
         double lo = 0, hi = 16;

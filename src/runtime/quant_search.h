@@ -34,7 +34,7 @@ struct AutoQuantTarget {
 // Throws Error naming the part for a malformed one.
 std::optional<AutoQuantTarget> parse_auto_target(std::string_view text);
 
-// The candidates: LUTs of 2, 3, 4, 6 and 8 bits (groups of 8 rows) and f16;
+// The candidates: LUTs of 2, 3, 4, 6 and 8 bits (groups of 8 and of 32 rows) and f16;
 // a width whose codes do not end each row on a byte (3 or 6 bits of an odd
 // input count), which Core ML's packages cannot hold, is left out.
 std::vector<quant::QuantChoice> auto_candidates();
@@ -67,6 +67,11 @@ struct AutoQuantResult {
     int64_t tokens = 0;      // of that window
     double seconds = 0;
 };
+
+// Throws Error when the target's bits per weight are below what the
+// narrowest widths take (before calibration, which takes minutes).
+void check_auto_target(const ModelSpec& spec, const WeightStore& weights,
+                       const quant::QuantSpec& base, const AutoQuantTarget& target);
 
 // Chooses over the linear weights (ffn and head) of at least
 // base.min_elements elements; embeddings keep base.embed. KL runs on the

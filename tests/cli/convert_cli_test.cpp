@@ -175,6 +175,18 @@ TEST(CliConvert, CalibratedLutPackagesGenerateAsTheCalibratedModel) {
     EXPECT_EQ(uncalibrated.exit_code, 1);
     EXPECT_NE(uncalibrated.err.find("--quant auto:bpw=5: give --calib FILE"), std::string::npos)
         << uncalibrated.err;
+    // A size below the narrowest widths is refused before calibrating (on an empty file).
+    std::ofstream(work / "empty.txt").flush();
+    for (const std::string command : {"quantize " + model, "convert " + model + " -o " +
+                                                               shell_word(work / "narrow")}) {
+        const auto narrow = test::run_anelm(command + " --quant auto:bpw=2 --calib " +
+                                            shell_word(work / "empty.txt"));
+        EXPECT_EQ(narrow.exit_code, 1);
+        EXPECT_NE(narrow.err.find("--quant auto:bpw=2: the narrowest widths take "),
+                  std::string::npos)
+            << narrow.err;
+    }
+    EXPECT_FALSE(fs::exists(work / "narrow"));
 }
 
 TEST(CliConvert, LutPackagesAreNamedAndRun) {

@@ -75,18 +75,19 @@ int run_convert(ConvertArgs& args, const std::string& command_line) {
     o.tokenizer_path = args.tokenizer;
     // Before --fp16-scale auto's calibration and the conversion, which take minutes.
     check_convert_request(args.model, o);
+    const std::optional<AutoQuantTarget> target = parse_auto_target(args.quant);
+    if (!args.quant.empty() && !target)
+        fail("--quant {}: convert takes auto:bpw=B or auto:kl=K; one LUT per component is "
+             "--lut-embed, --lut-ffn and --lut-head",
+             args.quant);
+    quant::QuantSpec base;
+    base.embed = parse_lut_option("--lut-embed", o.lut_embed);
+    if (target) check_auto_target(model.spec(), model.weights(), base, *target);
     o.fp16_scale = fp16_scale_option(args.fp16_scale, model, args.threads);
     std::vector<std::vector<int32_t>> windows;
     o.calibration = calibration_for(model, args.calib, model.spec().context_within(o.ctx),
                                     args.threads, &windows);
-    if (!args.quant.empty()) {
-        const std::optional<AutoQuantTarget> target = parse_auto_target(args.quant);
-        if (!target)
-            fail("--quant {}: convert takes auto:bpw=B or auto:kl=K; one LUT per component is "
-                 "--lut-embed, --lut-ffn and --lut-head",
-                 args.quant);
-        quant::QuantSpec base;
-        base.embed = parse_lut_option("--lut-embed", o.lut_embed);
+    if (target) {
         const AutoQuantResult chosen = search_widths(model, args.quant, base, o.calibration.get(),
                                                      windows, *target, args.threads);
         fmt::print(stderr, "{}\n", auto_summary(chosen));

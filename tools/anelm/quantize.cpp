@@ -261,6 +261,7 @@ int run_quantize(const QuantizeArgs& args) {
     const LoadedModel& m = model.loaded;
     const int threads = args.threads > 0 ? args.threads : ThreadPool::physical_cores();
     const int64_t window = m.spec.context_within(args.n_ctx);
+    if (target) check_auto_target(m.spec, m.weights, spec, *target);
     std::vector<std::vector<int32_t>> windows;
     const auto calib = calibration_for(model, args.calib, window, threads, &windows);
     std::optional<AutoQuantResult> chosen;

@@ -51,6 +51,7 @@ SessionOptions RunOptions::session(const Model& model) const {
     s.quant = target ? quant::QuantSpec{} : quant::parse_quant_spec(quant);
     s.fp16_scale = fp16_scale_option(fp16_scale, model, threads);
     s.mmap = mmap;
+    if (target) check_auto_target(model.spec(), model.weights(), s.quant, *target);
     std::vector<std::vector<int32_t>> windows;
     s.calibration = calibration_for(model, calib, s.n_ctx, threads, &windows);
     if (target) {
