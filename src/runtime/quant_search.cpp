@@ -35,7 +35,7 @@ double parse_positive(std::string_view text, std::string_view what) {
     return v;
 }
 
-// The model on one window, its logits and each row's log_sum_exp. A matrix's
+// The model on one window and its f32 rows' probabilities. A matrix's
 // KL is measured by running the model again from the first node that reads
 // it, on the values the unquantized model had there: a checkpoint that moves
 // forward as the search walks the matrices in program order.
