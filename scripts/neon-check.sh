@@ -35,7 +35,7 @@ ln -s /usr/include/fmt "$out/include/fmt"
 sources=(
   src/kernels/*.cpp src/kernels/arm/*.cpp
   src/base/thread_pool.cpp src/base/dtype.cpp src/io/ggml_types.cpp
-  src/base/bit_packing.cpp src/quant/quantized_matrix.cpp
+  src/base/bit_packing.cpp src/quant/quantized_matrix.cpp src/quant/int8_dot_parts.cpp
   tests/kernels/*_test.cpp tests/quant/quant_kernels_test.cpp tests/quant/int8_dot_test.cpp
   "$gtest/src/gtest-all.cc" "$gtest/src/gtest_main.cc"
 )
