@@ -185,7 +185,8 @@ TEST(Matmul, VerifySizedTokenCountsMatchTheFormula) {
     // Speculative decoding's verify passes (one pass up to the leaf's limit,
     // then several with a short last one) on odd rows and inputs.
     for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
-        for (auto [n_out, n_in] : {std::pair<int64_t, int64_t>{41, 1037}, {23, 77}}) {
+        for (const auto& shape : {std::pair<int64_t, int64_t>{41, 1037}, {23, 77}}) {
+            const int64_t n_out = shape.first, n_in = shape.second;
             const Weights w = random_weights(rng, dtype, n_out, n_in);
             for (int64_t n_tokens : {1, 2, 3, 5, 8, 13, 16}) {
                 const auto x = test::random_floats(rng, n_tokens * n_in);
