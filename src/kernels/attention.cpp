@@ -169,6 +169,10 @@ void attention_batch(std::span<const AttentionArgs> calls, ThreadPool& pool) {
     }
     std::vector<ChunkResults> chunks;
     for (size_t c = 0; c < calls.size(); ++c) {
+        if (splits[c].n_chunks == 1) {  // written in place: no room taken (results may be empty)
+            chunks.push_back({});
+            continue;
+        }
         float* out = results.data() + first_result[c];
         chunks.push_back({out, out + splits[c].n_chunks * calls[c].n_tokens * calls[c].n_head *
                                          calls[c].head_dim});
