@@ -5,22 +5,17 @@
 #include "base/bit_packing.h"
 #include "base/error.h"
 #include "io/ggml_types.h"
-#include "quant/int8_dot_parts.h"
 
 namespace anelm::quant {
 
 int64_t QuantizedMatrix::storage_bytes() const {
-    return static_cast<int64_t>(codes.size() + 2 * lut.size() + 2 * scales.size() + dot_lut.size() +
-                                4 * dot_scale.size());
+    size_t bytes = codes.size() + 2 * lut.size() + 2 * scales.size();
+    if (int8_dot) bytes += int8_dot->dot_lut.size() + 4 * int8_dot->dot_scale.size();
+    return static_cast<int64_t>(bytes);
 }
 
 void QuantizedMatrix::use_int8_dot(const kernels::QuantIsa* leaves) {
-    Int8DotParts parts = int8_dot_parts(view(), leaves);
-    int8_dot = true;
-    dot_lut = std::move(parts.dot_lut);
-    dot_scale = std::move(parts.dot_scale);
-    int8_layout = parts.int8_layout;
-    int8_codes = std::move(parts.int8_codes);
+    int8_dot = int8_dot_parts(view(), leaves);
 }
 
 kernels::QuantMatrix QuantizedMatrix::view() const {
@@ -34,12 +29,7 @@ kernels::QuantMatrix QuantizedMatrix::view() const {
     v.codes = codes.data();
     v.lut = lut.empty() ? nullptr : lut.data();
     v.scales = scales.empty() ? nullptr : scales.data();
-    v.int8_dot = int8_dot;
-    v.dot_lut = dot_lut.empty() ? nullptr : dot_lut.data();
-    v.dot_scale = dot_scale.empty() ? nullptr : dot_scale.data();
-    v.int8_layout = int8_layout;
-    v.int8_codes = int8_codes.empty() ? nullptr : int8_codes.data();
-    return v;
+    return int8_dot ? int8_dot->attach(v) : v;
 }
 
 kernels::BlockMatrix QuantizedMatrix::block_view() const {

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "base/aligned_allocator.h"
@@ -25,6 +26,7 @@
 #include "kernels/block_kernels.h"
 #include "kernels/quant_isa.h"
 #include "kernels/quant_kernels.h"
+#include "quant/int8_dot_parts.h"
 
 namespace anelm::quant {
 
@@ -40,15 +42,9 @@ struct QuantizedMatrix {
     std::vector<uint8_t, AlignedAllocator<uint8_t>> codes;
     std::vector<uint16_t> lut;     // lut: f16 [n_tables(), 2^nbits]
     std::vector<uint16_t> scales;  // int8 / int4: f16 [n_out]
-    // Integer dot products (kernels::int8_dot_applies), and for lut the
-    // tables rounded to int8 they read: set by use_int8_dot().
-    bool int8_dot = false;
-    std::vector<int8_t> dot_lut;
-    std::vector<float> dot_scale;
-    // The codes again in the layout the integer leaves read them in, where
-    // that is not the packed one (kernels::QuantMatrix::int8_codes).
-    kernels::Int8Layout int8_layout = kernels::Int8Layout::packed;
-    std::vector<uint8_t, AlignedAllocator<uint8_t>> int8_codes;
+    // Set by use_int8_dot(): products by integer dot products
+    // (kernels::int8_dot_applies), with what they read besides the codes.
+    std::optional<Int8DotParts> int8_dot;
     // blocks: the ggml type id and its block geometry.
     uint32_t block_type = 0;
     int64_t block_elems = 0;
@@ -69,8 +65,8 @@ struct QuantizedMatrix {
         return kind == QuantKind::blocks ? n_in / block_elems * block_bytes
                                          : (n_in * nbits + 7) / 8;
     }
-    // Bytes of codes, tables and scales: what a product reads (int8_codes
-    // stand in for codes there, so they are not counted again).
+    // Bytes of codes, tables and scales: what a product reads (int8_dot's
+    // int8_codes stand in for codes there, so they are not counted again).
     int64_t storage_bytes() const;
 
     // Multiply by integer dot products from now on, rounding lut tables to

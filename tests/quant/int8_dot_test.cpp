@@ -168,11 +168,11 @@ TEST(Int8Dot, TablesRoundWithinHalfAStep) {
         const auto q = int8_matrix(rng, {QuantKind::lut, nbits, 8}, 64, 128);
         const int64_t n = int64_t{1} << nbits;
         for (int64_t g = 0; g < q.n_tables(); ++g) {
-            const float s = q.dot_scale[g];
+            const float s = q.int8_dot->dot_scale[g];
             int max_entry = 0;
             for (int64_t e = 0; e < n; ++e) {
                 const float t = f16_to_f32(q.lut[g * n + e]);
-                const int8_t c = q.dot_lut[g * n + e];
+                const int8_t c = q.int8_dot->dot_lut[g * n + e];
                 EXPECT_LE(std::fabs(t - s * c), s * 0.5f * (1 + 1e-5f)) << nbits << " " << g;
                 max_entry = std::max(max_entry, std::abs(int{c}));
             }
