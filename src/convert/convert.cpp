@@ -116,6 +116,18 @@ quant::QuantChoice parse_lut_option(const std::string& option, const std::string
     return c;
 }
 
+quant::QuantSpec package_quant_spec(const ModelSpec& spec, const ConvertOptions& options) {
+    quant::QuantSpec q;
+    q.embed = parse_lut_option("--lut-embed", options.lut_embed);
+    q.ffn = parse_lut_option("--lut-ffn", options.lut_ffn);
+    q.head = anemll::default_layout(arch_name(spec.arch), spec.n_vocab,
+                                    parse_lut_option("--lut-head", options.lut_head))
+                 .lut_head;
+    q.run_blocks = false;  // the ANE has no block formats
+    q.per_weight = options.quant_recipe;
+    return q;
+}
+
 anemll::ConvertLayout lower_converted(const Model& model, const ConvertOptions& options,
                                       ThreadPool& pool, const StageFn& stage,
                                       const ConvertedPackageFn& each,
@@ -156,13 +168,8 @@ anemll::ConvertLayout lower_converted(const Model& model, const ConvertOptions& 
     ir::Program program = build_program(spec, model.weights(), po);
     passes::rope_halves(program);
     passes::scale_residual(program, options.fp16_scale);
-    quant::QuantSpec qspec;
-    qspec.embed = layout.lut_embed;
-    qspec.ffn = layout.lut_ffn;
-    qspec.head = layout.lut_head;
-    qspec.run_blocks = false;  // the ANE has no block formats: the rest is written as f16
-    qspec.per_weight = options.quant_recipe;
-    quant::quantize_program(program, qspec, pool, report("quantize"), 0, options.calibration.get());
+    quant::quantize_program(program, package_quant_spec(spec, options), pool, report("quantize"), 0,
+                            options.calibration.get());
 
     const ir::Function& fn = program.function("decode");
     if (weights) *weights = weight_reports(program, fn, pool);

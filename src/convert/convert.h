@@ -60,6 +60,11 @@ struct ConvertResult {
 // "none", "4" (group 8), "4,8" (ANEMLL's --lut spelling) or "4:8" (--quant's): a LUT choice.
 quant::QuantChoice parse_lut_option(const std::string& option, const std::string& text);
 
+// How the packages' weights are quantized: the --lut-* choices (the head's as
+// the layout defaults it for the model), --quant auto's recipe over them, and
+// no block formats (the rest is written as f16).
+quant::QuantSpec package_quant_spec(const ModelSpec& spec, const ConvertOptions& options);
+
 // Builds and lowers what convert_model writes, without writing it: `each` gets
 // every package with its file stem, in writing order, while the program it
 // refers to is alive. Returns the layout (options.out only names errors).

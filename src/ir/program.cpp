@@ -17,4 +17,11 @@ WeightId Program::add_weight(std::string name, const TensorView& view) {
     return static_cast<WeightId>(weights.size() - 1);
 }
 
+std::vector<size_t> first_readers(const Program& program, const Function& fn) {
+    std::vector<size_t> first(program.weights.size(), fn.nodes.size());
+    for (size_t i = fn.nodes.size(); i-- > 0;)
+        if (fn.nodes[i].weight != no_weight) first[static_cast<size_t>(fn.nodes[i].weight)] = i;
+    return first;
+}
+
 }  // namespace anelm::ir

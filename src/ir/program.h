@@ -121,4 +121,8 @@ struct Program {
 // Checks arities, input ids, widths and weight shapes; throws Error naming the node.
 void verify(const Program& program);
 
+// The index of the first node of `fn` that reads each of the program's
+// weights (the node count for a weight none of them reads).
+std::vector<size_t> first_readers(const Program& program, const Function& fn);
+
 }  // namespace anelm::ir

@@ -40,6 +40,19 @@ const InputStats* ModelCalibration::find(const std::string& name) const {
     return it == stats.end() ? nullptr : it->second.get();
 }
 
+std::shared_ptr<const QuantizedMatrix> ModelCalibration::made_of(const std::string& name,
+                                                                 const TensorView& view,
+                                                                 const QuantChoice& choice,
+                                                                 uint64_t seed,
+                                                                 bool int8_dot) const {
+    const auto it = made.find(name);
+    if (it == made.end()) return nullptr;
+    const MadeMatrix& m = it->second;
+    const bool same = m.data == view.data && m.choice == choice && m.seed == seed &&
+                      m.int8_dot == int8_dot && m.matrix->n_out * m.matrix->n_in == view.numel();
+    return same ? m.matrix : nullptr;
+}
+
 const std::vector<float>& GramFactorCache::factor_of(const InputStats& stats, ThreadPool& pool) {
     if (stats_ != &stats) {
         factor_ = inverse_gram_factor(stats.gram, stats.n_in, pool);

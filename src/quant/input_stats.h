@@ -9,7 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "base/tensor.h"
 #include "base/thread_pool.h"
+#include "quant/quant_spec.h"
+#include "quant/quantized_matrix.h"
 
 namespace anelm::quant {
 
@@ -44,15 +47,33 @@ enum class CalibMethod : uint8_t { weighted, gptq };
 const char* calib_method_name(CalibMethod m);
 CalibMethod calib_method_from_name(const std::string& name);  // throws Error
 
+// A matrix a sequential calibration pass quantized on its way, and what from.
+struct MadeMatrix {
+    const std::byte* data = nullptr;  // the weight's bytes
+    QuantChoice choice;
+    uint64_t seed = 0;
+    bool int8_dot = false;
+    std::shared_ptr<const QuantizedMatrix> matrix;
+};
+
 // A model's statistics and the method to use them with.
 struct ModelCalibration {
     CalibrationStats stats;
     CalibMethod method = CalibMethod::gptq;
     int64_t tokens = 0;  // calibration tokens run
+    // Whether each layer's statistics were taken with the layers before it
+    // quantized (runtime/calibration.h), and the matrices made on the way, by
+    // weight name: quantizing the same bytes the same way takes them as made.
+    bool sequential = false;
+    std::map<std::string, MadeMatrix> made;
 
     // The statistics of the weight named `name`, or null; a tied LM head split
     // off as "<name>:head" has its embedding's name's.
     const InputStats* find(const std::string& name) const;
+    // The matrix the pass made of `view` as `choice`, or null.
+    std::shared_ptr<const QuantizedMatrix> made_of(const std::string& name, const TensorView& view,
+                                                   const QuantChoice& choice, uint64_t seed,
+                                                   bool int8_dot) const;
 };
 
 // The factor GPTQ reads (gram_factor.h) for the last inputs asked about:

@@ -99,6 +99,10 @@ std::vector<WeightJob> quantization_jobs(ir::Program& program, const QuantSpec& 
 void quantize_job(ir::Program& program, const WeightJob& job, ThreadPool& pool, uint64_t seed,
                   const ModelCalibration* calibration, GramFactorCache* factors, bool int8_dot) {
     ir::Weight& w = program.weights[job.weight];
+    if (calibration && job.linear) {
+        w.quantized = calibration->made_of(w.name, w.view, job.choice, seed, int8_dot);
+        if (w.quantized) return;
+    }
     try {
         Calibration calib;
         if (calibration && job.linear) calib = {calibration->find(w.name), calibration->method, factors};

@@ -126,15 +126,6 @@ private:
     ExecState checkpoint_state_;
 };
 
-// The first node of the function that reads each weight (the node count for one none reads).
-std::vector<size_t> first_readers(const ir::Program& program) {
-    const auto& nodes = program.functions.front().nodes;
-    std::vector<size_t> first(program.weights.size(), nodes.size());
-    for (size_t i = nodes.size(); i-- > 0;)
-        if (nodes[i].weight != ir::no_weight) first[static_cast<size_t>(nodes[i].weight)] = i;
-    return first;
-}
-
 // A spec that lists every matrix quantize_program may quantize, the tied
 // embedding's two uses apart.
 quant::QuantSpec every_matrix(const quant::QuantSpec& base) {
@@ -326,7 +317,8 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
     int64_t done = 0;
     quant::GramFactorCache factors;
     // In program order, so each KL run starts from the checkpoint the last left.
-    const std::vector<size_t> first_reader = first_readers(program);
+    const std::vector<size_t> first_reader =
+        ir::first_readers(program, program.functions.front());
     std::vector<size_t> order(jobs.size());
     std::iota(order.begin(), order.end(), size_t{0});
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {

@@ -9,11 +9,16 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fmt/core.h>
+
 #include "base/error.h"
+#include "exec/cpu/executor.h"
 #include "exec/tiny_model.h"
 #include "io/io_test_util.h"
 #include "io/json_file.h"
 #include "models/model_loader.h"
+#include "models/models.h"
+#include "quant/quantize_program.h"
 #include "runtime/held_out_kl.h"
 #include "runtime/perplexity.h"
 #include "runtime/session.h"
@@ -60,6 +65,66 @@ TEST(Calibration, CollectsEveryLinearLayersInputsSharedWhereTheyReadOneValue) {
     EXPECT_EQ(h, calib->find(head + ":head"));
     for (double d : down->diag) EXPECT_GE(d, 0.0);
     EXPECT_EQ(calib->find("model.norm.weight"), nullptr);
+}
+
+// The statistics of `name`'s inputs when `program` runs on the windows, each its own sequence.
+quant::InputStats inputs_of(const ir::Program& program, const std::string& name,
+                            const std::vector<std::vector<int32_t>>& windows, ThreadPool& pool) {
+    const ir::Function& fn = program.functions.front();
+    ir::ValueId input = 0;
+    for (const ir::Node& node : fn.nodes)
+        if (node.op == ir::Op::linear && program.weights[node.weight].name == name)
+            input = node.inputs.at(0);
+    quant::InputStats stats(fn.nodes[input].width);
+    Executor executor(program, pool, Precision::f32, static_cast<int64_t>(windows.size()));
+    std::vector<ExecState> states(windows.size());
+    std::vector<ExecSegment> segments;
+    std::vector<int32_t> tokens;
+    for (size_t w = 0; w < windows.size(); ++w) {
+        states[w] = executor.make_state();
+        segments.push_back({static_cast<int64_t>(windows[w].size()), 0, &states[w]});
+        tokens.insert(tokens.end(), windows[w].begin(), windows[w].end());
+    }
+    executor.set_observer([&](const ir::Node& node, std::span<const float> value) {
+        if (&node == &fn.nodes[input])
+            stats.add(value.data(), static_cast<int64_t>(value.size()) / node.width, pool);
+    });
+    executor.run(0, tokens, segments);
+    return stats;
+}
+
+TEST(Calibration, SequentiallyEachLayerSeesTheInputsOfTheQuantizedLayersBefore) {
+    const LoadedModel& m = test::tiny_model("tiny-qwen3");
+    const std::vector<std::vector<int32_t>> windows = {
+        test::random_tokens(m.spec.n_vocab, 40, 3), test::random_tokens(m.spec.n_vocab, 25, 4)};
+    quant::QuantSpec spec = quant::parse_quant_spec("ffn=3:8,head=6:8");
+    spec.min_elements = 0;
+    const auto f32 = calibrate(m.spec, m.weights, windows, quant::CalibMethod::gptq, 2);
+    const auto seq = calibrate(m.spec, m.weights, windows, quant::CalibMethod::gptq, 2, {}, &spec);
+    EXPECT_FALSE(f32->sequential);
+    EXPECT_TRUE(f32->made.empty());
+    ASSERT_TRUE(seq->sequential);
+
+    // The quantized model, its layers taken as the pass made them.
+    ProgramOptions po;
+    po.n_ctx = 40;
+    po.functions = {{"prefill", 65, true}};
+    ir::Program program = build_program(m.spec, m.weights, po);
+    ThreadPool pool(2);
+    quant::quantize_program(program, spec, pool, {}, 0, seq.get());
+    const std::string first = "model.layers.0.self_attn.q_proj.weight";
+    const std::string last = fmt::format("model.layers.{}.mlp.down_proj.weight", m.spec.n_layer - 1);
+    for (const std::string& name : {first, last}) {
+        ASSERT_TRUE(seq->made.contains(name)) << name;
+        for (const ir::Weight& w : program.weights)
+            if (w.name == name) EXPECT_EQ(w.quantized, seq->made.at(name).matrix) << name;
+    }
+    // Nothing is quantized before the first layer's projections: the same
+    // inputs as the f32 model's. The last layer's are the quantized model's.
+    EXPECT_EQ(seq->find(first)->gram, f32->find(first)->gram);
+    const quant::InputStats quantized = inputs_of(program, last, windows, pool);
+    EXPECT_EQ(seq->find(last)->gram, quantized.gram);
+    EXPECT_NE(seq->find(last)->gram, f32->find(last)->gram);
 }
 
 TEST(Calibration, WindowsOfTheContextEachStartingWithBos) {

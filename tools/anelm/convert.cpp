@@ -85,8 +85,9 @@ int run_convert(ConvertArgs& args, const std::string& command_line) {
     if (target) check_auto_target(model.spec(), model.weights(), base, *target);
     o.fp16_scale = fp16_scale_option(args.fp16_scale, model, args.threads);
     std::vector<std::vector<int32_t>> windows;
+    const quant::QuantSpec packages = package_quant_spec(model.spec(), o);
     o.calibration = calibration_for(model, args.calib, model.spec().context_within(o.ctx),
-                                    args.threads, &windows);
+                                    args.threads, &windows, target ? nullptr : &packages);
     if (target) {
         const AutoQuantResult chosen = search_widths(model, args.quant, base, o.calibration.get(),
                                                      windows, *target, args.threads);

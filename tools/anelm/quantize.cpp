@@ -129,11 +129,12 @@ double predicted_kl(const Job& job, const AutoQuantResult* chosen) {
     return -1;
 }
 
-// "calibrated by gptq on FILE (N tokens)", or "none".
+// "gptq on FILE (N tokens in windows of W; inputs f32)", or "none".
 std::string calibration_text(const QuantizeArgs& args, const quant::ModelCalibration* calib) {
     if (!calib) return "none";
-    return fmt::format("{} on {} ({} tokens in windows of {})", quant::calib_method_name(calib->method),
-                       args.calib.path, calib->tokens, args.n_ctx);
+    return fmt::format("{} on {} ({} tokens in windows of {}; inputs {})",
+                       quant::calib_method_name(calib->method), args.calib.path, calib->tokens,
+                       args.n_ctx, calib->sequential ? "of the quantized layers" : "f32");
 }
 
 void print_table(const QuantizeArgs& args, const quant::QuantSpec& spec,
@@ -191,6 +192,7 @@ void print_json(const QuantizeArgs& args, const quant::QuantSpec& spec,
         j["calibration"] = {{"file", args.calib.path},
                             {"method", quant::calib_method_name(calib->method)},
                             {"tokens", calib->tokens},
+                            {"inputs", calib->sequential ? "quantized" : "f32"},
                             {"window", args.n_ctx}};
     }
     j["min_elements"] = spec.min_elements;
@@ -263,7 +265,8 @@ int run_quantize(const QuantizeArgs& args) {
     const int64_t window = m.spec.context_within(args.n_ctx);
     if (target) check_auto_target(m.spec, m.weights, spec, *target);
     std::vector<std::vector<int32_t>> windows;
-    const auto calib = calibration_for(model, args.calib, window, threads, &windows);
+    const auto calib =
+        calibration_for(model, args.calib, window, threads, &windows, target ? nullptr : &spec);
     std::optional<AutoQuantResult> chosen;
     if (target) {
         chosen = search_widths(model, args.spec, spec, calib.get(), windows, *target, threads);
@@ -294,7 +297,11 @@ int run_quantize(const QuantizeArgs& args) {
             quant::Calibration for_job;
             if (calib && job.component != quant::Component::embed)
                 for_job = {calib->find(job.weight), calib->method, &factors};
-            q = quant::quantize_matrix(*job.view, job.choice, pool, args.seed, {}, for_job);
+            const auto made = calib ? calib->made_of(job.program_name, *job.view, job.choice,
+                                                     args.seed, false)
+                                    : nullptr;
+            q = made ? *made
+                     : quant::quantize_matrix(*job.view, job.choice, pool, args.seed, {}, for_job);
         } catch (const Error& e) {
             fail("{}: {}", job.name, e.what());
         }

@@ -52,15 +52,16 @@ SessionOptions RunOptions::session(const Model& model) const {
     s.fp16_scale = fp16_scale_option(fp16_scale, model, threads);
     s.mmap = mmap;
     if (target) check_auto_target(model.spec(), model.weights(), s.quant, *target);
+    s.quant.int8_dot = quant_dot == "int8";
     std::vector<std::vector<int32_t>> windows;
-    s.calibration = calibration_for(model, calib, s.n_ctx, threads, &windows);
+    s.calibration =
+        calibration_for(model, calib, s.n_ctx, threads, &windows, target ? nullptr : &s.quant);
     if (target) {
         const AutoQuantResult chosen =
             search_widths(model, quant, s.quant, s.calibration.get(), windows, *target, threads);
         fmt::print(stderr, "{}\n", auto_summary(chosen));
         s.quant = chosen.spec;
     }
-    s.quant.int8_dot = quant_dot == "int8";
     return s;
 }
 
@@ -155,6 +156,11 @@ void add_calib_options(CLI::App& app, CalibOptions& options) {
                    "weighted (k-means weighted by input energy)")
         ->check(CLI::IsMember({"gptq", "weighted"}))
         ->capture_default_str();
+    app.add_option("--calib-inputs", options.inputs,
+                   "each layer calibrated on the inputs the layers before it give once quantized "
+                   "(quantized: GPTQ's order, one layer at a time) or as the f32 model's (f32)")
+        ->check(CLI::IsMember({"quantized", "f32"}))
+        ->capture_default_str();
     in_range(app.add_option("--calib-tokens", options.max_tokens,
                             "calibrate on the file's first N tokens (a few thousand measure "
                             "nearly as well as many more; docs/quantization.md)"),
@@ -164,13 +170,14 @@ void add_calib_options(CLI::App& app, CalibOptions& options) {
 
 std::shared_ptr<const quant::ModelCalibration> calibration_for(
     const Model& model, const CalibOptions& options, int64_t window, int threads,
-    std::vector<std::vector<int32_t>>* windows) {
+    std::vector<std::vector<int32_t>>* windows, const quant::QuantSpec* spec) {
     if (options.path.empty()) return nullptr;
     if (!model.tokenizer) fail("--calib: {} has no tokenizer; give --tokenizer", model.path);
     auto texts = calibration_windows(options.path, *model.tokenizer, window, options.max_tokens);
     ProgressBar bar("calibrate");
     auto stats = calibrate(model.spec(), model.weights(), texts,
-                           quant::calib_method_from_name(options.method), threads, bar.callback());
+                           quant::calib_method_from_name(options.method), threads, bar.callback(),
+                           options.inputs == "quantized" ? spec : nullptr);
     bar.finish();
     if (windows) *windows = std::move(texts);
     return stats;

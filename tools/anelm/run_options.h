@@ -19,6 +19,7 @@ struct CalibOptions {
     std::string path;
     std::string method = "gptq";
     int64_t max_tokens = 4096;  // of the file, in windows of the context
+    std::string inputs = "quantized";  // quantized (sequential) or f32
 };
 
 struct RunOptions {
@@ -61,11 +62,14 @@ void add_run_options(CLI::App& app, RunOptions& options);
 void add_kv_option(CLI::App& app, RunOptions& options);
 void add_calib_options(CLI::App& app, CalibOptions& options);
 // The statistics --calib asks for, with a progress bar, over windows of
-// `window` tokens; null without --calib. Throws Error for a model without a
-// tokenizer and for a bad file (runtime/calibration.h).
+// `window` tokens; null without --calib. With the spec the model will be
+// quantized as (null for auto's search, which needs the f32 model's), taken
+// layer after layer on the quantized layers' outputs unless --calib-inputs
+// f32. Throws Error for a model without a tokenizer and for a bad file
+// (runtime/calibration.h).
 std::shared_ptr<const quant::ModelCalibration> calibration_for(
     const Model& model, const CalibOptions& options, int64_t window, int threads,
-    std::vector<std::vector<int32_t>>* windows = nullptr);
+    std::vector<std::vector<int32_t>>* windows, const quant::QuantSpec* spec);
 
 // --quant auto's search (runtime/quant_search.h) with a progress bar; throws
 // Error naming --quant when there is no calibration.

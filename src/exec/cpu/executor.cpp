@@ -231,17 +231,17 @@ std::span<const float> Executor::run(size_t fn_index, std::span<const int32_t> t
 
 std::span<const float> Executor::run(size_t fn_index, std::span<const int32_t> tokens,
                                      std::span<const ExecSegment> segments) {
-    return run_range(fn_index, tokens, segments, 0, program_.functions.at(fn_index).nodes.size());
+    return run_nodes(fn_index, tokens, segments, 0, program_.functions.at(fn_index).nodes.size());
 }
 
 std::span<const float> Executor::run_nodes(size_t fn_index, std::span<const int32_t> tokens,
                                            int64_t pos0, ExecState& state, size_t first,
                                            size_t end) {
     const ExecSegment one{static_cast<int64_t>(tokens.size()), pos0, &state};
-    return run_range(fn_index, tokens, {&one, 1}, first, end);
+    return run_nodes(fn_index, tokens, {&one, 1}, first, end);
 }
 
-std::span<const float> Executor::run_range(size_t fn_index, std::span<const int32_t> tokens,
+std::span<const float> Executor::run_nodes(size_t fn_index, std::span<const int32_t> tokens,
                                            std::span<const ExecSegment> segments, size_t first,
                                            size_t end) {
     const ir::Function& fn = program_.functions.at(fn_index);

@@ -69,6 +69,11 @@ public:
     // again from one layer on). Returns the output when `end` reaches it.
     std::span<const float> run_nodes(size_t fn, std::span<const int32_t> tokens, int64_t pos0,
                                      ExecState& state, size_t first, size_t end);
+    // The same for several sequences in one call (calibration walks all its
+    // windows through the model together, one layer at a time).
+    std::span<const float> run_nodes(size_t fn, std::span<const int32_t> tokens,
+                                     std::span<const ExecSegment> segments, size_t first,
+                                     size_t end);
     // Every node's value after the last call, to save and to put back.
     const std::vector<float>& values() const { return arena_; }
     void restore_values(const std::vector<float>& values) { arena_ = values; }
@@ -85,9 +90,6 @@ public:
 private:
     struct Plan;
     const Plan& plan_for(size_t fn);
-    std::span<const float> run_range(size_t fn, std::span<const int32_t> tokens,
-                                     std::span<const ExecSegment> segments, size_t first,
-                                     size_t end);
     void run_node(const ir::Function& fn, const Plan& plan, size_t index, int64_t rows);
     // An op's output as the Neural Engine stores it (the ane precision): half,
     // subnormals flushed; the delta rule's output held times its q and v
