@@ -153,11 +153,12 @@ void attention(const AttentionArgs& a, ThreadPool& pool) {
         const int64_t k0 = first_key(a, t);
         const int64_t n_keys = a.pos0 + t + 1 - k0;
         const int64_t row0 = (h / group) * a.n_ctx + k0;  // of key j = 0
-        // Element d of row j of the keys or values, f16 or int8 times its row's scale.
-        auto element = [&](const uint16_t* f16, const int8_t* i8, const float* scales, int64_t j,
-                           int64_t d) {
+        // Element d of row j of the keys or values, f16 or zero + scale * int8 code.
+        auto element = [&](const uint16_t* f16, const int8_t* i8, const KvRowScale* scales,
+                           int64_t j, int64_t d) {
             const int64_t row = row0 + j;
-            return i8 ? scales[row] * i8[row * a.head_dim + d]
+            return i8 ? bf16_to_f32(scales[row].zero) +
+                            bf16_to_f32(scales[row].scale) * i8[row * a.head_dim + d]
                       : f16_to_f32(f16[row * a.head_dim + d]);
         };
         std::vector<float> p(static_cast<size_t>(n_keys));

@@ -31,7 +31,8 @@ KvType kv_type_from_name(const std::string& name) {
 }
 
 int64_t kv_row_pair_bytes(KvType t, int64_t head_dim) {
-    const int64_t int8_row = head_dim + 4, f16_row = 2 * head_dim;
+    const int64_t int8_row = head_dim + int64_t{sizeof(kernels::KvRowScale)},
+                  f16_row = 2 * head_dim;
     switch (t) {
         case KvType::f16:
             return 2 * f16_row;
@@ -52,7 +53,7 @@ int64_t kv_bytes_per_position(const ModelSpec& spec, KvType t) {
 
 int64_t KvLayout::half_units(bool int8) const {
     if (!int8) return rows * head_dim;
-    return (align64(rows * head_dim) + align64(rows * 4)) / 2;
+    return (align64(rows * head_dim) + align64(rows * int64_t{sizeof(kernels::KvRowScale)})) / 2;
 }
 
 int64_t KvLayout::units() const {
@@ -67,8 +68,9 @@ uint16_t* KvLayout::values(uint16_t* buffer, int64_t layer) const {
     return buffer + half_units(int8_keys()) * n_layer + half_units(int8_values()) * layer;
 }
 
-float* KvLayout::scales(uint16_t* half) const {
-    return reinterpret_cast<float*>(reinterpret_cast<char*>(half) + align64(rows * head_dim));
+kernels::KvRowScale* KvLayout::scales(uint16_t* half) const {
+    return reinterpret_cast<kernels::KvRowScale*>(reinterpret_cast<char*>(half) +
+                                                  align64(rows * head_dim));
 }
 
 void KvLayout::write_row(uint16_t* half, bool int8, int64_t row, const float* x) const {
