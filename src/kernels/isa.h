@@ -15,7 +15,8 @@ namespace anelm::kernels {
 struct KvRows {
     const uint16_t* f16 = nullptr;
     const int8_t* i8 = nullptr;
-    const KvRowScale* scales = nullptr;
+    const uint16_t* scales = nullptr;  // bf16, as the zeros
+    const uint16_t* zeros = nullptr;
 };
 
 struct Isa {

@@ -11,7 +11,7 @@
 
 namespace anelm::kernels {
 
-void quantize_kv_row(const float* x, int64_t n, int8_t* q, KvRowScale* scale) {
+void quantize_kv_row(const float* x, int64_t n, int8_t* q, uint16_t* scale, uint16_t* zero) {
     float lo = n > 0 ? x[0] : 0.0f, hi = lo;
     for (int64_t i = 0; i < n; ++i) {
         lo = std::min(lo, x[i]);
@@ -19,15 +19,15 @@ void quantize_kv_row(const float* x, int64_t n, int8_t* q, KvRowScale* scale) {
     }
     // The codes are rounded against the stored zero and scale, so storing
     // them as bfloat16 costs only a slightly larger step.
-    scale->zero = f32_to_bf16(lo + (hi - lo) / 2);
-    const float zero = bf16_to_f32(scale->zero);
-    const float reach = std::max(hi - zero, zero - lo);
-    scale->scale = f32_to_bf16(reach / 127.0f);
-    if (bf16_to_f32(scale->scale) < reach / 127.0f) ++scale->scale;  // round up: codes stay in 127
-    const float step = bf16_to_f32(scale->scale);
+    *zero = f32_to_bf16(lo + (hi - lo) / 2);
+    const float middle = bf16_to_f32(*zero);
+    const float reach = std::max(hi - middle, middle - lo);
+    *scale = f32_to_bf16(reach / 127.0f);
+    if (bf16_to_f32(*scale) < reach / 127.0f) ++*scale;  // round up: codes stay in 127
+    const float step = bf16_to_f32(*scale);
     const float inv = step > 0 ? 1.0f / step : 0.0f;
     for (int64_t i = 0; i < n; ++i) {
-        const float c = std::nearbyint((x[i] - zero) * inv);
+        const float c = std::nearbyint((x[i] - middle) * inv);
         q[i] = static_cast<int8_t>(std::clamp(c, -127.0f, 127.0f));
     }
 }

@@ -145,9 +145,9 @@ TEST(Attention, SlidingWindowAndSoftcapMatchTheFormula) {
     });
 }
 
-// The value code q of a row with scale s stands for.
-float kv_value(const KvRowScale& s, int8_t q) {
-    return bf16_to_f32(s.zero) + bf16_to_f32(s.scale) * q;
+// The value code q stands for in a row of this scale and zero (bfloat16 bits).
+float kv_value(uint16_t scale, uint16_t zero, int8_t q) {
+    return bf16_to_f32(zero) + bf16_to_f32(scale) * q;
 }
 
 // Caches of f16 rows quantized to int8 ones: the f16 cache holds exactly the values the int8
@@ -155,14 +155,17 @@ float kv_value(const KvRowScale& s, int8_t q) {
 // formula over the f16 cache is the int8 cache's definition.
 struct Int8Cache {
     std::vector<int8_t> rows;
-    std::vector<KvRowScale> scales;
+    std::vector<uint16_t> scales, zeros;
     std::vector<uint16_t> as_f16;
     Int8Cache(const std::vector<float>& x, int64_t width)
-        : rows(x.size()), scales(x.size() / static_cast<size_t>(width)) {
-        for (size_t r = 0; r < scales.size(); ++r)
-            quantize_kv_row(x.data() + r * width, width, rows.data() + r * width, &scales[r]);
+        : rows(x.size()), scales(x.size() / static_cast<size_t>(width)), zeros(scales.size()) {
+        for (size_t r = 0; r < scales.size(); ++r) {
+            quantize_kv_row(x.data() + r * width, width, rows.data() + r * width, &scales[r],
+                            &zeros[r]);
+        }
         std::vector<float> values(x.size());
-        for (size_t i = 0; i < x.size(); ++i) values[i] = kv_value(scales[i / width], rows[i]);
+        for (size_t i = 0; i < x.size(); ++i)
+            values[i] = kv_value(scales[i / width], zeros[i / width], rows[i]);
         as_f16 = test::to_f16(values);
     }
 };
@@ -196,10 +199,12 @@ TEST(Attention, Int8RowsMatchTheReferenceAndTheFormula) {
                         a.k = nullptr;
                         a.k_i8 = k8.rows.data();
                         a.k_scales = k8.scales.data();
+                        a.k_zeros = k8.zeros.data();
                     }
                     a.v = nullptr;
                     a.v_i8 = v8.rows.data();
                     a.v_scales = v8.scales.data();
+                    a.v_zeros = v8.zeros.data();
                     // Products of int8 and scale are rounded to f32 where the f16 copy rounds
                     // them to half: the tolerance of that one rounding.
                     std::vector<float> out(want.size(), NAN), ref_out(want.size(), NAN);
@@ -243,11 +248,13 @@ TEST(Attention, KeyChunksMergeToTheReference) {
                         a.v = nullptr;
                         a.v_i8 = v8.rows.data();
                         a.v_scales = v8.scales.data();
+                        a.v_zeros = v8.zeros.data();
                     }
                     if (kv == std::string_view("q8")) {
                         a.k = nullptr;
                         a.k_i8 = k8.rows.data();
                         a.k_scales = k8.scales.data();
+                        a.k_zeros = k8.zeros.data();
                     }
                     ASSERT_GT(attention_key_chunks(a, pool.size()), 1);
                     std::vector<float> out(q.size(), NAN), ref_out(q.size(), NAN);
@@ -289,16 +296,16 @@ TEST(Attention, QuantizedRowsRoundToTheNearestStepFromTheirMiddle) {
     const std::vector<float> x = {10.5f - 127 * step, 10.5f + 127 * step,  10.5f,
                                   10.5f + 0.5f,       10.5f + 1.5f * step, 10.5f - 0.4f * step};
     std::vector<int8_t> q(x.size());
-    KvRowScale s;
-    quantize_kv_row(x.data(), std::ssize(x), q.data(), &s);
-    EXPECT_EQ(bf16_to_f32(s.zero), 10.5f);
-    EXPECT_EQ(bf16_to_f32(s.scale), step);
+    uint16_t scale = 0, zero = 0;
+    quantize_kv_row(x.data(), std::ssize(x), q.data(), &scale, &zero);
+    EXPECT_EQ(bf16_to_f32(zero), 10.5f);
+    EXPECT_EQ(bf16_to_f32(scale), step);
     EXPECT_EQ(q, (std::vector<int8_t>{-127, 127, 0, 32, 2, 0}));
     const std::vector<float> same(5, -3.0f);
-    quantize_kv_row(same.data(), 5, q.data(), &s);
-    EXPECT_EQ(bf16_to_f32(s.scale), 0.0f);
+    quantize_kv_row(same.data(), 5, q.data(), &scale, &zero);
+    EXPECT_EQ(bf16_to_f32(scale), 0.0f);
     EXPECT_EQ(q[4], 0);
-    EXPECT_EQ(kv_value(s, q[4]), -3.0f);
+    EXPECT_EQ(kv_value(scale, zero, q[4]), -3.0f);
 }
 
 // Rounding the zero and scale to bfloat16 moves no value by more than half a step, and the
@@ -310,14 +317,15 @@ TEST(Attention, QuantizedRowsStayWithinHalfAStep) {
             auto x = test::random_floats(rng, n, -1.0f, 1.0f);
             for (float& v : x) v += offset;
             std::vector<int8_t> q(x.size());
-            KvRowScale s;
-            quantize_kv_row(x.data(), n, q.data(), &s);
+            uint16_t scale = 0, zero = 0;
+            quantize_kv_row(x.data(), n, q.data(), &scale, &zero);
             const auto [lo, hi] = std::minmax_element(x.begin(), x.end());
-            const float step = bf16_to_f32(s.scale);
-            const float zero_moved = std::abs(bf16_to_f32(s.zero) - (*lo + *hi) / 2);
+            const float step = bf16_to_f32(scale);
+            const float zero_moved = std::abs(bf16_to_f32(zero) - (*lo + *hi) / 2);
             EXPECT_LE(step, ((*hi - *lo) / 2 + zero_moved) / 127 * 1.01f) << n << " " << offset;
             for (int64_t i = 0; i < n; ++i)
-                ASSERT_LE(std::abs(kv_value(s, q[i]) - x[i]), step / 2 * 1.0001f) << n << " " << i;
+                ASSERT_LE(std::abs(kv_value(scale, zero, q[i]) - x[i]), step / 2 * 1.0001f)
+                    << n << " " << i;
         }
     }
 }
@@ -345,9 +353,11 @@ TEST(Attention, Int8RowsWithAnOffsetMatchTheReference) {
             a.k = nullptr;
             a.k_i8 = k8.rows.data();
             a.k_scales = k8.scales.data();
+            a.k_zeros = k8.zeros.data();
             a.v = nullptr;
             a.v_i8 = v8.rows.data();
             a.v_scales = v8.scales.data();
+            a.v_zeros = v8.zeros.data();
             std::vector<float> out(want.size(), NAN), ref_out(want.size(), NAN);
             a.out = ref_out.data();
             ref::attention(a, pool);
