@@ -20,8 +20,9 @@ void check_attention(const AttentionArgs& a) {
         fail("attention: queries at positions {}..{} with head_dim {}, expected inside n_ctx {}",
              a.pos0, a.pos0 + a.n_tokens, a.head_dim, a.n_ctx);
     }
-    if (!a.k == !a.k_i8 || !a.v == !a.v_i8 || !a.k_i8 != !a.k_scales || !a.v_i8 != !a.v_scales)
-        fail("attention: expected f16 keys and values or int8 ones with row scales, not both");
+    if (!a.k == !a.k_i8 || !a.v == !a.v_i8 || !a.k_i8 != !a.k_scales || !a.k_i8 != !a.k_zeros ||
+        !a.v_i8 != !a.v_scales || !a.v_i8 != !a.v_zeros)
+        fail("attention: expected f16 keys and values or int8 ones with row scales and zeros");
     if (a.k_i8 && !a.v_i8) fail("attention: int8 keys need int8 values");
 }
 
@@ -103,10 +104,10 @@ void attention_task(const Isa& isa, const AttentionArgs& a, const AttentionTasks
                    out, lse);
         return;
     }
-    const KvRows k = a.k_i8 ? KvRows{nullptr, a.k_i8 + kv, a.k_scales + first}
-                            : KvRows{a.k + kv, nullptr, nullptr};
-    isa.attend_q8(a.q + row, n_q, k, {nullptr, a.v_i8 + kv, a.v_scales + first}, n_keys, a.head_dim,
-                  a.scale, scores.data(), out, lse);
+    const KvRows k = a.k_i8 ? KvRows{nullptr, a.k_i8 + kv, a.k_scales + first, a.k_zeros + first}
+                            : KvRows{a.k + kv};
+    const KvRows v{nullptr, a.v_i8 + kv, a.v_scales + first, a.v_zeros + first};
+    isa.attend_q8(a.q + row, n_q, k, v, n_keys, a.head_dim, a.scale, scores.data(), out, lse);
 }
 
 // out = sum_c exp(lse_c) out_c / sum_c exp(lse_c) for each query row: the

@@ -11,11 +11,12 @@
 namespace anelm::kernels {
 
 // One kv head's rows [n_keys, head_dim] in the cache: f16 (i8 null), or int8
-// with one f32 scale per row.
+// with a scale and zero per row.
 struct KvRows {
     const uint16_t* f16 = nullptr;
     const int8_t* i8 = nullptr;
-    const float* scales = nullptr;
+    const uint16_t* scales = nullptr;  // bf16, as the zeros
+    const uint16_t* zeros = nullptr;
 };
 
 struct Isa {
@@ -47,7 +48,8 @@ struct Isa {
                    int64_t n_keys, int64_t head_dim, float scale, float* scores, float* out,
                    float* lse);
     // As attend over int8 value rows and f16 or int8 key rows (KvRows): the
-    // int8 keys converted in registers, each value row's scale folded into its weight.
+    // int8 keys converted in registers, each value row's scale folded into its
+    // weight; the rows' zeros enter through sum(q_h) and the weights' sum with them.
     void (*attend_q8)(const float* q, int64_t n_q, KvRows k, KvRows v, int64_t n_keys,
                       int64_t head_dim, float scale, float* scores, float* out, float* lse);
 

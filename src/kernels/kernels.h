@@ -87,20 +87,24 @@ void round_to_f16_row(float* x, int64_t n);
 void delta_rule_step(float* s, int64_t dk, int64_t dv, const float* q, const float* k,
                      const float* v, float beta, float decay, float* delta, float* o);
 
-// One row of a KV cache (one head at one position) as int8: row[i] = scale * q[i],
-// scale = max |x| / 127 (symmetric; an all-zero row has scale 0).
-void quantize_kv_row(const float* x, int64_t n, int8_t* q, float* scale);
+// One row of a KV cache (one head at one position) as int8: row[i] = zero + scale * q[i],
+// scale and zero as bfloat16 bits. zero = the middle of the row's range, scale = the
+// largest distance from it / 127 (rounded up, so every code fits in [-127, 127]); an
+// all-equal row has scale 0.
+void quantize_kv_row(const float* x, int64_t n, int8_t* q, uint16_t* scale, uint16_t* zero);
 
 // Causal attention of a block of queries against a KV cache of f16 rows, or of
-// int8 rows with one f32 scale each: int8 values with f16 or int8 keys.
+// int8 rows with a scale and zero each: int8 values with f16 or int8 keys.
 struct AttentionArgs {
-    const float* q = nullptr;         // f32 [n_tokens, n_head, head_dim]
-    const uint16_t* k = nullptr;      // f16 [n_head_kv, n_ctx, head_dim]
-    const uint16_t* v = nullptr;      // f16 [n_head_kv, n_ctx, head_dim]
-    const int8_t* k_i8 = nullptr;     // in place of k: i8 [n_head_kv, n_ctx, head_dim]
-    const float* k_scales = nullptr;  // with k_i8: f32 [n_head_kv, n_ctx]
-    const int8_t* v_i8 = nullptr;     // in place of v, as k_i8
-    const float* v_scales = nullptr;
+    const float* q = nullptr;            // f32 [n_tokens, n_head, head_dim]
+    const uint16_t* k = nullptr;         // f16 [n_head_kv, n_ctx, head_dim]
+    const uint16_t* v = nullptr;         // f16 [n_head_kv, n_ctx, head_dim]
+    const int8_t* k_i8 = nullptr;        // in place of k: i8 [n_head_kv, n_ctx, head_dim]
+    const uint16_t* k_scales = nullptr;  // with k_i8: bf16 [n_head_kv, n_ctx]
+    const uint16_t* k_zeros = nullptr;   // with k_i8: bf16 [n_head_kv, n_ctx]
+    const int8_t* v_i8 = nullptr;        // in place of v, as k_i8
+    const uint16_t* v_scales = nullptr;
+    const uint16_t* v_zeros = nullptr;
     float* out = nullptr;  // f32 [n_tokens, n_head, head_dim]
     int64_t n_tokens = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_ctx = 0;
     int64_t pos0 = 0;  // query t sits at position pos0 + t and sees keys [0, pos0 + t]

@@ -153,18 +153,19 @@ void attention(const AttentionArgs& a, ThreadPool& pool) {
         const int64_t k0 = first_key(a, t);
         const int64_t n_keys = a.pos0 + t + 1 - k0;
         const int64_t row0 = (h / group) * a.n_ctx + k0;  // of key j = 0
-        // Element d of row j of the keys or values, f16 or int8 times its row's scale.
-        auto element = [&](const uint16_t* f16, const int8_t* i8, const float* scales, int64_t j,
-                           int64_t d) {
+        // Element d of row j of the keys or values, f16 or zero + scale * int8 code.
+        auto element = [&](const uint16_t* f16, const int8_t* i8, const uint16_t* scales,
+                           const uint16_t* zeros, int64_t j, int64_t d) {
             const int64_t row = row0 + j;
-            return i8 ? scales[row] * i8[row * a.head_dim + d]
+            return i8 ? bf16_to_f32(zeros[row]) +
+                            bf16_to_f32(scales[row]) * i8[row * a.head_dim + d]
                       : f16_to_f32(f16[row * a.head_dim + d]);
         };
         std::vector<float> p(static_cast<size_t>(n_keys));
         for (int64_t j = 0; j < n_keys; ++j) {
             float dot = 0.0f;
             for (int64_t d = 0; d < a.head_dim; ++d)
-                dot += q[d] * element(a.k, a.k_i8, a.k_scales, j, d);
+                dot += q[d] * element(a.k, a.k_i8, a.k_scales, a.k_zeros, j, d);
             p[j] = dot * a.scale;
             if (a.softcap > 0) p[j] = a.softcap * std::tanh(p[j] / a.softcap);
         }
@@ -175,7 +176,7 @@ void attention(const AttentionArgs& a, ThreadPool& pool) {
         for (int64_t d = 0; d < a.head_dim; ++d) {
             float sum = 0.0f;
             for (int64_t j = 0; j < n_keys; ++j)
-                sum += p[j] * element(a.v, a.v_i8, a.v_scales, j, d);
+                sum += p[j] * element(a.v, a.v_i8, a.v_scales, a.v_zeros, j, d);
             out[d] = sum;
         }
     });

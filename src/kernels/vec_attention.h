@@ -1,7 +1,8 @@
 // The attention leaves of isa.h (attend, attend_q8), written once over an
 // instruction set's vector layer F (see vec_matmul.h): the query heads of one
 // kv head against its key rows, softmax, and the probability-weighted sum of
-// its value rows, rows of f16 or of int8 with a scale each. Up to four heads
+// its value rows, rows of f16 or of int8 with a bfloat16 scale and zero each
+// (zero + scale * code). Up to four heads
 // go together so each key and value vector is converted once for all. The
 // same weighted sum over f32 rows is the weighted_rows leaf.
 #pragma once
@@ -21,6 +22,15 @@ struct VecAttention {
     static constexpr int L = F::lanes;
     static constexpr int max_heads = 4;
 
+    // A bfloat16 scale or zero; here rather than from base/half.h so that each
+    // instruction set's copy stays its own (this header's rule).
+    static float bf16(uint16_t b) {
+        uint32_t bits = static_cast<uint32_t>(b) << 16;
+        float f;
+        __builtin_memcpy(&f, &bits, sizeof f);
+        return f;
+    }
+
     // v(p) for the first len (<= L) values of p: f32, f16 bits or int8.
     template <class E>
     static V load(const E* p, int64_t len) {
@@ -33,10 +43,12 @@ struct VecAttention {
     }
 
     // scores[h * n_keys + j0 + j] = scale * q_h . k_(j0 + j) for H heads and J
-    // keys, each key times its row scale when there are row scales.
+    // keys; int8 keys (k.scales non-null) as zero_j * sum(q_h) + scale_j * q_h .
+    // codes_j, q_sums holding sum(q_h).
     template <int H, int J, class E>
-    static void score_block(const float* q, const E* k, const float* k_scales, int64_t j0,
-                            int64_t n_keys, int64_t head_dim, float scale, float* scores) {
+    static void score_block(const float* q, const E* k, KvRows k_rows, const float* q_sums,
+                            int64_t j0, int64_t n_keys, int64_t head_dim, float scale,
+                            float* scores) {
         const E* rows = k + j0 * head_dim;
         V acc[H][J];
 #pragma GCC unroll 4
@@ -56,26 +68,32 @@ struct VecAttention {
                 for (int j = 0; j < J; ++j) acc[h][j] = F::fma(qv, kv[j], acc[h][j]);
             }
         }
-        float key_scale[J];
+        float key_scale[J], key_zero[J];
 #pragma GCC unroll 4
-        for (int j = 0; j < J; ++j) key_scale[j] = k_scales ? scale * k_scales[j0 + j] : scale;
+        for (int j = 0; j < J; ++j) {
+            key_scale[j] = k_rows.scales ? scale * bf16(k_rows.scales[j0 + j]) : scale;
+            key_zero[j] = k_rows.scales ? scale * bf16(k_rows.zeros[j0 + j]) : 0.0f;
+        }
 #pragma GCC unroll 4
         for (int h = 0; h < H; ++h) {
+            const float q_sum = k_rows.scales ? q_sums[h] : 0.0f;
 #pragma GCC unroll 4
             for (int j = 0; j < J; ++j)
-                scores[h * n_keys + j0 + j] = F::sum(acc[h][j]) * key_scale[j];
+                scores[h * n_keys + j0 + j] =
+                    F::sum(acc[h][j]) * key_scale[j] + key_zero[j] * q_sum;
         }
     }
 
     // out_h[d0 .. d0 + L VB) = inv_sum_h * sum_j p_h[j] v_j[d0 ..] for H rows
     // of weights p_h = p + h * ldp, the accumulators in registers across all
-    // rows v_j of `width` values (f32, f16 or int8 times v_scales[j]). `len`
+    // rows v_j of `width` values (f32, f16 or int8 codes times v_scales[j], their
+    // zeros left to add_value_zeros). `len`
     // < L marks a partial vector; a null inv_sum scales by 1. With `resume`
     // the sums continue from what out holds (unscaled), so the rows can come
     // in tiles.
     template <int H, int VB, class E>
     static void value_block(const float* p, int64_t ldp, int64_t n_keys, const E* v,
-                            const float* v_scales, int64_t width, int64_t d0, int64_t len,
+                            const uint16_t* v_scales, int64_t width, int64_t d0, int64_t len,
                             bool resume, const float* inv_sum, float* out) {
         V acc[H][VB];
 #pragma GCC unroll 4
@@ -93,7 +111,7 @@ struct VecAttention {
             V vv[VB];
 #pragma GCC unroll 8
             for (int b = 0; b < VB; ++b) vv[b] = load(row + L * b, len);
-            const float row_scale = v_scales ? v_scales[j] : 1.0f;
+            const float row_scale = v_scales ? bf16(v_scales[j]) : 1.0f;
 #pragma GCC unroll 4
             for (int h = 0; h < H; ++h) {
                 const V pj = F::set1(p[h * ldp + j] * row_scale);
@@ -120,7 +138,7 @@ struct VecAttention {
     // with a stride of a row, at about half the rate of a sequential read.
     template <int H, class E>
     static void values(const float* p, int64_t ldp, int64_t n_keys, const E* v,
-                       const float* v_scales, int64_t width, const float* inv_sum, float* out) {
+                       const uint16_t* v_scales, int64_t width, const float* inv_sum, float* out) {
         constexpr int VB = (H <= 2 ? 32 : 16) / L;
         const int64_t row_bytes = std::max<int64_t>(1, width * static_cast<int64_t>(sizeof(E)));
         const int64_t tile = std::max<int64_t>(8, 4096 / row_bytes);
@@ -131,7 +149,7 @@ struct VecAttention {
             const float* scale = j0 + n == n_keys ? inv_sum : nullptr;
             const float* pt = p + j0;
             const E* vt = v + j0 * width;
-            const float* st = v_scales ? v_scales + j0 : nullptr;
+            const uint16_t* st = v_scales ? v_scales + j0 : nullptr;
             int64_t d = 0;
             for (; d + L * VB <= width; d += L * VB)
                 value_block<H, VB>(pt, ldp, n, vt, st, width, d, L, resume, scale, out);
@@ -143,19 +161,41 @@ struct VecAttention {
         } while (j0 < n_keys);
     }
 
-    // Keys per pass chosen to keep about eight accumulators. Row scales
-    // (k_scales, v_scales) are null for f16 rows; a non-null lse receives each
-    // head's log-sum-exp of its scores.
+    // out_h += inv_sum_h * sum_j p_h[j] zero_j: the part of the int8 value
+    // rows' weighted sum that their zeros add to every column.
+    template <int H>
+    static void add_value_zeros(const float* p, int64_t n_keys, const uint16_t* v_zeros,
+                                int64_t width, const float* inv_sum, float* out) {
+        V acc[H];
+        for (int h = 0; h < H; ++h) acc[h] = F::zero();
+        for (int64_t j = 0; j < n_keys; j += L) {
+            const int64_t len = n_keys - j < L ? n_keys - j : L;
+            const V z = len == L ? F::template load<DType::bf16>(v_zeros + j)
+                                 : F::template load_first<DType::bf16>(v_zeros + j, len);
+            for (int h = 0; h < H; ++h) acc[h] = F::fma(load(p + h * n_keys + j, len), z, acc[h]);
+        }
+        for (int h = 0; h < H; ++h) {
+            const float sum = F::sum(acc[h]) * inv_sum[h];
+            for (int64_t d = 0; d < width; ++d) out[h * width + d] += sum;
+        }
+    }
+
+    // Keys per pass chosen to keep about eight accumulators. k and v are the
+    // rows' elements; k_rows and v_rows give their scales and zeros (null for
+    // f16 rows). A non-null lse receives each head's log-sum-exp of its scores.
     template <int H, class EK, class EV>
-    static void attend_heads(const float* q, const EK* k, const float* k_scales, const EV* v,
-                             const float* v_scales, int64_t n_keys, int64_t head_dim, float scale,
-                             float* scores, float* out, float* lse) {
+    static void attend_heads(const float* q, const EK* k, KvRows k_rows, const EV* v, KvRows v_rows,
+                             int64_t n_keys, int64_t head_dim, float scale, float* scores,
+                             float* out, float* lse) {
         constexpr int J = H <= 2 ? 4 : 2;
+        float q_sums[H] = {};
+        for (int h = 0; k_rows.scales && h < H; ++h)
+            for (int64_t d = 0; d < head_dim; ++d) q_sums[h] += q[h * head_dim + d];
         int64_t j = 0;
         for (; j + J <= n_keys; j += J)
-            score_block<H, J>(q, k, k_scales, j, n_keys, head_dim, scale, scores);
+            score_block<H, J>(q, k, k_rows, q_sums, j, n_keys, head_dim, scale, scores);
         for (; j < n_keys; ++j)
-            score_block<H, 1>(q, k, k_scales, j, n_keys, head_dim, scale, scores);
+            score_block<H, 1>(q, k, k_rows, q_sums, j, n_keys, head_dim, scale, scores);
         // Unnormalised softmax; the 1 / sum goes into the output scaling.
         float inv_sum[H];
         for (int h = 0; h < H; ++h) {
@@ -165,15 +205,16 @@ struct VecAttention {
             inv_sum[h] = 1.0f / sum;
             if (lse) lse[h] = max + std::log(sum);
         }
-        values<H>(scores, n_keys, n_keys, v, v_scales, head_dim, inv_sum, out);
+        values<H>(scores, n_keys, n_keys, v, v_rows.scales, head_dim, inv_sum, out);
+        if (v_rows.zeros) add_value_zeros<H>(scores, n_keys, v_rows.zeros, head_dim, inv_sum, out);
     }
 
     template <class EK, class EV>
-    static void attend_rows(const float* q, int64_t n_q, const EK* k, const float* k_scales,
-                            const EV* v, const float* v_scales, int64_t n_keys, int64_t head_dim,
-                            float scale, float* scores, float* out, float* lse) {
+    static void attend_rows(const float* q, int64_t n_q, const EK* k, KvRows k_rows, const EV* v,
+                            KvRows v_rows, int64_t n_keys, int64_t head_dim, float scale,
+                            float* scores, float* out, float* lse) {
         in_groups(n_q, [&](auto heads, int64_t h) {
-            attend_heads<decltype(heads)::value>(q + h * head_dim, k, k_scales, v, v_scales, n_keys,
+            attend_heads<decltype(heads)::value>(q + h * head_dim, k, k_rows, v, v_rows, n_keys,
                                                  head_dim, scale, scores + h * n_keys,
                                                  out + h * head_dim, lse ? lse + h : nullptr);
         });
@@ -204,17 +245,15 @@ struct VecAttention {
     static void attend(const float* q, int64_t n_q, const uint16_t* k, const uint16_t* v,
                        int64_t n_keys, int64_t head_dim, float scale, float* scores, float* out,
                        float* lse) {
-        attend_rows(q, n_q, k, nullptr, v, nullptr, n_keys, head_dim, scale, scores, out, lse);
+        attend_rows(q, n_q, k, {}, v, {}, n_keys, head_dim, scale, scores, out, lse);
     }
 
     static void attend_q8(const float* q, int64_t n_q, KvRows k, KvRows v, int64_t n_keys,
                           int64_t head_dim, float scale, float* scores, float* out, float* lse) {
         if (k.i8) {
-            attend_rows(q, n_q, k.i8, k.scales, v.i8, v.scales, n_keys, head_dim, scale, scores,
-                        out, lse);
+            attend_rows(q, n_q, k.i8, k, v.i8, v, n_keys, head_dim, scale, scores, out, lse);
         } else {
-            attend_rows(q, n_q, k.f16, nullptr, v.i8, v.scales, n_keys, head_dim, scale, scores,
-                        out, lse);
+            attend_rows(q, n_q, k.f16, {}, v.i8, v, n_keys, head_dim, scale, scores, out, lse);
         }
     }
 

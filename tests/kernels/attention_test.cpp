@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string_view>
@@ -144,19 +145,27 @@ TEST(Attention, SlidingWindowAndSoftcapMatchTheFormula) {
     });
 }
 
+// The value code q stands for in a row of this scale and zero (bfloat16 bits).
+float kv_value(uint16_t scale, uint16_t zero, int8_t q) {
+    return bf16_to_f32(zero) + bf16_to_f32(scale) * q;
+}
+
 // Caches of f16 rows quantized to int8 ones: the f16 cache holds exactly the values the int8
-// rows stand for (scale * q, rounded to half only where they are not already), so the formula
-// over the f16 cache is the int8 cache's definition.
+// rows stand for (zero + scale * q, rounded to half only where they are not already), so the
+// formula over the f16 cache is the int8 cache's definition.
 struct Int8Cache {
     std::vector<int8_t> rows;
-    std::vector<float> scales;
+    std::vector<uint16_t> scales, zeros;
     std::vector<uint16_t> as_f16;
     Int8Cache(const std::vector<float>& x, int64_t width)
-        : rows(x.size()), scales(x.size() / static_cast<size_t>(width)) {
-        for (size_t r = 0; r < scales.size(); ++r)
-            quantize_kv_row(x.data() + r * width, width, rows.data() + r * width, &scales[r]);
+        : rows(x.size()), scales(x.size() / static_cast<size_t>(width)), zeros(scales.size()) {
+        for (size_t r = 0; r < scales.size(); ++r) {
+            quantize_kv_row(x.data() + r * width, width, rows.data() + r * width, &scales[r],
+                            &zeros[r]);
+        }
         std::vector<float> values(x.size());
-        for (size_t i = 0; i < x.size(); ++i) values[i] = scales[i / width] * rows[i];
+        for (size_t i = 0; i < x.size(); ++i)
+            values[i] = kv_value(scales[i / width], zeros[i / width], rows[i]);
         as_f16 = test::to_f16(values);
     }
 };
@@ -190,10 +199,12 @@ TEST(Attention, Int8RowsMatchTheReferenceAndTheFormula) {
                         a.k = nullptr;
                         a.k_i8 = k8.rows.data();
                         a.k_scales = k8.scales.data();
+                        a.k_zeros = k8.zeros.data();
                     }
                     a.v = nullptr;
                     a.v_i8 = v8.rows.data();
                     a.v_scales = v8.scales.data();
+                    a.v_zeros = v8.zeros.data();
                     // Products of int8 and scale are rounded to f32 where the f16 copy rounds
                     // them to half: the tolerance of that one rounding.
                     std::vector<float> out(want.size(), NAN), ref_out(want.size(), NAN);
@@ -237,11 +248,13 @@ TEST(Attention, KeyChunksMergeToTheReference) {
                         a.v = nullptr;
                         a.v_i8 = v8.rows.data();
                         a.v_scales = v8.scales.data();
+                        a.v_zeros = v8.zeros.data();
                     }
                     if (kv == std::string_view("q8")) {
                         a.k = nullptr;
                         a.k_i8 = k8.rows.data();
                         a.k_scales = k8.scales.data();
+                        a.k_zeros = k8.zeros.data();
                     }
                     ASSERT_GT(attention_key_chunks(a, pool.size()), 1);
                     std::vector<float> out(q.size(), NAN), ref_out(q.size(), NAN);
@@ -276,17 +289,84 @@ TEST(Attention, KeysStayWholeWithEnoughGroupsOrFewKeys) {
     EXPECT_EQ(attention_key_chunks(a, 2), 1);
 }
 
-TEST(Attention, QuantizedRowsRoundToTheNearestStep) {
-    const std::vector<float> x = {0.5f, -1.27f, 0.0f, 1.0f, 0.004f, -0.006f};
+// Codes count steps from the middle of the row's range: a row 10.5 +- 127/64 has steps of
+// 1/64 (where steps from 0 would be 12.48 / 127), a tie rounds to the even code.
+TEST(Attention, QuantizedRowsRoundToTheNearestStepFromTheirMiddle) {
+    const float step = 1.0f / 64;
+    const std::vector<float> x = {10.5f - 127 * step, 10.5f + 127 * step,  10.5f,
+                                  10.5f + 0.5f,       10.5f + 1.5f * step, 10.5f - 0.4f * step};
     std::vector<int8_t> q(x.size());
-    float scale = 0;
-    quantize_kv_row(x.data(), std::ssize(x), q.data(), &scale);
-    EXPECT_FLOAT_EQ(scale, 0.01f);
-    EXPECT_EQ(q, (std::vector<int8_t>{50, -127, 0, 100, 0, -1}));
-    const std::vector<float> zeros(5, 0.0f);
-    quantize_kv_row(zeros.data(), 5, q.data(), &scale);
-    EXPECT_EQ(scale, 0.0f);
+    uint16_t scale = 0, zero = 0;
+    quantize_kv_row(x.data(), std::ssize(x), q.data(), &scale, &zero);
+    EXPECT_EQ(bf16_to_f32(zero), 10.5f);
+    EXPECT_EQ(bf16_to_f32(scale), step);
+    EXPECT_EQ(q, (std::vector<int8_t>{-127, 127, 0, 32, 2, 0}));
+    const std::vector<float> same(5, -3.0f);
+    quantize_kv_row(same.data(), 5, q.data(), &scale, &zero);
+    EXPECT_EQ(bf16_to_f32(scale), 0.0f);
     EXPECT_EQ(q[4], 0);
+    EXPECT_EQ(kv_value(scale, zero, q[4]), -3.0f);
+}
+
+// Rounding the zero and scale to bfloat16 moves no value by more than half a step, and the
+// step stays within 1% of the range / 254 plus what the zero's rounding adds.
+TEST(Attention, QuantizedRowsStayWithinHalfAStep) {
+    std::mt19937 rng(25);
+    for (int64_t n : {1, 7, 8, 64, 128, 257}) {
+        for (float offset : {0.0f, -3.0f, 40.0f, 1e-3f}) {
+            auto x = test::random_floats(rng, n, -1.0f, 1.0f);
+            for (float& v : x) v += offset;
+            std::vector<int8_t> q(x.size());
+            uint16_t scale = 0, zero = 0;
+            quantize_kv_row(x.data(), n, q.data(), &scale, &zero);
+            const auto [lo, hi] = std::minmax_element(x.begin(), x.end());
+            const float step = bf16_to_f32(scale);
+            const float zero_moved = std::abs(bf16_to_f32(zero) - (*lo + *hi) / 2);
+            EXPECT_LE(step, ((*hi - *lo) / 2 + zero_moved) / 127 * 1.01f) << n << " " << offset;
+            for (int64_t i = 0; i < n; ++i)
+                ASSERT_LE(std::abs(kv_value(scale, zero, q[i]) - x[i]), step / 2 * 1.0001f)
+                    << n << " " << i;
+        }
+    }
+}
+
+// Keys that share an offset (as a head's keys do in their slowly turning rotary pairs) and
+// values with one: every leaf adds the rows' zeros as the reference does.
+TEST(Attention, Int8RowsWithAnOffsetMatchTheReference) {
+    test::for_each_isa([&](const char* isa) {
+        std::mt19937 rng(26);
+        ThreadPool pool(2);
+        const Case cases[] = {{1, 8, 4, 8, 40}, {3, 4, 2, 13, 5}, {1, 16, 8, 128, 200}};
+        for (const Case& c : cases) {
+            const int64_t n_ctx = c.pos0 + c.n_tokens;
+            const auto q =
+                test::random_floats(rng, c.n_tokens * c.n_head * c.head_dim, -0.5f, 0.5f);
+            auto kf = test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim, -1.0f, 1.0f);
+            auto vf = test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim, -1.0f, 1.0f);
+            for (size_t i = 0; i < kf.size(); ++i) {
+                kf[i] += i % c.head_dim % 3 == 0 ? 6.0f : -2.0f;
+                vf[i] += 3.0f;
+            }
+            const Int8Cache k8(kf, c.head_dim), v8(vf, c.head_dim);
+            AttentionArgs a = case_args(c, n_ctx, q, k8.as_f16, v8.as_f16);
+            const auto want = naive_attention(a);
+            a.k = nullptr;
+            a.k_i8 = k8.rows.data();
+            a.k_scales = k8.scales.data();
+            a.k_zeros = k8.zeros.data();
+            a.v = nullptr;
+            a.v_i8 = v8.rows.data();
+            a.v_scales = v8.scales.data();
+            a.v_zeros = v8.zeros.data();
+            std::vector<float> out(want.size(), NAN), ref_out(want.size(), NAN);
+            a.out = ref_out.data();
+            ref::attention(a, pool);
+            test::expect_close(ref_out, want, 2e-3f, "ref");
+            a.out = out.data();
+            attention(a, pool);
+            test::expect_close(out, ref_out, 1e-5f, isa);
+        }
+    });
 }
 
 TEST(Attention, RejectsBadShapes) {

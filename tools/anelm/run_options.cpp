@@ -118,8 +118,8 @@ void add_run_options(CLI::App& app, RunOptions& options) {
 
 void add_kv_option(CLI::App& app, RunOptions& options) {
     app.add_option("--kv", options.kv,
-                   "KV cache rows: f16, q8 (int8 keys and values, one scale per head and "
-                   "position) or k16v8 (f16 keys, int8 values); int8 halves the bytes decode "
+                   "KV cache rows: f16, q8 (int8 keys and values, a scale and zero per head "
+                   "and position) or k16v8 (f16 keys, int8 values); int8 halves the bytes decode "
                    "reads at depth (docs/quantization.md)")
         ->check(CLI::IsMember({"f16", "q8", "k16v8"}))
         ->capture_default_str();

@@ -31,7 +31,7 @@ KvType kv_type_from_name(const std::string& name) {
 }
 
 int64_t kv_row_pair_bytes(KvType t, int64_t head_dim) {
-    const int64_t int8_row = head_dim + 4, f16_row = 2 * head_dim;
+    const int64_t int8_row = head_dim + 4, f16_row = 2 * head_dim;  // codes, bf16 scale and zero
     switch (t) {
         case KvType::f16:
             return 2 * f16_row;
@@ -52,7 +52,7 @@ int64_t kv_bytes_per_position(const ModelSpec& spec, KvType t) {
 
 int64_t KvLayout::half_units(bool int8) const {
     if (!int8) return rows * head_dim;
-    return (align64(rows * head_dim) + align64(rows * 4)) / 2;
+    return (align64(rows * head_dim) + 2 * align64(rows * 2)) / 2;
 }
 
 int64_t KvLayout::units() const {
@@ -67,14 +67,18 @@ uint16_t* KvLayout::values(uint16_t* buffer, int64_t layer) const {
     return buffer + half_units(int8_keys()) * n_layer + half_units(int8_values()) * layer;
 }
 
-float* KvLayout::scales(uint16_t* half) const {
-    return reinterpret_cast<float*>(reinterpret_cast<char*>(half) + align64(rows * head_dim));
+uint16_t* KvLayout::scales(uint16_t* half) const {
+    return half + align64(rows * head_dim) / 2;
+}
+
+uint16_t* KvLayout::zeros(uint16_t* half) const {
+    return scales(half) + align64(rows * 2) / 2;
 }
 
 void KvLayout::write_row(uint16_t* half, bool int8, int64_t row, const float* x) const {
     if (int8) {
         kernels::quantize_kv_row(x, head_dim, reinterpret_cast<int8_t*>(half) + row * head_dim,
-                                 scales(half) + row);
+                                 scales(half) + row, zeros(half) + row);
     } else {
         kernels::f32_to_f16_row(x, head_dim, half + row * head_dim);
     }
@@ -92,12 +96,14 @@ void KvLayout::point(uint16_t* buffer, int64_t layer, kernels::AttentionArgs& ar
     if (int8_keys()) {
         args.k_i8 = reinterpret_cast<const int8_t*>(k);
         args.k_scales = scales(k);
+        args.k_zeros = zeros(k);
     } else {
         args.k = k;
     }
     if (int8_values()) {
         args.v_i8 = reinterpret_cast<const int8_t*>(v);
         args.v_scales = scales(v);
+        args.v_zeros = zeros(v);
     } else {
         args.v = v;
     }

@@ -1,7 +1,7 @@
 // How the executor stores an attention layer's KV cache: rows of one head at
-// one position, as f16, or as int8 with one f32 scale per row (symmetric,
-// quantized once when the row is written, so rewinding and sharing a prefix
-// work as they do on f16 rows).
+// one position, as f16, or as int8 with a scale and zero per row (quantized
+// once when the row is written, so rewinding and sharing a prefix work as they
+// do on f16 rows).
 #pragma once
 
 #include <cstdint>
@@ -24,7 +24,8 @@ int64_t kv_bytes_per_position(const ModelSpec& spec, KvType t);
 
 // One KV state buffer of shape [2 * n_layer, n_head_kv, n_ctx, head_dim] in
 // the type's layout: every layer's keys, then every layer's values; an int8
-// half holds its rows and then their scales, each 64-byte aligned.
+// half holds its rows, their scales and their zeros (bfloat16), each 64-byte
+// aligned.
 struct KvLayout {
     KvType type = KvType::f16;
     int64_t n_layer = 0, rows = 0, head_dim = 0;  // rows: n_head_kv * n_ctx per layer
@@ -37,14 +38,15 @@ struct KvLayout {
 
     // Writes row `row` (kv head * n_ctx + position) of layer's keys and values.
     void write(uint16_t* buffer, int64_t layer, int64_t row, const float* k, const float* v) const;
-    // Points args' k, v (or k_i8, k_scales, v_i8, v_scales) at the layer's rows.
+    // Points args' k, v (or k_i8, k_scales, k_zeros and v's) at the layer's rows.
     void point(uint16_t* buffer, int64_t layer, kernels::AttentionArgs& args) const;
 
 private:
     uint16_t* keys(uint16_t* buffer, int64_t layer) const;
     uint16_t* values(uint16_t* buffer, int64_t layer) const;
     void write_row(uint16_t* half, bool int8, int64_t row, const float* x) const;
-    float* scales(uint16_t* half) const;
+    uint16_t* scales(uint16_t* half) const;
+    uint16_t* zeros(uint16_t* half) const;
 };
 
 }  // namespace anelm
