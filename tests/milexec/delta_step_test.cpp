@@ -51,21 +51,22 @@ MilProgram steps(bool exposed) {
 }
 
 // The states of `tokens` layers carried as one input [layers, H, dk, dv], as
-// the hybrid folders carry them: each layer's block sliced, stepped, and the
-// new states concatenated into the output. With `exposed`, the steps are not
-// planned, so nothing is updated in place.
-MilProgram layers(bool exposed) {
+// the hybrid folders carry them: each layer's block sliced, stepped `per_layer`
+// times (a prefill's tokens), and the new states concatenated into the output.
+// With `exposed`, the steps are not planned, so nothing is updated in place.
+MilProgram layers(int64_t per_layer, bool exposed) {
     MilProgram p;
     const MilValue all = p.input("s", F16, {tokens, heads, dk, dv});
     std::vector<MilValue> next;
     for (int32_t l = 0; l < tokens; ++l) {
-        const std::string n = "t" + std::to_string(l);
-        const MilValue s = p.b.op("slice_by_index", n + "_in",
-                                  {{"x", all},
-                                   {"begin", MilParam::i32s({l, 0, 0, 0})},
-                                   {"end", MilParam::i32s({l + 1, heads, dk, dv})}},
-                                  F16, {1, heads, dk, dv});
-        next.push_back(step(p, s, n, exposed));
+        MilValue s = p.b.op("slice_by_index", "in" + std::to_string(l),
+                            {{"x", all},
+                             {"begin", MilParam::i32s({l, 0, 0, 0})},
+                             {"end", MilParam::i32s({l + 1, heads, dk, dv})}},
+                            F16, {1, heads, dk, dv});
+        for (int64_t t = 0; t < per_layer; ++t)
+            s = step(p, s, "t" + std::to_string(l * per_layer + t), exposed);
+        next.push_back(s);
     }
     p.b.output(p.b.op(
         "concat", "s_out",
@@ -74,10 +75,11 @@ MilProgram layers(bool exposed) {
     return p;
 }
 
-std::map<std::string, Tensor> step_inputs() {
+// The rows of `n` steps, and a state for one.
+std::map<std::string, Tensor> step_inputs(int64_t n = tokens) {
     std::map<std::string, Tensor> in;
     in["s"] = floats(F16, {1, heads, dk, dv}, ramp(heads * dk * dv, 0.3125f));
-    for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t t = 0; t < n; ++t) {
         const std::string n = "t" + std::to_string(t);
         const float f = 0.0625f * static_cast<float>(t + 1);
         in[n + "_q"] = floats(F16, {1, heads, 1, dk}, ramp(heads * dk, 0.375f + f));
@@ -116,27 +118,28 @@ TEST(MilDeltaStep, PlannedStepsGiveTheOpsOutputsBitForBit) {
 }
 
 TEST(MilDeltaStep, CarriedLayersUpdatedInPlaceGiveTheOpsOutputs) {
-    const MilProgram planned = layers(false), op_by_op = layers(true);
-    for (const Rounding rounding : {Rounding::none, Rounding::f16}) {
-        SCOPED_TRACE(static_cast<int>(rounding));
-        Function a(planned.program, "main", planned.blobs, rounding);
-        Function b(op_by_op.program, "main", op_by_op.blobs, rounding);
-        EXPECT_EQ(a.carried_states_planned(), 1);
-        EXPECT_EQ(b.carried_states_planned(), 0);
-        std::map<std::string, Tensor> in = step_inputs();
-        in["s"] = floats(F16, {tokens, heads, dk, dv}, ramp(tokens * heads * dk * dv, 0.0625f));
-        const Tensor given = in.at("s");
-        States sa, sb;
-        auto got = a.run(in, sa), want = b.run(in, sb);
-        // An input passed by reference is the caller's still.
-        EXPECT_EQ(in.at("s").f, given.f);
-        expect_same(got, want);
-        // The next call carries the returned state, moved in as the pipeline does.
-        in["s"] = std::move(got.at("s_out"));
-        std::map<std::string, Tensor> again = in;
-        again["s"] = want.at("s_out");
-        expect_same(a.run(std::move(in), sa), b.run(std::move(again), sb));
-    }
+    for (const int64_t per_layer : {1, 3})
+        for (const Rounding rounding : {Rounding::none, Rounding::f16}) {
+            SCOPED_TRACE(per_layer * 10 + static_cast<int>(rounding));
+            const MilProgram planned = layers(per_layer, false), op_by_op = layers(per_layer, true);
+            Function a(planned.program, "main", planned.blobs, rounding);
+            Function b(op_by_op.program, "main", op_by_op.blobs, rounding);
+            EXPECT_EQ(a.carried_states_planned(), 1);
+            EXPECT_EQ(b.carried_states_planned(), 0);
+            std::map<std::string, Tensor> in = step_inputs(tokens * per_layer);
+            in["s"] = floats(F16, {tokens, heads, dk, dv}, ramp(tokens * heads * dk * dv, 0.0625f));
+            const Tensor given = in.at("s");
+            States sa, sb;
+            auto got = a.run(in, sa), want = b.run(in, sb);
+            // An input passed by reference is the caller's still.
+            EXPECT_EQ(in.at("s").f, given.f);
+            expect_same(got, want);
+            // The next call carries the returned state, moved in as the pipeline does.
+            in["s"] = std::move(got.at("s_out"));
+            std::map<std::string, Tensor> again = in;
+            again["s"] = want.at("s_out");
+            expect_same(a.run(std::move(in), sa), b.run(std::move(again), sb));
+        }
 }
 
 }  // namespace

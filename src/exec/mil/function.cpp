@@ -459,7 +459,8 @@ void Function::plan_delta_steps() {
 // A carried state's layers updated where they lie (CompiledOp::carried_layer):
 // a float input that only slices read, each slice read only by the decay of a
 // planned delta step, each step's new state read only by its own output
-// product and one concat on axis 0 that is a function output of the input's
+// product and the next step's decay (a prefill's tokens), the last one's by
+// one concat on axis 0 that is a function output of the input's
 // type and shape and takes one layer per slice. The input then stays alive
 // until that concat returns it.
 void Function::plan_carried_states() {
@@ -481,7 +482,8 @@ void Function::plan_carried_states() {
             static_cast<int64_t>(slices.size()) != spec.shape[0])
             continue;
         struct Layer {
-            size_t slice, step;
+            size_t slice;
+            std::vector<size_t> steps;  // a prefill's tokens, one after the other
             int position;
         };
         std::vector<Layer> layers;
@@ -489,22 +491,29 @@ void Function::plan_carried_states() {
         for (size_t r : slices) {
             const CompiledOp& slice = ops_[r];
             if (slice.type != "slice_by_index" || input(slice, "x") != in) break;
-            const int view = slice.outputs.at(0);
-            const std::vector<size_t>& view_readers = readers[static_cast<size_t>(view)];
-            if (view_readers.size() != 1 || is_output(view)) break;
-            const CompiledOp& decay = ops_[view_readers[0]];
-            if (decay.delta_step.empty() || input(decay, "x") != view) break;
-            const int next = ops_[decay.delta_step[3]].outputs.at(0);
-            const std::vector<size_t>& next_readers = readers[static_cast<size_t>(next)];
-            if (next_readers.size() != 2 || is_output(next)) break;
-            const size_t c =
-                next_readers[0] == decay.delta_step[4] ? next_readers[1] : next_readers[0];
-            if (ops_[c].type != "concat" || (concat >= 0 && concat != static_cast<int>(c))) break;
-            concat = static_cast<int>(c);
-            const std::vector<int>& values = ops_[c].inputs.at("values");
-            const auto at = std::find(values.begin(), values.end(), next);
-            if (std::count(values.begin(), values.end(), next) != 1) break;
-            layers.push_back({r, view_readers[0], static_cast<int>(at - values.begin())});
+            Layer layer{r, {}, -1};
+            int value = slice.outputs.at(0);  // the state the next step reads
+            if (readers[static_cast<size_t>(value)].size() != 1 || is_output(value)) break;
+            size_t reader = readers[static_cast<size_t>(value)][0];
+            // Steps, each reading the state the one before wrote, up to the concat.
+            while (!ops_[reader].delta_step.empty() && input(ops_[reader], "x") == value) {
+                const CompiledOp& decay = ops_[reader];
+                layer.steps.push_back(reader);
+                value = ops_[decay.delta_step[3]].outputs.at(0);
+                const std::vector<size_t>& next_readers = readers[static_cast<size_t>(value)];
+                if (next_readers.size() != 2 || is_output(value)) break;
+                reader = next_readers[0] == decay.delta_step[4] ? next_readers[1] : next_readers[0];
+            }
+            const std::vector<int>* values =
+                ops_[reader].type == "concat" ? &ops_[reader].inputs.at("values") : nullptr;
+            if (layer.steps.empty() || !values ||
+                (concat >= 0 && concat != static_cast<int>(reader)) ||
+                std::count(values->begin(), values->end(), value) != 1)
+                break;
+            concat = static_cast<int>(reader);
+            layer.position = static_cast<int>(std::find(values->begin(), values->end(), value) -
+                                              values->begin());
+            layers.push_back(std::move(layer));
         }
         if (layers.size() != slices.size()) continue;
         const CompiledOp& c = ops_[static_cast<size_t>(concat)];
@@ -514,7 +523,7 @@ void Function::plan_carried_states() {
             continue;
         for (const Layer& l : layers) {
             ops_[l.slice].carried_layer = l.position;
-            ops_[l.step].carried_step = true;
+            for (size_t step : l.steps) ops_[step].carried_step = true;
         }
         ops_[static_cast<size_t>(concat)].carried_input = in;
         for (CompiledOp& op : ops_) std::erase(op.release, in);
