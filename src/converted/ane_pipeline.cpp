@@ -125,7 +125,7 @@ Tensor AnePipeline::run_chunks(const std::vector<std::unique_ptr<milexec::Functi
     if (embeddings_) {
         std::map<std::string, Tensor> in{{"input_ids", ids}};
         add_per_layer_rows(*embeddings_, tokens, in);
-        side = embeddings_->run(in, states_);
+        side = embeddings_->run(std::move(in), states_);
         hidden = std::move(side.at("hidden_states"));
         side.erase("hidden_states");
     }
@@ -148,11 +148,12 @@ Tensor AnePipeline::run_chunks(const std::vector<std::unique_ptr<milexec::Functi
                 in[spec.name] = s->second;
                 continue;
             }
+            // Moved in: the output replaces it.
             auto [it, fresh] = carried_[i].try_emplace(spec.name);
             if (fresh) it->second = milexec::make_tensor(spec.dtype, spec.shape);
-            in[spec.name] = it->second;
+            in[spec.name] = std::move(it->second);
         }
-        out = fn.run(in, states_);
+        out = fn.run(std::move(in), states_);
         if (const auto carried = carried_.find(i); carried != carried_.end())
             for (auto& [name, state] : carried->second) {
                 const auto next = out.find(name + "_out");

@@ -155,6 +155,7 @@ void Function::compile(const mil::Function& fn, const mil::Block& block,
     plan_in_place_updates();
     plan_column_masks();
     plan_delta_steps();
+    plan_carried_states();
 }
 
 // Constants are the values a function holds that it did not round (a
@@ -267,6 +268,11 @@ int Function::weights_kept_as_codes() const {
 int Function::delta_steps_planned() const {
     return static_cast<int>(std::count_if(
         ops_.begin(), ops_.end(), [](const CompiledOp& c) { return !c.delta_step.empty(); }));
+}
+
+int Function::carried_states_planned() const {
+    return static_cast<int>(std::count_if(
+        ops_.begin(), ops_.end(), [](const CompiledOp& c) { return c.carried_input >= 0; }));
 }
 
 // Frees every intermediate after its last reader, so a model's activations
@@ -450,6 +456,80 @@ void Function::plan_delta_steps() {
     }
 }
 
+// A carried state's layers updated where they lie (CompiledOp::carried_layer):
+// a float input that only slices read, each slice read only by the decay of a
+// planned delta step, each step's new state read only by its own output
+// product and the next step's decay (a prefill's tokens), the last one's by
+// one concat on axis 0 that is a function output of the input's
+// type and shape and takes one layer per slice. The input then stays alive
+// until that concat returns it.
+void Function::plan_carried_states() {
+    const std::vector<std::vector<size_t>> readers = readers_by_slot();
+    const auto input = [&](const CompiledOp& c, std::string_view key) {
+        const auto it = c.inputs.find(key);
+        return it == c.inputs.end() || it->second.size() != 1 ? -1 : it->second[0];
+    };
+    const auto constant_is = [&](const CompiledOp& c, std::string_view key, int64_t want) {
+        if (!c.inputs.count(key)) return want == 0;
+        const Tensor* t = scalar_constant(c, key);
+        return t && (t->i.empty() ? static_cast<int64_t>(t->f[0]) : t->i[0]) == want;
+    };
+    for (size_t k = 0; k < inputs_.size(); ++k) {
+        const int in = input_slots_[k];
+        const TensorSpec& spec = inputs_[k];
+        const std::vector<size_t>& slices = readers[static_cast<size_t>(in)];
+        if (!is_float_type(spec.dtype) || spec.shape.empty() || is_output(in) || slices.empty() ||
+            static_cast<int64_t>(slices.size()) != spec.shape[0])
+            continue;
+        struct Layer {
+            size_t slice;
+            std::vector<size_t> steps;  // a prefill's tokens, one after the other
+            int position;
+        };
+        std::vector<Layer> layers;
+        int concat = -1;
+        for (size_t r : slices) {
+            const CompiledOp& slice = ops_[r];
+            if (slice.type != "slice_by_index" || input(slice, "x") != in) break;
+            Layer layer{r, {}, -1};
+            int value = slice.outputs.at(0);  // the state the next step reads
+            if (readers[static_cast<size_t>(value)].size() != 1 || is_output(value)) break;
+            size_t reader = readers[static_cast<size_t>(value)][0];
+            // Steps, each reading the state the one before wrote, up to the concat.
+            while (!ops_[reader].delta_step.empty() && input(ops_[reader], "x") == value) {
+                const CompiledOp& decay = ops_[reader];
+                layer.steps.push_back(reader);
+                value = ops_[decay.delta_step[3]].outputs.at(0);
+                const std::vector<size_t>& next_readers = readers[static_cast<size_t>(value)];
+                if (next_readers.size() != 2 || is_output(value)) break;
+                reader = next_readers[0] == decay.delta_step[4] ? next_readers[1] : next_readers[0];
+            }
+            const std::vector<int>* values =
+                ops_[reader].type == "concat" ? &ops_[reader].inputs.at("values") : nullptr;
+            if (layer.steps.empty() || !values ||
+                (concat >= 0 && concat != static_cast<int>(reader)) ||
+                std::count(values->begin(), values->end(), value) != 1)
+                break;
+            concat = static_cast<int>(reader);
+            layer.position = static_cast<int>(std::find(values->begin(), values->end(), value) -
+                                              values->begin());
+            layers.push_back(std::move(layer));
+        }
+        if (layers.size() != slices.size()) continue;
+        const CompiledOp& c = ops_[static_cast<size_t>(concat)];
+        if (c.inputs.at("values").size() != slices.size() || !constant_is(c, "axis", 0) ||
+            !constant_is(c, "interleave", 0) || !is_output(c.outputs.at(0)) ||
+            c.declared.at(0).dtype != spec.dtype || c.declared.at(0).shape != spec.shape)
+            continue;
+        for (const Layer& l : layers) {
+            ops_[l.slice].carried_layer = l.position;
+            for (size_t step : l.steps) ops_[step].carried_step = true;
+        }
+        ops_[static_cast<size_t>(concat)].carried_input = in;
+        for (CompiledOp& op : ops_) std::erase(op.release, in);
+    }
+}
+
 std::vector<Slot> Function::spare_slots() const {
     std::lock_guard lock(spare_mutex_);
     if (spare_slots_.empty()) return std::vector<Slot>(constants_.size());
@@ -468,7 +548,7 @@ void Function::keep_spare(std::vector<Slot> slots) const {
     spare_slots_.push_back(std::move(slots));
 }
 
-std::map<std::string, Tensor> Function::run(const std::map<std::string, Tensor>& inputs,
+std::map<std::string, Tensor> Function::run(std::map<std::string, Tensor> inputs,
                                             States& states) const {
     // What the run makes; constants are read from constants_ where a slot is empty.
     std::vector<Slot> slots = spare_slots();
@@ -480,14 +560,14 @@ std::map<std::string, Tensor> Function::run(const std::map<std::string, Tensor>&
         const TensorSpec& spec = inputs_[k];
         auto it = inputs.find(spec.name);
         if (it == inputs.end()) fail("function {}: input {} is missing", name_, spec.name);
-        const Tensor& t = it->second;
+        Tensor& t = it->second;
         const bool floats = is_float_type(spec.dtype);
         if (!shape_fits(spec.shape, t.shape) ||
             (floats ? t.f.size() : t.i.size()) != static_cast<size_t>(t.numel()))
             fail("function {}: input {} must be {}{} with {} values", name_, spec.name,
                  coreml::mil_dtype_name(spec.dtype), shape_text(spec.shape),
                  floats ? "float" : "integer");
-        Tensor in = t;
+        Tensor in = std::move(t);
         in.dtype = spec.dtype;
         if (spec.dtype == mil::FLOAT16) round_half_values(rounding_, in.f);
         slots[static_cast<size_t>(input_slots_[k])].tensor =
@@ -522,8 +602,17 @@ std::map<std::string, Tensor> Function::run(const std::map<std::string, Tensor>&
     }
     std::map<std::string, Tensor> out;
     for (size_t k = 0; k < outputs_.size(); ++k) {
-        const Slot& s = run_value(slots, constants_, output_slots_[k]);
-        if (s.tensor)
+        const int index = output_slots_[k];
+        const Slot& s = run_value(slots, constants_, index);
+        // A tensor the run made and holds alone is moved out (tensors in
+        // slots are created non-const), unless a later output names it too.
+        const bool sole = s.tensor && !slots[static_cast<size_t>(index)].empty() &&
+                          s.tensor.use_count() == 1 &&
+                          std::find(output_slots_.begin() + static_cast<std::ptrdiff_t>(k) + 1,
+                                    output_slots_.end(), index) == output_slots_.end();
+        if (sole)
+            out[outputs_[k].name] = std::move(const_cast<Tensor&>(*s.tensor));
+        else if (s.tensor)
             out[outputs_[k].name] = *s.tensor;
         else if (s.state)
             out[outputs_[k].name] = *s.state;

@@ -59,9 +59,12 @@ public:
     int delta_steps_planned() const;
 
     // Runs the function on `inputs` (every declared input, by name), reading
-    // and updating `states`; returns every block output by name.
-    std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs,
-                                      States& states) const;
+    // and updating `states`; returns every block output by name. Inputs
+    // passed as rvalues are moved in, not copied (a carried state of
+    // megabytes per token).
+    std::map<std::string, Tensor> run(std::map<std::string, Tensor> inputs, States& states) const;
+    // The carried states updated where they lie (CompiledOp::carried_layer).
+    int carried_states_planned() const;
 
 private:
     void compile(const mil::Function& fn, const mil::Block& block, const coreml::BlobTable& blobs);
@@ -83,6 +86,7 @@ private:
     void plan_in_place_updates();
     void plan_column_masks();
     void plan_delta_steps();
+    void plan_carried_states();
     // The ops reading each slot, in order, each once.
     std::vector<std::vector<size_t>> readers_by_slot() const;
     bool is_output(int slot) const;

@@ -85,6 +85,17 @@ struct CompiledOp {
     // they run here, not in their turn.
     std::vector<size_t> delta_step;
     bool folded = false;
+    // A carried state (a function input of per-layer blocks on axis 0 that
+    // the function returns updated and concatenated, as the delta rule's
+    // matrices) updated where it lies: a slice of it views layer
+    // `carried_layer` in place; the planned delta step reading that view
+    // writes its new state there (`carried_step`); and the concatenation of
+    // the steps' states returns the input's own buffer (`carried_input`, its
+    // slot). Each checks at run time that its values are those views, else
+    // runs as it would without the plan.
+    int carried_layer = -1;
+    bool carried_step = false;
+    int carried_input = -1;
 };
 
 class OpContext {
@@ -107,6 +118,9 @@ public:
 
     const std::string& type() const { return op_.type; }
     bool in_place() const { return op_.in_place; }
+    const CompiledOp& op() const { return op_; }
+    // The slot of this op's CompiledOp::carried_input (run values only).
+    Slot& carried_input() const { return slots_[static_cast<size_t>(op_.carried_input)]; }
     // The mask of CompiledOp::column_mask, null when there is none.
     const Tensor* column_mask() const;
     ThreadPool& pool() { return pool_; }

@@ -44,14 +44,21 @@ bool delta_step(std::array<OpContext*, 6> ops, Rounding rounding) {
     // matmul's x @ y reads y's rows up to the last column any row of x uses.
     const int64_t k_used = last_column_unlike(k.data, heads, dk, 0.0f);
     const int64_t q_used = last_column_unlike(q.data, heads, dk, 0.0f);
-    Tensor next = state.output(0, s.shape);
+    // A carried state's layer viewed in place (CompiledOp::carried_step): the
+    // new state is written over the old, which nothing else reads (each head
+    // reads its own rows before writing them). The view is of a tensor the
+    // run made, created non-const.
+    const Slot view = decayed.slot("x");
+    const bool in_place = decayed.op().carried_step && view.block;
+    Tensor next = in_place ? Tensor{} : state.output(0, s.shape);
+    float* next_data = in_place ? const_cast<float*>(s.data) : next.f.data();
     Tensor o = out.output(0, v.shape);
     decayed.pool().run(heads, [&](int64_t h, int) {
         thread_local std::vector<float> row, e;
         row.resize(static_cast<size_t>(dv));
         e.resize(static_cast<size_t>(dv));
         const float* sh = s.data + h * dk * dv;
-        float* nh = next.f.data() + h * dk * dv;
+        float* nh = next_data + h * dk * dv;
         const float d = decay.data[h];
         for (int64_t i = 0; i < dk * dv; ++i) nh[i] = sh[i] * d;
         round_as(decayed, rounding, nh, dk * dv);
@@ -72,7 +79,10 @@ bool delta_step(std::array<OpContext*, 6> ops, Rounding rounding) {
         kernels::weighted_rows(q.data + h * dk, 1, dk, nh, q_used, dv, o.f.data() + h * dv);
         round_as(out, rounding, o.f.data() + h * dv, dv);
     });
-    state.set(0, std::move(next));
+    if (in_place)
+        state.set_slot(0, view);
+    else
+        state.set(0, std::move(next));
     out.set(0, std::move(o));
     return true;
 }

@@ -122,7 +122,34 @@ void transpose(OpContext& ctx) {
 }
 
 // interleave: equal shapes, input k's slices along the axis land at k, k + n, k + 2n, ...
+namespace {
+
+// A carried state whose layers were updated where they lie
+// (CompiledOp::carried_input): when every value is its layer's view of the
+// input, the input's buffer is the output.
+bool concat_carried(OpContext& ctx) {
+    if (ctx.op().carried_input < 0) return false;
+    Slot& in = ctx.carried_input();
+    const int n = ctx.count("values");
+    if (!in.tensor || n == 0 || in.tensor->numel() % n != 0) return false;
+    const int64_t size = in.tensor->numel() / n;
+    for (int k = 0; k < n; ++k) {
+        const Slot& v = ctx.slot("values", k);
+        if (!v.block || v.block->state != in.tensor.get() || v.block->offset != k * size ||
+            shape_numel(v.block->shape) != size)
+            return false;
+    }
+    Slot out;
+    out.tensor = std::move(in.tensor);
+    in = Slot{};
+    ctx.set_slot(0, std::move(out));
+    return true;
+}
+
+}  // namespace
+
 void concat(OpContext& ctx) {
+    if (concat_carried(ctx)) return;
     const bool interleave = ctx.get_bool("interleave", false);
     const int n = ctx.count("values");
     const Tensor& first = ctx.tensor("values", 0);

@@ -119,14 +119,19 @@ int64_t contiguous_offset(const Region& r, const std::vector<int64_t>& shape) {
 }
 
 // A contiguous slice of a float state (a layer's rows of a KV cache) is read
-// in place; other slices copy just their part.
+// in place, as is a carried state's layer (CompiledOp::carried_layer) when it
+// is exactly that layer's block; other slices copy just their part.
 void slice_by_index(OpContext& ctx) {
     const Slot& xs = ctx.slot("x");
-    if (xs.state && !xs.state->f.empty()) {
+    const int64_t layer = ctx.op().carried_layer;
+    const Tensor* whole = layer >= 0 ? xs.tensor.get() : xs.state;
+    if (whole && !whole->f.empty()) {
         const Region r = index_region(ctx, xs.shape());
-        if (const int64_t offset = contiguous_offset(r, xs.shape()); offset >= 0) {
+        const int64_t offset = contiguous_offset(r, xs.shape()), size = shape_numel(r.shape());
+        if (offset >= 0 &&
+            (layer < 0 || (offset == layer * size && size * xs.shape()[0] == whole->numel()))) {
             auto block = std::make_shared<StateBlock>();
-            block->state = xs.state;
+            block->state = whole;
             block->offset = offset;
             block->shape = r.shape();
             Slot out;
