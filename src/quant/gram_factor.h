@@ -15,10 +15,12 @@ namespace anelm::quant {
 constexpr double gptq_damping = 0.01;
 
 // U (f32 [n, n], row-major, zero below the diagonal) for the Gram matrix
-// gram (f32 [n, n], symmetric). Inputs calibration never saw active (a zero
-// diagonal) count as independent of the rest. Throws Error when the damped
+// gram (f32 [n, n], symmetric), damped by `damping` of its mean diagonal.
+// Inputs calibration never saw active (a zero diagonal) count as
+// independent of the rest. Throws Error when the damped
 // matrix is still not positive definite (non-finite statistics).
-std::vector<float> inverse_gram_factor(const std::vector<float>& gram, int64_t n, ThreadPool& pool);
+std::vector<float> inverse_gram_factor(const std::vector<float>& gram, int64_t n, ThreadPool& pool,
+                                       double damping = gptq_damping);
 
 // In place: the lower Cholesky factor L (L Lᵀ = a) of a (f32 [n, n],
 // symmetric positive definite; only its lower triangle is read); the upper

@@ -28,6 +28,10 @@ struct InputStats {
     int64_t rows = 0;          // input rows (tokens) seen
     std::vector<double> diag;  // diag(XᵀX): each input's energy
     std::vector<float> gram;   // XᵀX [n_in, n_in]; empty past max_gram_inputs
+    // Where the inputs came from quantized layers: Pᵀ [n_in, n_in] of
+    // quant/output_target.h, which the weights are mapped by before
+    // palettizing, so that they aim at the f32 model's outputs; else empty.
+    std::vector<float> target;
 
     bool has_gram() const { return !gram.empty(); }
     // Adds the rows of x, f32 [rows, n_in].
@@ -93,6 +97,9 @@ struct Calibration {
     const InputStats* stats = nullptr;
     CalibMethod method = CalibMethod::gptq;
     GramFactorCache* factors = nullptr;  // null: factor afresh
+    // Map the weights by stats->target first; not for a tied embedding, whose
+    // rows are also looked up as they are.
+    bool aim = true;
 };
 
 }  // namespace anelm::quant

@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "base/half.h"
 #include "quant/gptq_lut.h"
+#include "quant/output_target.h"
 #include "quant/weight_rows.h"
 
 namespace anelm::quant {
@@ -121,6 +122,7 @@ void palettize_calibrated(const TensorView& w, const MatrixShape& shape, ThreadP
     const int64_t n_out = shape.n_out, n_in = shape.n_in;
     std::vector<float> values(static_cast<size_t>(n_out * n_in));
     read_rows(w, shape, 0, n_out, values.data());
+    if (calib.aim && !stats.target.empty()) retarget(values, n_out, stats.target, pool);
     const std::vector<double> column_weight = input_weights(stats);
 
     LutTables tables;

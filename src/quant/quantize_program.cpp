@@ -105,7 +105,9 @@ void quantize_job(ir::Program& program, const WeightJob& job, ThreadPool& pool, 
     }
     try {
         Calibration calib;
-        if (calibration && job.linear) calib = {calibration->find(w.name), calibration->method, factors};
+        if (calibration && job.linear)
+            calib = {calibration->find(w.name), calibration->method, factors,
+                     job.component != Component::embed};
         QuantizedMatrix q = quantize_matrix(w.view, job.choice, pool, seed, {}, calib);
         if (int8_dot) q.use_int8_dot();
         w.quantized = std::make_shared<const QuantizedMatrix>(std::move(q));

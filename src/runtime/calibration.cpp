@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "base/error.h"
@@ -11,6 +12,7 @@
 #include "exec/cpu/executor.h"
 #include "models/models.h"
 #include "passes/hidden_output.h"
+#include "quant/output_target.h"
 #include "quant/quantize_program.h"
 #include "tokenizer/utf8.h"
 
@@ -58,10 +60,12 @@ std::map<ir::ValueId, std::shared_ptr<quant::InputStats>> register_inputs(
     return by_value;
 }
 
-// Where the walk stops to quantize a job: at the first node reading its
-// weight; jobs whose first readers share an input (q, k, v) stop together.
+// Where the walk stops to quantize jobs: at the first node reading their
+// weight (the end for the LM head, which the pass does not run); the linear
+// jobs whose first readers share an input (q, k, v) stop together.
 struct Stop {
     size_t node = 0;
+    std::optional<ir::ValueId> input;  // what the stop's linear jobs read
     std::vector<size_t> jobs;
 };
 
@@ -71,12 +75,16 @@ std::vector<Stop> stops_of(const ir::Program& program, const ir::Function& fn,
     // By the input a linear reads, or the node itself for the others.
     std::map<std::pair<bool, size_t>, Stop> by_key;
     for (size_t j = 0; j < jobs.size(); ++j) {
-        const size_t at = first[static_cast<size_t>(jobs[j].weight)];
-        if (at >= fn.nodes.size()) continue;  // the head: nothing after it to calibrate
-        const ir::Node& node = fn.nodes[at];
-        const bool linear = node.op == ir::Op::linear;
-        const std::pair<bool, size_t> key{linear, linear ? node.inputs.at(0) : at};
-        Stop& stop = by_key.try_emplace(key, Stop{at, {}}).first->second;
+        size_t at = first[static_cast<size_t>(jobs[j].weight)];
+        std::optional<ir::ValueId> input;
+        if (at < fn.nodes.size() && fn.nodes[at].op == ir::Op::linear) {
+            input = fn.nodes[at].inputs.at(0);
+        } else if (at >= fn.nodes.size()) {
+            at = fn.nodes.size();
+            input = fn.outputs.at(0);  // the head reads the final norm
+        }
+        Stop& stop = by_key.try_emplace({input.has_value(), input ? *input : at}, Stop{at, input, {}})
+                         .first->second;
         stop.node = std::min(stop.node, at);
         stop.jobs.push_back(j);
     }
@@ -87,63 +95,127 @@ std::vector<Stop> stops_of(const ir::Program& program, const ir::Function& fn,
     return stops;
 }
 
+// A program run on every window at once, node range after node range.
+class BatchedRun {
+public:
+    BatchedRun(const ir::Program& program, ThreadPool& pool,
+               const std::vector<std::vector<int32_t>>& windows)
+        : executor_(program, pool, Precision::f32, static_cast<int64_t>(windows.size())) {
+        states_.reserve(windows.size());
+        for (const auto& w : windows) {
+            states_.push_back(executor_.make_state());
+            segments_.push_back({static_cast<int64_t>(w.size()), 0, &states_.back()});
+            tokens_.insert(tokens_.end(), w.begin(), w.end());
+        }
+    }
+    Executor& executor() { return executor_; }
+    int64_t tokens() const { return static_cast<int64_t>(tokens_.size()); }
+    // Runs the nodes from where the last call ended to `end`.
+    void run_to(size_t end) {
+        executor_.run_nodes(0, tokens_, segments_, done_, end);
+        done_ = end;
+    }
+
+private:
+    Executor executor_;
+    std::vector<ExecState> states_;
+    std::vector<ExecSegment> segments_;
+    std::vector<int32_t> tokens_;
+    size_t done_ = 0;
+};
+
+// Every window in one call, each its own sequence, every row up to the final
+// norm: the LM head's input, and no logits.
+ir::Program calibration_program(const ModelSpec& spec, const WeightStore& weights,
+                                const std::vector<std::vector<int32_t>>& windows) {
+    int64_t longest = 0, total = 0;
+    for (const auto& w : windows) {
+        longest = std::max<int64_t>(longest, static_cast<int64_t>(w.size()));
+        total += static_cast<int64_t>(w.size());
+    }
+    if (longest == 0) fail("calibration: no tokens");
+    ProgramOptions po;
+    po.n_ctx = longest;
+    po.functions = {{"calibrate", total, true}};
+    return build_program(spec, weights, po);
+}
+
 }  // namespace
 
 std::shared_ptr<const quant::ModelCalibration> calibrate(
     const ModelSpec& spec, const WeightStore& weights,
     const std::vector<std::vector<int32_t>>& windows, quant::CalibMethod method, int threads,
     const ProgressFn& progress, const quant::QuantSpec* sequential) {
-    std::vector<int32_t> tokens;
-    int64_t longest = 0;
-    for (const auto& w : windows) {
-        longest = std::max<int64_t>(longest, static_cast<int64_t>(w.size()));
-        tokens.insert(tokens.end(), w.begin(), w.end());
-    }
-    if (longest == 0) fail("calibration: no tokens");
-    // Every window in one call, each its own sequence, every row up to the
-    // final norm: the LM head's input, and no logits.
-    ProgramOptions po;
-    po.n_ctx = longest;
-    po.functions = {{"calibrate", static_cast<int64_t>(tokens.size()), true}};
-    ir::Program program = build_program(spec, weights, po);
+    ir::Program program = calibration_program(spec, weights, windows);
     ir::Function& fn = program.functions.front();
-
     auto calibration = std::make_shared<quant::ModelCalibration>();
     calibration->method = method;
     calibration->sequential = sequential != nullptr;
-    calibration->tokens = static_cast<int64_t>(tokens.size());
     const auto by_value = register_inputs(program, fn, *calibration);
+    // Before the head goes, so that a tied head's own weight is split off.
+    const std::vector<quant::WeightJob> jobs =
+        sequential ? quant::quantization_jobs(program, *sequential) : std::vector<quant::WeightJob>{};
     passes::hidden_output(fn);
 
     ThreadPool pool(threads > 0 ? threads : ThreadPool::physical_cores());
-    Executor executor(program, pool, Precision::f32, static_cast<int64_t>(windows.size()));
-    std::vector<ExecState> states;
-    std::vector<ExecSegment> segments;
-    states.reserve(windows.size());
-    for (const auto& w : windows) {
-        states.push_back(executor.make_state());
-        segments.push_back({static_cast<int64_t>(w.size()), 0, &states.back()});
-    }
-    executor.set_observer([&](const ir::Node& node, std::span<const float> value) {
-        const auto it = by_value.find(static_cast<ir::ValueId>(&node - fn.nodes.data()));
+    BatchedRun run(program, pool, windows);
+    calibration->tokens = run.tokens();
+    const auto value_id = [](const ir::Function& f, const ir::Node& node) {
+        return static_cast<ir::ValueId>(&node - f.nodes.data());
+    };
+    run.executor().set_observer([&](const ir::Node& node, std::span<const float> value) {
+        const auto it = by_value.find(value_id(fn, node));
         if (it == by_value.end()) return;
         it->second->add(value.data(), static_cast<int64_t>(value.size()) / node.width, pool);
     });
-
-    // Sequentially: the walk stops before each weight's first reader and
-    // quantizes it, on statistics of inputs the quantized layers before made.
-    const std::vector<quant::WeightJob> jobs =
-        sequential ? quant::quantization_jobs(program, *sequential) : std::vector<quant::WeightJob>{};
-    quant::GramFactorCache factors;
-    size_t done = 0;
-    const auto run_to = [&](size_t end) {
-        executor.run_nodes(0, tokens, segments, done, end);
-        done = end;
-        if (progress) progress(static_cast<int64_t>(done), static_cast<int64_t>(fn.nodes.size()));
+    const auto report = [&](size_t node) {
+        if (progress) progress(static_cast<int64_t>(node), static_cast<int64_t>(fn.nodes.size()));
     };
-    if (progress) progress(0, static_cast<int64_t>(fn.nodes.size()));
-    for (const Stop& stop : stops_of(program, fn, jobs)) {
-        run_to(stop.node);
+    report(0);
+    if (!sequential) {
+        run.run_to(fn.nodes.size());
+        report(fn.nodes.size());
+        return calibration;
+    }
+
+    // Sequentially, beside the f32 model: the walk stops before each weight's
+    // first reader and quantizes it on the statistics of the inputs the
+    // quantized layers before it made, aimed at the f32 model's outputs
+    // (quant/output_target.h) where the input's whole Gram matrix is kept.
+    const std::vector<Stop> stops = stops_of(program, fn, jobs);
+    std::map<ir::ValueId, std::vector<float>> f32_rows;  // a stop's input, until the quantized run meets it
+    std::map<ir::ValueId, quant::CrossStats> crosses;
+    for (const Stop& stop : stops)
+        if (stop.input && by_value.at(*stop.input)->has_gram()) f32_rows[*stop.input];
+    ir::Program f32_program = calibration_program(spec, weights, windows);
+    passes::hidden_output(f32_program.functions.front());
+    const ir::Function& f32_fn = f32_program.functions.front();
+    BatchedRun f32_run(f32_program, pool, windows);
+    f32_run.executor().set_observer([&](const ir::Node& node, std::span<const float> value) {
+        const auto it = f32_rows.find(value_id(f32_fn, node));
+        if (it != f32_rows.end()) it->second.assign(value.begin(), value.end());
+    });
+    run.executor().set_observer([&](const ir::Node& node, std::span<const float> value) {
+        const ir::ValueId id = value_id(fn, node);
+        const auto it = by_value.find(id);
+        if (it == by_value.end()) return;
+        const int64_t rows = static_cast<int64_t>(value.size()) / node.width;
+        it->second->add(value.data(), rows, pool);
+        const auto f32 = f32_rows.find(id);
+        if (f32 == f32_rows.end()) return;
+        crosses.try_emplace(id, node.width).first->second.add(f32->second.data(), value.data(), rows, pool);
+        f32_rows.erase(f32);
+    });
+    quant::GramFactorCache factors;
+    for (const Stop& stop : stops) {
+        f32_run.run_to(stop.node);
+        run.run_to(stop.node);
+        report(stop.node);
+        if (const auto c = stop.input ? crosses.find(*stop.input) : crosses.end(); c != crosses.end()) {
+            quant::InputStats& stats = *by_value.at(*stop.input);
+            stats.target = quant::target_map(c->second, stats, pool);
+            crosses.erase(c);
+        }
         for (const size_t j : stop.jobs) {
             const quant::WeightJob& job = jobs[j];
             ir::Weight& w = program.weights[job.weight];
@@ -158,8 +230,8 @@ std::shared_ptr<const quant::ModelCalibration> calibrate(
                                              w.quantized};
         }
     }
-    run_to(fn.nodes.size());
-    executor.set_observer(nullptr);
+    run.run_to(fn.nodes.size());
+    report(fn.nodes.size());
     return calibration;
 }
 

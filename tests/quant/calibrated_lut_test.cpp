@@ -1,6 +1,7 @@
 // Data-aware palettization: the weighted k-means against brute force, the
-// factor of the inverse Gram matrix against its definition, and GPTQ-style
-// codes against plain nearest-entry codes on correlated inputs.
+// factor of the inverse Gram matrix against its definition, GPTQ-style codes
+// against plain nearest-entry codes on correlated inputs, and the output
+// target on inputs that drifted.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "quant/input_stats.h"
 #include "quant/kmeans_1d.h"
 #include "quant/kmeans_brute_force.h"
+#include "quant/output_target.h"
 #include "quant/quantize.h"
 
 namespace anelm::quant {
@@ -240,6 +242,93 @@ TEST(GptqLut, LowersTheOutputErrorAgainstPlainKMeans) {
             const double e_plain = output_error(p.w, plain, p.n_out, p.n_in, p.gram);
             const double e_gptq = output_error(p.w, gptq, p.n_out, p.n_in, p.gram);
             EXPECT_LT(e_gptq, 0.8 * e_plain) << "seed " << seed << ", " << bits << " bits";
+        }
+    }
+}
+
+// Σ over rows and outputs of (ŵ x̃ − w x)²: a layer quantized as `what` on
+// drifted inputs xq, against the f32 layer on its own inputs x.
+double drift_error(const std::vector<float>& w, const std::vector<float>& what, int64_t n_out,
+                   int64_t n_in, const std::vector<float>& x, const std::vector<float>& xq,
+                   int64_t rows) {
+    double e = 0;
+    for (int64_t t = 0; t < rows; ++t)
+        for (int64_t o = 0; o < n_out; ++o) {
+            double d = 0;
+            for (int64_t i = 0; i < n_in; ++i)
+                d += static_cast<double>(what[o * n_in + i]) * xq[t * n_in + i] -
+                     static_cast<double>(w[o * n_in + i]) * x[t * n_in + i];
+            e += d * d;
+        }
+    return e;
+}
+
+TensorView f32_view(const std::vector<float>& w, int64_t n_out, int64_t n_in) {
+    return {DType::f32, {n_out, n_in}, reinterpret_cast<const std::byte*>(w.data())};
+}
+
+TEST(OutputTarget, TheMapUndoesALinearDriftOfTheInputs) {
+    ThreadPool pool(2);
+    std::mt19937 rng(5);
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    const int64_t rows = 512, n = 32, n_out = 16;
+    const std::vector<float> x = correlated_inputs(rng, rows, n);
+    // x̃ = x S, S = I + a small random matrix.
+    std::vector<float> s(static_cast<size_t>(n * n)), xq(x.size(), 0.0f), w(static_cast<size_t>(n_out * n));
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) s[i * n + j] = (i == j ? 1.0f : 0.0f) + 0.05f * d(rng);
+    for (int64_t t = 0; t < rows; ++t)
+        for (int64_t j = 0; j < n; ++j)
+            for (int64_t i = 0; i < n; ++i) xq[t * n + j] += x[t * n + i] * s[i * n + j];
+    for (float& v : w) v = d(rng);
+    InputStats quantized(n);
+    quantized.add(xq.data(), rows, pool);
+    CrossStats cross(n);
+    cross.add(x.data(), xq.data(), rows, pool);
+    std::vector<float> aimed = w;
+    retarget(aimed, n_out, target_map(cross, quantized, pool), pool);
+    double energy = 0;
+    for (int64_t t = 0; t < rows; ++t)
+        for (int64_t o = 0; o < n_out; ++o) {
+            double y = 0;
+            for (int64_t i = 0; i < n; ++i) y += static_cast<double>(w[o * n + i]) * x[t * n + i];
+            energy += y * y;
+        }
+    // The layer as it is on the drifted inputs is far off; aimed, it gives the f32 outputs.
+    EXPECT_GT(drift_error(w, w, n_out, n, x, xq, rows), 0.05 * energy);
+    EXPECT_LT(drift_error(w, aimed, n_out, n, x, xq, rows), 1e-3 * energy);
+}
+
+TEST(OutputTarget, AimingAtTheF32OutputsLowersTheQuantizedLayersError) {
+    ThreadPool pool(2);
+    for (uint64_t seed : {1u, 2u}) {
+        Problem p = correlated_problem(seed);
+        // The inputs as quantized layers before would leave them: each off by
+        // a share of itself and by noise of its own.
+        std::mt19937 rng(static_cast<uint32_t>(seed + 10));
+        std::normal_distribution<float> d(0.0f, 1.0f);
+        std::vector<float> xq(p.x.size());
+        for (size_t k = 0; k < xq.size(); ++k) xq[k] = p.x[k] * (1.0f + 0.1f * d(rng)) + 0.3f * d(rng);
+        InputStats quantized(p.n_in);
+        quantized.add(xq.data(), p.rows, pool);
+        CrossStats cross(p.n_in);
+        cross.add(p.x.data(), xq.data(), p.rows, pool);
+        std::vector<float> aimed = p.w;
+        retarget(aimed, p.n_out, target_map(cross, quantized, pool), pool);
+        for (const int bits : {3, 4}) {
+            const QuantChoice choice{QuantMethod::lut, bits, 8};
+            const Calibration calib{&quantized, CalibMethod::gptq};
+            const auto as_is = dequantized(quantize_matrix(f32_view(p.w, p.n_out, p.n_in), choice, pool, 7, {}, calib));
+            const auto aimed_q = dequantized(quantize_matrix(f32_view(aimed, p.n_out, p.n_in), choice, pool, 7, {}, calib));
+            const double e_as_is = drift_error(p.w, as_is, p.n_out, p.n_in, p.x, xq, p.rows);
+            const double e_aimed = drift_error(p.w, aimed_q, p.n_out, p.n_in, p.x, xq, p.rows);
+            EXPECT_LT(e_aimed, 0.8 * e_as_is) << "seed " << seed << ", " << bits << " bits";
+            // The same through the statistics' own target.
+            InputStats with_target = quantized;
+            with_target.target = target_map(cross, quantized, pool);
+            EXPECT_EQ(dequantized(quantize_matrix(f32_view(p.w, p.n_out, p.n_in), choice, pool, 7,
+                                                  {}, {&with_target, CalibMethod::gptq})),
+                      aimed_q);
         }
     }
 }

@@ -186,5 +186,21 @@ TEST(Calibration, GptqCodesLowerTheKlOfRealWeightsOnUnseenText) {
     }
 }
 
+TEST(Calibration, AimedAtTheF32OutputsOnQuantizedInputsLowersTheKlOfRealWeights) {
+    const LoadedModel m = load_model((stories / "stories260K.bin").string());
+    const auto tokenizer = load_tokenizer((stories / "tok512.bin").string());
+    const auto windows = calibration_windows((texts / "calibration.txt").string(), *tokenizer,
+                                             quality_window, 4096);
+    const auto f32 = calibrate(m.spec, m.weights, windows, quant::CalibMethod::gptq, 2);
+    for (const auto& [text, ratio] : {std::pair{"ffn=3:8,head=6:8", 0.8}, {"ffn=4:8,head=6:8", 0.9}}) {
+        const quant::QuantSpec spec = quant::parse_quant_spec(text);
+        const auto seq = calibrate(m.spec, m.weights, windows, quant::CalibMethod::gptq, 2, {}, &spec);
+        const double on_f32 = held_out_kl(m, *tokenizer, text, f32);
+        const double sequential = held_out_kl(m, *tokenizer, text, seq);
+        EXPECT_LT(sequential, ratio * on_f32) << text << ": f32 inputs " << on_f32 << ", sequential "
+                                              << sequential;
+    }
+}
+
 }  // namespace
 }  // namespace anelm
