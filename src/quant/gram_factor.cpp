@@ -97,12 +97,16 @@ std::vector<float> lower_inverse(const std::vector<float>& l, int64_t n, ThreadP
     return x;
 }
 
-std::vector<float> inverse_gram_factor(const std::vector<float>& gram, int64_t n, ThreadPool& pool,
-                                       double damping_share) {
+double mean_diagonal(const std::vector<float>& gram, int64_t n) {
     double mean = 0;
     for (int64_t i = 0; i < n; ++i) mean += gram[static_cast<size_t>(i * n + i)];
     mean = n > 0 ? mean / static_cast<double>(n) : 0.0;
-    if (!(mean > 0)) mean = 1;
+    return mean > 0 ? mean : 1.0;
+}
+
+std::vector<float> inverse_gram_factor(const std::vector<float>& gram, int64_t n, ThreadPool& pool,
+                                       double damping_share) {
+    const double mean = mean_diagonal(gram, n);
     const auto damping = static_cast<float>(damping_share * mean);
     // With the order of the inputs reversed, H' = P H P = L Lᵀ gives
     // H = (P L P)(P L P)ᵀ with P L P upper triangular, so

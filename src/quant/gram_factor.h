@@ -14,6 +14,10 @@ namespace anelm::quant {
 // or rarely active.
 constexpr double gptq_damping = 0.01;
 
+// The mean of gram's diagonal (1 where it is not positive): what the
+// dampings below are shares of.
+double mean_diagonal(const std::vector<float>& gram, int64_t n);
+
 // U (f32 [n, n], row-major, zero below the diagonal) for the Gram matrix
 // gram (f32 [n, n], symmetric), damped by `damping` of its mean diagonal.
 // Inputs calibration never saw active (a zero diagonal) count as

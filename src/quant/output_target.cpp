@@ -46,9 +46,17 @@ std::vector<float> target_map(const CrossStats& cross, const InputStats& quantiz
     const int64_t n = cross.n_in;
     if (!quantized.has_gram() || quantized.n_in != n)
         fail("calibration: output target needs the full Gram matrix of {} inputs", n);
-    // (X̃ᵀX̃ + λI)⁻¹ = UᵀU, so Pᵀ = UᵀU Cᵀ = Uᵀ R with R = U Cᵀ.
+    // (X̃ᵀX̃ + λI)⁻¹ = UᵀU, so Pᵀ = UᵀU (C + λI)ᵀ = Uᵀ R with R = U (C + λI)ᵀ.
     const std::vector<float> u = inverse_gram_factor(quantized.gram, n, pool, target_damping);
-    const std::vector<float> r = times_transposed(u, cross.cross, n, pool);
+    // The same diagonal as the factor's: λ, and the mean for an input never
+    // seen active (which the factor counts as independent of the rest).
+    std::vector<float> c = cross.cross;
+    const double mean = mean_diagonal(quantized.gram, n);
+    for (int64_t i = 0; i < n; ++i) {
+        const auto k = static_cast<size_t>(i * n + i);
+        c[k] += static_cast<float>(target_damping * mean + (quantized.gram[k] > 0 ? 0.0 : mean));
+    }
+    const std::vector<float> r = times_transposed(u, c, n, pool);
     return times_transposed(transposed(u.data(), n, n), transposed(r.data(), n, n), n, pool);
 }
 

@@ -152,9 +152,12 @@ std::shared_ptr<const quant::ModelCalibration> calibrate(
     calibration->method = method;
     calibration->sequential = sequential != nullptr;
     const auto by_value = register_inputs(program, fn, *calibration);
-    // Before the head goes, so that a tied head's own weight is split off.
-    const std::vector<quant::WeightJob> jobs =
-        sequential ? quant::quantization_jobs(program, *sequential) : std::vector<quant::WeightJob>{};
+    // Before the head goes, so that a tied head's own weight is split off;
+    // a GGUF's block matrices left alone run as stored (also for convert,
+    // whose packages take them dense).
+    quant::QuantSpec as_run = sequential ? *sequential : quant::QuantSpec{};
+    as_run.run_blocks = true;
+    const std::vector<quant::WeightJob> jobs = quant::quantization_jobs(program, as_run);
     passes::hidden_output(fn);
 
     ThreadPool pool(threads > 0 ? threads : ThreadPool::physical_cores());
@@ -181,20 +184,31 @@ std::shared_ptr<const quant::ModelCalibration> calibrate(
     // Sequentially, beside the f32 model: the walk stops before each weight's
     // first reader and quantizes it on the statistics of the inputs the
     // quantized layers before it made, aimed at the f32 model's outputs
-    // (quant/output_target.h) where the input's whole Gram matrix is kept.
+    // (quant/output_target.h) where the input's whole Gram matrix is kept
+    // and the calibration has rows enough for it.
     const std::vector<Stop> stops = stops_of(program, fn, jobs);
     std::map<ir::ValueId, std::vector<float>> f32_rows;  // a stop's input, until the quantized run meets it
     std::map<ir::ValueId, quant::CrossStats> crosses;
-    for (const Stop& stop : stops)
-        if (stop.input && by_value.at(*stop.input)->has_gram()) f32_rows[*stop.input];
-    ir::Program f32_program = calibration_program(spec, weights, windows);
-    passes::hidden_output(f32_program.functions.front());
-    const ir::Function& f32_fn = f32_program.functions.front();
-    BatchedRun f32_run(f32_program, pool, windows);
-    f32_run.executor().set_observer([&](const ir::Node& node, std::span<const float> value) {
-        const auto it = f32_rows.find(value_id(f32_fn, node));
-        if (it != f32_rows.end()) it->second.assign(value.begin(), value.end());
-    });
+    for (const Stop& stop : stops) {
+        if (!stop.input) continue;
+        const quant::InputStats& stats = *by_value.at(*stop.input);
+        if (stats.has_gram() && run.tokens() >= quant::target_rows_per_input * stats.n_in)
+            f32_rows[*stop.input];
+    }
+    std::optional<ir::Program> f32_program;
+    std::optional<BatchedRun> f32_run;
+    if (!f32_rows.empty()) {
+        f32_program.emplace(calibration_program(spec, weights, windows));
+        quant::quantization_jobs(*f32_program, quant::QuantSpec{});  // blocks as stored
+        ir::Function& f32_fn = f32_program->functions.front();
+        passes::hidden_output(f32_fn);
+        f32_run.emplace(*f32_program, pool, windows);
+        f32_run->executor().set_observer([&, nodes = &f32_fn](const ir::Node& node,
+                                                              std::span<const float> value) {
+            const auto it = f32_rows.find(value_id(*nodes, node));
+            if (it != f32_rows.end()) it->second.assign(value.begin(), value.end());
+        });
+    }
     run.executor().set_observer([&](const ir::Node& node, std::span<const float> value) {
         const ir::ValueId id = value_id(fn, node);
         const auto it = by_value.find(id);
@@ -208,7 +222,7 @@ std::shared_ptr<const quant::ModelCalibration> calibrate(
     });
     quant::GramFactorCache factors;
     for (const Stop& stop : stops) {
-        f32_run.run_to(stop.node);
+        if (f32_run) f32_run->run_to(stop.node);
         run.run_to(stop.node);
         report(stop.node);
         if (const auto c = stop.input ? crosses.find(*stop.input) : crosses.end(); c != crosses.end()) {
