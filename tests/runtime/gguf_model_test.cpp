@@ -3,10 +3,13 @@
 // llama.cpp's converter writes them, as F32, F16 and Q8_0.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cctype>
 
 #include "base/half.h"
 #include "exec/tiny_model.h"
+#include "quant/quant_spec.h"
+#include "runtime/calibration.h"
 #include "runtime/gguf_from_hf.h"
 
 namespace anelm {
@@ -118,6 +121,27 @@ TEST(GgufBlocks, RunAsStoredCloseToTheDequantizedModel) {
         EXPECT_LT(test::relative_error(got_step, want.decode(5)), 2e-2);
         std::filesystem::remove_all(dir);
     }
+}
+
+// Calibration runs the blocks it does not quantize as stored, in both of its
+// forms (a GGUF palettized again with --calib).
+TEST(GgufBlocks, CalibrateRunsTheBlocksItLeavesAlone) {
+    const auto dir = test::temp_dir("gguf-calib");
+    const std::string path = (dir / "model.gguf").string();
+    test::write_gguf_from_hf(test::tiny_model("tiny-qwen3"), path, GgufMatrixType::q8_0);
+    const LoadedModel blocks = load_model(path);
+    const std::vector<std::vector<int32_t>> windows = {
+        test::random_tokens(blocks.spec.n_vocab, 30, 5), test::random_tokens(blocks.spec.n_vocab, 30, 6)};
+    quant::QuantSpec spec = quant::parse_quant_spec("ffn=4:8");
+    spec.min_elements = 0;
+    for (const quant::QuantSpec* sequential : std::array<const quant::QuantSpec*, 2>{nullptr, &spec}) {
+        const auto calib = calibrate(blocks.spec, blocks.weights, windows, quant::CalibMethod::gptq, 2,
+                                     {}, sequential);
+        const quant::InputStats* q = calib->find("model.layers.0.self_attn.q_proj.weight");
+        ASSERT_NE(q, nullptr);
+        EXPECT_EQ(q->rows, 60);
+    }
+    std::filesystem::remove_all(dir);
 }
 
 // Where values are needed (quantizing again, the ane precision's half
