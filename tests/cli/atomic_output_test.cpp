@@ -174,9 +174,11 @@ TEST(AtomicOutput, DoctorReportReplacingAFile) {
     const fs::path report_dir = dir / "reports";
     fs::create_directories(report_dir);
     const std::string report = (report_dir / "report.html").string();
+    // By size: the report states its own run time, which a loaded machine
+    // rounds to another tenth of a second from one run to the next.
     expect_old_new_or_none(report_dir / "report.html",
                            {"doctor", model, "-n", "4", "-t", "1", "--report", report},
-                           {"doctor", model, "-n", "12", "-t", "1", "--report", report}, true);
+                           {"doctor", model, "-n", "12", "-t", "1", "--report", report}, false);
 }
 
 }  // namespace
