@@ -170,6 +170,35 @@ struct Int8Cache {
     }
 };
 
+// Points the call at the int8 rows: values always, keys where k is set.
+void read_int8_rows(AttentionArgs& a, const Int8Cache* k, const Int8Cache& v) {
+    if (k) {
+        a.k = nullptr;
+        a.k_i8 = k->rows.data();
+        a.k_scales = k->scales.data();
+        a.k_zeros = k->zeros.data();
+    }
+    a.v = nullptr;
+    a.v_i8 = v.rows.data();
+    a.v_scales = v.scales.data();
+    a.v_zeros = v.zeros.data();
+}
+
+// The reference on the int8 rows near `want` (attention over their f16
+// copies), and the active leaf equal to the reference. Products of int8 and
+// scale are rounded to f32 where the f16 copy rounds them to half: the
+// tolerance of that one rounding.
+void expect_int8_leaf(AttentionArgs& a, const std::vector<float>& want, ThreadPool& pool,
+                      const char* isa) {
+    std::vector<float> out(want.size(), NAN), ref_out(want.size(), NAN);
+    a.out = ref_out.data();
+    ref::attention(a, pool);
+    test::expect_close(ref_out, want, 2e-3f, "ref");
+    a.out = out.data();
+    attention(a, pool);
+    test::expect_close(out, ref_out, 1e-5f, isa);
+}
+
 TEST(Attention, Int8RowsMatchTheReferenceAndTheFormula) {
     test::for_each_isa([&](const char* isa) {
         std::mt19937 rng(23);
@@ -195,25 +224,8 @@ TEST(Attention, Int8RowsMatchTheReferenceAndTheFormula) {
                     AttentionArgs a =
                         case_args(c, n_ctx, q, int8_keys ? k8.as_f16 : k16, v8.as_f16);
                     const auto want = naive_attention(a);
-                    if (int8_keys) {
-                        a.k = nullptr;
-                        a.k_i8 = k8.rows.data();
-                        a.k_scales = k8.scales.data();
-                        a.k_zeros = k8.zeros.data();
-                    }
-                    a.v = nullptr;
-                    a.v_i8 = v8.rows.data();
-                    a.v_scales = v8.scales.data();
-                    a.v_zeros = v8.zeros.data();
-                    // Products of int8 and scale are rounded to f32 where the f16 copy rounds
-                    // them to half: the tolerance of that one rounding.
-                    std::vector<float> out(want.size(), NAN), ref_out(want.size(), NAN);
-                    a.out = ref_out.data();
-                    ref::attention(a, pool);
-                    test::expect_close(ref_out, want, 2e-3f, "ref");
-                    a.out = out.data();
-                    attention(a, pool);
-                    test::expect_close(out, ref_out, 1e-5f, isa);
+                    read_int8_rows(a, int8_keys ? &k8 : nullptr, v8);
+                    expect_int8_leaf(a, want, pool, isa);
                 }
             }
         }
@@ -350,21 +362,8 @@ TEST(Attention, Int8RowsWithAnOffsetMatchTheReference) {
             const Int8Cache k8(kf, c.head_dim), v8(vf, c.head_dim);
             AttentionArgs a = case_args(c, n_ctx, q, k8.as_f16, v8.as_f16);
             const auto want = naive_attention(a);
-            a.k = nullptr;
-            a.k_i8 = k8.rows.data();
-            a.k_scales = k8.scales.data();
-            a.k_zeros = k8.zeros.data();
-            a.v = nullptr;
-            a.v_i8 = v8.rows.data();
-            a.v_scales = v8.scales.data();
-            a.v_zeros = v8.zeros.data();
-            std::vector<float> out(want.size(), NAN), ref_out(want.size(), NAN);
-            a.out = ref_out.data();
-            ref::attention(a, pool);
-            test::expect_close(ref_out, want, 2e-3f, "ref");
-            a.out = out.data();
-            attention(a, pool);
-            test::expect_close(out, ref_out, 1e-5f, isa);
+            read_int8_rows(a, &k8, v8);
+            expect_int8_leaf(a, want, pool, isa);
         }
     });
 }
