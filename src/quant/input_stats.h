@@ -65,6 +65,9 @@ struct ModelCalibration {
     CalibrationStats stats;
     CalibMethod method = CalibMethod::gptq;
     int64_t tokens = 0;  // calibration tokens run
+    // How often each token id occurs in the calibration text: an embedding's
+    // rows are weighed by it (a row read often counts more), by id.
+    std::vector<double> token_counts;
     // Whether each layer's statistics were taken with the layers before it
     // quantized (runtime/calibration.h), and the matrices made on the way, by
     // weight name: quantizing the same bytes the same way takes them as made.
@@ -92,7 +95,7 @@ private:
     std::vector<float> factor_;
 };
 
-// Calibration for one weight: none when stats is null.
+// Calibration for one weight: none when both stats and row_counts are null.
 struct Calibration {
     const InputStats* stats = nullptr;
     CalibMethod method = CalibMethod::gptq;
@@ -100,6 +103,11 @@ struct Calibration {
     // Map the weights by stats->target first; not for a tied embedding, whose
     // rows are also looked up as they are.
     bool aim = true;
+    // For an embedding (no stats): how often each row is looked up
+    // (ModelCalibration::token_counts); rows past its end count as unseen.
+    const std::vector<double>* row_counts = nullptr;
+
+    bool any() const { return stats || row_counts; }
 };
 
 }  // namespace anelm::quant

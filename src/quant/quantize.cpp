@@ -111,19 +111,33 @@ std::vector<double> input_weights(const InputStats& stats) {
     return weights;
 }
 
+// An embedding row's weight: how often the calibration text looked it up,
+// plus one, so that the rows it never read still count (as Laplace's rule
+// estimates a frequency from few counts).
+std::vector<double> row_weights(const std::vector<double>& counts, int64_t n_out) {
+    std::vector<double> weights(static_cast<size_t>(n_out), 1.0);
+    for (size_t o = 0; o < weights.size() && o < counts.size(); ++o) weights[o] += counts[o];
+    return weights;
+}
+
 // As palettize, with each group's table the k-means of its weights weighted
-// by input energy, and for gptq the codes by error feedback (quant/gptq_lut.h).
+// by input energy (or, for an embedding, by how often each row is read), and
+// for gptq the codes by error feedback (quant/gptq_lut.h).
 void palettize_calibrated(const TensorView& w, const MatrixShape& shape, ThreadPool& pool,
                           uint64_t seed, const KMeansOptions& kmeans, const Calibration& calib,
                           QuantizedMatrix& q) {
-    const InputStats& stats = *calib.stats;
-    if (stats.n_in != shape.n_in)
-        fail("calibration saw inputs of {} values, the weight has {}", stats.n_in, shape.n_in);
+    const InputStats* stats = calib.stats;
+    if (stats && stats->n_in != shape.n_in)
+        fail("calibration saw inputs of {} values, the weight has {}", stats->n_in, shape.n_in);
     const int64_t n_out = shape.n_out, n_in = shape.n_in;
     std::vector<float> values(static_cast<size_t>(n_out * n_in));
     read_rows(w, shape, 0, n_out, values.data());
-    if (calib.aim && !stats.target.empty()) retarget(values, n_out, stats.target, pool);
-    const std::vector<double> column_weight = input_weights(stats);
+    if (stats && calib.aim && !stats->target.empty()) retarget(values, n_out, stats->target, pool);
+    const std::vector<double> column_weight =
+        stats ? input_weights(*stats) : std::vector<double>(static_cast<size_t>(n_in), 1.0);
+    const std::vector<double> row_weight = calib.row_counts
+                                               ? row_weights(*calib.row_counts, n_out)
+                                               : std::vector<double>(static_cast<size_t>(n_out), 1.0);
 
     LutTables tables;
     tables.rows_per_table = q.rows_per_table();
@@ -136,7 +150,8 @@ void palettize_calibrated(const TensorView& w, const MatrixShape& shape, ThreadP
         thread_local WeightedValues points;
         weights.resize(static_cast<size_t>((o1 - o0) * n_in));
         for (int64_t o = o0; o < o1; ++o)
-            std::copy(column_weight.begin(), column_weight.end(), weights.begin() + (o - o0) * n_in);
+            for (int64_t i = 0; i < n_in; ++i)
+                weights[(o - o0) * n_in + i] = column_weight[i] * row_weight[o];
         weighted_distinct_values({values.data() + o0 * n_in, weights.size()}, weights, points);
         const KMeansResult clusters =
             kmeans_1d(points, tables.k, mix_seed(seed, static_cast<uint64_t>(g)), kmeans);
@@ -145,10 +160,10 @@ void palettize_calibrated(const TensorView& w, const MatrixShape& shape, ThreadP
     });
 
     std::vector<uint8_t> codes(values.size());
-    if (calib.method == CalibMethod::gptq && stats.has_gram()) {
+    if (calib.method == CalibMethod::gptq && stats && stats->has_gram()) {
         GramFactorCache own;
         GramFactorCache& factors = calib.factors ? *calib.factors : own;
-        codes = gptq_codes(values, n_out, n_in, tables, factors.factor_of(stats, pool), pool);
+        codes = gptq_codes(values, n_out, n_in, tables, factors.factor_of(*stats, pool), pool);
     } else {
         pool.run(n_out, [&](int64_t o, int) {
             const float* table = tables.table_of_row(o);
@@ -223,7 +238,7 @@ QuantizedMatrix quantize_matrix(const TensorView& w, const QuantChoice& choice, 
             break;
     }
     q.codes.assign(static_cast<size_t>(q.n_out * q.row_bytes()), 0);
-    if (q.kind == QuantKind::lut && calib.stats) {
+    if (q.kind == QuantKind::lut && calib.any()) {
         palettize_calibrated(w, shape, pool, seed, kmeans, calib, q);
     } else if (q.kind == QuantKind::lut) {
         palettize(w, shape, pool, seed, kmeans, q);

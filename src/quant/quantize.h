@@ -23,7 +23,8 @@ namespace anelm::quant {
 // int8 / int4: scale = max |w[o, :]| / 127 (or / 7) rounded to f16; codes
 //   round(w / scale) clamped to [-127, 127] (or [-7, 7]); an all-zero row has scale 0.
 // With calibration statistics a lut is data-aware (input_stats.h's
-// CalibMethod); int8 and int4 ignore them.
+// CalibMethod), with row counts an embedding's table is weighted by them;
+// int8 and int4 ignore both.
 // Groups or blocks of rows run in parallel on the pool; the result depends on
 // the seed only, not on the number of threads.
 QuantizedMatrix quantize_matrix(const TensorView& w, const QuantChoice& choice, ThreadPool& pool,

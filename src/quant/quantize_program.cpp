@@ -99,15 +99,19 @@ std::vector<WeightJob> quantization_jobs(ir::Program& program, const QuantSpec& 
 void quantize_job(ir::Program& program, const WeightJob& job, ThreadPool& pool, uint64_t seed,
                   const ModelCalibration* calibration, GramFactorCache* factors, bool int8_dot) {
     ir::Weight& w = program.weights[job.weight];
-    if (calibration && job.linear) {
+    if (calibration) {
         w.quantized = calibration->made_of(w.name, w.view, job.choice, seed, int8_dot);
         if (w.quantized) return;
     }
     try {
         Calibration calib;
-        if (calibration && job.linear)
+        if (calibration && job.linear) {
             calib = {calibration->find(w.name), calibration->method, factors,
                      job.component != Component::embed};
+        } else if (calibration && job.component == Component::embed &&
+                   !calibration->token_counts.empty()) {
+            calib.row_counts = &calibration->token_counts;
+        }
         QuantizedMatrix q = quantize_matrix(w.view, job.choice, pool, seed, {}, calib);
         if (int8_dot) q.use_int8_dot();
         w.quantized = std::make_shared<const QuantizedMatrix>(std::move(q));

@@ -29,8 +29,8 @@ struct WeightJob {
 std::vector<WeightJob> quantization_jobs(ir::Program& program, const QuantSpec& spec);
 
 // Quantizes one job's weight as it says (calibrated where calibration has
-// statistics for it; factors may be null), setting Weight::quantized, for
-// integer dot products with int8_dot.
+// statistics for it, an embedding by its token counts; factors may be null),
+// setting Weight::quantized, for integer dot products with int8_dot.
 void quantize_job(ir::Program& program, const WeightJob& job, ThreadPool& pool, uint64_t seed,
                   const ModelCalibration* calibration, GramFactorCache* factors,
                   bool int8_dot = false);
@@ -43,7 +43,8 @@ void quantize_job(ir::Program& program, const WeightJob& job, ThreadPool& pool, 
 // the spec leaves alone stay dense. Every tensor uses `seed` (as anelm quantize
 // does), so the result depends on neither the thread count nor the order.
 // progress sees the number of weights quantized so far out of all. With
-// calibration, the LUT weights it has statistics for are palettized with them.
+// calibration, the LUT weights it has statistics for are palettized with them,
+// and a LUT embedding is weighted by how often the text read each row.
 void quantize_program(ir::Program& program, const QuantSpec& spec, ThreadPool& pool,
                       const ProgressFn& progress = {}, uint64_t seed = 0,
                       const ModelCalibration* calibration = nullptr);

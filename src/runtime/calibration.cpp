@@ -163,6 +163,12 @@ std::shared_ptr<const quant::ModelCalibration> calibrate(
     ThreadPool pool(threads > 0 ? threads : ThreadPool::physical_cores());
     BatchedRun run(program, pool, windows);
     calibration->tokens = run.tokens();
+    for (const auto& window : windows)
+        for (const int32_t token : window) {
+            const auto id = static_cast<size_t>(token);
+            if (id >= calibration->token_counts.size()) calibration->token_counts.resize(id + 1);
+            ++calibration->token_counts[id];
+        }
     const auto value_id = [](const ir::Function& f, const ir::Node& node) {
         return static_cast<ir::ValueId>(&node - f.nodes.data());
     };
@@ -236,7 +242,7 @@ std::shared_ptr<const quant::ModelCalibration> calibrate(
             // A tied embedding quantized as the head too is met first as the
             // table, before the head's inputs are seen: plain until then.
             const quant::InputStats* stats = calibration->find(w.name);
-            const bool calibrated = job.linear && stats && stats->rows > 0;
+            const bool calibrated = job.linear ? stats && stats->rows > 0 : true;
             quant::quantize_job(program, job, pool, 0, calibrated ? calibration.get() : nullptr,
                                 &factors, sequential->int8_dot);
             if (calibrated)

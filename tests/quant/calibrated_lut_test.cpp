@@ -1,7 +1,8 @@
 // Data-aware palettization: the weighted k-means against brute force, the
 // factor of the inverse Gram matrix against its definition, GPTQ-style codes
 // against plain nearest-entry codes on correlated inputs, and the output
-// target on inputs that drifted.
+// target on inputs that drifted, and an embedding weighted by how often its
+// rows are read.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -174,7 +175,9 @@ TEST(GramFactor, InverseFactorTimesItselfIsTheDampedInverse) {
     std::vector<double> utu(static_cast<size_t>(n * n), 0.0);
     for (int64_t i = 0; i < n; ++i)
         for (int64_t j = 0; j < n; ++j) {
-            if (j > i) EXPECT_EQ(u[j * n + i], 0.0f);
+            if (j > i) {
+                EXPECT_EQ(u[j * n + i], 0.0f);
+            }
             double s = 0;
             for (int64_t p = 0; p <= std::min(i, j); ++p) s += static_cast<double>(u[p * n + i]) * u[p * n + j];
             utu[i * n + j] = s;
@@ -330,6 +333,46 @@ TEST(OutputTarget, AimingAtTheF32OutputsLowersTheQuantizedLayersError) {
                                                   {}, {&with_target, CalibMethod::gptq})),
                       aimed_q);
         }
+    }
+}
+
+// Σ over rows of counts[o] · ‖w_o − ŵ_o‖²: an embedding's error on the text
+// the counts came from.
+double looked_up_error(const std::vector<float>& w, const std::vector<float>& what,
+                       int64_t n_in, const std::vector<double>& counts) {
+    double e = 0;
+    for (size_t o = 0; o < counts.size(); ++o)
+        for (int64_t i = 0; i < n_in; ++i) {
+            const double d = w[o * n_in + i] - what[o * n_in + i];
+            e += counts[o] * d * d;
+        }
+    return e;
+}
+
+TEST(EmbeddingLut, RowsReadOftenAreKeptCloser) {
+    // Rows of different spreads share each table; one row in eight is read
+    // a hundred times as often as the rest, and is not the widest.
+    const int64_t n_out = 64, n_in = 48;
+    std::mt19937 rng(5);
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    std::vector<float> w(static_cast<size_t>(n_out * n_in));
+    std::vector<double> counts(static_cast<size_t>(n_out));
+    for (int64_t o = 0; o < n_out; ++o) {
+        for (int64_t i = 0; i < n_in; ++i)
+            w[o * n_in + i] = round_to_f16(0.01f * static_cast<float>(1 + o % 8) * d(rng));
+        counts[o] = o % 8 == 2 ? 100.0 : 1.0;
+    }
+    ThreadPool pool(2);
+    for (const int bits : {2, 3, 4}) {
+        const QuantChoice choice{QuantMethod::lut, bits, 8};
+        Calibration by_counts;
+        by_counts.row_counts = &counts;
+        const auto plain = dequantized(quantize_matrix(f32_view(w, n_out, n_in), choice, pool, 3));
+        const auto weighted =
+            dequantized(quantize_matrix(f32_view(w, n_out, n_in), choice, pool, 3, {}, by_counts));
+        EXPECT_LT(looked_up_error(w, weighted, n_in, counts),
+                  0.7 * looked_up_error(w, plain, n_in, counts))
+            << bits << " bits";
     }
 }
 

@@ -18,6 +18,7 @@
 #include "io/json_file.h"
 #include "models/model_loader.h"
 #include "models/models.h"
+#include "quant/quantize.h"
 #include "quant/quantize_program.h"
 #include "runtime/held_out_kl.h"
 #include "runtime/perplexity.h"
@@ -65,6 +66,38 @@ TEST(Calibration, CollectsEveryLinearLayersInputsSharedWhereTheyReadOneValue) {
     EXPECT_EQ(h, calib->find(head + ":head"));
     for (double d : down->diag) EXPECT_GE(d, 0.0);
     EXPECT_EQ(calib->find("model.norm.weight"), nullptr);
+}
+
+// The embedding's table is weighted by how often the text reads each row:
+// the pass counts the tokens, and a sequential pass makes the table so.
+TEST(Calibration, AnEmbeddingIsWeightedByHowOftenTheTextReadsEachRow) {
+    const LoadedModel& m = test::tiny_model("tiny-qwen3");
+    std::vector<std::vector<int32_t>> windows = {test::random_tokens(m.spec.n_vocab, 40, 5),
+                                                 std::vector<int32_t>(30, 7)};
+    quant::QuantSpec spec = quant::parse_quant_spec("embed=3:8");
+    spec.min_elements = 0;
+    const auto seq = calibrate(m.spec, m.weights, windows, quant::CalibMethod::gptq, 2, {}, &spec);
+    std::vector<double> expected(seq->token_counts.size(), 0.0);
+    for (const auto& w : windows)
+        for (const int32_t t : w) ++expected.at(static_cast<size_t>(t));
+    EXPECT_EQ(seq->token_counts, expected);
+
+    const std::string name = "model.embed_tokens.weight";
+    ASSERT_TRUE(seq->made.contains(name));
+    ThreadPool pool(2);
+    const TensorView& table = m.weights.get(name);
+    quant::Calibration by_counts;
+    by_counts.row_counts = &expected;
+    const quant::QuantChoice choice = spec.embed;
+    const auto weighted = quant::quantize_matrix(table, choice, pool, 0, {}, by_counts);
+    const auto plain = quant::quantize_matrix(table, choice, pool, 0);
+    const quant::QuantizedMatrix& made = *seq->made.at(name).matrix;
+    EXPECT_EQ(made.lut, weighted.lut);
+    EXPECT_EQ(made.codes, weighted.codes);
+    // Token 7, read 30 times, moved its group's table.
+    const int64_t group = 7 / made.rows_per_table(), k = int64_t{1} << choice.nbits;
+    EXPECT_FALSE(std::equal(made.lut.begin() + group * k, made.lut.begin() + (group + 1) * k,
+                            plain.lut.begin() + group * k));
 }
 
 // The statistics of `name`'s inputs when `program` runs on the windows, each its own sequence.
@@ -117,7 +150,9 @@ TEST(Calibration, SequentiallyEachLayerSeesTheInputsOfTheQuantizedLayersBefore) 
     for (const std::string& name : {first, last}) {
         ASSERT_TRUE(seq->made.contains(name)) << name;
         for (const ir::Weight& w : program.weights)
-            if (w.name == name) EXPECT_EQ(w.quantized, seq->made.at(name).matrix) << name;
+            if (w.name == name) {
+                EXPECT_EQ(w.quantized, seq->made.at(name).matrix) << name;
+            }
     }
     // Nothing is quantized before the first layer's projections: the same
     // inputs as the f32 model's. The last layer's are the quantized model's.
