@@ -47,7 +47,8 @@ TEST(CliQuant, BenchReportsTheSpec) {
 }
 
 // -d as llama-bench's: each test starts with that many tokens in the
-// context; the tests are labelled so, and past the trained length it is refused.
+// context; the tests are labelled so, a list measures each depth, and past
+// the trained length it is refused.
 TEST(CliQuant, BenchAtDepth) {
     const std::string bench = "bench '" + tiny_files().model + "' -p 8 -n 4 -r 2 -t 2 --kv q8";
     auto r = test::run_anelm(bench + " -d 100 --json");
@@ -61,7 +62,21 @@ TEST(CliQuant, BenchAtDepth) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("pp8 @ d100"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("tg4 @ d100"), std::string::npos) << r.out;
-    r = test::run_anelm(bench + " -d 100000");
+    // A list: one set of tests per depth, in the order given, one object each.
+    r = test::run_anelm(bench + " -d 0,100,40 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto all = nlohmann::json::parse(r.out);
+    ASSERT_TRUE(all.is_array()) << r.out;
+    ASSERT_EQ(all.size(), 3u);
+    for (size_t k = 0; k < 3; ++k) {
+        EXPECT_EQ(all[k]["n_depth"], std::vector<int>({0, 100, 40})[k]);
+        EXPECT_GT(all[k]["tg_tok_s"].get<double>(), 0);
+    }
+    r = test::run_anelm(bench + " -d 0,100");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("| tg4 "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("tg4 @ d100"), std::string::npos) << r.out;
+    r = test::run_anelm(bench + " -d 100,100000");
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("trained context"), std::string::npos) << r.err;
     EXPECT_EQ(lines(r.err), 1u) << r.err;

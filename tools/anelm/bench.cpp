@@ -31,7 +31,9 @@ struct BenchArgs {
     std::string model, tokenizer, spec_prompt_file;
     int64_t n_prompt = 512;
     int64_t n_gen = 128;
-    int64_t n_depth = 0;  // tokens in the context before each test, as llama-bench's -d
+    // Tokens in the context before each test, as llama-bench's -d: each
+    // depth is its own set of tests.
+    std::vector<int64_t> depths = {0};
     int repetitions = 3;
     bool json = false;
     RunOptions run;
@@ -72,49 +74,108 @@ struct Speeds {
 };
 
 // llama-bench's table: a row for each test that ran.
-void print_table(const BenchArgs& args, int64_t n_params, double bytes, int threads,
-                 const Speeds& s, const MeanSd& p, const MeanSd& g) {
+void print_header() {
     fmt::print("| {:<30} | {:>10} | {:>10} | {:>7} | {:>8} | {:>20} |\n", "model", "params", "size",
                "threads", "test", "t/s");
     fmt::print("| {:-<30} | {:->10} | {:->10} | {:->7} | {:->8} | {:->20} |\n", "", "", "", "", "",
                "");
-    const std::string depth = args.n_depth > 0 ? fmt::format(" @ d{}", args.n_depth) : "";
-    if (!s.pp.empty())
-        print_row(args.model, n_params, bytes, threads, fmt::format("pp{}{}", args.n_prompt, depth), p);
-    if (!s.tg.empty())
-        print_row(args.model, n_params, bytes, threads, fmt::format("tg{}{}", args.n_gen, depth), g);
 }
 
-// The JSON fields every bench prints: the speeds and how they were taken.
-void add_speeds(nlohmann::ordered_json& j, const BenchArgs& args, const MeanSd& p,
-                const MeanSd& g) {
+// A depth's rows of llama-bench's table.
+void print_rows(const BenchArgs& args, int64_t n_params, double bytes, int threads, int64_t depth,
+                const Speeds& s) {
+    const std::string at = depth > 0 ? fmt::format(" @ d{}", depth) : "";
+    if (!s.pp.empty())
+        print_row(args.model, n_params, bytes, threads, fmt::format("pp{}{}", args.n_prompt, at),
+                  mean_sd(s.pp));
+    if (!s.tg.empty())
+        print_row(args.model, n_params, bytes, threads, fmt::format("tg{}{}", args.n_gen, at),
+                  mean_sd(s.tg));
+}
+
+// The JSON fields every bench prints: the speeds and how they were taken;
+// with the weight bytes a decode step reads, the rate it read them at.
+void add_speeds(nlohmann::ordered_json& j, const BenchArgs& args, int64_t depth, const Speeds& s,
+                double bytes_per_token) {
+    const MeanSd p = mean_sd(s.pp), g = mean_sd(s.tg);
+    if (bytes_per_token > 0) j["tg_gb_s"] = g.mean * bytes_per_token / 1e9;
     j["pp_tok_s"] = p.mean;
     j["pp_tok_s_sd"] = p.sd;
     j["tg_tok_s"] = g.mean;
     j["tg_tok_s_sd"] = g.sd;
     j["n_prompt"] = args.n_prompt;
     j["n_gen"] = args.n_gen;
-    j["n_depth"] = args.n_depth;
+    j["n_depth"] = depth;
     j["repetitions"] = args.repetitions;
     j["isa"] = kernels_isa();
 }
 
-// Prompt and generation speed of any token model: the prompt prefilled, then
-// n_gen tokens decoded, each from a context holding `depth` (untimed; kept and
-// rewound to where the model can), `repetitions` times each after a warm-up pass.
-Speeds measure(TokenModel& m, const std::function<void()>& reset,
-               const std::vector<int32_t>& depth, const std::vector<int32_t>& prompt,
+// As JSON: for one depth one object, for several an array of one per depth,
+// each `fields` and that depth's speeds.
+void print_json(const BenchArgs& args, const nlohmann::ordered_json& fields,
+                const std::vector<Speeds>& speeds, double bytes_per_token) {
+    nlohmann::ordered_json all = nlohmann::ordered_json::array();
+    for (size_t k = 0; k < speeds.size(); ++k) {
+        nlohmann::ordered_json j = fields;
+        add_speeds(j, args, args.depths[k], speeds[k], bytes_per_token);
+        all.push_back(std::move(j));
+    }
+    fmt::print("{}\n", (all.size() == 1 ? all[0] : all).dump(2));
+}
+
+// llama-bench's table, each depth's rows in the order given.
+void print_table(const BenchArgs& args, int64_t n_params, double bytes, int threads,
+                 const std::vector<Speeds>& speeds) {
+    print_header();
+    for (size_t k = 0; k < speeds.size(); ++k)
+        print_rows(args, n_params, bytes, threads, args.depths[k], speeds[k]);
+}
+
+// Random ids, as llama-bench uses: the speed does not depend on them.
+std::vector<int32_t> random_prompt(int64_t n, int64_t n_vocab, uint32_t seed = 42) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(n_vocab - 1));
+    std::vector<int32_t> prompt(static_cast<size_t>(n));
+    for (int32_t& id : prompt) id = pick(rng);
+    return prompt;
+}
+
+// Brings a model to a context of the first d tokens of one fixed sequence,
+// prefilling only what it lacks: after the tests at one depth it rewinds to
+// that depth (where the model can) and fills on to the next.
+class DepthFill {
+public:
+    DepthFill(TokenModel& m, std::function<void()> reset, std::vector<int32_t> tokens)
+        : m_(m), reset_(std::move(reset)), tokens_(std::move(tokens)) {}
+
+    void to(int64_t depth) {
+        int64_t keep = std::min(held_, depth);
+        if (keep > 0 && m_.can_rewind(keep)) {
+            m_.rewind(keep);
+        } else {
+            reset_();
+            keep = 0;
+        }
+        if (depth > keep)
+            m_.prefill(std::span<const int32_t>(tokens_).subspan(static_cast<size_t>(keep),
+                                                                 static_cast<size_t>(depth - keep)));
+        held_ = depth;
+    }
+
+private:
+    TokenModel& m_;
+    std::function<void()> reset_;
+    std::vector<int32_t> tokens_;
+    int64_t held_ = 0;  // fill tokens the model holds, before what the tests fed
+};
+
+// Prompt and generation speed of any token model at one depth: the prompt
+// prefilled, then n_gen tokens decoded, each test from a context of `depth`
+// fill tokens (untimed), `repetitions` times each after a warm-up pass.
+Speeds measure(TokenModel& m, DepthFill& fill, int64_t depth, const std::vector<int32_t>& prompt,
                int64_t n_gen, int repetitions) {
-    const auto n_depth = static_cast<int64_t>(depth.size());
-    bool filled = false;
-    auto start = [&] {
-        if (filled && n_depth > 0 && m.can_rewind(n_depth)) return m.rewind(n_depth);
-        reset();
-        if (n_depth > 0) m.prefill(depth);
-        filled = true;
-    };
     auto timed = [&](const std::function<void()>& pass) {
-        start();
+        fill.to(depth);
         return seconds_of(pass);
     };
     auto prompt_pass = [&] { m.prefill(prompt); };
@@ -135,13 +196,16 @@ Speeds measure(TokenModel& m, const std::function<void()>& reset,
     return s;
 }
 
-// Random ids, as llama-bench uses: the speed does not depend on them.
-std::vector<int32_t> random_prompt(int64_t n, int64_t n_vocab, uint32_t seed = 42) {
-    std::mt19937 rng(seed);
-    std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(n_vocab - 1));
-    std::vector<int32_t> prompt(static_cast<size_t>(n));
-    for (int32_t& id : prompt) id = pick(rng);
-    return prompt;
+// Every depth's speeds, in the order given.
+std::vector<Speeds> measure_depths(TokenModel& m, const std::function<void()>& reset,
+                                   const BenchArgs& args, int64_t n_vocab) {
+    const int64_t deepest = std::ranges::max(args.depths);
+    DepthFill fill(m, reset, random_prompt(deepest, n_vocab, 7));
+    const std::vector<int32_t> prompt = random_prompt(args.n_prompt, n_vocab);
+    std::vector<Speeds> speeds;
+    for (const int64_t depth : args.depths)
+        speeds.push_back(measure(m, fill, depth, prompt, args.n_gen, args.repetitions));
+    return speeds;
 }
 
 // A converted folder on the MIL interpreter, run as generate runs it: the
@@ -153,17 +217,15 @@ int run_bench_converted(const BenchArgs& args) {
                              converted_rounding(args.run.precision_name), &pool,
                              converted_quant_dot(args.run.quant_dot));
     AnePipeline& pipeline = converted.pipeline();
-    if (args.n_depth + args.n_prompt > pipeline.n_ctx() || args.n_depth + args.n_gen > pipeline.n_ctx())
+    const int64_t deepest = std::ranges::max(args.depths);
+    if (deepest + args.n_prompt > pipeline.n_ctx() || deepest + args.n_gen > pipeline.n_ctx())
         fail("{}: -d {} with -p {} and with -n {} must each fit the packages' context of {}",
-             args.model, args.n_depth, args.n_prompt, args.n_gen, pipeline.n_ctx());
-    const std::vector<int32_t> depth = random_prompt(args.n_depth, converted.vocab_size(), 7);
-    const std::vector<int32_t> prompt = random_prompt(args.n_prompt, converted.vocab_size());
-    const Speeds s = measure(
-        pipeline, [&] { pipeline.reset(); }, depth, prompt, args.n_gen, args.repetitions);
+             args.model, deepest, args.n_prompt, args.n_gen, pipeline.n_ctx());
+    const std::vector<Speeds> speeds =
+        measure_depths(pipeline, [&] { pipeline.reset(); }, args, converted.vocab_size());
     double bytes = 0;  // the folder: packages, tokenizer and metadata
     for (const auto& f : std::filesystem::recursive_directory_iterator(args.model))
         if (f.is_regular_file()) bytes += static_cast<double>(f.file_size());
-    const MeanSd p = mean_sd(s.pp), g = mean_sd(s.tg);
     if (args.json) {
         nlohmann::ordered_json j;
         j["model"] = args.model;
@@ -171,11 +233,10 @@ int run_bench_converted(const BenchArgs& args) {
         j["bytes"] = bytes;
         j["threads"] = pool.size();
         j["precision"] = args.run.precision_name;
-        add_speeds(j, args, p, g);
-        fmt::print("{}\n", j.dump(2));
+        print_json(args, j, speeds, 0);
         return 0;
     }
-    print_table(args, 0, bytes, pool.size(), s, p, g);
+    print_table(args, 0, bytes, pool.size(), speeds);
     fmt::print("Core ML packages on the MIL interpreter ({}, precision {})\n", kernels_isa(),
                args.run.precision_name);
     return 0;
@@ -186,12 +247,15 @@ int run_bench(const BenchArgs& args) {
     const bool speculative = args.speculative.active();
     Model model = open_model(args.model, args.tokenizer, speculative);
     SessionOptions so = args.run.session(model);
-    so.n_ctx = args.n_depth + std::max<int64_t>(args.n_prompt, args.n_gen) + 1;
-    if (const int64_t need = args.n_depth + std::max<int64_t>(args.n_prompt, args.n_gen);
+    const int64_t deepest = std::ranges::max(args.depths);
+    so.n_ctx = deepest + std::max<int64_t>(args.n_prompt, args.n_gen) + 1;
+    if (const int64_t need = deepest + std::max<int64_t>(args.n_prompt, args.n_gen);
         model.spec().context_within(need) < need)
         fail("{}: -d {} with -p {} and with -n {} must each fit the model's trained context of {}",
-             args.model, args.n_depth, args.n_prompt, args.n_gen, model.spec().n_ctx_train);
-    so.prefill_batch = std::max<int64_t>(args.n_prompt, 1);
+             args.model, deepest, args.n_prompt, args.n_gen, model.spec().n_ctx_train);
+    // The prompt in one batch, as llama-bench's; the depth in batches at
+    // least as large as a prompt's usual ones, not token by token.
+    so.prefill_batch = std::max<int64_t>(args.n_prompt, SessionOptions{}.prefill_batch);
     SpeculativeBench spec_bench;
     std::unique_ptr<DraftSource> draft;
     if (speculative) {
@@ -208,17 +272,14 @@ int run_bench(const BenchArgs& args) {
     const std::unique_ptr<Session> owned = open_session(model, so);
     Session& session = *owned;
 
-    const std::vector<int32_t> depth = random_prompt(args.n_depth, model.spec().n_vocab, 7);
-    const std::vector<int32_t> prompt = random_prompt(args.n_prompt, model.spec().n_vocab);
-    const Speeds s = measure(
-        session, [&] { session.reset(); }, depth, prompt, args.n_gen, args.repetitions);
+    const std::vector<Speeds> speeds =
+        measure_depths(session, [&] { session.reset(); }, args, model.spec().n_vocab);
 
     int64_t n_params = 0;
     for (const std::string& name : model.weights().names())
         n_params += model.weights().get(name).numel();
     const size_t weight_bytes = model.weights().total_bytes();
     const double bytes_per_token = static_cast<double>(session.decode_weight_bytes());
-    const MeanSd p = mean_sd(s.pp), g = mean_sd(s.tg);
 
     if (args.json) {
         nlohmann::ordered_json j;
@@ -228,17 +289,17 @@ int run_bench(const BenchArgs& args) {
         j["threads"] = session.threads();
         j["quant"] = so.quant.to_string();
         j["kv"] = args.run.kv;
-        j["tg_gb_s"] = g.mean * bytes_per_token / 1e9;
-        add_speeds(j, args, p, g);
-        fmt::print("{}\n", j.dump(2));
+        print_json(args, j, speeds, bytes_per_token);
         return 0;
     }
-    print_table(args, n_params, static_cast<double>(weight_bytes), session.threads(), s, p, g);
-    if (!s.tg.empty())
-        fmt::print(
-            "generation reads {:.1f} MB of weights per token: {:.2f} GB/s ({}, quant {}, kv {})\n",
-            bytes_per_token / 1e6, g.mean * bytes_per_token / 1e9, kernels_isa(),
-            so.quant.to_string(), args.run.kv);
+    print_table(args, n_params, static_cast<double>(weight_bytes), session.threads(), speeds);
+    for (size_t k = 0; k < speeds.size(); ++k)
+        if (!speeds[k].tg.empty())
+            fmt::print(
+                "generation{} reads {:.1f} MB of weights per token: {:.2f} GB/s ({}, quant {}, kv {})\n",
+                args.depths[k] > 0 ? fmt::format(" at depth {}", args.depths[k]) : "",
+                bytes_per_token / 1e6, mean_sd(speeds[k].tg).mean * bytes_per_token / 1e9,
+                kernels_isa(), so.quant.to_string(), args.run.kv);
     if (draft != nullptr) bench_speculative(session, model, *draft, args.speculative, spec_bench);
     return 0;
 }
@@ -252,9 +313,11 @@ std::function<int()> setup(CLI::App& app) {
         ->capture_default_str();
     in_range(app.add_option("-n,--n-gen", args->n_gen, "generated tokens"), {0, 1 << 20})
         ->capture_default_str();
-    in_range(app.add_option("-d,--n-depth", args->n_depth,
+    in_range(app.add_option("-d,--n-depth", args->depths,
                             "tokens already in the context when each test starts (llama-bench's "
-                            "-d): decode and prompt speed at that depth"),
+                            "-d): decode and prompt speed at that depth; a list (0,4096,8192) "
+                            "measures each, filling the context once up to the deepest")
+                 ->delimiter(','),
              {0, 1 << 24})
         ->capture_default_str();
     in_range(app.add_option("-r,--repetitions", args->repetitions, "runs per test"), {1, 1000})
