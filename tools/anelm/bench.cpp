@@ -12,6 +12,7 @@
 #include "bench_speculative.h"
 #include "command.h"
 #include "converted/ane_pipeline.h"
+#include "exec/cpu/kv_cache.h"
 #include "flag_checks.h"
 #include "run_options.h"
 #include "runtime/model.h"
@@ -293,13 +294,28 @@ int run_bench(const BenchArgs& args) {
         return 0;
     }
     print_table(args, n_params, static_cast<double>(weight_bytes), session.threads(), speeds);
-    for (size_t k = 0; k < speeds.size(); ++k)
-        if (!speeds[k].tg.empty())
-            fmt::print(
-                "generation{} reads {:.1f} MB of weights per token: {:.2f} GB/s ({}, quant {}, kv {})\n",
-                args.depths[k] > 0 ? fmt::format(" at depth {}", args.depths[k]) : "",
-                bytes_per_token / 1e6, mean_sd(speeds[k].tg).mean * bytes_per_token / 1e9,
-                kernels_isa(), so.quant.to_string(), args.run.kv);
+    // At depth a step reads the cache too: on average the depth and half the
+    // tokens generated (sliding-window layers read less: not counted then).
+    const bool whole_cache = model.spec().sliding_window == 0;
+    const auto kv_position = static_cast<double>(kv_bytes_per_position(model.spec(), so.kv));
+    for (size_t k = 0; k < speeds.size(); ++k) {
+        if (speeds[k].tg.empty()) continue;
+        const double tok_s = mean_sd(speeds[k].tg).mean;
+        const int64_t depth = args.depths[k];
+        if (depth == 0 || !whole_cache) {
+            fmt::print("generation{} reads {:.1f} MB of weights per token: {:.2f} GB/s ({}, quant "
+                       "{}, kv {})\n",
+                       depth > 0 ? fmt::format(" at depth {}", depth) : "", bytes_per_token / 1e6,
+                       tok_s * bytes_per_token / 1e9, kernels_isa(), so.quant.to_string(),
+                       args.run.kv);
+            continue;
+        }
+        const double kv = kv_position * (static_cast<double>(depth) + args.n_gen / 2.0);
+        fmt::print("generation at depth {} reads {:.1f} MB of weights and {:.1f} MB of KV cache "
+                   "per token: {:.2f} GB/s ({}, quant {}, kv {})\n",
+                   depth, bytes_per_token / 1e6, kv / 1e6, tok_s * (bytes_per_token + kv) / 1e9,
+                   kernels_isa(), so.quant.to_string(), args.run.kv);
+    }
     if (draft != nullptr) bench_speculative(session, model, *draft, args.speculative, spec_bench);
     return 0;
 }
