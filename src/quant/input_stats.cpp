@@ -53,6 +53,17 @@ std::shared_ptr<const QuantizedMatrix> ModelCalibration::made_of(const std::stri
     return same ? m.matrix : nullptr;
 }
 
+Calibration ModelCalibration::for_weight(const std::string& name, Component component,
+                                         bool linear, GramFactorCache* factors) const {
+    Calibration calib;
+    if (linear) {
+        calib = {find(name), method, factors, component != Component::embed};
+    } else if (component == Component::embed && !token_counts.empty()) {
+        calib.row_counts = &token_counts;
+    }
+    return calib;
+}
+
 const std::vector<float>& GramFactorCache::factor_of(const InputStats& stats, ThreadPool& pool) {
     if (stats_ != &stats) {
         factor_ = inverse_gram_factor(stats.gram, stats.n_in, pool);

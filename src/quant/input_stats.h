@@ -60,6 +60,9 @@ struct MadeMatrix {
     std::shared_ptr<const QuantizedMatrix> matrix;
 };
 
+struct Calibration;
+class GramFactorCache;
+
 // A model's statistics and the method to use them with.
 struct ModelCalibration {
     CalibrationStats stats;
@@ -81,6 +84,11 @@ struct ModelCalibration {
     std::shared_ptr<const QuantizedMatrix> made_of(const std::string& name, const TensorView& view,
                                                    const QuantChoice& choice, uint64_t seed,
                                                    bool int8_dot) const;
+    // How to calibrate the weight `name`, read as `component` and, with
+    // `linear`, by a linear node (its inputs' statistics, aimed unless it is a
+    // tied embedding); an embedding table alone by the token counts.
+    Calibration for_weight(const std::string& name, Component component, bool linear,
+                           GramFactorCache* factors) const;
 };
 
 // The factor GPTQ reads (gram_factor.h) for the last inputs asked about:

@@ -120,56 +120,82 @@ std::vector<double> row_weights(const std::vector<double>& counts, int64_t n_out
     return weights;
 }
 
-// As palettize, with each group's table the k-means of its weights weighted
-// by input energy (or, for an embedding, by how often each row is read), and
-// for gptq the codes by error feedback (quant/gptq_lut.h).
-void palettize_calibrated(const TensorView& w, const MatrixShape& shape, ThreadPool& pool,
-                          uint64_t seed, const KMeansOptions& kmeans, const Calibration& calib,
-                          QuantizedMatrix& q) {
+// What a calibrated palettization weighs: the weights (mapped to their
+// target where there is one) and each row's and column's weight.
+struct WeighedMatrix {
+    std::vector<float> values;
+    std::vector<double> column_weight, row_weight;
+};
+
+WeighedMatrix weighed_matrix(const TensorView& w, const MatrixShape& shape,
+                             const Calibration& calib, ThreadPool& pool) {
     const InputStats* stats = calib.stats;
     if (stats && stats->n_in != shape.n_in)
         fail("calibration saw inputs of {} values, the weight has {}", stats->n_in, shape.n_in);
-    const int64_t n_out = shape.n_out, n_in = shape.n_in;
-    std::vector<float> values(static_cast<size_t>(n_out * n_in));
-    read_rows(w, shape, 0, n_out, values.data());
-    if (stats && calib.aim && !stats->target.empty()) retarget(values, n_out, stats->target, pool);
-    const std::vector<double> column_weight =
-        stats ? input_weights(*stats) : std::vector<double>(static_cast<size_t>(n_in), 1.0);
-    const std::vector<double> row_weight = calib.row_counts
-                                               ? row_weights(*calib.row_counts, n_out)
-                                               : std::vector<double>(static_cast<size_t>(n_out), 1.0);
+    WeighedMatrix m;
+    m.values.resize(static_cast<size_t>(shape.n_out * shape.n_in));
+    read_rows(w, shape, 0, shape.n_out, m.values.data());
+    if (stats && calib.aim && !stats->target.empty())
+        retarget(m.values, shape.n_out, stats->target, pool);
+    m.column_weight =
+        stats ? input_weights(*stats) : std::vector<double>(static_cast<size_t>(shape.n_in), 1.0);
+    m.row_weight = calib.row_counts ? row_weights(*calib.row_counts, shape.n_out)
+                                    : std::vector<double>(static_cast<size_t>(shape.n_out), 1.0);
+    return m;
+}
 
-    LutTables tables;
-    tables.rows_per_table = q.rows_per_table();
-    tables.k = 1 << q.nbits;
-    tables.entries.resize(static_cast<size_t>(q.n_tables() * tables.k));
-    pool.run(q.n_tables(), [&](int64_t g, int) {
-        const int64_t o0 = g * tables.rows_per_table;
-        const int64_t o1 = std::min(n_out, o0 + tables.rows_per_table);
+// The tables of every matrix in `qs` (LUTs of one group size, any widths):
+// each group's table the k-means of its weights weighted by input energy (or,
+// for an embedding, by how often each row is read), the group's weighted
+// values collected once for all widths.
+std::vector<LutTables> weighted_tables(const WeighedMatrix& m, const MatrixShape& shape,
+                                       ThreadPool& pool, uint64_t seed,
+                                       const KMeansOptions& kmeans,
+                                       const std::vector<QuantizedMatrix>& qs) {
+    const int64_t n_in = shape.n_in, rows = qs.front().rows_per_table();
+    std::vector<LutTables> tables(qs.size());
+    for (size_t i = 0; i < qs.size(); ++i) {
+        tables[i].rows_per_table = rows;
+        tables[i].k = 1 << qs[i].nbits;
+        tables[i].entries.resize(static_cast<size_t>(qs[i].n_tables() * tables[i].k));
+    }
+    pool.run(qs.front().n_tables(), [&](int64_t g, int) {
+        const int64_t o0 = g * rows, o1 = std::min(shape.n_out, o0 + rows);
         thread_local std::vector<double> weights;
         thread_local WeightedValues points;
         weights.resize(static_cast<size_t>((o1 - o0) * n_in));
         for (int64_t o = o0; o < o1; ++o)
             for (int64_t i = 0; i < n_in; ++i)
-                weights[(o - o0) * n_in + i] = column_weight[i] * row_weight[o];
-        weighted_distinct_values({values.data() + o0 * n_in, weights.size()}, weights, points);
-        const KMeansResult clusters =
-            kmeans_1d(points, tables.k, mix_seed(seed, static_cast<uint64_t>(g)), kmeans);
-        const std::vector<uint16_t> table = make_table(clusters.centers, q.nbits);
-        for (int e = 0; e < tables.k; ++e) tables.entries[g * tables.k + e] = f16_to_f32(table[e]);
+                weights[(o - o0) * n_in + i] = m.column_weight[i] * m.row_weight[o];
+        weighted_distinct_values({m.values.data() + o0 * n_in, weights.size()}, weights, points);
+        for (size_t i = 0; i < qs.size(); ++i) {
+            const KMeansResult clusters =
+                kmeans_1d(points, tables[i].k, mix_seed(seed, static_cast<uint64_t>(g)), kmeans);
+            const std::vector<uint16_t> table = make_table(clusters.centers, qs[i].nbits);
+            for (int e = 0; e < tables[i].k; ++e)
+                tables[i].entries[g * tables[i].k + e] = f16_to_f32(table[e]);
+        }
     });
+    return tables;
+}
 
-    std::vector<uint8_t> codes(values.size());
-    if (calib.method == CalibMethod::gptq && stats && stats->has_gram()) {
+// q's codes on its tables: for gptq by error feedback (quant/gptq_lut.h),
+// else each weight's nearest entry.
+void calibrated_codes(const WeighedMatrix& m, const MatrixShape& shape, const LutTables& tables,
+                      const Calibration& calib, ThreadPool& pool, QuantizedMatrix& q) {
+    const int64_t n_out = shape.n_out, n_in = shape.n_in;
+    std::vector<uint8_t> codes(m.values.size());
+    if (calib.method == CalibMethod::gptq && calib.stats && calib.stats->has_gram()) {
         GramFactorCache own;
         GramFactorCache& factors = calib.factors ? *calib.factors : own;
-        codes = gptq_codes(values, n_out, n_in, tables, factors.factor_of(*stats, pool), pool);
+        codes = gptq_codes(m.values, n_out, n_in, tables, factors.factor_of(*calib.stats, pool),
+                           pool);
     } else {
         pool.run(n_out, [&](int64_t o, int) {
             const float* table = tables.table_of_row(o);
             for (int64_t i = 0; i < n_in; ++i)
                 codes[static_cast<size_t>(o * n_in + i)] = static_cast<uint8_t>(
-                    nearest_entry(table, tables.k, values[static_cast<size_t>(o * n_in + i)]));
+                    nearest_entry(table, tables.k, m.values[static_cast<size_t>(o * n_in + i)]));
         });
     }
     q.lut.resize(tables.entries.size());
@@ -177,6 +203,15 @@ void palettize_calibrated(const TensorView& w, const MatrixShape& shape, ThreadP
     pool.run(n_out, [&](int64_t o, int) {
         pack_codes(codes.data() + o * n_in, n_in, q.nbits, q.codes.data() + o * q.row_bytes());
     });
+}
+
+// As palettize, calibrated: every matrix of `qs` (LUTs of one group size).
+void palettize_calibrated(const TensorView& w, const MatrixShape& shape, ThreadPool& pool,
+                          uint64_t seed, const KMeansOptions& kmeans, const Calibration& calib,
+                          std::vector<QuantizedMatrix>& qs) {
+    const WeighedMatrix m = weighed_matrix(w, shape, calib, pool);
+    const std::vector<LutTables> tables = weighted_tables(m, shape, pool, seed, kmeans, qs);
+    for (size_t i = 0; i < qs.size(); ++i) calibrated_codes(m, shape, tables[i], calib, pool, qs[i]);
 }
 
 void quantize_per_row(const TensorView& w, const MatrixShape& shape, ThreadPool& pool,
@@ -208,12 +243,8 @@ void quantize_per_row(const TensorView& w, const MatrixShape& shape, ThreadPool&
     });
 }
 
-}  // namespace
-
-QuantizedMatrix quantize_matrix(const TensorView& w, const QuantChoice& choice, ThreadPool& pool,
-                                uint64_t seed, const KMeansOptions& kmeans,
-                                const Calibration& calib) {
-    const MatrixShape shape = matrix_shape(w);
+// The matrix `choice` makes of w, its codes zero and nothing else set.
+QuantizedMatrix empty_matrix(const MatrixShape& shape, const QuantChoice& choice) {
     QuantizedMatrix q;
     q.n_out = shape.n_out;
     q.n_in = shape.n_in;
@@ -238,14 +269,37 @@ QuantizedMatrix quantize_matrix(const TensorView& w, const QuantChoice& choice, 
             break;
     }
     q.codes.assign(static_cast<size_t>(q.n_out * q.row_bytes()), 0);
+    return q;
+}
+
+}  // namespace
+
+QuantizedMatrix quantize_matrix(const TensorView& w, const QuantChoice& choice, ThreadPool& pool,
+                                uint64_t seed, const KMeansOptions& kmeans,
+                                const Calibration& calib) {
+    const MatrixShape shape = matrix_shape(w);
+    QuantizedMatrix q = empty_matrix(shape, choice);
     if (q.kind == QuantKind::lut && calib.any()) {
-        palettize_calibrated(w, shape, pool, seed, kmeans, calib, q);
-    } else if (q.kind == QuantKind::lut) {
+        std::vector<QuantizedMatrix> one{std::move(q)};
+        palettize_calibrated(w, shape, pool, seed, kmeans, calib, one);
+        return std::move(one.front());
+    }
+    if (q.kind == QuantKind::lut) {
         palettize(w, shape, pool, seed, kmeans, q);
     } else {
         quantize_per_row(w, shape, pool, q);
     }
     return q;
+}
+
+std::vector<QuantizedMatrix> palettize_widths(const TensorView& w, int64_t group_size,
+                                              std::span<const int> nbits, ThreadPool& pool,
+                                              uint64_t seed, const Calibration& calib) {
+    const MatrixShape shape = matrix_shape(w);
+    std::vector<QuantizedMatrix> qs;
+    for (const int bits : nbits) qs.push_back(empty_matrix(shape, {QuantMethod::lut, bits, group_size}));
+    if (!qs.empty()) palettize_calibrated(w, shape, pool, seed, {}, calib, qs);
+    return qs;
 }
 
 }  // namespace anelm::quant

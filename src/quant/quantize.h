@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "base/tensor.h"
 #include "base/thread_pool.h"
@@ -30,5 +32,12 @@ namespace anelm::quant {
 QuantizedMatrix quantize_matrix(const TensorView& w, const QuantChoice& choice, ThreadPool& pool,
                                 uint64_t seed = 0, const KMeansOptions& kmeans = {},
                                 const Calibration& calib = {});
+
+// quantize_matrix of w as LUTs of one group size at each of `nbits`, with
+// the same calibration: each group's weighted values are collected once for
+// all the widths. Equal, width for width, to quantize_matrix's.
+std::vector<QuantizedMatrix> palettize_widths(const TensorView& w, int64_t group_size,
+                                              std::span<const int> nbits, ThreadPool& pool,
+                                              uint64_t seed, const Calibration& calib);
 
 }  // namespace anelm::quant

@@ -104,14 +104,9 @@ void quantize_job(ir::Program& program, const WeightJob& job, ThreadPool& pool, 
         if (w.quantized) return;
     }
     try {
-        Calibration calib;
-        if (calibration && job.linear) {
-            calib = {calibration->find(w.name), calibration->method, factors,
-                     job.component != Component::embed};
-        } else if (calibration && job.component == Component::embed &&
-                   !calibration->token_counts.empty()) {
-            calib.row_counts = &calibration->token_counts;
-        }
+        const Calibration calib =
+            calibration ? calibration->for_weight(w.name, job.component, job.linear, factors)
+                        : Calibration{};
         QuantizedMatrix q = quantize_matrix(w.view, job.choice, pool, seed, {}, calib);
         if (int8_dot) q.use_int8_dot();
         w.quantized = std::make_shared<const QuantizedMatrix>(std::move(q));

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 
 #include "base/error.h"
@@ -342,9 +343,6 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
         }
         m.searched = true;
         const quant::InputStats* stats = calibration.find(w.name);
-        const auto quantize_as = [&](const quant::QuantChoice& c, quant::CalibMethod method) {
-            return quant::quantize_matrix(w.view, c, pool, 0, {}, {stats, method, &factors});
-        };
         const auto error_of = [&](const quant::QuantizedMatrix& q) {
             return stats ? quant::output_error(w.view, q, *stats, pool, quant::GramTerms::diagonal)
                          : quant::quant_error(w.view, q, pool).sum_dd;
@@ -353,25 +351,33 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
                                            m.n_in * reference_bits % 8 == 0 ? reference_bits : 8,
                                            quant::default_group_size};
         // Every candidate's output error with the weighted tables' nearest
-        // codes; the matrix's KL measured at the reference width with the
-        // calibration's own codes (GPTQ's column pass, the costly part, runs
-        // there alone); the other widths' KL in proportion to their errors.
+        // codes (the widths of a group size made together); the matrix's KL
+        // measured at the reference width with the calibration's own codes
+        // (GPTQ's column pass, the costly part, runs there alone); the other
+        // widths' KL in proportion to their errors.
         BudgetItem item;
-        std::vector<double> error;
-        double reference_error = 0;
-        for (const quant::QuantChoice& c : candidates) {
+        std::vector<double> error(candidates.size(), 0.0);
+        std::map<int64_t, std::vector<size_t>> by_group;  // the LUT candidates of each group size
+        for (size_t k = 0; k < candidates.size(); ++k) {
+            const quant::QuantChoice& c = candidates[k];
             item.bits.push_back(quant::stored_bits(c, m.n_out, m.n_in));
-            if (c.method == quant::QuantMethod::none) {
-                error.push_back(0);
-            } else if (!packable(c, m.n_in)) {
-                error.push_back(std::numeric_limits<double>::infinity());
-            } else {
-                error.push_back(error_of(quantize_as(c, quant::CalibMethod::weighted)));
-                if (c == reference) reference_error = error.back();
-            }
+            if (!packable(c, m.n_in))
+                error[k] = std::numeric_limits<double>::infinity();
+            else if (c.method != quant::QuantMethod::none)
+                by_group[c.group_size].push_back(k);
         }
-        w.quantized = std::make_shared<const quant::QuantizedMatrix>(
-            quantize_as(reference, calibration.method));
+        for (const auto& [group, ks] : by_group) {
+            std::vector<int> widths;
+            for (const size_t k : ks) widths.push_back(candidates[k].nbits);
+            const std::vector<quant::QuantizedMatrix> made = quant::palettize_widths(
+                w.view, group, widths, pool, 0, {stats, quant::CalibMethod::weighted});
+            for (size_t i = 0; i < ks.size(); ++i) error[ks[i]] = error_of(made[i]);
+        }
+        double reference_error = 0;
+        for (size_t k = 0; k < candidates.size(); ++k)
+            if (candidates[k] == reference) reference_error = error[k];
+        w.quantized = std::make_shared<const quant::QuantizedMatrix>(quant::quantize_matrix(
+            w.view, reference, pool, 0, {}, {stats, calibration.method, &factors}));
         const double reference_kl = run.kl_from(first_reader[job.weight]);
         w.quantized = nullptr;
         for (const double e : error)
@@ -426,6 +432,8 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
         quant::WeightJob job = jobs[j];
         job.choice = m.choice;
         quant::quantize_job(program, job, pool, 0, &calibration, &factors);
+        const ir::Weight& w = program.weights[job.weight];
+        result.made[w.name] = {w.view.data, job.choice, 0, false, w.quantized};
     }
     result.measured_kl = run.kl();
     result.seconds =

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -66,6 +67,9 @@ struct AutoQuantResult {
     double measured_kl = 0;  // every choice applied, on the same calibration window
     int64_t tokens = 0;      // of that window
     double seconds = 0;
+    // The chosen matrices as that measurement made them (exact products), by
+    // weight name, for the quantization that follows to take as they are.
+    std::map<std::string, quant::MadeMatrix> made;
 };
 
 // Throws Error when the target's bits per weight are below what the

@@ -376,6 +376,30 @@ TEST(EmbeddingLut, RowsReadOftenAreKeptCloser) {
     }
 }
 
+TEST(PalettizeWidths, EqualsEachWidthQuantizedAlone) {
+    ThreadPool pool(2);
+    Problem p = correlated_problem(4);
+    const TensorView w = f32_view(p.w, p.n_out, p.n_in);
+    std::vector<double> counts(static_cast<size_t>(p.n_out));
+    for (size_t o = 0; o < counts.size(); ++o) counts[o] = static_cast<double>(o % 5);
+    Calibration by_counts;
+    by_counts.row_counts = &counts;
+    const std::vector<int> widths = {2, 3, 4, 6};
+    for (const Calibration& calib :
+         {Calibration{}, Calibration{&p.stats, CalibMethod::weighted}, by_counts})
+        for (const int64_t group : {int64_t{8}, int64_t{32}}) {
+            const auto made = palettize_widths(w, group, widths, pool, 9, calib);
+            ASSERT_EQ(made.size(), widths.size());
+            for (size_t i = 0; i < widths.size(); ++i) {
+                const auto alone = quantize_matrix(
+                    w, {QuantMethod::lut, widths[i], group}, pool, 9, {}, calib);
+                EXPECT_EQ(made[i].nbits, widths[i]);
+                EXPECT_EQ(made[i].lut, alone.lut) << widths[i] << " bits, group " << group;
+                EXPECT_EQ(made[i].codes, alone.codes) << widths[i] << " bits, group " << group;
+            }
+        }
+}
+
 TEST(GptqLut, SameResultOnAnyNumberOfThreads) {
     Problem p = correlated_problem(4);
     const TensorView w{DType::f32, {p.n_out, p.n_in}, reinterpret_cast<const std::byte*>(p.w.data())};

@@ -89,7 +89,7 @@ int run_convert(ConvertArgs& args, const std::string& command_line) {
     o.calibration = calibration_for(model, args.calib, model.spec().context_within(o.ctx),
                                     args.threads, &windows, target ? nullptr : &packages);
     if (target) {
-        const AutoQuantResult chosen = search_widths(model, args.quant, base, o.calibration.get(),
+        const AutoQuantResult chosen = search_widths(model, args.quant, base, o.calibration,
                                                      windows, *target, args.threads);
         fmt::print(stderr, "{}\n", auto_summary(chosen));
         o.quant_recipe = chosen.spec.per_weight;

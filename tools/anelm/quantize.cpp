@@ -265,11 +265,11 @@ int run_quantize(const QuantizeArgs& args) {
     const int64_t window = m.spec.context_within(args.n_ctx);
     if (target) check_auto_target(m.spec, m.weights, spec, *target);
     std::vector<std::vector<int32_t>> windows;
-    const auto calib =
+    auto calib =
         calibration_for(model, args.calib, window, threads, &windows, target ? nullptr : &spec);
     std::optional<AutoQuantResult> chosen;
     if (target) {
-        chosen = search_widths(model, args.spec, spec, calib.get(), windows, *target, threads);
+        chosen = search_widths(model, args.spec, spec, calib, windows, *target, threads);
         spec = chosen->spec;
     }
     const std::vector<Job> jobs = linear_jobs(m, spec);
@@ -294,9 +294,10 @@ int run_quantize(const QuantizeArgs& args) {
         const auto t0 = Clock::now();
         quant::QuantizedMatrix q;
         try {
-            quant::Calibration for_job;
-            if (calib && job.component != quant::Component::embed)
-                for_job = {calib->find(job.weight), calib->method, &factors};
+            const quant::Calibration for_job =
+                calib ? calib->for_weight(job.weight, job.component,
+                                          job.component != quant::Component::embed, &factors)
+                      : quant::Calibration{};
             const auto made = calib ? calib->made_of(job.program_name, *job.view, job.choice,
                                                      args.seed, false)
                                     : nullptr;

@@ -58,7 +58,7 @@ SessionOptions RunOptions::session(const Model& model) const {
         calibration_for(model, calib, s.n_ctx, threads, &windows, target ? nullptr : &s.quant);
     if (target) {
         const AutoQuantResult chosen =
-            search_widths(model, quant, s.quant, s.calibration.get(), windows, *target, threads);
+            search_widths(model, quant, s.quant, s.calibration, windows, *target, threads);
         fmt::print(stderr, "{}\n", auto_summary(chosen));
         s.quant = chosen.spec;
     }
@@ -185,7 +185,7 @@ std::shared_ptr<const quant::ModelCalibration> calibration_for(
 
 AutoQuantResult search_widths(const Model& model, const std::string& quant_text,
                               const quant::QuantSpec& base,
-                              const quant::ModelCalibration* calibration,
+                              std::shared_ptr<const quant::ModelCalibration>& calibration,
                               const std::vector<std::vector<int32_t>>& windows,
                               const AutoQuantTarget& target, int threads) {
     if (!calibration)
@@ -194,6 +194,9 @@ AutoQuantResult search_widths(const Model& model, const std::string& quant_text,
     AutoQuantResult r = choose_quantization(model.spec(), model.weights(), base, *calibration,
                                             windows, target, threads, bar.callback());
     bar.finish();
+    auto with_made = std::make_shared<quant::ModelCalibration>(*calibration);
+    with_made->made.insert(r.made.begin(), r.made.end());
+    calibration = std::move(with_made);
     return r;
 }
 

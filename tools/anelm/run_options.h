@@ -72,10 +72,11 @@ std::shared_ptr<const quant::ModelCalibration> calibration_for(
     std::vector<std::vector<int32_t>>* windows, const quant::QuantSpec* spec);
 
 // --quant auto's search (runtime/quant_search.h) with a progress bar; throws
-// Error naming --quant when there is no calibration.
+// Error naming --quant when there is no calibration. The calibration becomes
+// one that also holds the matrices the search made of its choices.
 AutoQuantResult search_widths(const Model& model, const std::string& quant_text,
                               const quant::QuantSpec& base,
-                              const quant::ModelCalibration* calibration,
+                              std::shared_ptr<const quant::ModelCalibration>& calibration,
                               const std::vector<std::vector<int32_t>>& windows,
                               const AutoQuantTarget& target, int threads);
 // "auto: 4.43 bits per weight, KL predicted 0.051, measured 0.049 (512 tokens);
