@@ -116,6 +116,18 @@ void AnePipeline::reset() {
 
 Tensor AnePipeline::run_chunks(const std::vector<std::unique_ptr<milexec::Function>>& fns,
                                std::span<const int32_t> tokens) {
+    try {
+        return run_chunks_once(fns, tokens);
+    } catch (...) {
+        // The carried states were moved into the functions that failed: the
+        // sequence cannot go on, only start again.
+        if (carries_states_) reset();
+        throw;
+    }
+}
+
+Tensor AnePipeline::run_chunks_once(const std::vector<std::unique_ptr<milexec::Function>>& fns,
+                                    std::span<const int32_t> tokens) {
     const auto t = static_cast<int64_t>(tokens.size());
     Tensor ids = ints({1, t}, {tokens.begin(), tokens.end()});
     Tensor hidden;

@@ -92,9 +92,12 @@ private:
     bool can_pad_batch(size_t rows) const;
     bool carries_states_ = false;
     std::span<const float> run_token(int32_t token);  // infer and the head
-    // The chunks' functions from token ids (the embeddings first, unless monolithic).
+    // The chunks' functions from token ids (the embeddings first, unless
+    // monolithic); a call that fails restarts a pipeline with carried states.
     milexec::Tensor run_chunks(const std::vector<std::unique_ptr<milexec::Function>>& fns,
                                std::span<const int32_t> tokens);
+    milexec::Tensor run_chunks_once(const std::vector<std::unique_ptr<milexec::Function>>& fns,
+                                    std::span<const int32_t> tokens);
     // One token's head outputs into logits_.
     std::span<const float> read_head(const std::map<std::string, milexec::Tensor>& out);
     // Row `row` of head outputs for `rows` tokens into `logits` (n_vocab values).

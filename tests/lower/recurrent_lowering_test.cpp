@@ -195,6 +195,26 @@ TEST_P(RecurrentLoweringTest, NoRewindAndNoVerify) {
     EXPECT_EQ(argmax(ane.prefill(prompt)), first);  // a restart starts from zeros again
 }
 
+// A call that fails inside a function (the monolithic form looks a token up
+// past the vocabulary) has moved the carried states into it: the pipeline
+// restarts, so the next prompt starts from zeros, not from states that are gone.
+TEST_P(RecurrentLoweringTest, AFailedCallRestarts) {
+    const LoadedModel& m = test::tiny_model(GetParam());
+    const ir::Program program = decode_program(m);
+    const test::Lowered l = lower_all(program, m.spec.n_vocab, lowering_options(false));
+    const lower::AnePackage mono =
+        lower::lower_monolithic(program, l.pieces, lowering_options(false));
+    AnePipeline ane(test::part(mono), {lowering_ctx, test::lowering_batch, l.pieces, false},
+                    milexec::Rounding::f16);
+    const auto prompt = test::random_tokens(m.spec.n_vocab, 6, 9);
+    const int32_t first = argmax(ane.prefill(prompt));
+    ane.rewind(0);
+    ane.prefill(prompt);
+    EXPECT_THROW(ane.decode(static_cast<int32_t>(m.spec.n_vocab) + 7), Error);
+    EXPECT_EQ(ane.pos(), 0);
+    EXPECT_EQ(argmax(ane.prefill(prompt)), first);
+}
+
 INSTANTIATE_TEST_SUITE_P(Hybrid, RecurrentLoweringTest,
                          testing::Values("tiny-lfm2", "tiny-qwen3.5"), [](const auto& info) {
                              std::string s = info.param;
