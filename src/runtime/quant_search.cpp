@@ -14,6 +14,7 @@
 #include "quant/quant_error.h"
 #include "quant/quantize.h"
 #include "quant/quantize_program.h"
+#include "quant/weight_rows.h"
 #include "runtime/perplexity.h"
 
 namespace anelm {
@@ -27,6 +28,12 @@ constexpr int reference_bits = 4;
 constexpr int64_t kl_window_tokens = 256;
 // Budget units for the dynamic programme.
 constexpr int64_t budget_steps = 65536;
+// A matrix of more rows than this (a large vocabulary's head) has its
+// candidates' errors measured on blocks of rows spread over it, about this
+// many rows in all: only the errors' ratios to the reference's are used.
+constexpr int64_t sampled_rows = 16384;
+// Rows per block of the sample: whole tables of both group sizes.
+constexpr int64_t sample_block = 32;
 
 double parse_positive(std::string_view text, std::string_view what) {
     double v = 0;
@@ -157,6 +164,32 @@ quant::QuantChoice fixed_choice(const ir::Program& program, const quant::WeightJ
 }
 
 // Core ML's packages need each row's codes to end on a byte.
+// The rows the candidates of `w` are measured on: w itself, or for a matrix
+// of more than twice sampled_rows rows every k-th block of sample_block rows,
+// as f32.
+struct RowSample {
+    std::vector<float> values;
+    TensorView view;
+};
+
+RowSample candidate_rows(const TensorView& w) {
+    const quant::MatrixShape shape = quant::matrix_shape(w);
+    const int64_t every = shape.n_out / sampled_rows;
+    if (every < 2) return {{}, w};
+    RowSample sample;
+    int64_t rows = 0;
+    for (int64_t block = 0; block * sample_block < shape.n_out; block += every) {
+        const int64_t end = std::min(shape.n_out, (block + 1) * sample_block);
+        for (int64_t o = block * sample_block; o < end; ++o, ++rows) {
+            sample.values.resize(static_cast<size_t>((rows + 1) * shape.n_in));
+            quant::read_row(w, shape, o, sample.values.data() + rows * shape.n_in);
+        }
+    }
+    sample.view = {DType::f32, {rows, shape.n_in},
+                   reinterpret_cast<const std::byte*>(sample.values.data())};
+    return sample;
+}
+
 bool packable(const quant::QuantChoice& c, int64_t n_in) {
     return c.method == quant::QuantMethod::none || n_in * c.nbits % 8 == 0;
 }
@@ -343,15 +376,17 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
         }
         m.searched = true;
         const quant::InputStats* stats = calibration.find(w.name);
+        const RowSample rows = candidate_rows(w.view);
         const auto error_of = [&](const quant::QuantizedMatrix& q) {
-            return stats ? quant::output_error(w.view, q, *stats, pool, quant::GramTerms::diagonal)
-                         : quant::quant_error(w.view, q, pool).sum_dd;
+            return stats ? quant::output_error(rows.view, q, *stats, pool, quant::GramTerms::diagonal)
+                         : quant::quant_error(rows.view, q, pool).sum_dd;
         };
         const quant::QuantChoice reference{quant::QuantMethod::lut,
                                            m.n_in * reference_bits % 8 == 0 ? reference_bits : 8,
                                            quant::default_group_size};
         // Every candidate's output error with the weighted tables' nearest
-        // codes (the widths of a group size made together); the matrix's KL
+        // codes (the widths of a group size made together, on the sampled
+        // rows); the matrix's KL
         // measured at the reference width with the calibration's own codes
         // (GPTQ's column pass, the costly part, runs there alone); the other
         // widths' KL in proportion to their errors.
@@ -370,7 +405,7 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
             std::vector<int> widths;
             for (const size_t k : ks) widths.push_back(candidates[k].nbits);
             const std::vector<quant::QuantizedMatrix> made = quant::palettize_widths(
-                w.view, group, widths, pool, 0, {stats, quant::CalibMethod::weighted});
+                rows.view, group, widths, pool, 0, {stats, quant::CalibMethod::weighted});
             for (size_t i = 0; i < ks.size(); ++i) error[ks[i]] = error_of(made[i]);
         }
         double reference_error = 0;
