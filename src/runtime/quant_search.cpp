@@ -25,7 +25,7 @@ namespace {
 constexpr int reference_bits = 4;
 // Tokens of the window each matrix's KL is measured on: it only scales the
 // matrix's output errors, and each run of the model is most of the search.
-constexpr int64_t kl_window_tokens = 256;
+constexpr int64_t kl_window_tokens = 192;
 // Budget units for the dynamic programme.
 constexpr int64_t budget_steps = 65536;
 // A matrix of more rows than this (a large vocabulary's head) has its
