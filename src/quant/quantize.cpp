@@ -175,6 +175,11 @@ std::vector<LutTables> weighted_tables(const WeighedMatrix& m, const MatrixShape
             for (int e = 0; e < tables[i].k; ++e)
                 tables[i].entries[g * tables[i].k + e] = f16_to_f32(table[e]);
         }
+        // A whole-tensor group is as large as the tensor: do not keep it per thread.
+        if (weights.capacity() > (size_t{16} << 20)) {
+            weights = {};
+            points = {};
+        }
     });
     return tables;
 }

@@ -163,7 +163,6 @@ quant::QuantChoice fixed_choice(const ir::Program& program, const quant::WeightJ
                : quant::QuantChoice{};
 }
 
-// Core ML's packages need each row's codes to end on a byte.
 // The rows the candidates of `w` are measured on: w itself, or for a matrix
 // of more than twice sampled_rows rows every k-th block of sample_block rows,
 // as f32.
@@ -190,6 +189,7 @@ RowSample candidate_rows(const TensorView& w) {
     return sample;
 }
 
+// Core ML's packages need each row's codes to end on a byte.
 bool packable(const quant::QuantChoice& c, int64_t n_in) {
     return c.method == quant::QuantMethod::none || n_in * c.nbits % 8 == 0;
 }
@@ -386,10 +386,9 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
                                            quant::default_group_size};
         // Every candidate's output error with the weighted tables' nearest
         // codes (the widths of a group size made together, on the sampled
-        // rows); the matrix's KL
-        // measured at the reference width with the calibration's own codes
-        // (GPTQ's column pass, the costly part, runs there alone); the other
-        // widths' KL in proportion to their errors.
+        // rows); the matrix's KL measured at the reference width with the
+        // calibration's own codes (GPTQ's column pass, the costly part, runs
+        // there alone); the other widths' KL in proportion to their errors.
         BudgetItem item;
         std::vector<double> error(candidates.size(), 0.0);
         std::map<int64_t, std::vector<size_t>> by_group;  // the LUT candidates of each group size

@@ -74,7 +74,7 @@ struct Speeds {
     std::vector<double> pp, tg;  // tokens per second of each repetition
 };
 
-// llama-bench's table: a row for each test that ran.
+// The header of llama-bench's table.
 void print_header() {
     fmt::print("| {:<30} | {:>10} | {:>10} | {:>7} | {:>8} | {:>20} |\n", "model", "params", "size",
                "threads", "test", "t/s");
