@@ -260,37 +260,73 @@ BENCHMARK(BM_attention)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
-// Args: depth. One decode token's attention through the caches of 28 layers
+// One kind of cache rows for a layered bench: f16, or int8 codes with a bf16
+// scale and zero per row (as quantize_kv_row writes them).
+struct BenchKvRows {
+    std::vector<uint16_t> f16;
+    std::vector<int8_t> codes;
+    std::vector<uint16_t> scales, zeros;
+
+    BenchKvRows(bool int8, int64_t n_rows, int64_t width) {
+        const int64_t n = n_rows * width;
+        if (!int8) {
+            f16 = random_halves(DType::f16, n);
+            return;
+        }
+        const auto x = random_floats(n);
+        codes.resize(static_cast<size_t>(n));
+        scales.resize(static_cast<size_t>(n_rows));
+        zeros.resize(static_cast<size_t>(n_rows));
+        for (int64_t r = 0; r < n_rows; ++r)
+            quantize_kv_row(x.data() + r * width, width, codes.data() + r * width,
+                            &scales[static_cast<size_t>(r)], &zeros[static_cast<size_t>(r)]);
+    }
+    int64_t bytes_per_value() const { return f16.empty() ? 1 : 2; }
+};
+
+// Args: depth, cache (0 f16, 1 int8 keys and values, 2 f16 keys and int8
+// values). One decode token's attention through the caches of 28 layers
 // (Qwen3-0.6B's), each layer's keys and values read from memory as a decode
 // step reads them, not from a cache that the previous call warmed.
 void BM_attention_layers(benchmark::State& state) {
     constexpr int64_t n_layers = 28;
     const int64_t depth = state.range(0);
     AttentionArgs a = qwen3_attention(1, depth - 1, depth);
-    const int64_t per_layer = a.n_head_kv * a.n_ctx * a.head_dim;
-    const auto k = random_halves(DType::f16, n_layers * per_layer);
-    const auto v = random_halves(DType::f16, n_layers * per_layer);
+    const int64_t rows = a.n_head_kv * a.n_ctx, per_layer = rows * a.head_dim;
+    const BenchKvRows k(state.range(1) == 1, n_layers * rows, a.head_dim);
+    const BenchKvRows v(state.range(1) != 0, n_layers * rows, a.head_dim);
     const auto q = random_floats(a.n_head * a.head_dim);
     std::vector<float> out(q.size());
     a.q = q.data();
     a.out = out.data();
     for (auto _ : state) {
         for (int64_t l = 0; l < n_layers; ++l) {
-            a.k = k.data() + l * per_layer;
-            a.v = v.data() + l * per_layer;
+            if (k.f16.empty()) {
+                a.k_i8 = k.codes.data() + l * per_layer;
+                a.k_scales = k.scales.data() + l * rows;
+                a.k_zeros = k.zeros.data() + l * rows;
+            } else {
+                a.k = k.f16.data() + l * per_layer;
+            }
+            if (v.f16.empty()) {
+                a.v_i8 = v.codes.data() + l * per_layer;
+                a.v_scales = v.scales.data() + l * rows;
+                a.v_zeros = v.zeros.data() + l * rows;
+            } else {
+                a.v = v.f16.data() + l * per_layer;
+            }
             attention(a, pool());
         }
         benchmark::DoNotOptimize(out.data());
     }
-    state.counters["GB/s"] =
-        benchmark::Counter(rate(state, 2.0 * static_cast<double>(n_layers * per_layer) * 2.0 / 1e9),
-                           benchmark::Counter::kIsRate);
+    // The codes; the rows' scales and zeros add 4 bytes per head_dim values.
+    const double bytes = static_cast<double>(n_layers * per_layer) *
+                         static_cast<double>(k.bytes_per_value() + v.bytes_per_value());
+    state.counters["GB/s"] = benchmark::Counter(rate(state, bytes / 1e9), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_attention_layers)
     ->Name("attention_layers")
-    ->Arg(256)
-    ->Arg(1024)
-    ->Arg(4096)
+    ->ArgsProduct({{256, 1024, 4096, 8192}, {0, 1, 2}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

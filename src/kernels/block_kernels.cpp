@@ -71,18 +71,6 @@ void round_q8_k(const float* x, int8_t* q, float* d, int16_t* bsums) {
     *d = 1.0f / iscale;
 }
 
-#if ANELM_HAVE_X86_KERNELS
-bool has_avx512_vnni() {
-    static const bool has = [] {
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-               __builtin_cpu_supports("avx512vnni");
-    }();
-    return has;
-}
-#endif
-
 // Tokens per task of passes for prompts without a GEMM leaf; and rows per
 // task of the GEMM leaf.
 constexpr int64_t prompt_token_chunk = 64;

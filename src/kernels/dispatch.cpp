@@ -74,6 +74,18 @@ std::atomic<int64_t> forced{by_default};
 
 }  // namespace
 
+#if ANELM_HAVE_X86_KERNELS
+bool has_avx512_vnni() {
+    static const bool has = [] {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("avx512vnni");
+    }();
+    return has;
+}
+#endif
+
 const Isa* active() {
     static const int64_t default_choice = default_index();
     const int64_t i = forced.load(std::memory_order_relaxed);

@@ -81,6 +81,11 @@ extern const Isa avx2_isa;    // valid only where AVX2, FMA and F16C are present
 extern const Isa avx512_isa;  // valid only where AVX-512 F, BW, VL, DQ, FMA and F16C are
 extern const Isa neon_isa;
 
+#if ANELM_HAVE_X86_KERNELS
+// AVX-512 F, BW, VL and DQ with VNNI's integer dot products.
+bool has_avx512_vnni();
+#endif
+
 // Throw unless the arguments are ones the kernels support: a weight dtype of
 // f32, f16 or bf16; whole query groups per kv head and queries inside n_ctx.
 void check_matrix(const Matrix& w);

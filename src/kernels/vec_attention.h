@@ -180,13 +180,12 @@ struct VecAttention {
         }
     }
 
-    // Keys per pass chosen to keep about eight accumulators. k and v are the
-    // rows' elements; k_rows and v_rows give their scales and zeros (null for
-    // f16 rows). A non-null lse receives each head's log-sum-exp of its scores.
-    template <int H, class EK, class EV>
-    static void attend_heads(const float* q, const EK* k, KvRows k_rows, const EV* v, KvRows v_rows,
-                             int64_t n_keys, int64_t head_dim, float scale, float* scores,
-                             float* out, float* lse) {
+    // scores[h * n_keys + j] = scale * q_h . k_j for H heads, keys per pass
+    // chosen to keep about eight accumulators. k_rows gives int8 keys' scales
+    // and zeros (null for f16 keys).
+    template <int H, class EK>
+    static void key_scores(const float* q, const EK* k, KvRows k_rows, int64_t n_keys,
+                           int64_t head_dim, float scale, float* scores) {
         constexpr int J = H <= 2 ? 4 : 2;
         float q_sums[H] = {};
         for (int h = 0; k_rows.scales && h < H; ++h)
@@ -196,8 +195,13 @@ struct VecAttention {
             score_block<H, J>(q, k, k_rows, q_sums, j, n_keys, head_dim, scale, scores);
         for (; j < n_keys; ++j)
             score_block<H, 1>(q, k, k_rows, q_sums, j, n_keys, head_dim, scale, scores);
-        // Unnormalised softmax; the 1 / sum goes into the output scaling.
-        float inv_sum[H];
+    }
+
+    // Each head's scores become exp(score - max), unnormalised: inv_sum[h]
+    // gets 1 / their sum for the output scaling, and a non-null lse each
+    // head's log-sum-exp of its scores.
+    template <int H>
+    static void exp_scores(float* scores, int64_t n_keys, float* inv_sum, float* lse) {
         for (int h = 0; h < H; ++h) {
             float* row = scores + h * n_keys;
             const float max = lse ? *std::max_element(row, row + n_keys) : 0.0f;
@@ -205,6 +209,17 @@ struct VecAttention {
             inv_sum[h] = 1.0f / sum;
             if (lse) lse[h] = max + std::log(sum);
         }
+    }
+
+    // k and v are the rows' elements; k_rows and v_rows give their scales
+    // and zeros (null for f16 rows).
+    template <int H, class EK, class EV>
+    static void attend_heads(const float* q, const EK* k, KvRows k_rows, const EV* v, KvRows v_rows,
+                             int64_t n_keys, int64_t head_dim, float scale, float* scores,
+                             float* out, float* lse) {
+        key_scores<H>(q, k, k_rows, n_keys, head_dim, scale, scores);
+        float inv_sum[H];
+        exp_scores<H>(scores, n_keys, inv_sum, lse);
         values<H>(scores, n_keys, n_keys, v, v_rows.scales, head_dim, inv_sum, out);
         if (v_rows.zeros) add_value_zeros<H>(scores, n_keys, v_rows.zeros, head_dim, inv_sum, out);
     }

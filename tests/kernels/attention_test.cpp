@@ -184,8 +184,14 @@ void read_int8_rows(AttentionArgs& a, const Int8Cache* k, const Int8Cache& v) {
     a.v_zeros = v.zeros.data();
 }
 
+// How far a leaf over int8 rows may be from the reference, relative to the
+// largest output: integer leaves round the query and the softmax weights to
+// int16, steps of 1/32767 of the largest of each (observed up to 1.04e-4 in
+// these cases, where a few keys give outputs well under their values' range).
+constexpr float int8_leaf_tolerance = 2e-4f;
+
 // The reference on the int8 rows near `want` (attention over their f16
-// copies), and the active leaf equal to the reference. Products of int8 and
+// copies), and the active leaf near the reference. Products of int8 and
 // scale are rounded to f32 where the f16 copy rounds them to half: the
 // tolerance of that one rounding.
 void expect_int8_leaf(AttentionArgs& a, const std::vector<float>& want, ThreadPool& pool,
@@ -196,7 +202,7 @@ void expect_int8_leaf(AttentionArgs& a, const std::vector<float>& want, ThreadPo
     test::expect_close(ref_out, want, 2e-3f, "ref");
     a.out = out.data();
     attention(a, pool);
-    test::expect_close(out, ref_out, 1e-5f, isa);
+    test::expect_close(out, ref_out, int8_leaf_tolerance, isa);
 }
 
 TEST(Attention, Int8RowsMatchTheReferenceAndTheFormula) {
@@ -206,6 +212,7 @@ TEST(Attention, Int8RowsMatchTheReferenceAndTheFormula) {
             {1, 1, 1, 8, 0},     {1, 4, 2, 64, 9},   {7, 6, 2, 13, 0},
             {5, 6, 3, 32, 4},    {3, 8, 1, 128, 40}, {9, 2, 2, 17, 2},
             {2, 16, 4, 80, 100}, {1, 7, 1, 24, 6},   {1, 16, 2, 128, 300},
+            {1, 2, 1, 520, 5},  // wider than the integer leaf's room for a rounded query
         };
         for (int n_threads : {1, 3}) {
             ThreadPool pool(n_threads);
@@ -274,7 +281,8 @@ TEST(Attention, KeyChunksMergeToTheReference) {
                     ref::attention(a, pool);
                     a.out = out.data();
                     attention(a, pool);
-                    test::expect_close(out, ref_out, 1e-5f, isa);
+                    const bool int8 = kv != std::string_view("f16");
+                    test::expect_close(out, ref_out, int8 ? int8_leaf_tolerance : 1e-5f, isa);
                 }
             }
         }

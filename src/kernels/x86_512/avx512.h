@@ -177,8 +177,9 @@ void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out);
 void delta_rule_step(float* s, int64_t dk, int64_t dv, const float* q, const float* k,
                      const float* v, float beta, float decay, float* delta, float* o);
-// In attention.cpp.
-void attend_q8(const float* q, int64_t n_q, KvRows k, KvRows v, int64_t n_keys, int64_t head_dim,
+// In attention.cpp: attend_q8 with VNNI's integer dot products, for
+// processors that have them.
+void attend_q8_vnni(const float* q, int64_t n_q, KvRows k, KvRows v, int64_t n_keys, int64_t head_dim,
                float scale, float* scores, float* out, float* lse);
 
 // Tile shape of gemm_tile (nv vectors of 16 outputs by mr tokens: mr * nv

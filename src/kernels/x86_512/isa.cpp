@@ -1,5 +1,6 @@
 // The AVX-512 leaf table, chosen at run time by dispatch.cpp: the matmul and
-// row kernels over the AVX-512 vector layer. Attention and its weighted sum of
+// row kernels over the AVX-512 vector layer, and attention over int8 rows in
+// VNNI's integer products. Attention over f16 rows and the weighted sum of
 // rows stay AVX2's: over 16 lanes attention measured 3-5% slower on Zen 4
 // (bench/README.md, "One blocking over a vector layer"), whose 512-bit units
 // are two 256-bit halves; rotary embedding and the f16 conversions, a small
@@ -8,6 +9,16 @@
 #include "kernels/x86_512/avx512.h"
 
 namespace anelm::kernels {
+namespace {
+
+// The integer leaf where the processor has VNNI, else AVX2's f32 one.
+void attend_q8(const float* q, int64_t n_q, KvRows k, KvRows v, int64_t n_keys, int64_t head_dim,
+               float scale, float* scores, float* out, float* lse) {
+    static const auto leaf = has_avx512_vnni() ? avx512::attend_q8_vnni : avx2::attend_q8;
+    leaf(q, n_q, k, v, n_keys, head_dim, scale, scores, out, lse);
+}
+
+}  // namespace
 
 const Isa avx512_isa = {
     .name = "avx512",
@@ -18,7 +29,7 @@ const Isa avx512_isa = {
     .gemv_tokens = avx512::gemv_tokens,
     .gemv = avx512::gemv,
     .attend = avx2::attend,
-    .attend_q8 = avx512::attend_q8,
+    .attend_q8 = attend_q8,
     .rms_norm = avx512::rms_norm,
     .weighted_rows = avx2::weighted_rows,
     .sigmoid = avx512::sigmoid,
