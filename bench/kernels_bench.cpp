@@ -322,7 +322,8 @@ void BM_attention_layers(benchmark::State& state) {
     // The codes; the rows' scales and zeros add 4 bytes per head_dim values.
     const double bytes = static_cast<double>(n_layers * per_layer) *
                          static_cast<double>(k.bytes_per_value() + v.bytes_per_value());
-    state.counters["GB/s"] = benchmark::Counter(rate(state, bytes / 1e9), benchmark::Counter::kIsRate);
+    state.counters["GB/s"] =
+        benchmark::Counter(rate(state, bytes / 1e9), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_attention_layers)
     ->Name("attention_layers")

@@ -1,5 +1,6 @@
-// The attention leaves of isa.h (attend, attend_q8), written once over an
-// instruction set's vector layer F (see vec_matmul.h): the query heads of one
+// The attention leaves of isa.h (attend; attend_q8 where no integer leaf,
+// vec_attention_int.h, runs: NEON, and heads wider than it holds), written
+// once over an instruction set's vector layer F (see vec_matmul.h): the query heads of one
 // kv head against its key rows, softmax, and the probability-weighted sum of
 // its value rows, rows of f16 or of int8 with a bfloat16 scale and zero each
 // (zero + scale * code). Up to four heads

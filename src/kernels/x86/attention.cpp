@@ -19,7 +19,8 @@ struct Int16Dot {
     static W set1(int32_t x) { return _mm256_set1_epi32(x); }
     static W load(const int16_t* p) { return _mm256_load_si256(reinterpret_cast<const W*>(p)); }
     static W load_codes(const int8_t* p, int64_t n) {
-        if (n >= 16) return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+        if (n >= 16)
+            return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
         alignas(16) int8_t tail[16] = {};
         std::memcpy(tail, p, static_cast<size_t>(n));
         return _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(tail)));
@@ -73,15 +74,16 @@ struct Int16Dot {
         const __m256 sign = _mm256_set1_ps(-0.0f);
         __m256 top = _mm256_setzero_ps();
         for (int64_t i = 0; i < n; i += 8) {
-            const __m256 v = i + 8 <= n ? _mm256_loadu_ps(x + i)
-                                        : load_partial<DType::f32>(x + i, n - i);
+            const __m256 v =
+                i + 8 <= n ? _mm256_loadu_ps(x + i) : load_partial<DType::f32>(x + i, n - i);
             top = _mm256_max_ps(top, _mm256_andnot_ps(sign, v));
         }
         const float max = hmax(top);
         const __m256 inv = _mm256_set1_ps(max > 0 ? 32767.0f / max : 0.0f);
         for (int64_t i = 0; i < padded; i += 8) {
             const int64_t len = std::clamp<int64_t>(n - i, 0, 8);
-            const __m256 v = len == 8 ? _mm256_loadu_ps(x + i) : load_partial<DType::f32>(x + i, len);
+            const __m256 v =
+                len == 8 ? _mm256_loadu_ps(x + i) : load_partial<DType::f32>(x + i, len);
             const __m256i r = _mm256_cvtps_epi32(_mm256_mul_ps(v, inv));
             // Packing works inside 128-bit lanes: gather the two lanes' halves.
             const __m256i packed = _mm256_permute4x64_epi64(_mm256_packs_epi32(r, r), 0x08);

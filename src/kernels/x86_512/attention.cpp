@@ -33,9 +33,8 @@ struct Int16Dot {
     static W set1(int32_t x) { return _mm512_set1_epi32(x); }
     static W load(const int16_t* p) { return _mm512_load_si512(p); }
     static W load_codes(const int8_t* p, int64_t n) {
-        const __m256i bytes =
-            n >= 32 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))
-                    : _mm256_maskz_loadu_epi8(_cvtu32_mask32((1u << n) - 1u), p);
+        const __m256i bytes = n >= 32 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))
+                                      : _mm256_maskz_loadu_epi8(_cvtu32_mask32((1u << n) - 1u), p);
         return _mm512_cvtepi8_epi16(bytes);
     }
     static W dot(W acc, W a, W b) { return _mm512_dpwssd_epi32(acc, a, b); }

@@ -179,8 +179,8 @@ void delta_rule_step(float* s, int64_t dk, int64_t dv, const float* q, const flo
                      const float* v, float beta, float decay, float* delta, float* o);
 // In attention.cpp: attend_q8 with VNNI's integer dot products, for
 // processors that have them.
-void attend_q8_vnni(const float* q, int64_t n_q, KvRows k, KvRows v, int64_t n_keys, int64_t head_dim,
-               float scale, float* scores, float* out, float* lse);
+void attend_q8_vnni(const float* q, int64_t n_q, KvRows k, KvRows v, int64_t n_keys,
+                    int64_t head_dim, float scale, float* scores, float* out, float* lse);
 
 // Tile shape of gemm_tile (nv vectors of 16 outputs by mr tokens: mr * nv
 // accumulators and nv panel vectors out of 32 registers) and rows of the gemv

@@ -11,7 +11,8 @@
 namespace anelm::kernels {
 namespace {
 
-// The integer leaf where the processor has VNNI, else AVX2's f32 one.
+// The integer leaf with VNNI's products where the processor has them, else
+// AVX2's integer leaf.
 void attend_q8(const float* q, int64_t n_q, KvRows k, KvRows v, int64_t n_keys, int64_t head_dim,
                float scale, float* scores, float* out, float* lse) {
     static const auto leaf = has_avx512_vnni() ? avx512::attend_q8_vnni : avx2::attend_q8;
