@@ -58,7 +58,8 @@ struct Int16Dot {
         for (int half = 0; half < 2 && 8 * half < n; ++half) {
             float* o = out + 8 * half;
             const int64_t len = std::min<int64_t>(8, n - 8 * half);
-            const __m256 columns = _mm256_permute2f128_ps(l, u, half ? 0x31 : 0x20);
+            const __m256 columns =
+                half ? _mm256_permute2f128_ps(l, u, 0x31) : _mm256_permute2f128_ps(l, u, 0x20);
             if (len == 8) {
                 _mm256_storeu_ps(o, _mm256_fmadd_ps(columns, s, _mm256_loadu_ps(o)));
             } else {

@@ -11,8 +11,10 @@
 #pragma GCC target("avx512vnni")
 #endif
 // GCC 12 flags its own _mm512_undefined_* inside AVX-512 intrinsics.
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include <immintrin.h>
 
