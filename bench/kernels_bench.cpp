@@ -282,6 +282,17 @@ struct BenchKvRows {
                             &scales[static_cast<size_t>(r)], &zeros[static_cast<size_t>(r)]);
     }
     int64_t bytes_per_value() const { return f16.empty() ? 1 : 2; }
+    // Points the f16 pointer, or the int8 ones, at layer l's rows.
+    void point(int64_t l, int64_t rows, int64_t width, const uint16_t*& half, const int8_t*& i8,
+               const uint16_t*& scale, const uint16_t*& zero) const {
+        if (!f16.empty()) {
+            half = f16.data() + l * rows * width;
+            return;
+        }
+        i8 = codes.data() + l * rows * width;
+        scale = scales.data() + l * rows;
+        zero = zeros.data() + l * rows;
+    }
 };
 
 // Args: depth, cache (0 f16, 1 int8 keys and values, 2 f16 keys and int8
@@ -301,20 +312,8 @@ void BM_attention_layers(benchmark::State& state) {
     a.out = out.data();
     for (auto _ : state) {
         for (int64_t l = 0; l < n_layers; ++l) {
-            if (k.f16.empty()) {
-                a.k_i8 = k.codes.data() + l * per_layer;
-                a.k_scales = k.scales.data() + l * rows;
-                a.k_zeros = k.zeros.data() + l * rows;
-            } else {
-                a.k = k.f16.data() + l * per_layer;
-            }
-            if (v.f16.empty()) {
-                a.v_i8 = v.codes.data() + l * per_layer;
-                a.v_scales = v.scales.data() + l * rows;
-                a.v_zeros = v.zeros.data() + l * rows;
-            } else {
-                a.v = v.f16.data() + l * per_layer;
-            }
+            k.point(l, rows, a.head_dim, a.k, a.k_i8, a.k_scales, a.k_zeros);
+            v.point(l, rows, a.head_dim, a.v, a.v_i8, a.v_scales, a.v_zeros);
             attention(a, pool());
         }
         benchmark::DoNotOptimize(out.data());

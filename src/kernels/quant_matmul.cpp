@@ -239,12 +239,7 @@ void matmul_gemm(const QuantIsa& isa, const QuantMatrix& w, const float* x, int6
 
 #if ANELM_HAVE_X86_KERNELS
 bool has_avx512_quant() {
-    static const bool has = [] {
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-               __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vnni");
-    }();
+    static const bool has = has_avx512_vnni() && __builtin_cpu_supports("avx512vbmi");
     return has;
 }
 #endif
