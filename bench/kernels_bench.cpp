@@ -231,6 +231,15 @@ AttentionArgs qwen3_attention(int64_t n_tokens, int64_t pos0, int64_t n_ctx) {
     return a;
 }
 
+// GFLOP/s of a call: two dot products of head_dim per (query, head, visible key).
+void count_attention_flops(benchmark::State& state, const AttentionArgs& a) {
+    double pairs = 0;
+    for (int64_t t = 0; t < a.n_tokens; ++t) pairs += static_cast<double>(a.pos0 + t + 1);
+    state.counters["GFLOP/s"] = benchmark::Counter(
+        rate(state, pairs * static_cast<double>(a.n_head * a.head_dim) * 4.0 / 1e9),
+        benchmark::Counter::kIsRate);
+}
+
 // Args: n_tokens, pos0; n_ctx 512.
 void BM_attention(benchmark::State& state) {
     AttentionArgs a = qwen3_attention(state.range(0), state.range(1), 512);
@@ -246,12 +255,7 @@ void BM_attention(benchmark::State& state) {
         attention(a, pool());
         benchmark::DoNotOptimize(out.data());
     }
-    // Two dot products of head_dim per (query, head, visible key).
-    double pairs = 0;
-    for (int64_t t = 0; t < a.n_tokens; ++t) pairs += static_cast<double>(a.pos0 + t + 1);
-    state.counters["GFLOP/s"] = benchmark::Counter(
-        rate(state, pairs * static_cast<double>(a.n_head * a.head_dim) * 4.0 / 1e9),
-        benchmark::Counter::kIsRate);
+    count_attention_flops(state, a);
 }
 BENCHMARK(BM_attention)
     ->Name("attention_ctx512")
@@ -328,6 +332,33 @@ BENCHMARK(BM_attention_layers)
     ->Name("attention_layers")
     ->ArgsProduct({{256, 1024, 4096, 8192}, {0, 1, 2}})
     ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+// Args: depth, cache (as attention_layers). One layer's attention for a
+// prompt of 512 tokens after `depth` cached positions, as a long prompt's
+// later batches run it.
+void BM_attention_prompt(benchmark::State& state) {
+    const int64_t depth = state.range(0), n_tokens = 512;
+    AttentionArgs a = qwen3_attention(n_tokens, depth, depth + n_tokens);
+    const int64_t rows = a.n_head_kv * a.n_ctx;
+    const BenchKvRows k(state.range(1) == 1, rows, a.head_dim);
+    const BenchKvRows v(state.range(1) != 0, rows, a.head_dim);
+    const auto q = random_floats(n_tokens * a.n_head * a.head_dim);
+    std::vector<float> out(q.size());
+    a.q = q.data();
+    a.out = out.data();
+    k.point(0, rows, a.head_dim, a.k, a.k_i8, a.k_scales, a.k_zeros);
+    v.point(0, rows, a.head_dim, a.v, a.v_i8, a.v_scales, a.v_zeros);
+    for (auto _ : state) {
+        attention(a, pool());
+        benchmark::DoNotOptimize(out.data());
+    }
+    count_attention_flops(state, a);
+}
+BENCHMARK(BM_attention_prompt)
+    ->Name("attention_prompt")
+    ->ArgsProduct({{0, 4096, 16384}, {0, 1, 2}})
+    ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
 }  // namespace

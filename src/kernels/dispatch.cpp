@@ -125,7 +125,11 @@ void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, f
 
 void softmax(float* x, int64_t n) {
     const Isa* isa = active();
-    isa ? isa->softmax(x, n) : ref::softmax(x, n);
+    if (isa) {
+        isa->softmax(x, n);
+    } else {
+        ref::softmax(x, n);
+    }
 }
 
 void weighted_rows(const float* a, int64_t n_sets, int64_t lda, const float* rows, int64_t n_rows,

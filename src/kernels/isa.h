@@ -59,7 +59,9 @@ struct Isa {
     void (*weighted_rows)(const float* a, int64_t n_sets, int64_t lda, const float* rows,
                           int64_t n_rows, int64_t width, float* out);
     void (*sigmoid)(const float* x, int64_t n, float* y);
-    void (*softmax)(float* x, int64_t n);
+    // softmax also returns the input's log-sum-exp, so that softmaxes over
+    // separate runs of a row can merge.
+    float (*softmax)(float* x, int64_t n);
     void (*silu_mul)(const float* gate, const float* up, int64_t n, float* out);
     void (*gelu_tanh_mul)(const float* gate, const float* up, int64_t n, float* out);
     void (*rope)(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin,

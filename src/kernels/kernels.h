@@ -120,6 +120,9 @@ void attention_batch(std::span<const AttentionArgs> calls, ThreadPool& pool);
 // merging their softmaxes after (1: none). Only calls with fewer (token, kv
 // head) groups than twice the threads and long enough keys are cut.
 int64_t attention_key_chunks(const AttentionArgs& args, int64_t threads);
+// How many tokens each of attention's prompt tasks takes together against one
+// kv head (0: tasks of one token), so that a key row is read once per block.
+int64_t attention_query_block(const AttentionArgs& args, int64_t threads);
 
 // The scalar references: plain loops, the definition the SIMD paths are tested against.
 namespace ref {

@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "kernels/gemv_split.h"
 #include "kernels/isa.h"
+#include "kernels/tile_packing.h"
 
 namespace anelm::kernels {
 
@@ -38,21 +39,6 @@ void matmul_gemv(const Isa& isa, const Matrix& w, const float* x, int64_t n_toke
             isa.gemv(w, x + t0 * w.n_in, n, o0, o1, y + t0 * w.n_out, w.n_out);
         }
     });
-}
-
-// A 64-byte aligned view of n_floats in a per-thread buffer.
-float* aligned_scratch(std::vector<float>& buffer, size_t n_floats) {
-    if (buffer.size() < n_floats + 16) buffer.resize(n_floats + 16);
-    const auto addr = reinterpret_cast<uintptr_t>(buffer.data());
-    return buffer.data() + ((64 - addr % 64) % 64) / sizeof(float);
-}
-
-// xp[k * mr + t] = x[t * n_in + k] for t < m, zero for m <= t < mr: one tile
-// of tokens, interleaved.
-void pack_tokens(const float* x, int64_t n_in, int64_t m, int64_t mr, float* xp) {
-    for (int64_t k = 0; k < n_in; ++k) {
-        for (int64_t t = 0; t < mr; ++t) xp[k * mr + t] = t < m ? x[t * n_in + k] : 0.0f;
-    }
 }
 
 // One blocked GEMM over up to tokens_per_pass tokens. The tokens are packed once

@@ -204,9 +204,8 @@ struct VecAttention {
     template <int H>
     static void exp_scores(float* scores, int64_t n_keys, float* inv_sum, float* lse) {
         for (int h = 0; h < H; ++h) {
-            float* row = scores + h * n_keys;
-            const float max = lse ? *std::max_element(row, row + n_keys) : 0.0f;
-            const float sum = F::exp_sum(row, n_keys);
+            float max;
+            const float sum = F::exp_sum(scores + h * n_keys, n_keys, &max);
             inv_sum[h] = 1.0f / sum;
             if (lse) lse[h] = max + std::log(sum);
         }

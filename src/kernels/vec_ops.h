@@ -5,6 +5,7 @@
 // and stay in their ops.cpp.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "kernels/isa.h"
@@ -46,13 +47,15 @@ struct VecOps {
         for (; i < n; ++i) y[i] = gain ? x[i] * scale * (gain_offset + gain[i]) : x[i] * scale;
     }
 
-    // x[i] = exp(x[i] - max(x)) over n > 0 values; returns their sum.
-    static float exp_sum(float* x, int64_t n) {
+    // x[i] = exp(x[i] - max(x)) over n > 0 values; returns their sum, and
+    // max(x) in a non-null max_out.
+    static float exp_sum(float* x, int64_t n, float* max_out = nullptr) {
         V vmax = F::set1(-__builtin_inff());
         int64_t i = 0;
         for (; i + L <= n; i += L) vmax = F::max(vmax, load(x + i));
         float max = F::max_lane(vmax);
         for (; i < n; ++i) max = x[i] > max ? x[i] : max;
+        if (max_out) *max_out = max;
         const V vm = F::set1(max);
         V vsum = F::zero();
         for (i = 0; i + L <= n; i += L) {
@@ -69,13 +72,17 @@ struct VecOps {
         return sum;
     }
 
-    static void softmax(float* x, int64_t n) {
-        if (n <= 0) return;
-        const float inv = 1.0f / exp_sum(x, n);
+    // Returns the input's log-sum-exp (-inf for none).
+    static float softmax(float* x, int64_t n) {
+        if (n <= 0) return -__builtin_inff();
+        float max;
+        const float sum = exp_sum(x, n, &max);
+        const float inv = 1.0f / sum;
         const V vinv = F::set1(inv);
         int64_t i = 0;
         for (; i + L <= n; i += L) F::store(x + i, F::mul(load(x + i), vinv));
         for (; i < n; ++i) x[i] *= inv;
+        return max + std::log(sum);
     }
 
     // out[i] = f(gate[i], up[i]) a vector at a time; only a short tail goes

@@ -289,6 +289,72 @@ TEST(Attention, KeyChunksMergeToTheReference) {
     });
 }
 
+// Prompts go in blocks of tokens per kv head: keys every token of a block sees in chunks of 512,
+// the causal triangle and a window's leading edge token by token; the merged softmaxes give the
+// reference's result for every cache type, window, group size and ragged last block.
+TEST(Attention, QueryBlocksMergeToTheReference) {
+    test::for_each_isa([&](const char* isa) {
+        std::mt19937 rng(25);
+        ThreadPool pool(2);
+        const Case cases[] = {
+            {40, 4, 2, 64, 1100},
+            {16, 8, 1, 32, 0},
+            {33, 6, 3, 24, 600},
+            {20, 2, 2, 128, 513},
+        };
+        for (const Case& c : cases) {
+            const int64_t n_ctx = c.pos0 + c.n_tokens;
+            const auto q =
+                test::random_floats(rng, c.n_tokens * c.n_head * c.head_dim, -2.0f, 2.0f);
+            const auto kf = test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim, -3.0f, 3.0f);
+            const auto vf = test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim);
+            const Int8Cache k8(kf, c.head_dim), v8(vf, c.head_dim);
+            const auto k16 = test::to_f16(kf), v16 = test::to_f16(vf);
+            for (const char* kv : {"f16", "q8", "k16v8"}) {
+                for (int64_t window : {0, 50, 700}) {
+                    SCOPED_TRACE(testing::Message() << kv << " pos0 " << c.pos0 << " tokens "
+                                                    << c.n_tokens << " window " << window);
+                    AttentionArgs a = case_args(c, n_ctx, q, k16, v16);
+                    a.window = window;
+                    const bool int8 = kv != std::string_view("f16");
+                    if (int8) read_int8_rows(a, kv == std::string_view("q8") ? &k8 : nullptr, v8);
+                    ASSERT_GT(attention_query_block(a, pool.size()), 0);
+                    std::vector<float> out(q.size(), NAN), ref_out(q.size(), NAN);
+                    a.out = ref_out.data();
+                    ref::attention(a, pool);
+                    a.out = out.data();
+                    attention(a, pool);
+                    test::expect_close(out, ref_out, int8 ? int8_leaf_tolerance : 1e-5f, isa);
+                }
+            }
+        }
+    });
+}
+
+// Blocks take up to 64 tokens, fewer where the blocks would leave a thread idle, none for a few
+// tokens or under a window too short for a block's tokens to share keys.
+TEST(Attention, QueryBlocksKeepTheThreadsBusy) {
+    AttentionArgs a;
+    a.n_tokens = 512;
+    a.n_head = 16;
+    a.n_head_kv = 8;
+    a.head_dim = 128;
+    a.n_ctx = 9000;
+    a.pos0 = 8192;
+    EXPECT_EQ(attention_query_block(a, 2), 64);
+    a.n_head = 4;
+    a.n_head_kv = 1;
+    a.n_tokens = 24;
+    EXPECT_EQ(attention_query_block(a, 2), 6);
+    a.n_tokens = 15;
+    EXPECT_EQ(attention_query_block(a, 2), 0);
+    a.n_tokens = 512;
+    a.window = 127;
+    EXPECT_EQ(attention_query_block(a, 2), 0);
+    a.window = 128;
+    EXPECT_EQ(attention_query_block(a, 2), 64);
+}
+
 // Calls with a group per thread and more keep whole rows of keys per task.
 TEST(Attention, KeysStayWholeWithEnoughGroupsOrFewKeys) {
     AttentionArgs a;

@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
 
+#include "kernels/isa.h"
 #include "kernels/kernel_testing.h"
 
 namespace anelm::kernels {
@@ -63,6 +65,27 @@ TEST(Softmax, DispatchedMatchesReference) {
                 test::expect_close(x, want, 1e-5f, "softmax");
             }
         }
+    });
+}
+
+// The leaf also returns the row's log-sum-exp, which attention merges runs of keys by.
+TEST(Softmax, LeafReturnsTheLogSumExp) {
+    test::for_each_isa([&](const char* name) {
+        const Isa* isa = active();
+        if (!isa) return;  // the scalar reference has no leaf table
+        std::mt19937 rng(14);
+        for (int64_t n = 1; n <= 300; n += 7) {
+            for (float range : {1.0f, 30.0f, 200.0f}) {
+                auto x = test::random_floats(rng, n, -range, range);
+                const double max = *std::max_element(x.begin(), x.end());
+                double sum = 0.0;
+                for (float v : x) sum += std::exp(double{v} - max);
+                const float lse = isa->softmax(x.data(), n);
+                EXPECT_NEAR(lse, max + std::log(sum), 1e-5 * std::max(1.0, std::abs(max))) << name;
+            }
+        }
+        std::vector<float> none;
+        EXPECT_EQ(isa->softmax(none.data(), 0), -INFINITY) << name;
     });
 }
 

@@ -90,7 +90,7 @@ inline float32x4_t vexp(float32x4_t x) {
 }
 
 // x[i] = exp(x[i] - max(x)) over n > 0 values; returns their sum.
-float exp_sum(float* x, int64_t n);
+float exp_sum(float* x, int64_t n, float* max);
 
 // The vector layer the portable blockings (vec_matmul.h, vec_attention.h)
 // are written over: four f32 lanes.
@@ -160,7 +160,7 @@ struct Vec {
     static V fma_token(V acc, V b, const Tokens& a) {
         return vfmaq_laneq_f32(acc, b, m < 4 ? a.lo : a.hi, m % 4);
     }
-    static float exp_sum(float* x, int64_t n) { return neon::exp_sum(x, n); }
+    static float exp_sum(float* x, int64_t n, float* max) { return neon::exp_sum(x, n, max); }
 };
 
 // Leaves, in matmul.cpp, ops.cpp and attention.cpp.
@@ -174,7 +174,7 @@ void attend(const float* q, int64_t n_q, const uint16_t* k, const uint16_t* v, i
 void attend_q8(const float* q, int64_t n_q, KvRows k, KvRows v, int64_t n_keys, int64_t head_dim,
                float scale, float* scores, float* out, float* lse);
 void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, float eps, float* y);
-void softmax(float* x, int64_t n);
+float softmax(float* x, int64_t n);
 void weighted_rows(const float* a, int64_t n_sets, int64_t lda, const float* rows, int64_t n_rows,
                    int64_t width, float* out);
 void sigmoid(const float* x, int64_t n, float* y);

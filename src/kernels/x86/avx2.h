@@ -152,7 +152,7 @@ struct Vec {
         }
     }
     static void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
-    static float exp_sum(float* x, int64_t n) { return avx2::exp_sum(x, n); }
+    static float exp_sum(float* x, int64_t n, float* max) { return avx2::exp_sum(x, n, max); }
 };
 
 }  // namespace anelm::kernels::avx2

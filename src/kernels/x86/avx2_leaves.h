@@ -20,7 +20,7 @@ void attend(const float* q, int64_t n_q, const uint16_t* k, const uint16_t* v, i
 void attend_q8(const float* q, int64_t n_q, KvRows k, KvRows v, int64_t n_keys, int64_t head_dim,
                float scale, float* scores, float* out, float* lse);
 void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, float eps, float* y);
-void softmax(float* x, int64_t n);
+float softmax(float* x, int64_t n);
 void weighted_rows(const float* a, int64_t n_sets, int64_t lda, const float* rows, int64_t n_rows,
                    int64_t width, float* out);
 void sigmoid(const float* x, int64_t n, float* y);
@@ -35,7 +35,7 @@ void delta_rule_step(float* s, int64_t dk, int64_t dv, const float* q, const flo
                      const float* v, float beta, float decay, float* delta, float* o);
 
 // x[i] = exp(x[i] - max(x)) over n > 0 values; returns their sum.
-float exp_sum(float* x, int64_t n);
+float exp_sum(float* x, int64_t n, float* max);
 
 // Tile shape of gemm_tile and rows of the gemv token groups.
 constexpr int mr = 6;

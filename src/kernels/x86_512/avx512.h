@@ -78,8 +78,9 @@ inline __m512 vexp(__m512 x) {
     return _mm512_mask_mov_ps(y, overflow, _mm512_set1_ps(__builtin_inff()));
 }
 
-// x[i] = exp(x[i] - max(x)) over n > 0 values; returns their sum (in ops.cpp).
-float exp_sum(float* x, int64_t n);
+// x[i] = exp(x[i] - max(x)) over n > 0 values; returns their sum and puts max(x)
+// in a non-null max (in ops.cpp).
+float exp_sum(float* x, int64_t n, float* max);
 
 // The vector layer the portable blockings (vec_matmul.h, vec_ops.h) are
 // written over: sixteen f32 lanes, partial vectors by masks.
@@ -119,7 +120,7 @@ struct Vec {
     // NaN in b passes through.
     static V max(V a, V b) { return _mm512_max_ps(a, b); }
     static V exp(V x) { return vexp(x); }
-    static float exp_sum(float* x, int64_t n) { return avx512::exp_sum(x, n); }
+    static float exp_sum(float* x, int64_t n, float* max) { return avx512::exp_sum(x, n, max); }
     static float sum(V v) { return _mm512_reduce_add_ps(v); }
     static float max_lane(V v) { return _mm512_reduce_max_ps(v); }
     // out[0..4) = the sums of a, b, c and d.
@@ -171,7 +172,7 @@ void gemm_tile(const float* xp, int64_t m, const float* panel, int64_t kc, float
 void gemv(const Matrix& w, const float* x, int64_t n_tokens, int64_t o0, int64_t o1, float* y,
           int64_t ldy);
 void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, float eps, float* y);
-void softmax(float* x, int64_t n);
+float softmax(float* x, int64_t n);
 void sigmoid(const float* x, int64_t n, float* y);
 void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out);

@@ -20,12 +20,12 @@ void rms_norm(const float* x, const float* gain, float gain_offset, int64_t n, f
     VecOps<Vec>::rms_norm(x, gain, gain_offset, n, eps, y);
 }
 
-void softmax(float* x, int64_t n) {
-    VecOps<Vec>::softmax(x, n);
+float softmax(float* x, int64_t n) {
+    return VecOps<Vec>::softmax(x, n);
 }
 
-float exp_sum(float* x, int64_t n) {
-    return VecOps<Vec>::exp_sum(x, n);
+float exp_sum(float* x, int64_t n, float* max) {
+    return VecOps<Vec>::exp_sum(x, n, max);
 }
 
 void sigmoid(const float* x, int64_t n, float* y) {
