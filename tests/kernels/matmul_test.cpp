@@ -212,7 +212,9 @@ TEST(Matmul, GemvLeavesTakeUpToTheirTokenLimitAtOnce) {
             const Isa* isa = active();
             if (!isa) return;
             // AVX-512 reads the weights once for a whole 8-token verify pass.
-            if (std::string(name) == "avx512") EXPECT_GE(isa->gemv_tokens, 8);
+            if (std::string(name) == "avx512") {
+                EXPECT_GE(isa->gemv_tokens, 8);
+            }
             for (int64_t n_tokens = 1; n_tokens <= isa->gemv_tokens; ++n_tokens) {
                 const auto x = test::random_floats(rng, n_tokens * n_in);
                 std::vector<float> want(static_cast<size_t>(n_tokens * n_out));
