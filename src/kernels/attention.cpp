@@ -148,9 +148,9 @@ void attend_chunk_tiles(const Isa& isa, const AttentionArgs& a, const float* qp,
     thread_local std::vector<float> score_buffer, weight_buffer, panel_buffer, value_buffer;
     const int64_t mr = isa.mr, nr = isa.nr, d = a.head_dim;
     const int64_t n_tiles = (n_q + mr - 1) / mr;
-    float* scores = aligned_scratch(score_buffer, static_cast<size_t>(n_q * n_keys));
-    float* weights = aligned_scratch(weight_buffer, static_cast<size_t>(n_tiles * mr * n_keys));
-    float* panel = aligned_scratch(panel_buffer, static_cast<size_t>(std::max(d, n_keys) * nr));
+    float* scores = aligned_scratch(score_buffer, n_q * n_keys);
+    float* weights = aligned_scratch(weight_buffer, n_tiles * mr * n_keys);
+    float* panel = aligned_scratch(panel_buffer, std::max(d, n_keys) * nr);
     const int64_t first = (g * a.n_ctx + k0) * d;
     const Matrix keys{DType::f16, a.k + first, n_keys, d};
     for (int64_t o = 0; o < n_keys; o += nr) {
@@ -166,7 +166,7 @@ void attend_chunk_tiles(const Isa& isa, const AttentionArgs& a, const float* qp,
         pack_tokens(scores + t * n_keys, n_keys, std::min(mr, n_q - t), mr, weights + t * n_keys);
     }
     // The chunk's value rows in f32 at once, then each panel's columns copied out of them.
-    float* values = aligned_scratch(value_buffer, static_cast<size_t>(n_keys * d));
+    float* values = aligned_scratch(value_buffer, n_keys * d);
     isa.f16_to_f32_row(a.v + first, n_keys * d, values);
     for (int64_t c = 0; c < d; c += nr) {
         const int64_t n = std::min(nr, d - c);
@@ -176,12 +176,6 @@ void attend_chunk_tiles(const Isa& isa, const AttentionArgs& a, const float* qp,
                           out + t * d + c, d, n, false);
         }
     }
-}
-
-template <class T>
-T* at_least(std::vector<T>& buffer, int64_t n) {
-    if (buffer.size() < static_cast<size_t>(n)) buffer.resize(static_cast<size_t>(n));
-    return buffer.data();
 }
 
 void attention_task(const Isa& isa, const AttentionArgs& a, const AttentionTasks& s,
@@ -207,7 +201,8 @@ void attention_task(const Isa& isa, const AttentionArgs& a, const AttentionTasks
             return;
         }
     }
-    attend_keys(isa, a, a.q + row, n_q, g, k0, n_keys, at_least(scores, n_q * n_keys), out, lse);
+    attend_keys(isa, a, a.q + row, n_q, g, k0, n_keys, aligned_scratch(scores, n_q * n_keys), out,
+                lse);
 }
 
 // A block of tokens against kv head g. The keys every token of the block sees
@@ -219,11 +214,11 @@ void block_task(const Isa& isa, const AttentionArgs& a, const AttentionTasks& s,
     const int64_t g = task % a.n_head_kv, t0 = task / a.n_head_kv * s.block;
     const int64_t n_t = std::min(s.block, a.n_tokens - t0), d = a.head_dim, n_q = n_t * s.group;
     const int64_t head_row = s.group * d;  // one token's query heads of kv head g
-    float* qs = at_least(q, n_q * d);
-    float* out = at_least(acc, n_q * d);
-    float* lse = at_least(acc_lse, n_q);
-    float* part_out = at_least(part, n_q * d);
-    float* plse = at_least(part_lse, n_q);
+    float* qs = aligned_scratch(q, n_q * d);
+    float* out = aligned_scratch(acc, n_q * d);
+    float* lse = aligned_scratch(acc_lse, n_q);
+    float* part_out = aligned_scratch(part, n_q * d);
+    float* plse = aligned_scratch(part_lse, n_q);
     for (int64_t t = 0; t < n_t; ++t) {
         std::copy_n(a.q + ((t0 + t) * a.n_head + g * s.group) * d, head_row, qs + t * head_row);
     }
@@ -232,7 +227,7 @@ void block_task(const Isa& isa, const AttentionArgs& a, const AttentionTasks& s,
     float* qp = nullptr;
     if (tiles) {
         const int64_t mr = isa.mr, padded = (n_q + mr - 1) / mr * mr;
-        qp = aligned_scratch(q_tiles, static_cast<size_t>(padded * d));
+        qp = aligned_scratch(q_tiles, padded * d);
         for (int64_t t = 0; t < n_q; t += mr) {
             pack_tokens(qs + t * d, d, std::min(mr, n_q - t), mr, qp + t * d);
         }
@@ -249,8 +244,8 @@ void block_task(const Isa& isa, const AttentionArgs& a, const AttentionTasks& s,
             // The leaf in slices of queries whose scores stay in L2 beside the chunk's rows.
             for (int64_t r = 0; r < n_q; r += leaf_slice_queries) {
                 const int64_t n = std::min(leaf_slice_queries, n_q - r);
-                attend_keys(isa, a, qs + r * d, n, g, k0, n_keys, at_least(scores, n * n_keys),
-                            part_out + r * d, plse + r);
+                attend_keys(isa, a, qs + r * d, n, g, k0, n_keys,
+                            aligned_scratch(scores, n * n_keys), part_out + r * d, plse + r);
             }
         }
         merge_softmax(out, lse, part_out, plse, n_q, d);
@@ -261,7 +256,7 @@ void block_task(const Isa& isa, const AttentionArgs& a, const AttentionTasks& s,
         for (const auto& [k0, k1] : ranges) {
             if (k1 <= k0) continue;
             attend_keys(isa, a, qs + t * head_row, s.group, g, k0, k1 - k0,
-                        at_least(scores, s.group * (k1 - k0)), part_out, plse);
+                        aligned_scratch(scores, s.group * (k1 - k0)), part_out, plse);
             merge_softmax(out + t * head_row, lse + t * s.group, part_out, plse, s.group, d);
         }
     }

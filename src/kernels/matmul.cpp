@@ -51,7 +51,7 @@ void gemm_pass(const Isa& isa, const Matrix& w, const float* x, int64_t n_tokens
 
     thread_local std::vector<float> token_buffer;
     const int64_t n_tiles = ceil_div(n_tokens, mr);
-    float* tokens = aligned_scratch(token_buffer, static_cast<size_t>(n_tiles * mr * n_in));
+    float* tokens = aligned_scratch(token_buffer, n_tiles * mr * n_in);
     pool.run(n_tiles, [&](int64_t tile, int) {
         pack_tokens(x + tile * mr * n_in, n_in, std::min(mr, n_tokens - tile * mr), mr,
                     tokens + tile * mr * n_in);
@@ -79,7 +79,7 @@ void gemm_pass(const Isa& isa, const Matrix& w, const float* x, int64_t n_tokens
         const int64_t tile_begin = (task % n_tblocks) * tiles_per_block;
         const int64_t tile_end = std::min(n_tiles, tile_begin + tiles_per_block);
         thread_local std::vector<float> panel_buffer;
-        float* panels = aligned_scratch(panel_buffer, static_cast<size_t>(nc * kc));
+        float* panels = aligned_scratch(panel_buffer, nc * kc);
         for (int64_t k0 = 0; k0 < n_in; k0 += kc) {
             const int64_t k_len = std::min(kc, n_in - k0);
             for (int64_t o = o_begin; o < o_end; o += nr) {

@@ -9,8 +9,9 @@
 namespace anelm::kernels {
 
 // A 64-byte aligned view of n_floats in a per-thread buffer.
-inline float* aligned_scratch(std::vector<float>& buffer, size_t n_floats) {
-    if (buffer.size() < n_floats + 16) buffer.resize(n_floats + 16);
+inline float* aligned_scratch(std::vector<float>& buffer, int64_t n_floats) {
+    const auto size = static_cast<size_t>(n_floats) + 16;
+    if (buffer.size() < size) buffer.resize(size);
     const auto addr = reinterpret_cast<uintptr_t>(buffer.data());
     return buffer.data() + ((64 - addr % 64) % 64) / sizeof(float);
 }

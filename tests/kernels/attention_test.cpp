@@ -209,10 +209,10 @@ TEST(Attention, Int8RowsMatchTheReferenceAndTheFormula) {
     test::for_each_isa([&](const char* isa) {
         std::mt19937 rng(23);
         const Case cases[] = {
-            {1, 1, 1, 8, 0},     {1, 4, 2, 64, 9},   {7, 6, 2, 13, 0},
-            {5, 6, 3, 32, 4},    {3, 8, 1, 128, 40}, {9, 2, 2, 17, 2},
-            {2, 16, 4, 80, 100}, {1, 7, 1, 24, 6},   {1, 16, 2, 128, 300},
-            {1, 2, 1, 520, 5},  // wider than the integer leaf's room for a rounded query
+            {1, 1, 1, 8, 0},      {1, 4, 2, 64, 9},  {7, 6, 2, 13, 0},    {5, 6, 3, 32, 4},
+            {3, 8, 1, 128, 40},   {9, 2, 2, 17, 2},  {2, 16, 4, 80, 100}, {1, 7, 1, 24, 6},
+            {1, 16, 2, 128, 300}, {1, 2, 1, 520, 5},  // wider than the integer leaf's room for a
+                                                      // rounded query
         };
         for (int n_threads : {1, 3}) {
             ThreadPool pool(n_threads);
@@ -239,6 +239,41 @@ TEST(Attention, Int8RowsMatchTheReferenceAndTheFormula) {
     });
 }
 
+// One case's queries (in [-2, 2)) and its cache in every form: keys in [-3, 3) and values in
+// the default range, as int8 rows and as f16 rows of the same floats, drawn in that order.
+struct CaseRows {
+    std::vector<float> q, kf, vf;
+    Int8Cache k8, v8;
+    std::vector<uint16_t> k16, v16;
+    CaseRows(std::mt19937& rng, const Case& c, int64_t n_ctx)
+        : q(test::random_floats(rng, c.n_tokens * c.n_head * c.head_dim, -2.0f, 2.0f)),
+          kf(test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim, -3.0f, 3.0f)),
+          vf(test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim)),
+          k8(kf, c.head_dim),
+          v8(vf, c.head_dim),
+          k16(test::to_f16(kf)),
+          v16(test::to_f16(vf)) {}
+
+    // The case's call over the cache type kv ("f16", "q8" or "k16v8").
+    AttentionArgs args(const Case& c, int64_t n_ctx, std::string_view kv) const {
+        AttentionArgs a = case_args(c, n_ctx, q, k16, v16);
+        if (kv != "f16") read_int8_rows(a, kv == "q8" ? &k8 : nullptr, v8);
+        return a;
+    }
+};
+
+// The dispatched kernel near the scalar reference: 1e-5 of the largest output on f16 rows,
+// the integer leaves' tolerance on int8 ones.
+void expect_near_reference(AttentionArgs a, ThreadPool& pool, const char* isa) {
+    const size_t n = static_cast<size_t>(a.n_tokens * a.n_head * a.head_dim);
+    std::vector<float> out(n, NAN), ref_out(n, NAN);
+    a.out = ref_out.data();
+    ref::attention(a, pool);
+    a.out = out.data();
+    attention(a, pool);
+    test::expect_close(out, ref_out, a.v_i8 ? int8_leaf_tolerance : 1e-5f, isa);
+}
+
 // Decode with few kv heads cuts each query's keys into chunks over the threads; the merged
 // chunks give the reference's result for every cache type, window and group size.
 TEST(Attention, KeyChunksMergeToTheReference) {
@@ -251,38 +286,15 @@ TEST(Attention, KeyChunksMergeToTheReference) {
         };
         for (const Case& c : cases) {
             const int64_t n_ctx = c.pos0 + c.n_tokens;
-            const auto q =
-                test::random_floats(rng, c.n_tokens * c.n_head * c.head_dim, -2.0f, 2.0f);
-            const auto kf = test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim, -3.0f, 3.0f);
-            const auto vf = test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim);
-            const Int8Cache k8(kf, c.head_dim), v8(vf, c.head_dim);
-            const auto k16 = test::to_f16(kf), v16 = test::to_f16(vf);
+            const CaseRows rows(rng, c, n_ctx);
             for (const char* kv : {"f16", "q8", "k16v8"}) {
                 for (int64_t window : {0, 600}) {
                     SCOPED_TRACE(testing::Message() << kv << " pos0 " << c.pos0 << " window "
                                                     << window << " heads " << c.n_head);
-                    AttentionArgs a = case_args(c, n_ctx, q, k16, v16);
+                    AttentionArgs a = rows.args(c, n_ctx, kv);
                     a.window = window;
-                    if (kv != std::string_view("f16")) {
-                        a.v = nullptr;
-                        a.v_i8 = v8.rows.data();
-                        a.v_scales = v8.scales.data();
-                        a.v_zeros = v8.zeros.data();
-                    }
-                    if (kv == std::string_view("q8")) {
-                        a.k = nullptr;
-                        a.k_i8 = k8.rows.data();
-                        a.k_scales = k8.scales.data();
-                        a.k_zeros = k8.zeros.data();
-                    }
                     ASSERT_GT(attention_key_chunks(a, pool.size()), 1);
-                    std::vector<float> out(q.size(), NAN), ref_out(q.size(), NAN);
-                    a.out = ref_out.data();
-                    ref::attention(a, pool);
-                    a.out = out.data();
-                    attention(a, pool);
-                    const bool int8 = kv != std::string_view("f16");
-                    test::expect_close(out, ref_out, int8 ? int8_leaf_tolerance : 1e-5f, isa);
+                    expect_near_reference(a, pool, isa);
                 }
             }
         }
@@ -304,43 +316,37 @@ TEST(Attention, QueryBlocksMergeToTheReference) {
         };
         for (const Case& c : cases) {
             const int64_t n_ctx = c.pos0 + c.n_tokens;
-            const auto q =
-                test::random_floats(rng, c.n_tokens * c.n_head * c.head_dim, -2.0f, 2.0f);
-            const auto kf = test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim, -3.0f, 3.0f);
-            const auto vf = test::random_floats(rng, c.n_head_kv * n_ctx * c.head_dim);
-            const Int8Cache k8(kf, c.head_dim), v8(vf, c.head_dim);
-            const auto k16 = test::to_f16(kf), v16 = test::to_f16(vf);
+            const CaseRows rows(rng, c, n_ctx);
             for (const char* kv : {"f16", "q8", "k16v8"}) {
                 for (int64_t window : {0, 50, 700}) {
                     SCOPED_TRACE(testing::Message() << kv << " pos0 " << c.pos0 << " tokens "
                                                     << c.n_tokens << " window " << window);
-                    AttentionArgs a = case_args(c, n_ctx, q, k16, v16);
+                    AttentionArgs a = rows.args(c, n_ctx, kv);
                     a.window = window;
-                    const bool int8 = kv != std::string_view("f16");
-                    if (int8) read_int8_rows(a, kv == std::string_view("q8") ? &k8 : nullptr, v8);
                     ASSERT_GT(attention_query_block(a, pool.size()), 0);
-                    std::vector<float> out(q.size(), NAN), ref_out(q.size(), NAN);
-                    a.out = ref_out.data();
-                    ref::attention(a, pool);
-                    a.out = out.data();
-                    attention(a, pool);
-                    test::expect_close(out, ref_out, int8 ? int8_leaf_tolerance : 1e-5f, isa);
+                    expect_near_reference(a, pool, isa);
                 }
             }
         }
     });
 }
 
-// Blocks take up to 64 tokens, fewer where the blocks would leave a thread idle, none for a few
-// tokens or under a window too short for a block's tokens to share keys.
-TEST(Attention, QueryBlocksKeepTheThreadsBusy) {
+// n_tokens queries of Qwen3-0.6B's heads (16 over 8 kv heads of 128) after 8192 positions.
+AttentionArgs qwen3_at_depth(int64_t n_tokens) {
     AttentionArgs a;
-    a.n_tokens = 512;
+    a.n_tokens = n_tokens;
     a.n_head = 16;
     a.n_head_kv = 8;
     a.head_dim = 128;
     a.n_ctx = 9000;
     a.pos0 = 8192;
+    return a;
+}
+
+// Blocks take up to 64 tokens, fewer where the blocks would leave a thread idle, none for a few
+// tokens or under a window too short for a block's tokens to share keys.
+TEST(Attention, QueryBlocksKeepTheThreadsBusy) {
+    AttentionArgs a = qwen3_at_depth(512);
     EXPECT_EQ(attention_query_block(a, 2), 64);
     a.n_head = 4;
     a.n_head_kv = 1;
@@ -357,13 +363,7 @@ TEST(Attention, QueryBlocksKeepTheThreadsBusy) {
 
 // Calls with a group per thread and more keep whole rows of keys per task.
 TEST(Attention, KeysStayWholeWithEnoughGroupsOrFewKeys) {
-    AttentionArgs a;
-    a.n_tokens = 1;
-    a.n_head = 16;
-    a.n_head_kv = 8;
-    a.head_dim = 128;
-    a.n_ctx = 9000;
-    a.pos0 = 8192;
+    AttentionArgs a = qwen3_at_depth(1);
     EXPECT_EQ(attention_key_chunks(a, 2), 1);
     a.n_head = 4;
     a.n_head_kv = 1;
