@@ -107,6 +107,10 @@ void check_quant_matrix(const QuantMatrix& w);
 void quant_matmul(const QuantMatrix& w, const float* x, int64_t n_tokens, float* y,
                   ThreadPool& pool);
 
+// The most matrices quant_matmul_stacked multiplies in one pool run (an LM
+// head split in 16 parts).
+constexpr size_t quant_max_stacked = 16;
+
 // ys[k] = quant_matmul(ws[k], x) for matrices of one input (a layer's query,
 // key and value; its gate and up): where their integer products round x
 // alike, x is rounded once and, for few tokens, all go in one pool run.

@@ -25,8 +25,7 @@ int64_t ceil_div(int64_t a, int64_t b) {
 }
 
 constexpr int64_t max_block_len = 128;
-// The most matrices quant_matmul_stacked multiplies in one pool run.
-constexpr size_t max_stacked = 8;
+constexpr size_t max_stacked = quant_max_stacked;
 
 // xb = x in block order, one row of n_in per token.
 void to_block_order(const QuantIsa& isa, int nbits, const float* x, int64_t n_in, int64_t n_tokens,

@@ -13,10 +13,29 @@
 #include "exec/mil/op_context.h"
 #include "exec/mil/ops.h"
 #include "kernels/kernels.h"
+#include "kernels/quant_kernels.h"
 
 namespace anelm::milexec {
 
 namespace {
+
+// The most ops one fused step runs (a split LM head's 16 products).
+constexpr size_t max_fused = kernels::quant_max_stacked;
+
+// Runs a planned step (CompiledOp::fused); false when its values do not fit it.
+bool run_fused(CompiledOp::Fusion fusion, std::span<OpContext* const> step, Rounding rounding) {
+    switch (fusion) {
+        case CompiledOp::Fusion::delta_step:
+            return ops::delta_step(step, rounding);
+        case CompiledOp::Fusion::rms_norm:
+            return ops::rms_norm_step(step, rounding);
+        case CompiledOp::Fusion::stacked:
+            return ops::stacked_products(step);
+        case CompiledOp::Fusion::none:
+            break;
+    }
+    return false;
+}
 
 TensorSpec spec_of(const std::string& name, const mil::TensorType& type) {
     return {name, type.datatype(), coreml::tensor_shape(type)};
@@ -156,6 +175,8 @@ void Function::compile(const mil::Function& fn, const mil::Block& block,
     plan_column_masks();
     plan_delta_steps();
     plan_carried_states();
+    plan_rms_norms();
+    plan_stacked_products();
 }
 
 // Constants are the values a function holds that it did not round (a
@@ -266,8 +287,9 @@ int Function::weights_kept_as_codes() const {
 }
 
 int Function::delta_steps_planned() const {
-    return static_cast<int>(std::count_if(
-        ops_.begin(), ops_.end(), [](const CompiledOp& c) { return !c.delta_step.empty(); }));
+    return static_cast<int>(std::count_if(ops_.begin(), ops_.end(), [](const CompiledOp& c) {
+        return c.fusion == CompiledOp::Fusion::delta_step;
+    }));
 }
 
 int Function::carried_states_planned() const {
@@ -315,6 +337,38 @@ const Tensor* Function::scalar_constant(const CompiledOp& c, std::string_view ke
     if (it == c.inputs.end()) return nullptr;
     const Slot& s = constants_[static_cast<size_t>(it->second.at(0))];
     return s.tensor && s.tensor->numel() == 1 ? s.tensor.get() : nullptr;
+}
+
+int Function::single_input(const CompiledOp& c, std::string_view key) {
+    const auto it = c.inputs.find(key);
+    return it == c.inputs.end() || it->second.size() != 1 ? -1 : it->second[0];
+}
+
+int Function::only_reader(const Readers& readers, int slot, std::string_view type,
+                          std::string_view key, size_t n_readers) const {
+    if (slot < 0 || is_output(slot)) return -1;
+    const std::vector<size_t>& r = readers[static_cast<size_t>(slot)];
+    if (r.size() != n_readers) return -1;
+    for (size_t k : r) {
+        const auto it = ops_[k].inputs.find(key);
+        if (ops_[k].type == type && it != ops_[k].inputs.end() &&
+            std::count(it->second.begin(), it->second.end(), slot))
+            return static_cast<int>(k);
+    }
+    return -1;
+}
+
+bool Function::constant_is(const CompiledOp& c, std::string_view key, double want) const {
+    if (!c.inputs.count(key)) return want == 0;
+    const Tensor* t = scalar_constant(c, key);
+    return t && (t->i.empty() ? static_cast<double>(t->f[0]) : t->i[0]) == want;
+}
+
+bool Function::constant_except(const CompiledOp& c, std::string_view key) const {
+    for (const auto& [k, slots] : c.inputs)
+        for (int s : slots)
+            if (k != key && constants_[static_cast<size_t>(s)].empty()) return false;
+    return true;
 }
 
 void Function::plan_in_place_updates() {
@@ -392,34 +446,19 @@ void Function::plan_column_masks() {
 // matmul(q, S''), each intermediate read only inside the step, and what the
 // step reads from outside made before its first op, so the six can run there.
 void Function::plan_delta_steps() {
-    const std::vector<std::vector<size_t>> readers = readers_by_slot();
+    const Readers readers = readers_by_slot();
     std::vector<int> producer(constants_.size(), -1);
     for (size_t k = 0; k < ops_.size(); ++k)
         for (int o : ops_[k].outputs) producer[static_cast<size_t>(o)] = static_cast<int>(k);
-    const auto input = [&](const CompiledOp& c, std::string_view key) {
-        const auto it = c.inputs.find(key);
-        return it == c.inputs.end() || it->second.size() != 1 ? -1 : it->second[0];
-    };
-    // The one op reading `slot` that is `type` with `slot` as its input `key`.
+    const auto input = single_input;
     const auto only_reader = [&](int slot, std::string_view type, std::string_view key,
-                                 size_t n_readers) -> int {
-        if (slot < 0 || is_output(slot)) return -1;
-        const std::vector<size_t>& r = readers[static_cast<size_t>(slot)];
-        if (r.size() != n_readers) return -1;
-        for (size_t k : r)
-            if (ops_[k].type == type && input(ops_[k], key) == slot) return static_cast<int>(k);
-        return -1;
-    };
-    // A bool input that is `want` (false when absent).
-    const auto flag_is = [&](const CompiledOp& c, std::string_view key, bool want) {
-        if (!c.inputs.count(key)) return !want;
-        const Tensor* t = scalar_constant(c, key);
-        return t && (t->i.empty() ? t->f[0] != 0.0f : t->i[0] != 0) == want;
+                                 size_t n_readers) {
+        return this->only_reader(readers, slot, type, key, n_readers);
     };
     const auto is_matmul = [&](int k, bool tx) {
         return k >= 0 && ops_[static_cast<size_t>(k)].type == "matmul" &&
-               flag_is(ops_[static_cast<size_t>(k)], "transpose_x", tx) &&
-               flag_is(ops_[static_cast<size_t>(k)], "transpose_y", false);
+               constant_is(ops_[static_cast<size_t>(k)], "transpose_x", tx) &&
+               constant_is(ops_[static_cast<size_t>(k)], "transpose_y", 0);
     };
     for (size_t a = 0; a < ops_.size(); ++a) {
         const CompiledOp& mul = ops_[a];
@@ -451,7 +490,8 @@ void Function::plan_delta_steps() {
         if (!made_before(input(ops_[step[0]], "x")) || !made_before(input(ops_[step[1]], "x")) ||
             !made_before(input(ops_[step[2]], "x")) || !made_before(input(ops_[step[4]], "x")))
             continue;
-        ops_[a].delta_step = step;
+        ops_[a].fusion = CompiledOp::Fusion::delta_step;
+        ops_[a].fused = step;
         for (size_t k : step) ops_[k].folded = true;
     }
 }
@@ -464,16 +504,8 @@ void Function::plan_delta_steps() {
 // type and shape and takes one layer per slice. The input then stays alive
 // until that concat returns it.
 void Function::plan_carried_states() {
-    const std::vector<std::vector<size_t>> readers = readers_by_slot();
-    const auto input = [&](const CompiledOp& c, std::string_view key) {
-        const auto it = c.inputs.find(key);
-        return it == c.inputs.end() || it->second.size() != 1 ? -1 : it->second[0];
-    };
-    const auto constant_is = [&](const CompiledOp& c, std::string_view key, int64_t want) {
-        if (!c.inputs.count(key)) return want == 0;
-        const Tensor* t = scalar_constant(c, key);
-        return t && (t->i.empty() ? static_cast<int64_t>(t->f[0]) : t->i[0]) == want;
-    };
+    const Readers readers = readers_by_slot();
+    const auto input = single_input;
     for (size_t k = 0; k < inputs_.size(); ++k) {
         const int in = input_slots_[k];
         const TensorSpec& spec = inputs_[k];
@@ -496,13 +528,14 @@ void Function::plan_carried_states() {
             if (readers[static_cast<size_t>(value)].size() != 1 || is_output(value)) break;
             size_t reader = readers[static_cast<size_t>(value)][0];
             // Steps, each reading the state the one before wrote, up to the concat.
-            while (!ops_[reader].delta_step.empty() && input(ops_[reader], "x") == value) {
+            while (ops_[reader].fusion == CompiledOp::Fusion::delta_step &&
+                   input(ops_[reader], "x") == value) {
                 const CompiledOp& decay = ops_[reader];
                 layer.steps.push_back(reader);
-                value = ops_[decay.delta_step[3]].outputs.at(0);
+                value = ops_[decay.fused[3]].outputs.at(0);
                 const std::vector<size_t>& next_readers = readers[static_cast<size_t>(value)];
                 if (next_readers.size() != 2 || is_output(value)) break;
-                reader = next_readers[0] == decay.delta_step[4] ? next_readers[1] : next_readers[0];
+                reader = next_readers[0] == decay.fused[4] ? next_readers[1] : next_readers[0];
             }
             const std::vector<int>* values =
                 ops_[reader].type == "concat" ? &ops_[reader].inputs.at("values") : nullptr;
@@ -528,6 +561,89 @@ void Function::plan_carried_states() {
         ops_[static_cast<size_t>(concat)].carried_input = in;
         for (CompiledOp& op : ops_) std::erase(op.release, in);
     }
+}
+
+// RMSNorm as the lowering writes it for the Neural Engine, a layer_norm of
+// [x, -x] (whose mean is 0) of which the first half is kept:
+// mul(x, -1) → concat([x, ·]) → layer_norm → slice_by_index → mul(·, gain),
+// the gain optional, each intermediate read only by the next op, every other
+// input a constant. ops::rms_norm_step checks the shapes when it runs.
+void Function::plan_rms_norms() {
+    const Readers readers = readers_by_slot();
+    for (size_t a = 0; a < ops_.size(); ++a) {
+        CompiledOp& neg = ops_[a];
+        const int x = single_input(neg, "x");
+        if (neg.type != "mul" || neg.folded || x < 0 || neg.outputs.size() != 1 ||
+            !constant_is(neg, "y", -1.0))
+            continue;
+        const int both = only_reader(readers, neg.outputs[0], "concat", "values");
+        if (both < 0) continue;
+        const CompiledOp& cat = ops_[static_cast<size_t>(both)];
+        if (cat.inputs.at("values") != std::vector<int>{x, neg.outputs[0]} ||
+            !constant_except(cat, "values") || !constant_is(cat, "interleave", 0))
+            continue;
+        const int ln = only_reader(readers, cat.outputs.at(0), "layer_norm", "x");
+        if (ln < 0 || !constant_except(ops_[static_cast<size_t>(ln)], "x") ||
+            ops_[static_cast<size_t>(ln)].inputs.count("gamma") ||
+            ops_[static_cast<size_t>(ln)].inputs.count("beta"))
+            continue;
+        const int half = only_reader(readers, ops_[static_cast<size_t>(ln)].outputs.at(0),
+                                     "slice_by_index", "x");
+        if (half < 0 || !constant_except(ops_[static_cast<size_t>(half)], "x")) continue;
+        std::vector<size_t> step = {static_cast<size_t>(both), static_cast<size_t>(ln),
+                                    static_cast<size_t>(half)};
+        const int gain =
+            only_reader(readers, ops_[static_cast<size_t>(half)].outputs.at(0), "mul", "x");
+        if (gain >= 0 && constant_except(ops_[static_cast<size_t>(gain)], "x"))
+            step.push_back(static_cast<size_t>(gain));
+        if (!std::is_sorted(step.begin(), step.end()) || step[0] <= a) continue;
+        neg.fusion = CompiledOp::Fusion::rms_norm;
+        neg.fused = step;
+        for (size_t k : step) ops_[k].folded = true;
+    }
+}
+
+int Function::rms_norms_planned() const {
+    return static_cast<int>(std::count_if(ops_.begin(), ops_.end(), [](const CompiledOp& c) {
+        return c.fusion == CompiledOp::Fusion::rms_norm;
+    }));
+}
+
+// Convs or linears of palettized weights reading the same x (a layer's query,
+// key and value; gate and up; an LM head's parts) run as one product where the
+// first of them stands: every other input they have is a constant, so all is
+// ready there.
+void Function::plan_stacked_products() {
+    const auto palettized = [&](const CompiledOp& c) {
+        if ((c.type != "conv" && c.type != "linear") || c.folded || !c.fused.empty() ||
+            !c.inputs.count("x") || c.inputs.at("x").size() != 1 || !reads_as_matrix(c, "weight"))
+            return false;
+        for (const auto& [key, slots] : c.inputs)
+            for (int s : slots)
+                if (key != "x" && constants_[static_cast<size_t>(s)].empty()) return false;
+        const Slot& w = constants_[static_cast<size_t>(c.inputs.at("weight").at(0))];
+        return w.weight && w.weight->palettized;
+    };
+    for (size_t a = 0; a < ops_.size(); ++a) {
+        CompiledOp& first = ops_[a];
+        if (!palettized(first)) continue;
+        const int x = first.inputs.at("x")[0];
+        for (size_t k = a + 1; k < ops_.size() && first.fused.size() + 1 < max_fused; ++k) {
+            CompiledOp& c = ops_[k];
+            if (c.type == first.type && palettized(c) && c.inputs.at("x")[0] == x) {
+                first.fusion = CompiledOp::Fusion::stacked;
+                first.fused.push_back(k);
+                c.folded = true;
+            }
+        }
+    }
+}
+
+int Function::stacked_products_planned() const {
+    int n = 0;
+    for (const CompiledOp& c : ops_)
+        if (c.fusion == CompiledOp::Fusion::stacked) n += 1 + static_cast<int>(c.fused.size());
+    return n;
 }
 
 std::vector<Slot> Function::spare_slots() const {
@@ -584,18 +700,17 @@ std::map<std::string, Tensor> Function::run(std::map<std::string, Tensor> inputs
     for (const CompiledOp& op : ops_) {
         if (!op.folded) {
             OpContext ctx = context(op);
-            if (op.delta_step.empty()) {
+            if (op.fused.empty()) {
                 op.def->run(ctx);
             } else {
-                std::array<std::optional<OpContext>, 5> rest;
-                std::array<OpContext*, 6> step{&ctx};
-                for (size_t k = 0; k < rest.size(); ++k)
-                    step[k + 1] = &rest[k].emplace(context(ops_[op.delta_step[k]]));
-                if (!ops::delta_step(step, rounding_)) {
-                    op.def->run(ctx);
-                    for (size_t k = 0; k < rest.size(); ++k)
-                        ops_[op.delta_step[k]].def->run(*step[k + 1]);
-                }
+                const size_t n = op.fused.size() + 1;
+                std::array<std::optional<OpContext>, max_fused> rest;
+                std::array<OpContext*, max_fused> step{&ctx};
+                for (size_t k = 1; k < n; ++k)
+                    step[k] = &rest[k - 1].emplace(context(ops_[op.fused[k - 1]]));
+                if (!run_fused(op.fusion, {step.data(), n}, rounding_))
+                    for (size_t k = 0; k < n; ++k)
+                        (k ? ops_[op.fused[k - 1]] : op).def->run(*step[k]);
             }
         }
         for (int s : op.release) slots[static_cast<size_t>(s)] = Slot{};

@@ -55,7 +55,7 @@ public:
     const std::vector<TensorSpec>& outputs() const { return outputs_; }
     // The palettized weights read from their codes (Weight::palettized).
     int weights_kept_as_codes() const;
-    // The delta-rule steps run as one kernel each (CompiledOp::delta_step).
+    // The delta-rule steps run as one kernel each (CompiledOp::Fusion::delta_step).
     int delta_steps_planned() const;
 
     // Runs the function on `inputs` (every declared input, by name), reading
@@ -65,6 +65,11 @@ public:
     std::map<std::string, Tensor> run(std::map<std::string, Tensor> inputs, States& states) const;
     // The carried states updated where they lie (CompiledOp::carried_layer).
     int carried_states_planned() const;
+    // The products run together with others of the same input
+    // (CompiledOp::Fusion::stacked), the first of each stack included.
+    int stacked_products_planned() const;
+    // The RMSNorms run as one step each (CompiledOp::Fusion::rms_norm).
+    int rms_norms_planned() const;
 
 private:
     void compile(const mil::Function& fn, const mil::Block& block, const coreml::BlobTable& blobs);
@@ -87,8 +92,22 @@ private:
     void plan_column_masks();
     void plan_delta_steps();
     void plan_carried_states();
+    void plan_rms_norms();
+    void plan_stacked_products();
     // The ops reading each slot, in order, each once.
-    std::vector<std::vector<size_t>> readers_by_slot() const;
+    using Readers = std::vector<std::vector<size_t>>;
+    Readers readers_by_slot() const;
+    // The one slot op `c` binds to `key`, or -1.
+    static int single_input(const CompiledOp& c, std::string_view key);
+    // The op binding `slot` to its input `key` that is of `type`, when `slot`
+    // has `n_readers` readers and is not a function output; else -1.
+    int only_reader(const Readers& readers, int slot, std::string_view type, std::string_view key,
+                    size_t n_readers = 1) const;
+    // Whether op `c` binds `key` to a one-element constant equal to `want`
+    // (an absent input counts as 0).
+    bool constant_is(const CompiledOp& c, std::string_view key, double want) const;
+    // Whether every input of op `c` but `key` is a constant.
+    bool constant_except(const CompiledOp& c, std::string_view key) const;
     bool is_output(int slot) const;
     // The constant one-element tensor op `c` binds to `key`, or null.
     const Tensor* scalar_constant(const CompiledOp& c, std::string_view key) const;

@@ -202,6 +202,10 @@ void OpContext::detach_readers(const Tensor* state, int except_slot) {
     }
 }
 
+void round_as(const OpContext& ctx, Rounding rounding, float* v, int64_t n) {
+    if (ctx.out_dtype(0) == mil::FLOAT16) round_half_values(rounding, {v, static_cast<size_t>(n)});
+}
+
 int64_t normalize_axis(const OpContext& ctx, int64_t axis, int64_t rank) {
     if (axis < -rank || axis >= rank) ctx.fail("axis {} out of range for rank {}", axis, rank);
     return axis < 0 ? axis + rank : axis;

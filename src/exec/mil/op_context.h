@@ -79,11 +79,18 @@ struct CompiledOp {
     // reshapes, scalings and tanh): columns it holds -inf in every row of are
     // not computed (attention scores past the causal end).
     int column_mask = -1;
-    // A step of the delta rule (mul: the decayed state) planned as one
-    // kernel with the five ops after it that finish the step, in order:
-    // recall, error, write, state, out (ops_delta.cpp). Those are folded:
-    // they run here, not in their turn.
-    std::vector<size_t> delta_step;
+    // Ops planned to run here with this one as one kernel (`fusion` says
+    // which); those are folded: they run here, not in their turn.
+    //  - delta_step: this mul (the decayed state) and the five ops that
+    //    finish the delta rule's step, in order: recall, error, write, state,
+    //    out (ops_delta.cpp);
+    //  - rms_norm: this mul(x, -1) and the concat, layer_norm, slice and
+    //    optional gain mul of an RMSNorm written for the Neural Engine;
+    //  - stacked: later convs or linears reading this op's x by palettized
+    //    weights, in one product (ops::stacked_products).
+    enum class Fusion { none, delta_step, rms_norm, stacked };
+    Fusion fusion = Fusion::none;
+    std::vector<size_t> fused;
     bool folded = false;
     // A carried state (a function input of per-layer blocks on axis 0 that
     // the function returns updated and concatenated, as the delta rule's
@@ -190,6 +197,10 @@ private:
 };
 
 // Helpers shared by the op implementations.
+
+// Rounds values as op `ctx`'s output 0 is rounded (a fused step's
+// intermediates, each as its own op would).
+void round_as(const OpContext& ctx, Rounding rounding, float* v, int64_t n);
 
 // Axis in [-rank, rank) made non-negative; fails naming the op otherwise.
 int64_t normalize_axis(const OpContext& ctx, int64_t axis, int64_t rank);

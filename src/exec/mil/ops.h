@@ -2,6 +2,8 @@
 // types to them. Each checks its inputs and its outputs' declared types.
 #pragma once
 
+#include <span>
+
 #include "exec/mil/op_context.h"
 
 namespace anelm::milexec::ops {
@@ -51,12 +53,26 @@ void linear(OpContext& ctx);
 void matmul(OpContext& ctx);
 void conv(OpContext& ctx);
 void scaled_dot_product_attention(OpContext& ctx);
+// Products of one input by palettized weights (CompiledOp::Fusion::stacked: a layer's
+// query, key and value convs; its gate and up; a split LM head's parts), `ops`
+// the contexts of the first op and the ones stacked on it, in one
+// quant_matmul_stacked call: the input rounded once and every matrix in one
+// pool run. False when they are not all pointwise convs of one position row
+// or all linears of palettized weights (the caller then runs them one by one).
+bool stacked_products(std::span<OpContext* const> ops);
 
 // ops_delta.cpp
-// One step of the delta rule written as ops (CompiledOp::delta_step), `ops`
-// holding the contexts of the mul and the five after it: computed head by
-// head in one pass with each op's rounding, or false when the values do not
-// have the step's shapes (the caller then runs the ops one by one).
-bool delta_step(std::array<OpContext*, 6> ops, Rounding rounding);
+// One step of the delta rule written as ops (CompiledOp::Fusion::delta_step),
+// `ops` holding the contexts of the mul and the five after it: computed head
+// by head in one pass with each op's rounding, or false when the values do
+// not have the step's shapes (the caller then runs the ops one by one).
+bool delta_step(std::span<OpContext* const> ops, Rounding rounding);
+
+// ops_reduce.cpp
+// An RMSNorm as the layer_norm of [x, -x] (CompiledOp::Fusion::rms_norm),
+// `ops` the contexts of mul(x, -1), concat, layer_norm, slice_by_index and
+// the gain's mul when there is one: row by row with the ops' arithmetic and
+// rounding, or false when the values do not have those shapes.
+bool rms_norm_step(std::span<OpContext* const> ops, Rounding rounding);
 
 }  // namespace anelm::milexec::ops

@@ -14,11 +14,6 @@ namespace anelm::milexec::ops {
 
 namespace {
 
-// Rounds values as op `ctx`'s output 0 is rounded.
-void round_as(const OpContext& ctx, Rounding rounding, float* v, int64_t n) {
-    if (ctx.out_dtype(0) == mil::FLOAT16) round_half_values(rounding, {v, static_cast<size_t>(n)});
-}
-
 // `shape` with its last two dimensions replaced.
 std::vector<int64_t> with_last(std::vector<int64_t> shape, int64_t rows, int64_t cols) {
     shape[shape.size() - 2] = rows;
@@ -28,7 +23,8 @@ std::vector<int64_t> with_last(std::vector<int64_t> shape, int64_t rows, int64_t
 
 }  // namespace
 
-bool delta_step(std::array<OpContext*, 6> ops, Rounding rounding) {
+bool delta_step(std::span<OpContext* const> ops, Rounding rounding) {
+    if (ops.size() != 6) return false;
     OpContext &decayed = *ops[0], &recall = *ops[1], &error = *ops[2], &write = *ops[3],
               &state = *ops[4], &out = *ops[5];
     const FloatSpan s = decayed.floats("x"), decay = decayed.floats("y");

@@ -103,6 +103,17 @@ std::vector<float> bias_of(OpContext& ctx, int64_t n) {
     return b.f;
 }
 
+// dst[r][o][p] += bias[first + o] over `rows` blocks of `n` channels of
+// `positions` values each; nothing when there is no bias.
+void add_bias(const std::vector<float>& bias, int64_t rows, int64_t n, int64_t positions,
+              int64_t first, float* dst) {
+    if (bias.empty()) return;
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t o = 0; o < n; ++o)
+            for (int64_t p = 0; p < positions; ++p)
+                dst[(r * n + o) * positions + p] += bias[static_cast<size_t>(first + o)];
+}
+
 }  // namespace
 
 void linear(OpContext& ctx) {
@@ -120,30 +131,52 @@ void linear(OpContext& ctx) {
     Tensor out = ctx.output(0, shape);
     const int64_t rows = x.numel() / n_in;
     w.multiply(x.f.data(), rows, out.f.data(), ctx.pool());
-    if (!bias.empty())
-        for (int64_t r = 0; r < rows; ++r)
-            for (int64_t o = 0; o < n_out; ++o) out.f[r * n_out + o] += bias[o];
+    add_bias(bias, rows, n_out, 1, 0, out.f.data());
     ctx.set(0, std::move(out));
 }
 
-// x [N, Cin, (H,) W] with weight [Cout, Cin / groups, (kh,) kw]: each output
-// position gathers its input patch (im2col) and the patches of a group go
-// through the matmul kernel against that group's weight rows.
-void conv(OpContext& ctx) {
-    const Tensor& x = float_tensor(ctx, "x");
+// A convolution's shapes in 2-d (a 1-d convolution has height 1), from x
+// [N, Cin, (H,) W], its weight [Cout, Cin / groups, (kh,) kw] and its
+// parameters.
+struct ConvShape {
+    size_t spatial = 1;
+    int64_t n = 1, cin = 1, ih = 1, iw = 1, cout = 1, kh = 1, kw = 1, groups = 1;
+    int64_t stride[2] = {1, 1}, dil[2] = {1, 1}, pad_begin[2] = {0, 0}, pad_end[2] = {0, 0};
+    int64_t oh = 1, ow = 1;
+
+    // A 1x1 kernel stepping by 1 over an unpadded input: every position's
+    // channels are read as they lie.
+    bool pointwise() const {
+        return kh == 1 && kw == 1 && stride[0] == 1 && stride[1] == 1 && pad_begin[0] == 0 &&
+               pad_begin[1] == 0 && pad_end[0] == 0 && pad_end[1] == 0;
+    }
+    std::vector<int64_t> out_shape() const {
+        std::vector<int64_t> shape = {n, cout};
+        if (spatial == 2) shape.push_back(oh);
+        shape.push_back(ow);
+        return shape;
+    }
+};
+
+ConvShape conv_shape(OpContext& ctx, const Tensor& x) {
     const std::vector<int64_t>& wshape = ctx.slot("weight").shape();
-    const size_t spatial = x.shape.size() - 2;
     if (x.shape.size() < 3 || x.shape.size() > 4 || wshape.size() != x.shape.size())
         ctx.fail("only 1-d and 2-d convolutions are supported: x {}, weight {}",
                  shape_text(x.shape), shape_text(wshape));
-    // Work in 2-d: a 1-d convolution has height 1.
-    const int64_t n = x.shape[0], cin = x.shape[1];
-    const int64_t ih = spatial == 2 ? x.shape[2] : 1, iw = x.shape.back();
-    const int64_t cout = wshape[0], kh = spatial == 2 ? wshape[2] : 1, kw = wshape.back();
-    const int64_t groups = ctx.get_int("groups", 1);
-    if (groups <= 0 || cin % groups || cout % groups || wshape[1] != cin / groups)
-        ctx.fail("weight {} does not fit {} input channels in {} groups", shape_text(wshape), cin,
-                 groups);
+    ConvShape c;
+    c.spatial = x.shape.size() - 2;
+    const size_t spatial = c.spatial;
+    c.n = x.shape[0];
+    c.cin = x.shape[1];
+    c.ih = spatial == 2 ? x.shape[2] : 1;
+    c.iw = x.shape.back();
+    c.cout = wshape[0];
+    c.kh = spatial == 2 ? wshape[2] : 1;
+    c.kw = wshape.back();
+    c.groups = ctx.get_int("groups", 1);
+    if (c.groups <= 0 || c.cin % c.groups || c.cout % c.groups || wshape[1] != c.cin / c.groups)
+        ctx.fail("weight {} does not fit {} input channels in {} groups", shape_text(wshape), c.cin,
+                 c.groups);
     auto pair = [&](std::string_view key, int64_t fallback) {
         std::vector<int64_t> v(spatial, fallback);
         if (ctx.has(key)) v = ctx.get_ints(key);
@@ -151,88 +184,98 @@ void conv(OpContext& ctx) {
         return spatial == 2 ? v : std::vector<int64_t>{1, v[0]};
     };
     const std::vector<int64_t> stride = pair("strides", 1), dil = pair("dilations", 1);
-    const int64_t in_size[2] = {ih, iw}, k_size[2] = {kh, kw};
-    int64_t pad_begin[2] = {0, 0}, pad_end[2] = {0, 0}, out_size[2];
+    const int64_t in_size[2] = {c.ih, c.iw}, k_size[2] = {c.kh, c.kw};
+    int64_t out_size[2];
     const std::string pad_type = ctx.get_string("pad_type", "valid");
     std::vector<int64_t> pad(2 * spatial, 0);
     if (pad_type == "custom" && ctx.has("pad")) pad = ctx.get_ints("pad");
     if (pad.size() != 2 * spatial) ctx.fail("pad must have {} entries", 2 * spatial);
     for (int d = 0; d < 2; ++d) {
-        const int64_t extent = (k_size[d] - 1) * dil[d] + 1;
+        c.stride[d] = stride[static_cast<size_t>(d)];
+        c.dil[d] = dil[static_cast<size_t>(d)];
+        const int64_t extent = (k_size[d] - 1) * c.dil[d] + 1;
         if (pad_type == "same" || pad_type == "same_lower") {
-            const int64_t out = (in_size[d] + stride[d] - 1) / stride[d];
-            const int64_t total = std::max<int64_t>((out - 1) * stride[d] + extent - in_size[d], 0);
-            pad_begin[d] = pad_type == "same" ? total / 2 : (total + 1) / 2;
-            pad_end[d] = total - pad_begin[d];
+            const int64_t out = (in_size[d] + c.stride[d] - 1) / c.stride[d];
+            const int64_t total =
+                std::max<int64_t>((out - 1) * c.stride[d] + extent - in_size[d], 0);
+            c.pad_begin[d] = pad_type == "same" ? total / 2 : (total + 1) / 2;
+            c.pad_end[d] = total - c.pad_begin[d];
         } else if (pad_type == "custom") {
             if (spatial == 2 || d == 1) {
                 const size_t p = spatial == 2 ? static_cast<size_t>(2 * d) : 0;
-                pad_begin[d] = pad[p];
-                pad_end[d] = pad[p + 1];
+                c.pad_begin[d] = pad[p];
+                c.pad_end[d] = pad[p + 1];
             }
         } else if (pad_type != "valid") {
             ctx.fail("unknown pad_type {}", pad_type);
         }
-        out_size[d] = (in_size[d] + pad_begin[d] + pad_end[d] - extent) / stride[d] + 1;
+        out_size[d] = (in_size[d] + c.pad_begin[d] + c.pad_end[d] - extent) / c.stride[d] + 1;
         if (out_size[d] <= 0) ctx.fail("the kernel does not fit the input");
     }
-    const int64_t oh = out_size[0], ow = out_size[1], positions = oh * ow;
-    const int64_t cin_g = cin / groups, cout_g = cout / groups, patch = cin_g * kh * kw;
-    const WeightMatrix w = matrix_of(ctx, "weight", cout, patch);
-    if (w.palettized && groups != 1)
+    c.oh = out_size[0];
+    c.ow = out_size[1];
+    return c;
+}
+
+// x [N, Cin, (H,) W] with weight [Cout, Cin / groups, (kh,) kw]: each output
+// position gathers its input patch (im2col) and the patches of a group go
+// through the matmul kernel against that group's weight rows.
+void conv(OpContext& ctx) {
+    const Tensor& x = float_tensor(ctx, "x");
+    const ConvShape c = conv_shape(ctx, x);
+    const int64_t positions = c.oh * c.ow;
+    const int64_t cin_g = c.cin / c.groups, cout_g = c.cout / c.groups, patch = cin_g * c.kh * c.kw;
+    const WeightMatrix w = matrix_of(ctx, "weight", c.cout, patch);
+    if (w.palettized && c.groups != 1)
         ctx.fail("palettized weights are read by convolutions of one group");
-    const std::vector<float> bias = bias_of(ctx, cout);
-    std::vector<int64_t> shape = {n, cout};
-    if (spatial == 2) shape.push_back(oh);
-    shape.push_back(ow);
-    Tensor out = ctx.output(0, shape);
-    // A 1x1 kernel that steps by 1 over an unpadded input reads every
-    // position's channels as they lie: im2col is a transpose, and at one
-    // position (a token in the Neural Engine's [1, C, 1, 1]) not even that,
-    // nor is the transpose of the outputs.
-    const bool pointwise = kh == 1 && kw == 1 && stride[0] == 1 && stride[1] == 1 &&
-                           pad_begin[0] == 0 && pad_begin[1] == 0 && pad_end[0] == 0 &&
-                           pad_end[1] == 0;
+    const std::vector<float> bias = bias_of(ctx, c.cout);
+    Tensor out = ctx.output(0, c.out_shape());
     if (cin_g == 1 && cout_g == 1 && !w.palettized) {
         // Depthwise (the causal conv of short-conv and delta-rule layers): a
         // few taps per channel, summed where they lie instead of one product
         // per channel on the pool.
-        const Depthwise d{{kh, kw},         {stride[0], stride[1]},
-                          {dil[0], dil[1]}, {pad_begin[0], pad_begin[1]},
-                          {ih, iw},         {oh, ow}};
+        const Depthwise d{{c.kh, c.kw},         {c.stride[0], c.stride[1]},
+                          {c.dil[0], c.dil[1]}, {c.pad_begin[0], c.pad_begin[1]},
+                          {c.ih, c.iw},         {c.oh, c.ow}};
         constexpr int64_t block = 64;  // planes per task
-        const int64_t planes = n * cout;
+        const int64_t planes = c.n * c.cout;
         ctx.pool().run((planes + block - 1) / block, [&](int64_t task, int) {
             for (int64_t p = task * block; p < std::min(planes, (task + 1) * block); ++p)
-                depthwise_plane(d, w.dense, p % cout, x.f.data() + p * ih * iw,
-                                bias.empty() ? 0.0f : bias[static_cast<size_t>(p % cout)],
+                depthwise_plane(d, w.dense, p % c.cout, x.f.data() + p * c.ih * c.iw,
+                                bias.empty() ? 0.0f : bias[static_cast<size_t>(p % c.cout)],
                                 out.f.data() + p * positions);
         });
         return ctx.set(0, std::move(out));
     }
+    // A pointwise kernel's im2col is a transpose, and at one position (a
+    // token in the Neural Engine's [1, C, 1, 1]) not even that, nor is the
+    // transpose of the outputs.
+    const bool pointwise = c.pointwise();
     const bool in_place = pointwise && positions == 1;
     std::vector<float> cols(in_place ? 0 : static_cast<size_t>(positions * patch));
     std::vector<float> y(in_place ? 0 : static_cast<size_t>(positions * cout_g));
-    for (int64_t b = 0; b < n; ++b)
-        for (int64_t g = 0; g < groups; ++g) {
-            const float* planes = x.f.data() + (b * cin + g * cin_g) * ih * iw;
-            float* dst = out.f.data() + (b * cout + g * cout_g) * positions;
+    for (int64_t b = 0; b < c.n; ++b)
+        for (int64_t g = 0; g < c.groups; ++g) {
+            const float* planes = x.f.data() + (b * c.cin + g * cin_g) * c.ih * c.iw;
+            float* dst = out.f.data() + (b * c.cout + g * cout_g) * positions;
             const float* rows = in_place ? planes : cols.data();
             float* products = in_place ? dst : y.data();
             if (pointwise) {
                 if (!in_place) transpose(planes, cin_g, positions, cols.data());
             } else {
                 for (int64_t p = 0; p < positions; ++p) {
-                    const int64_t oy = p / ow, ox = p % ow;
+                    const int64_t oy = p / c.ow, ox = p % c.ow;
                     float* col = cols.data() + p * patch;
-                    for (int64_t c = 0; c < cin_g; ++c) {
-                        const float* plane = planes + c * ih * iw;
-                        for (int64_t ky = 0; ky < kh; ++ky)
-                            for (int64_t kx = 0; kx < kw; ++kx) {
-                                const int64_t iy = oy * stride[0] - pad_begin[0] + ky * dil[0];
-                                const int64_t ix = ox * stride[1] - pad_begin[1] + kx * dil[1];
-                                const bool inside = iy >= 0 && iy < ih && ix >= 0 && ix < iw;
-                                *col++ = inside ? plane[iy * iw + ix] : 0.0f;
+                    for (int64_t ch = 0; ch < cin_g; ++ch) {
+                        const float* plane = planes + ch * c.ih * c.iw;
+                        for (int64_t ky = 0; ky < c.kh; ++ky)
+                            for (int64_t kx = 0; kx < c.kw; ++kx) {
+                                const int64_t iy =
+                                    oy * c.stride[0] - c.pad_begin[0] + ky * c.dil[0];
+                                const int64_t ix =
+                                    ox * c.stride[1] - c.pad_begin[1] + kx * c.dil[1];
+                                const bool inside = iy >= 0 && iy < c.ih && ix >= 0 && ix < c.iw;
+                                *col++ = inside ? plane[iy * c.iw + ix] : 0.0f;
                             }
                     }
                 }
@@ -243,12 +286,82 @@ void conv(OpContext& ctx) {
                 kernels::matmul(rows_of(w.dense, g * cout_g, cout_g), rows, positions, products,
                                 ctx.pool());
             if (!in_place) transpose(y.data(), positions, cout_g, dst);
-            if (bias.empty()) continue;
-            for (int64_t o = 0; o < cout_g; ++o)
-                for (int64_t p = 0; p < positions; ++p)
-                    dst[o * positions + p] += bias[g * cout_g + o];
+            add_bias(bias, 1, cout_g, positions, g * cout_g, dst);
         }
     ctx.set(0, std::move(out));
+}
+
+bool stacked_products(std::span<OpContext* const> ops) {
+    // What each op multiplies, all checked before anything is computed.
+    struct Product {
+        OpContext* ctx;
+        kernels::QuantMatrix w;
+        std::vector<float> bias;
+        std::vector<int64_t> shape;
+    };
+    std::vector<Product> products;
+    const Tensor& x = float_tensor(*ops[0], "x");
+    int64_t n_in = 0, rows = 0;
+    bool channels_first = false;  // x is [1, Cin, positions] (conv), not [rows, n_in] (linear)
+    for (OpContext* ctx : ops) {
+        if (ctx->type() != ops[0]->type() || &float_tensor(*ctx, "x") != &x) return false;
+        int64_t in = 0, out = 0;
+        std::vector<int64_t> shape;
+        if (ctx->type() == "conv") {
+            const ConvShape c = conv_shape(*ctx, x);
+            if (!c.pointwise() || c.groups != 1 || c.n != 1) return false;
+            in = c.cin;
+            out = c.cout;
+            shape = c.out_shape();
+            channels_first = true;
+        } else if (ctx->type() == "linear" && !x.shape.empty()) {
+            in = x.shape.back();
+            out = ctx->slot("weight").shape().at(0);
+            shape = x.shape;
+            shape.back() = out;
+        } else {
+            return false;
+        }
+        const WeightMatrix w = matrix_of(*ctx, "weight", out, in);
+        if (!w.palettized || (n_in && in != n_in)) return false;
+        n_in = in;
+        rows = x.numel() / in;
+        products.push_back(
+            {ctx, quant_matrix(*w.palettized), bias_of(*ctx, out), std::move(shape)});
+    }
+    // Token rows of x, then each product's rows, transposed for a conv of
+    // several positions.
+    const bool transposed = channels_first && rows > 1;
+    std::vector<float> x_rows;
+    if (transposed) {
+        x_rows.resize(static_cast<size_t>(rows * n_in));
+        transpose(x.f.data(), n_in, rows, x_rows.data());
+    }
+    std::vector<Tensor> outs;
+    std::vector<std::vector<float>> y_rows(transposed ? products.size() : 0);
+    std::vector<kernels::QuantMatrix> ws;
+    std::vector<float*> ys;
+    for (size_t k = 0; k < products.size(); ++k) {
+        const Product& p = products[k];
+        outs.push_back(p.ctx->output(0, p.shape));
+        ws.push_back(p.w);
+        if (transposed) y_rows[k].resize(static_cast<size_t>(rows * p.w.n_out));
+        ys.push_back(transposed ? y_rows[k].data() : outs.back().f.data());
+    }
+    kernels::quant_matmul_stacked(ws, transposed ? x_rows.data() : x.f.data(), rows, ys,
+                                  ops[0]->pool());
+    for (size_t k = 0; k < products.size(); ++k) {
+        const Product& p = products[k];
+        const int64_t n_out = p.w.n_out;
+        if (transposed) transpose(y_rows[k].data(), rows, n_out, outs[k].f.data());
+        // A conv's outputs are [n_out, positions], a linear's [rows, n_out].
+        if (channels_first)
+            add_bias(p.bias, 1, n_out, rows, 0, outs[k].f.data());
+        else
+            add_bias(p.bias, rows, n_out, 1, 0, outs[k].f.data());
+        p.ctx->set(0, std::move(outs[k]));
+    }
+    return true;
 }
 
 void matmul(OpContext& ctx) {

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
 
 #include "exec/mil/ops.h"
 #include "kernels/kernels.h"
@@ -54,6 +55,28 @@ void for_each_row(const AxisSplit& s, const float* in, float* out, Fn fn) {
             fn(row.data(), s.n);
             for (int64_t j = 0; j < s.n; ++j) out[base + j * s.inner] = row[static_cast<size_t>(j)];
         }
+}
+
+// layer_norm's arithmetic on one row: centred (the mean summed in f64), then
+// the vector kernel's root mean square (f32 sums) divides and applies gamma.
+void normalize_row(float* row, int64_t n, const float* gamma, const float* beta, float eps) {
+    const auto mean = static_cast<float>(mean_of(row, n));
+    for (int64_t j = 0; j < n; ++j) row[j] -= mean;
+    kernels::rms_norm(row, gamma, 0.0f, n, eps, row);
+    if (beta)
+        for (int64_t j = 0; j < n; ++j) row[j] += beta[j];
+}
+
+// Whether slice_by_index `ctx` keeps the first `shape` of its input: begins
+// 0, strides 1, nothing squeezed, its declared shape `shape`.
+bool keeps_the_start(OpContext& ctx, const std::vector<int64_t>& shape) {
+    if (ctx.op().declared.at(0).shape != shape) return false;
+    const auto all = [&](std::string_view key, int64_t want) {
+        if (!ctx.has(key)) return true;
+        const std::vector<int64_t> v = ctx.get_ints(key);
+        return std::all_of(v.begin(), v.end(), [&](int64_t e) { return e == want; });
+    };
+    return all("begin", 0) && all("stride", 1) && all("squeeze_mask", 0);
 }
 
 double value_at(const Tensor& t, int64_t k) {
@@ -204,16 +227,59 @@ void layer_norm(OpContext& ctx) {
         ctx.fail("gamma and beta must hold {} values", s.n);
     const auto eps = ctx.get_float("epsilon", 1e-5f);
     Tensor out = ctx.output(0, x.shape);
-    // Centred here, then the vector kernel's root mean square (f32 sums)
-    // divides and applies gamma.
     for_each_row(s, x.f.data(), out.f.data(), [&](float* row, int64_t n) {
-        const auto mean = static_cast<float>(mean_of(row, n));
-        for (int64_t j = 0; j < n; ++j) row[j] -= mean;
-        kernels::rms_norm(row, gamma ? gamma->f.data() : nullptr, 0.0f, n, eps, row);
-        if (beta)
-            for (int64_t j = 0; j < n; ++j) row[j] += beta->f[static_cast<size_t>(j)];
+        normalize_row(row, n, gamma ? gamma->f.data() : nullptr, beta ? beta->f.data() : nullptr,
+                      eps);
     });
     ctx.set(0, std::move(out));
+}
+
+bool rms_norm_step(std::span<OpContext* const> ops, Rounding rounding) {
+    if (ops.size() != 4 && ops.size() != 5) return false;
+    OpContext &neg = *ops[0], &both = *ops[1], &norm = *ops[2], &half = *ops[3];
+    OpContext* gain = ops.size() == 5 ? ops[4] : nullptr;
+    OpContext& last = *ops.back();
+    const FloatSpan x = neg.floats("x");
+    const auto rank = static_cast<int64_t>(x.shape.size());
+    const int64_t axis = both.get_int("axis");
+    const std::vector<int64_t> axes = norm.get_ints("axes");
+    if (rank == 0 || axis < -rank || axis >= rank ||
+        neg.tensor("y").shape.size() > x.shape.size() || axes.size() != 1 ||
+        (axes[0] + rank) % rank != (axis + rank) % rank)
+        return false;
+    const AxisSplit s = split_at(x.shape, (axis + rank) % rank);
+    if (s.inner != 1 || !keeps_the_start(half, x.shape)) return false;
+    // The gain: one value, or one per value of a row.
+    const float* g = nullptr;
+    int64_t g_step = 0;
+    if (gain) {
+        const Tensor& t = gain->tensor("y");
+        if (t.f.size() != static_cast<size_t>(t.numel()) || t.shape.size() > x.shape.size())
+            return false;
+        for (size_t d = 0; d < t.shape.size(); ++d) {
+            const auto at = static_cast<int64_t>(d + x.shape.size() - t.shape.size());
+            if (t.shape[d] != 1 && (at != (axis + rank) % rank || t.shape[d] != s.n)) return false;
+        }
+        g = t.f.data();
+        g_step = t.numel() == 1 ? 0 : 1;
+    }
+    const float eps = norm.get_float("epsilon", 1e-5f);
+    Tensor out = last.output(0, x.shape);
+    std::vector<float> row(static_cast<size_t>(2 * s.n));
+    for (int64_t o = 0; o < s.outer; ++o) {
+        const float* xo = x.data + o * s.n;
+        std::copy_n(xo, s.n, row.data());
+        for (int64_t j = 0; j < s.n; ++j) row[static_cast<size_t>(s.n + j)] = xo[j] * -1.0f;
+        round_as(neg, rounding, row.data() + s.n, s.n);
+        normalize_row(row.data(), 2 * s.n, nullptr, nullptr, eps);
+        round_as(norm, rounding, row.data(), s.n);
+        round_as(half, rounding, row.data(), s.n);
+        float* dst = out.f.data() + o * s.n;
+        for (int64_t j = 0; j < s.n; ++j)
+            dst[j] = g ? row[static_cast<size_t>(j)] * g[j * g_step] : row[static_cast<size_t>(j)];
+    }
+    last.set(0, std::move(out));
+    return true;
 }
 
 }  // namespace anelm::milexec::ops
