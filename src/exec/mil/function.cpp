@@ -177,6 +177,7 @@ void Function::compile(const mil::Function& fn, const mil::Block& block,
     plan_carried_states();
     plan_rms_norms();
     plan_stacked_products();
+    plan_kept_slots();
 }
 
 // Constants are the values a function holds that it did not round (a
@@ -654,12 +655,23 @@ std::vector<Slot> Function::spare_slots() const {
     return slots;
 }
 
-void Function::keep_spare(std::vector<Slot> slots) const {
-    // Only inputs, states and op outputs were written.
+// A run writes inputs, states and op outputs, and empties those some op
+// releases; what is left is a short list, read at the end of every run
+// instead of every op's outputs (cold by then: a walk of thousands of ops).
+void Function::plan_kept_slots() {
+    std::vector<bool> kept(constants_.size(), false);
     for (const std::vector<int>* written : {&input_slots_, &state_slots_})
-        for (int s : *written) slots[static_cast<size_t>(s)] = Slot{};
+        for (int s : *written) kept[static_cast<size_t>(s)] = true;
     for (const CompiledOp& op : ops_)
-        for (int s : op.outputs) slots[static_cast<size_t>(s)] = Slot{};
+        for (int s : op.outputs) kept[static_cast<size_t>(s)] = true;
+    for (const CompiledOp& op : ops_)
+        for (int s : op.release) kept[static_cast<size_t>(s)] = false;
+    for (size_t s = 0; s < kept.size(); ++s)
+        if (kept[s]) kept_slots_.push_back(static_cast<int>(s));
+}
+
+void Function::keep_spare(std::vector<Slot> slots) const {
+    for (int s : kept_slots_) slots[static_cast<size_t>(s)] = Slot{};
     std::lock_guard lock(spare_mutex_);
     spare_slots_.push_back(std::move(slots));
 }

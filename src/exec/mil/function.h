@@ -94,6 +94,7 @@ private:
     void plan_carried_states();
     void plan_rms_norms();
     void plan_stacked_products();
+    void plan_kept_slots();
     // The ops reading each slot, in order, each once.
     using Readers = std::vector<std::vector<size_t>>;
     Readers readers_by_slot() const;
@@ -112,7 +113,8 @@ private:
     // The constant one-element tensor op `c` binds to `key`, or null.
     const Tensor* scalar_constant(const CompiledOp& c, std::string_view key) const;
     // Run slots of finished runs, all empty: the next run neither allocates
-    // nor fills a vector of every slot.
+    // nor fills a vector of every slot. keep_spare empties kept_slots_, the
+    // slots a run writes that no op releases.
     std::vector<Slot> spare_slots() const;
     void keep_spare(std::vector<Slot> slots) const;
 
@@ -125,6 +127,7 @@ private:
     std::vector<int> input_slots_, state_slots_, output_slots_;
     std::map<std::string, int> slot_by_name_;
     std::vector<Slot> constants_;  // one per slot; empty where an op or input fills it
+    std::vector<int> kept_slots_;
     std::vector<CompiledOp> ops_;
     mutable std::mutex spare_mutex_;
     mutable std::vector<std::vector<Slot>> spare_slots_;
