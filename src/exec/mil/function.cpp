@@ -574,8 +574,8 @@ void Function::plan_rms_norms() {
     for (size_t a = 0; a < ops_.size(); ++a) {
         CompiledOp& neg = ops_[a];
         const int x = single_input(neg, "x");
-        if (neg.type != "mul" || neg.folded || x < 0 || neg.outputs.size() != 1 ||
-            !constant_is(neg, "y", -1.0))
+        if (neg.type != "mul" || neg.folded || !neg.fused.empty() || x < 0 ||
+            neg.outputs.size() != 1 || !constant_is(neg, "y", -1.0))
             continue;
         const int both = only_reader(readers, neg.outputs[0], "concat", "values");
         if (both < 0) continue;
@@ -617,11 +617,8 @@ int Function::rms_norms_planned() const {
 void Function::plan_stacked_products() {
     const auto palettized = [&](const CompiledOp& c) {
         if ((c.type != "conv" && c.type != "linear") || c.folded || !c.fused.empty() ||
-            !c.inputs.count("x") || c.inputs.at("x").size() != 1 || !reads_as_matrix(c, "weight"))
+            single_input(c, "x") < 0 || !reads_as_matrix(c, "weight") || !constant_except(c, "x"))
             return false;
-        for (const auto& [key, slots] : c.inputs)
-            for (int s : slots)
-                if (key != "x" && constants_[static_cast<size_t>(s)].empty()) return false;
         const Slot& w = constants_[static_cast<size_t>(c.inputs.at("weight").at(0))];
         return w.weight && w.weight->palettized;
     };

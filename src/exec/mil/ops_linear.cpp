@@ -323,7 +323,7 @@ bool stacked_products(std::span<OpContext* const> ops) {
             return false;
         }
         const WeightMatrix w = matrix_of(*ctx, "weight", out, in);
-        if (!w.palettized || (n_in && in != n_in)) return false;
+        if (!w.palettized || in <= 0 || (n_in && in != n_in)) return false;
         n_in = in;
         rows = x.numel() / in;
         products.push_back(
@@ -338,6 +338,7 @@ bool stacked_products(std::span<OpContext* const> ops) {
         transpose(x.f.data(), n_in, rows, x_rows.data());
     }
     std::vector<Tensor> outs;
+    outs.reserve(products.size());
     std::vector<std::vector<float>> y_rows(transposed ? products.size() : 0);
     std::vector<kernels::QuantMatrix> ws;
     std::vector<float*> ys;
