@@ -25,7 +25,6 @@ int64_t ceil_div(int64_t a, int64_t b) {
 }
 
 constexpr int64_t max_block_len = 128;
-constexpr size_t max_stacked = quant_max_stacked;
 
 // xb = x in block order, one row of n_in per token.
 void to_block_order(const QuantIsa& isa, int nbits, const float* x, int64_t n_in, int64_t n_tokens,
@@ -163,8 +162,8 @@ void matmul_gemv_int8(const QuantIsa& isa, std::span<const QuantMatrix> ws, cons
                       int64_t n_tokens, std::span<float* const> ys, ThreadPool& pool) {
     const bool passes = n_tokens > 1 && isa.gemv_int8_tokens;
     const int64_t per_pass = passes ? isa.int8_pass_tokens : 1;
-    std::array<GemvSplit, max_stacked> splits;
-    std::array<int64_t, max_stacked + 1> first_task{};
+    std::array<GemvSplit, quant_max_stacked> splits;
+    std::array<int64_t, quant_max_stacked + 1> first_task{};
     for (size_t k = 0; k < ws.size(); ++k) {
         splits[k] = gemv_split(ws[k].n_out, ws[k].row_bytes(), passes ? n_tokens : 1, per_pass,
                                pool.size());
@@ -322,7 +321,7 @@ void quant_matmul_stacked(std::span<const QuantMatrix> ws, const float* x, int64
         return isa && int8_leaves_apply(*isa, w, n_tokens) && w.n_in == ws[0].n_in &&
                int8_codes(w) == int8_codes(ws[0]);
     };
-    if (ws.size() < 2 || ws.size() > max_stacked || n_tokens <= 0 || ws[0].n_in == 0 ||
+    if (ws.size() < 2 || ws.size() > quant_max_stacked || n_tokens <= 0 || ws[0].n_in == 0 ||
         !std::all_of(ws.begin(), ws.end(), shares_rounding)) {
         for (size_t k = 0; k < ws.size(); ++k) quant_matmul(ws[k], x, n_tokens, ys[k], pool);
         return;

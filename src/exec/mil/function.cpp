@@ -622,13 +622,15 @@ void Function::plan_stacked_products() {
         const Slot& w = constants_[static_cast<size_t>(c.inputs.at("weight").at(0))];
         return w.weight && w.weight->palettized;
     };
+    const Readers readers = readers_by_slot();
     for (size_t a = 0; a < ops_.size(); ++a) {
         CompiledOp& first = ops_[a];
         if (!palettized(first)) continue;
         const int x = first.inputs.at("x")[0];
-        for (size_t k = a + 1; k < ops_.size() && first.fused.size() + 1 < max_fused; ++k) {
+        for (size_t k : readers[static_cast<size_t>(x)]) {
+            if (k <= a || first.fused.size() + 1 >= max_fused) continue;
             CompiledOp& c = ops_[k];
-            if (c.type == first.type && palettized(c) && c.inputs.at("x")[0] == x) {
+            if (c.type == first.type && palettized(c) && single_input(c, "x") == x) {
                 first.fusion = CompiledOp::Fusion::stacked;
                 first.fused.push_back(k);
                 c.folded = true;

@@ -241,13 +241,14 @@ bool rms_norm_step(std::span<OpContext* const> ops, Rounding rounding) {
     OpContext& last = *ops.back();
     const FloatSpan x = neg.floats("x");
     const auto rank = static_cast<int64_t>(x.shape.size());
-    const int64_t axis = both.get_int("axis");
+    const int64_t given = both.get_int("axis");
     const std::vector<int64_t> axes = norm.get_ints("axes");
-    if (rank == 0 || axis < -rank || axis >= rank ||
-        neg.tensor("y").shape.size() > x.shape.size() || axes.size() != 1 ||
-        (axes[0] + rank) % rank != (axis + rank) % rank)
+    if (rank == 0 || given < -rank || given >= rank ||
+        neg.tensor("y").shape.size() > x.shape.size() || axes.size() != 1)
         return false;
-    const AxisSplit s = split_at(x.shape, (axis + rank) % rank);
+    const int64_t axis = (given + rank) % rank;
+    if ((axes[0] + rank) % rank != axis) return false;
+    const AxisSplit s = split_at(x.shape, axis);
     if (s.inner != 1 || !keeps_the_start(half, x.shape)) return false;
     // The gain: one value, or one per value of a row.
     const float* g = nullptr;
@@ -258,7 +259,7 @@ bool rms_norm_step(std::span<OpContext* const> ops, Rounding rounding) {
             return false;
         for (size_t d = 0; d < t.shape.size(); ++d) {
             const auto at = static_cast<int64_t>(d + x.shape.size() - t.shape.size());
-            if (t.shape[d] != 1 && (at != (axis + rank) % rank || t.shape[d] != s.n)) return false;
+            if (t.shape[d] != 1 && (at != axis || t.shape[d] != s.n)) return false;
         }
         g = t.f.data();
         g_step = t.numel() == 1 ? 0 : 1;
