@@ -260,6 +260,8 @@ void BM_attention(benchmark::State& state) {
 BENCHMARK(BM_attention)
     ->Name("attention_ctx512")
     ->Args({1, 511})
+    ->Args({1, 303})
+    ->Args({8, 296})
     ->Args({512, 0})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();

@@ -22,6 +22,17 @@ struct VecAttention {
     using V = typename F::V;
     static constexpr int L = F::lanes;
     static constexpr int max_heads = 4;
+    // How far past the key rows being scored the next rows are prefetched:
+    // without it a decode step's attention at depth read its rows at about
+    // half the rate the weights stream at (bench/README.md, "Decode
+    // attention at depth: prefetching the rows").
+    static constexpr int64_t key_prefetch_bytes = 2048;
+
+    // The cache lines of bytes [from, min(to, end)) of p on their way to L1.
+    static void prefetch_lines(const void* p, int64_t from, int64_t to, int64_t end) {
+        const char* bytes = static_cast<const char*>(p);
+        for (int64_t at = from; at < std::min(to, end); at += 64) F::prefetch(bytes + at);
+    }
 
     // A bfloat16 scale or zero; here rather than from base/half.h so that each
     // instruction set's copy stays its own (this header's rule).
@@ -150,6 +161,8 @@ struct VecAttention {
             const float* scale = j0 + n == n_keys ? inv_sum : nullptr;
             const float* pt = p + j0;
             const E* vt = v + j0 * width;
+            // The next tile on its way while this one is read column block by column block.
+            prefetch_lines(vt, n * row_bytes, (n + tile) * row_bytes, (n_keys - j0) * row_bytes);
             const uint16_t* st = v_scales ? v_scales + j0 : nullptr;
             int64_t d = 0;
             for (; d + L * VB <= width; d += L * VB)
@@ -191,9 +204,13 @@ struct VecAttention {
         float q_sums[H] = {};
         for (int h = 0; k_rows.scales && h < H; ++h)
             for (int64_t d = 0; d < head_dim; ++d) q_sums[h] += q[h * head_dim + d];
+        const int64_t row_bytes = head_dim * static_cast<int64_t>(sizeof(EK));
         int64_t j = 0;
-        for (; j + J <= n_keys; j += J)
+        for (; j + J <= n_keys; j += J) {
+            prefetch_lines(k, (j + J) * row_bytes + key_prefetch_bytes,
+                           (j + 2 * J) * row_bytes + key_prefetch_bytes, n_keys * row_bytes);
             score_block<H, J>(q, k, k_rows, q_sums, j, n_keys, head_dim, scale, scores);
+        }
         for (; j < n_keys; ++j)
             score_block<H, 1>(q, k, k_rows, q_sums, j, n_keys, head_dim, scale, scores);
     }

@@ -51,6 +51,9 @@ struct VecAttentionInt {
         };
         int64_t j0 = 0;
         for (; j0 + J <= n_keys; j0 += J) {
+            Float::prefetch_lines(k.i8, (j0 + J) * head_dim + Float::key_prefetch_bytes,
+                                  (j0 + 2 * J) * head_dim + Float::key_prefetch_bytes,
+                                  n_keys * head_dim);
             W acc[lanes];
             for (auto& a : acc) a = I::zero();
             for (int64_t d = 0; d < head_dim; d += codes) {
@@ -99,6 +102,8 @@ struct VecAttentionInt {
                 step[h] = I::round_to_int16(weighted, n, tile_rows, w16[h]) * inv_sum[h];
             }
             const int8_t* rows = v.i8 + j0 * width;
+            // The next tile on its way while this one is read column block by column block.
+            Float::prefetch_lines(rows, n * width, (n + tile_rows) * width, (n_keys - j0) * width);
             for (int64_t d = 0; d < width; d += codes) {
                 W lo[H], hi[H];
                 for (int h = 0; h < H; ++h) lo[h] = hi[h] = I::zero();
