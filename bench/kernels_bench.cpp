@@ -8,7 +8,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "base/half.h"
@@ -301,6 +304,15 @@ struct BenchKvRows {
     }
 };
 
+// The rows of a shape, made once: the benchmark library calls a bench several
+// times, and making a gigabyte of random rows took longer than the runs.
+const BenchKvRows& bench_kv_rows(bool int8, int64_t n_rows, int64_t width) {
+    static std::map<std::tuple<bool, int64_t, int64_t>, std::unique_ptr<BenchKvRows>> made;
+    auto& rows = made[{int8, n_rows, width}];
+    if (!rows) rows = std::make_unique<BenchKvRows>(int8, n_rows, width);
+    return *rows;
+}
+
 // Args: depth, cache (0 f16, 1 int8 keys and values, 2 f16 keys and int8
 // values). One decode token's attention through the caches of 28 layers
 // (Qwen3-0.6B's), each layer's keys and values read from memory as a decode
@@ -310,8 +322,8 @@ void BM_attention_layers(benchmark::State& state) {
     const int64_t depth = state.range(0);
     AttentionArgs a = qwen3_attention(1, depth - 1, depth);
     const int64_t rows = a.n_head_kv * a.n_ctx, per_layer = rows * a.head_dim;
-    const BenchKvRows k(state.range(1) == 1, n_layers * rows, a.head_dim);
-    const BenchKvRows v(state.range(1) != 0, n_layers * rows, a.head_dim);
+    const BenchKvRows& k = bench_kv_rows(state.range(1) == 1, n_layers * rows, a.head_dim);
+    const BenchKvRows& v = bench_kv_rows(state.range(1) != 0, n_layers * rows, a.head_dim);
     const auto q = random_floats(a.n_head * a.head_dim);
     std::vector<float> out(q.size());
     a.q = q.data();
@@ -343,8 +355,8 @@ void BM_attention_prompt(benchmark::State& state) {
     const int64_t depth = state.range(0), n_tokens = 512;
     AttentionArgs a = qwen3_attention(n_tokens, depth, depth + n_tokens);
     const int64_t rows = a.n_head_kv * a.n_ctx;
-    const BenchKvRows k(state.range(1) == 1, rows, a.head_dim);
-    const BenchKvRows v(state.range(1) != 0, rows, a.head_dim);
+    const BenchKvRows& k = bench_kv_rows(state.range(1) == 1, rows, a.head_dim);
+    const BenchKvRows& v = bench_kv_rows(state.range(1) != 0, rows, a.head_dim);
     const auto q = random_floats(n_tokens * a.n_head * a.head_dim);
     std::vector<float> out(q.size());
     a.q = q.data();
