@@ -22,16 +22,20 @@ struct VecAttention {
     using V = typename F::V;
     static constexpr int L = F::lanes;
     static constexpr int max_heads = 4;
-    // How far past the key rows being scored the next rows are prefetched:
-    // without it a decode step's attention at depth read its rows at about
-    // half the rate the weights stream at (bench/README.md, "Decode
-    // attention at depth: prefetching the rows").
-    static constexpr int64_t key_prefetch_bytes = 2048;
-
     // The cache lines of bytes [from, min(to, end)) of p on their way to L1.
     static void prefetch_lines(const void* p, int64_t from, int64_t to, int64_t end) {
         const char* bytes = static_cast<const char*>(p);
         for (int64_t at = from; at < std::min(to, end); at += 64) F::prefetch(bytes + at);
+    }
+
+    // Before scoring the key rows up to byte `read_to` of `keys` (`end` bytes
+    // in all): the next `span` bytes, 2 KiB further on. Without it a decode
+    // step's attention at depth read its rows at about half the rate the
+    // weights stream at (bench/README.md, "Decode attention at depth:
+    // prefetching the rows").
+    static void prefetch_keys_ahead(const void* keys, int64_t read_to, int64_t span, int64_t end) {
+        constexpr int64_t ahead = 2048;
+        prefetch_lines(keys, read_to + ahead, read_to + ahead + span, end);
     }
 
     // A bfloat16 scale or zero; here rather than from base/half.h so that each
@@ -207,8 +211,7 @@ struct VecAttention {
         const int64_t row_bytes = head_dim * static_cast<int64_t>(sizeof(EK));
         int64_t j = 0;
         for (; j + J <= n_keys; j += J) {
-            prefetch_lines(k, (j + J) * row_bytes + key_prefetch_bytes,
-                           (j + 2 * J) * row_bytes + key_prefetch_bytes, n_keys * row_bytes);
+            prefetch_keys_ahead(k, (j + J) * row_bytes, J * row_bytes, n_keys * row_bytes);
             score_block<H, J>(q, k, k_rows, q_sums, j, n_keys, head_dim, scale, scores);
         }
         for (; j < n_keys; ++j)

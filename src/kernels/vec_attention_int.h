@@ -51,9 +51,7 @@ struct VecAttentionInt {
         };
         int64_t j0 = 0;
         for (; j0 + J <= n_keys; j0 += J) {
-            Float::prefetch_lines(k.i8, (j0 + J) * head_dim + Float::key_prefetch_bytes,
-                                  (j0 + 2 * J) * head_dim + Float::key_prefetch_bytes,
-                                  n_keys * head_dim);
+            Float::prefetch_keys_ahead(k.i8, (j0 + J) * head_dim, J * head_dim, n_keys * head_dim);
             W acc[lanes];
             for (auto& a : acc) a = I::zero();
             for (int64_t d = 0; d < head_dim; d += codes) {
