@@ -8,8 +8,8 @@
 #include "base/error.h"
 #include "base/half.h"
 #include "io/tensor_values.h"
-#include "models/models.h"
 #include "passes/fp16_scale.h"
+#include "runtime/runtime_program.h"
 
 namespace anelm {
 
@@ -142,7 +142,7 @@ public:
         ProgramOptions po;
         po.n_ctx = longest;
         po.functions = {{"prefill", longest, true}};
-        plain_ = build_program(spec, weights, po);
+        plain_ = runtime_program(spec, weights, po);
         info_ = describe(plain_.functions[0]);
         const auto& nodes = plain_.functions[0].nodes;
         value_of_node_.assign(nodes.size(), 0);

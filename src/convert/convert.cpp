@@ -15,13 +15,12 @@
 #include "io/model_format.h"
 #include "lower/ane_lowering.h"
 #include "lower/program_parts.h"
-#include "models/models.h"
 #include "passes/fp16_scale.h"
-#include "passes/rope_halves.h"
 #include "quant/quant_error.h"
 #include "quant/quant_spec.h"
 #include "quant/quantize_program.h"
 #include "quant/quantized_matrix.h"
+#include "runtime/runtime_program.h"
 #include "tokenizer/gguf_vocab.h"
 #include "tokenizer/llama2c_export.h"
 
@@ -165,8 +164,7 @@ anemll::ConvertLayout lower_converted(const Model& model, const ConvertOptions& 
     ProgramOptions po;
     po.n_ctx = options.ctx;
     po.functions = {{"decode", 1, false}};
-    ir::Program program = build_program(spec, model.weights(), po);
-    passes::rope_halves(program);
+    ir::Program program = runtime_program(spec, model.weights(), po);
     passes::scale_residual(program, options.fp16_scale);
     quant::quantize_program(program, package_quant_spec(spec, options), pool, report("quantize"), 0,
                             options.calibration.get());

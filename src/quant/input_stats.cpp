@@ -1,5 +1,6 @@
 #include "quant/input_stats.h"
 
+#include <cstring>
 #include <string_view>
 
 #include "base/error.h"
@@ -8,8 +9,7 @@
 
 namespace anelm::quant {
 
-InputStats::InputStats(int64_t n)
-    : n_in(n), diag(static_cast<size_t>(n), 0.0) {
+InputStats::InputStats(int64_t n) : n_in(n), diag(static_cast<size_t>(n), 0.0) {
     if (n <= max_gram_inputs) gram.assign(static_cast<size_t>(n * n), 0.0f);
 }
 
@@ -48,13 +48,17 @@ std::shared_ptr<const QuantizedMatrix> ModelCalibration::made_of(const std::stri
     const auto it = made.find(name);
     if (it == made.end()) return nullptr;
     const MadeMatrix& m = it->second;
-    const bool same = m.data == view.data && m.choice == choice && m.seed == seed &&
-                      m.int8_dot == int8_dot && m.matrix->n_out * m.matrix->n_in == view.numel();
-    return same ? m.matrix : nullptr;
+    if (m.choice != choice || m.seed != seed || m.int8_dot != int8_dot ||
+        m.view.shape != view.shape || m.view.dtype != view.dtype ||
+        m.view.block_type != view.block_type || m.view.n_bytes() != view.n_bytes())
+        return nullptr;
+    const bool same_bytes =
+        m.view.data == view.data || std::memcmp(m.view.data, view.data, view.n_bytes()) == 0;
+    return same_bytes ? m.matrix : nullptr;
 }
 
-Calibration ModelCalibration::for_weight(const std::string& name, Component component,
-                                         bool linear, GramFactorCache* factors) const {
+Calibration ModelCalibration::for_weight(const std::string& name, Component component, bool linear,
+                                         GramFactorCache* factors) const {
     Calibration calib;
     if (linear) {
         calib = {find(name), method, factors, component != Component::embed};

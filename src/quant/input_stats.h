@@ -53,7 +53,10 @@ CalibMethod calib_method_from_name(const std::string& name);  // throws Error
 
 // A matrix a sequential calibration pass quantized on its way, and what from.
 struct MadeMatrix {
-    const std::byte* data = nullptr;  // the weight's bytes
+    // The weight's bytes, kept alive where a pass rewrote them into storage of
+    // the walk's program (ir::Weight::storage), which ends with the walk.
+    TensorView view;
+    std::shared_ptr<const void> storage;
     QuantChoice choice;
     uint64_t seed = 0;
     bool int8_dot = false;
@@ -80,7 +83,9 @@ struct ModelCalibration {
     // The statistics of the weight named `name`, or null; a tied LM head split
     // off as "<name>:head" has its embedding's name's.
     const InputStats* find(const std::string& name) const;
-    // The matrix the pass made of `view` as `choice`, or null.
+    // The matrix the pass made of the bytes of `view` (the same bytes, or a
+    // copy of them made by the same pass over another program) as `choice`,
+    // or null.
     std::shared_ptr<const QuantizedMatrix> made_of(const std::string& name, const TensorView& view,
                                                    const QuantChoice& choice, uint64_t seed,
                                                    bool int8_dot) const;

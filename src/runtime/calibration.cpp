@@ -8,12 +8,12 @@
 #include <utility>
 
 #include "base/error.h"
-#include "io/json_file.h"
 #include "exec/cpu/executor.h"
-#include "models/models.h"
+#include "io/json_file.h"
 #include "passes/hidden_output.h"
 #include "quant/output_target.h"
 #include "quant/quantize_program.h"
+#include "runtime/runtime_program.h"
 #include "tokenizer/utf8.h"
 
 namespace anelm {
@@ -83,8 +83,9 @@ std::vector<Stop> stops_of(const ir::Program& program, const ir::Function& fn,
             at = fn.nodes.size();
             input = fn.outputs.at(0);  // the head reads the final norm
         }
-        Stop& stop = by_key.try_emplace({input.has_value(), input ? *input : at}, Stop{at, input, {}})
-                         .first->second;
+        Stop& stop =
+            by_key.try_emplace({input.has_value(), input ? *input : at}, Stop{at, input, {}})
+                .first->second;
         stop.node = std::min(stop.node, at);
         stop.jobs.push_back(j);
     }
@@ -137,7 +138,7 @@ ir::Program calibration_program(const ModelSpec& spec, const WeightStore& weight
     ProgramOptions po;
     po.n_ctx = longest;
     po.functions = {{"calibrate", total, true}};
-    return build_program(spec, weights, po);
+    return runtime_program(spec, weights, po);
 }
 
 }  // namespace
@@ -193,7 +194,8 @@ std::shared_ptr<const quant::ModelCalibration> calibrate(
     // (quant/output_target.h) where the input's whole Gram matrix is kept
     // and the calibration has rows enough for it.
     const std::vector<Stop> stops = stops_of(program, fn, jobs);
-    std::map<ir::ValueId, std::vector<float>> f32_rows;  // a stop's input, until the quantized run meets it
+    std::map<ir::ValueId, std::vector<float>>
+        f32_rows;  // a stop's input, until the quantized run meets it
     std::map<ir::ValueId, quant::CrossStats> crosses;
     for (const Stop& stop : stops) {
         if (!stop.input) continue;
@@ -209,11 +211,11 @@ std::shared_ptr<const quant::ModelCalibration> calibrate(
         ir::Function& f32_fn = f32_program->functions.front();
         passes::hidden_output(f32_fn);
         f32_run.emplace(*f32_program, pool, windows);
-        f32_run->executor().set_observer([&, nodes = &f32_fn](const ir::Node& node,
-                                                              std::span<const float> value) {
-            const auto it = f32_rows.find(value_id(*nodes, node));
-            if (it != f32_rows.end()) it->second.assign(value.begin(), value.end());
-        });
+        f32_run->executor().set_observer(
+            [&, nodes = &f32_fn](const ir::Node& node, std::span<const float> value) {
+                const auto it = f32_rows.find(value_id(*nodes, node));
+                if (it != f32_rows.end()) it->second.assign(value.begin(), value.end());
+            });
     }
     run.executor().set_observer([&](const ir::Node& node, std::span<const float> value) {
         const ir::ValueId id = value_id(fn, node);
@@ -223,7 +225,8 @@ std::shared_ptr<const quant::ModelCalibration> calibrate(
         it->second->add(value.data(), rows, pool);
         const auto f32 = f32_rows.find(id);
         if (f32 == f32_rows.end()) return;
-        crosses.try_emplace(id, node.width).first->second.add(f32->second.data(), value.data(), rows, pool);
+        crosses.try_emplace(id, node.width)
+            .first->second.add(f32->second.data(), value.data(), rows, pool);
         f32_rows.erase(f32);
     });
     quant::GramFactorCache factors;
@@ -231,7 +234,8 @@ std::shared_ptr<const quant::ModelCalibration> calibrate(
         if (f32_run) f32_run->run_to(stop.node);
         run.run_to(stop.node);
         report(stop.node);
-        if (const auto c = stop.input ? crosses.find(*stop.input) : crosses.end(); c != crosses.end()) {
+        if (const auto c = stop.input ? crosses.find(*stop.input) : crosses.end();
+            c != crosses.end()) {
             quant::InputStats& stats = *by_value.at(*stop.input);
             stats.target = quant::target_map(c->second, stats, pool);
             crosses.erase(c);
@@ -246,8 +250,8 @@ std::shared_ptr<const quant::ModelCalibration> calibrate(
             quant::quantize_job(program, job, pool, 0, calibrated ? calibration.get() : nullptr,
                                 &factors, sequential->int8_dot);
             if (calibrated)
-                calibration->made[w.name] = {w.view.data, job.choice, 0, sequential->int8_dot,
-                                             w.quantized};
+                calibration->made[w.name] = {
+                    w.view, w.storage, job.choice, 0, sequential->int8_dot, w.quantized};
         }
     }
     run.run_to(fn.nodes.size());

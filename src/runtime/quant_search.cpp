@@ -1,8 +1,8 @@
 #include "runtime/quant_search.h"
 
 #include <algorithm>
-#include <chrono>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -10,12 +10,12 @@
 
 #include "base/error.h"
 #include "exec/cpu/executor.h"
-#include "models/models.h"
 #include "quant/quant_error.h"
 #include "quant/quantize.h"
 #include "quant/quantize_program.h"
 #include "quant/weight_rows.h"
 #include "runtime/perplexity.h"
+#include "runtime/runtime_program.h"
 
 namespace anelm {
 
@@ -184,8 +184,8 @@ RowSample candidate_rows(const TensorView& w) {
             quant::read_row(w, shape, o, sample.values.data() + rows * shape.n_in);
         }
     }
-    sample.view = {DType::f32, {rows, shape.n_in},
-                   reinterpret_cast<const std::byte*>(sample.values.data())};
+    sample.view = {
+        DType::f32, {rows, shape.n_in}, reinterpret_cast<const std::byte*>(sample.values.data())};
     return sample;
 }
 
@@ -303,7 +303,8 @@ std::vector<int> solve_budget(const std::vector<BudgetItem>& items, double budge
         std::vector<int> choice = least_kl_within(items, costs, capacity);
         if (choice.empty()) return {};
         double bits = 0;
-        for (size_t i = 0; i < items.size(); ++i) bits += items[i].bits[static_cast<size_t>(choice[i])];
+        for (size_t i = 0; i < items.size(); ++i)
+            bits += items[i].bits[static_cast<size_t>(choice[i])];
         if (bits <= budget) return choice;
         capacity -= std::max<int64_t>(1, static_cast<int64_t>(std::ceil((bits - budget) / unit)));
     }
@@ -315,8 +316,9 @@ void check_auto_target(const ModelSpec& spec, const WeightStore& weights,
     ProgramOptions po;
     po.n_ctx = 1;
     po.functions = {{"prefill", 1, true}};
-    ir::Program program = build_program(spec, weights, po);
-    const std::vector<quant::WeightJob> jobs = quant::quantization_jobs(program, every_matrix(base));
+    ir::Program program = runtime_program(spec, weights, po);
+    const std::vector<quant::WeightJob> jobs =
+        quant::quantization_jobs(program, every_matrix(base));
     check_reachable(target, narrowest_bits(program, jobs, base));
 }
 
@@ -328,14 +330,16 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
                                     const ProgressFn& progress) {
     const auto start = std::chrono::steady_clock::now();
     if (windows.empty() || windows.front().empty()) fail("--quant auto: no calibration tokens");
-    const std::span<const int32_t> window = std::span<const int32_t>(windows.front()).first(
-        std::min(windows.front().size(), static_cast<size_t>(kl_window_tokens)));
+    const std::span<const int32_t> window =
+        std::span<const int32_t>(windows.front())
+            .first(std::min(windows.front().size(), static_cast<size_t>(kl_window_tokens)));
     ThreadPool pool(threads > 0 ? threads : ThreadPool::physical_cores());
     ProgramOptions po;
     po.n_ctx = static_cast<int64_t>(window.size());
     po.functions = {{"prefill", po.n_ctx, true}};
-    ir::Program program = build_program(spec, weights, po);
-    const std::vector<quant::WeightJob> jobs = quant::quantization_jobs(program, every_matrix(base));
+    ir::Program program = runtime_program(spec, weights, po);
+    const std::vector<quant::WeightJob> jobs =
+        quant::quantization_jobs(program, every_matrix(base));
     check_reachable(target, narrowest_bits(program, jobs, base));
     WindowRun run(program, pool, window, spec.n_vocab);
 
@@ -345,14 +349,12 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
     std::vector<BudgetItem> items;
     std::vector<size_t> item_matrix;  // the matrix of each item
     double fixed_bits = 0, total_weights = 0;
-    const auto n_searched = std::count_if(jobs.begin(), jobs.end(), [&](const auto& job) {
-        return is_searched(program, job, base);
-    });
+    const auto n_searched = std::count_if(
+        jobs.begin(), jobs.end(), [&](const auto& job) { return is_searched(program, job, base); });
     int64_t done = 0;
     quant::GramFactorCache factors;
     // In program order, so each KL run starts from the checkpoint the last left.
-    const std::vector<size_t> first_reader =
-        ir::first_readers(program, program.functions.front());
+    const std::vector<size_t> first_reader = ir::first_readers(program, program.functions.front());
     std::vector<size_t> order(jobs.size());
     std::iota(order.begin(), order.end(), size_t{0});
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -378,8 +380,9 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
         const quant::InputStats* stats = calibration.find(w.name);
         const RowSample rows = candidate_rows(w.view);
         const auto error_of = [&](const quant::QuantizedMatrix& q) {
-            return stats ? quant::output_error(rows.view, q, *stats, pool, quant::GramTerms::diagonal)
-                         : quant::quant_error(rows.view, q, pool).sum_dd;
+            return stats
+                       ? quant::output_error(rows.view, q, *stats, pool, quant::GramTerms::diagonal)
+                       : quant::quant_error(rows.view, q, pool).sum_dd;
         };
         const quant::QuantChoice reference{quant::QuantMethod::lut,
                                            m.n_in * reference_bits % 8 == 0 ? reference_bits : 8,
@@ -415,7 +418,7 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
         const double reference_kl = run.kl_from(first_reader[job.weight]);
         w.quantized = nullptr;
         for (const double e : error)
-            item.kl.push_back(std::isinf(e) ? e
+            item.kl.push_back(std::isinf(e)         ? e
                               : reference_error > 0 ? reference_kl * e / reference_error
                                                     : 0.0);
         items.push_back(std::move(item));
@@ -467,7 +470,7 @@ AutoQuantResult choose_quantization(const ModelSpec& spec, const WeightStore& we
         job.choice = m.choice;
         quant::quantize_job(program, job, pool, 0, &calibration, &factors);
         const ir::Weight& w = program.weights[job.weight];
-        result.made[w.name] = {w.view.data, job.choice, 0, false, w.quantized};
+        result.made[w.name] = {w.view, w.storage, job.choice, 0, false, w.quantized};
     }
     result.measured_kl = run.kl();
     result.seconds =

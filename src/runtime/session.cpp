@@ -4,13 +4,12 @@
 #include <set>
 
 #include "base/error.h"
-#include "models/models.h"
 #include "passes/fp16_scale.h"
 #include "passes/hidden_output.h"
-#include "passes/rope_halves.h"
 #include "quant/quantize_program.h"
 #include "quant/quantized_matrix.h"
 #include "runtime/private_weights.h"
+#include "runtime/runtime_program.h"
 
 namespace anelm {
 
@@ -36,12 +35,11 @@ Session::Session(const ModelSpec& spec, const WeightStore& weights, const Sessio
              options.batch_rows, prefill_batch_);
     batch_rows_ = options.batch_rows;
     if (options.hidden) po.functions.push_back({"embed", prefill_batch_, true});
-    program_ = build_program(spec, weights, po);
+    program_ = runtime_program(spec, weights, po);
     if (options.hidden) {
         hidden_fn_ = program_.functions.size() - 1;
         passes::hidden_output(program_.functions[hidden_fn_]);
     }
-    if (options.rope_halves) passes::rope_halves(program_);
     passes::scale_residual(program_, options.fp16_scale);
     n_vocab_ = spec.n_vocab;
     pool_ = std::make_unique<ThreadPool>(options.threads > 0 ? options.threads

@@ -36,9 +36,6 @@ struct SessionOptions {
                                 // every row's logits (speculative decoding); 0: none
     int64_t batch_rows = 0;     // up to this many sequences in one pass (a server's
                                 // slots; decode_batch, step); 0 or 1: one
-    bool rope_halves = false;   // rotary tables in the half-split form, as convert
-                                // writes them (passes/rope_halves.h): the KV cache
-                                // then holds K in the packages' order
     bool hidden = false;        // an embed function: every token's final-norm output
                                 // (hidden_rows), not logits
 };

@@ -11,7 +11,13 @@
 #include <fmt/format.h>
 
 #include "base/half.h"
+#include "converted/ane_pipeline.h"
+#include "near_ties.h"
+#include "quant/quant_spec.h"
 #include "run_anelm.h"
+#include "runtime/calibration.h"
+#include "runtime/model.h"
+#include "runtime/session.h"
 #include "synth/synth.h"
 #include "test_support.h"
 
@@ -34,9 +40,30 @@ const std::string& tiny_model(const std::string& preset) {
 
 // A prompt longer than one prefill batch, so both functions of every chunk run.
 const std::string prompt = "'the quick brown fox jumps over the lazy dog'";
+// stories260K's greedy text from it: the CPU and the packages agree as text
+// up to here; from ~128 positions a near tie may go either way.
+constexpr int texts_agree = 112;
 
 std::string shell_word(const fs::path& p) {
     return "'" + p.string() + "'";
+}
+
+// Greedy steps up to `positions`, prompt included, of the model on the CPU in
+// the ANE's precision against a converted folder's packages
+// (near_ties.h): the logits within `tie` of each other, a different choice
+// only where the CPU's best two are as close. Half precision's ulp at the
+// logits' magnitude is 1/128.
+void expect_steps_agree(const Model& model, const SessionOptions& so, TokenModel& packages,
+                        int positions, float tie) {
+    const std::vector<int32_t> tokens =
+        model.tokenizer->encode("the quick brown fox jumps over the lazy dog", true);
+    Session cpu(model.spec(), model.weights(), so);
+    const int steps = positions - static_cast<int>(tokens.size());
+    const test::NearTieComparison c = test::compare_greedy_steps(cpu, packages, tokens, steps, tie);
+    EXPECT_EQ(c.steps, steps);
+    EXPECT_EQ(c.disagreed, 0) << c.near_ties << " near ties";
+    EXPECT_LE(c.near_ties, steps / 10);  // a few: the margin is not set wide
+    EXPECT_LT(c.max_diff, tie);
 }
 
 // Up to `steps` positions, prompt included; converted_extra: options for the
@@ -97,12 +124,26 @@ TEST(CliConvert, Stories260KConvertedGeneratesTheSameTokens) {
         " --lut-ffn none --lut-head none --chunks 2 --argmax --batch 16 --verify 8");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_TRUE(fs::exists(out / "tokenizer.bin"));
-    // Long enough to reach the BOS that ends run.c's text: both stop there.
-    expect_same_greedy_text(model, out, 400);
+    // Every step up to where run.c's text ends, the rounding of the two paths
+    // allowed to decide near ties only.
+    {
+        const Model original =
+            open_model((dir / "stories260K.bin").string(), (dir / "tok512.bin").string(), true);
+        ThreadPool pool(2);
+        ConvertedModel packages(out.string(), (dir / "tok512.bin").string(), milexec::Rounding::f16,
+                                &pool);
+        SessionOptions so;
+        so.n_ctx = 512;
+        so.precision = Precision::ane;
+        expect_steps_agree(original, so, packages.pipeline(), 400, 1.0f / 16);
+    }
+    // The whole text, as far as the first near tie (at ~128 positions).
+    expect_same_greedy_text(model, out, texts_agree);
     // Speculative decoding on the packages' verify functions: the same text.
-    expect_same_greedy_text(model, out, 400, " --lookup 2");
+    expect_same_greedy_text(model, out, texts_agree, " --lookup 2");
     // The prompt through the packages, the rest on the CPU after the KV hand-off.
-    const std::string args = fmt::format(" -p {} -n 400 --temp 0 --precision ane", prompt);
+    const std::string args =
+        fmt::format(" -p {} --steps {} --temp 0 --precision ane", prompt, texts_agree);
     const auto plain = test::run_anelm("generate " + model + args);
     const auto hybrid =
         test::run_anelm("generate " + model + args + " --prefill-packages " + shell_word(out));
@@ -110,14 +151,15 @@ TEST(CliConvert, Stories260KConvertedGeneratesTheSameTokens) {
     EXPECT_EQ(hybrid.out, plain.out);
     EXPECT_NE(hybrid.err.find("KV hand-off: "), std::string::npos) << hybrid.err;
     // The hand-off writes f16 rows: an int8 cache is refused before any text.
-    const auto int8_cache = test::run_anelm("generate " + model + args + " --kv q8 --prefill-packages " +
-                                            shell_word(out));
+    const auto int8_cache = test::run_anelm("generate " + model + args +
+                                            " --kv q8 --prefill-packages " + shell_word(out));
     EXPECT_EQ(int8_cache.exit_code, 1);
     EXPECT_EQ(int8_cache.out, "");
     EXPECT_NE(int8_cache.err.find("--prefill-packages: takes --kv f16"), std::string::npos)
         << int8_cache.err;
     // Its own packages as the draft model (--draft OUT2): every draft is kept.
-    expect_same_greedy_text(model, out, 400, " --draft " + shell_word(out) + " --draft-n 3");
+    expect_same_greedy_text(model, out, texts_agree,
+                            " --draft " + shell_word(out) + " --draft-n 3");
     const auto drafted = test::run_anelm("generate " + shell_word(out) + " -p hi --lookup 2");
     EXPECT_NE(drafted.err.find("speculative (prompt lookup (2))"), std::string::npos)
         << drafted.err;
@@ -146,7 +188,28 @@ TEST(CliConvert, CalibratedLutPackagesGenerateAsTheCalibratedModel) {
                                    " --lut-ffn 4,8 --lut-head 6,8 --batch 16" + calibrated);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find("calibrate"), std::string::npos) << r.err;
-    expect_same_greedy_text(model + " --quant ffn=4:8,head=6:8" + calibrated, out, 200);
+    {
+        // The calibration generate and convert make: its windows of --ctx
+        // tokens, the LUTs made on the way, multiplied with int8 activations.
+        const Model original = open_model((stories / "stories260K.bin").string(),
+                                          (stories / "tok512.bin").string(), true);
+        SessionOptions so;
+        so.n_ctx = 256;
+        so.precision = Precision::ane;
+        so.quant = quant::parse_quant_spec("ffn=4:8,head=6:8");
+        so.quant.int8_dot = true;
+        const auto windows =
+            calibration_windows(calib.string(), *original.tokenizer, so.n_ctx, 4096);
+        so.calibration = calibrate(original.spec(), original.weights(), windows,
+                                   quant::CalibMethod::gptq, 2, {}, &so.quant);
+        ThreadPool pool(2);
+        ConvertedModel packages(out.string(), (stories / "tok512.bin").string(),
+                                milexec::Rounding::f16, &pool, milexec::QuantDot::int8);
+        // Activations rounded to int8 on both sides: a rounding that goes
+        // the other way moves the logits further.
+        expect_steps_agree(original, so, packages.pipeline(), 200, 1.0f / 8);
+    }
+    expect_same_greedy_text(model + " --quant ffn=4:8,head=6:8" + calibrated, out, 100);
 
     // Widths chosen per matrix: recorded in meta.yaml, run as the model runs them.
     const fs::path mixed = work / "auto";
@@ -177,8 +240,8 @@ TEST(CliConvert, CalibratedLutPackagesGenerateAsTheCalibratedModel) {
         << uncalibrated.err;
     // A size below the narrowest widths is refused before calibrating (on an empty file).
     std::ofstream(work / "empty.txt").flush();
-    for (const std::string command : {"quantize " + model, "convert " + model + " -o " +
-                                                               shell_word(work / "narrow")}) {
+    for (const std::string command :
+         {"quantize " + model, "convert " + model + " -o " + shell_word(work / "narrow")}) {
         const auto narrow = test::run_anelm(command + " --quant auto:bpw=2 --calib " +
                                             shell_word(work / "empty.txt"));
         EXPECT_EQ(narrow.exit_code, 1);

@@ -17,7 +17,6 @@
 #include "lower/lowering_support.h"
 #include "models/models.h"
 #include "passes/fp16_scale.h"
-#include "passes/rope_halves.h"
 #include "runtime/drafter.h"
 #include "runtime/generate.h"
 #include "runtime/oracle_drafter.h"
@@ -110,7 +109,6 @@ TEST_P(AneLoweringTest, HybridPrefillThenCpuDecodeGivesEitherPathsTokens) {
     SessionOptions so;
     so.n_ctx = n_ctx;
     so.precision = Precision::ane;
-    so.rope_halves = true;
     GenerateOptions options;
     options.max_new_tokens = -1;  // up to the context
     options.sampler.temp = 0;

@@ -22,6 +22,7 @@
 #include "quant/quantize_program.h"
 #include "runtime/held_out_kl.h"
 #include "runtime/perplexity.h"
+#include "runtime/runtime_program.h"
 #include "runtime/session.h"
 
 namespace anelm {
@@ -40,8 +41,8 @@ fs::path write_file(const std::string& name, const std::string& bytes) {
 
 TEST(Calibration, CollectsEveryLinearLayersInputsSharedWhereTheyReadOneValue) {
     const LoadedModel& m = test::tiny_model("tiny-qwen3");
-    const std::vector<std::vector<int32_t>> windows = {
-        test::random_tokens(m.spec.n_vocab, 40, 1), test::random_tokens(m.spec.n_vocab, 25, 2)};
+    const std::vector<std::vector<int32_t>> windows = {test::random_tokens(m.spec.n_vocab, 40, 1),
+                                                       test::random_tokens(m.spec.n_vocab, 25, 2)};
     const auto calib = calibrate(m.spec, m.weights, windows, quant::CalibMethod::gptq, 2);
     EXPECT_EQ(calib->tokens, 65);
     const std::string layer = "model.layers.1.";
@@ -59,7 +60,8 @@ TEST(Calibration, CollectsEveryLinearLayersInputsSharedWhereTheyReadOneValue) {
     ASSERT_NE(down, nullptr);
     EXPECT_EQ(down->n_in, m.spec.n_ff);
     // Every row reaches the head, which a tied model reads as the embedding.
-    const std::string head = m.spec.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
+    const std::string head =
+        m.spec.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
     const auto* h = calib->find(head);
     ASSERT_NE(h, nullptr);
     EXPECT_EQ(h->rows, 65);
@@ -128,8 +130,8 @@ quant::InputStats inputs_of(const ir::Program& program, const std::string& name,
 
 TEST(Calibration, SequentiallyEachLayerSeesTheInputsOfTheQuantizedLayersBefore) {
     const LoadedModel& m = test::tiny_model("tiny-qwen3");
-    const std::vector<std::vector<int32_t>> windows = {
-        test::random_tokens(m.spec.n_vocab, 40, 3), test::random_tokens(m.spec.n_vocab, 25, 4)};
+    const std::vector<std::vector<int32_t>> windows = {test::random_tokens(m.spec.n_vocab, 40, 3),
+                                                       test::random_tokens(m.spec.n_vocab, 25, 4)};
     quant::QuantSpec spec = quant::parse_quant_spec("ffn=3:8,head=6:8");
     spec.min_elements = 0;
     const auto f32 = calibrate(m.spec, m.weights, windows, quant::CalibMethod::gptq, 2);
@@ -146,7 +148,8 @@ TEST(Calibration, SequentiallyEachLayerSeesTheInputsOfTheQuantizedLayersBefore) 
     ThreadPool pool(2);
     quant::quantize_program(program, spec, pool, {}, 0, seq.get());
     const std::string first = "model.layers.0.self_attn.q_proj.weight";
-    const std::string last = fmt::format("model.layers.{}.mlp.down_proj.weight", m.spec.n_layer - 1);
+    const std::string last =
+        fmt::format("model.layers.{}.mlp.down_proj.weight", m.spec.n_layer - 1);
     for (const std::string& name : {first, last}) {
         ASSERT_TRUE(seq->made.contains(name)) << name;
         for (const ir::Weight& w : program.weights)
@@ -160,6 +163,39 @@ TEST(Calibration, SequentiallyEachLayerSeesTheInputsOfTheQuantizedLayersBefore) 
     const quant::InputStats quantized = inputs_of(program, last, windows, pool);
     EXPECT_EQ(seq->find(last)->gram, quantized.gram);
     EXPECT_NE(seq->find(last)->gram, f32->find(last)->gram);
+}
+
+// A model rotating interleaved pairs (llama2.c, GGUF llama) has its q and k
+// rows reordered into the half-split form by every program built of it; the
+// walk's program and the one quantized after it each hold their own copy of
+// those rows, and the matrices the walk made of them are still taken, so a
+// session and convert run exactly the calibrated LUTs.
+TEST(Calibration, TheWalksMatricesAreTakenForRowsTheHalfSplitFormReordered) {
+    const LoadedModel& m = test::tiny_model("tiny-llama");
+    ModelSpec interleaved = m.spec;
+    interleaved.rope_style = RopeStyle::interleaved;
+    const std::vector<std::vector<int32_t>> windows = {test::random_tokens(m.spec.n_vocab, 40, 5)};
+    quant::QuantSpec spec = quant::parse_quant_spec("ffn=3:8,head=6:8");
+    spec.min_elements = 0;
+    const auto seq =
+        calibrate(interleaved, m.weights, windows, quant::CalibMethod::gptq, 2, {}, &spec);
+
+    ProgramOptions po;
+    po.n_ctx = 40;
+    po.functions = {{"decode", 1, false}};
+    ir::Program program = runtime_program(interleaved, m.weights, po);
+    ThreadPool pool(2);
+    quant::quantize_program(program, spec, pool, {}, 0, seq.get());
+    int taken = 0, reordered = 0;
+    for (const ir::Weight& w : program.weights) {
+        if (!w.quantized) continue;
+        ASSERT_TRUE(seq->made.contains(w.name)) << w.name;
+        EXPECT_EQ(w.quantized, seq->made.at(w.name).matrix) << w.name;
+        ++taken;
+        if (w.storage) ++reordered;
+    }
+    EXPECT_GT(taken, 2 * m.spec.n_layer);
+    EXPECT_EQ(reordered, 2 * m.spec.n_layer);  // each layer's q and k
 }
 
 TEST(Calibration, WindowsOfTheContextEachStartingWithBos) {
@@ -184,12 +220,14 @@ TEST(Calibration, RefusesFilesThatAreNotTextEnoughForAWindow) {
     };
     const fs::path missing = test::temp_dir("calibration") / "missing.txt";
     EXPECT_NE(refuse(missing, 8).find(missing.string()), std::string::npos);
-    EXPECT_NE(refuse(write_file("empty.txt", " \n\n"), 8).find("empty.txt: empty"), std::string::npos);
+    EXPECT_NE(refuse(write_file("empty.txt", " \n\n"), 8).find("empty.txt: empty"),
+              std::string::npos);
     EXPECT_NE(refuse(write_file("binary.bin", std::string("ab\xff\xfe\x00", 5)), 8)
                   .find("binary.bin: not UTF-8 text (byte 2)"),
               std::string::npos);
-    EXPECT_NE(refuse(write_file("nul.txt", std::string("ab\0cd", 5)), 8).find("nul.txt: not UTF-8 text"),
-              std::string::npos);
+    EXPECT_NE(
+        refuse(write_file("nul.txt", std::string("ab\0cd", 5)), 8).find("nul.txt: not UTF-8 text"),
+        std::string::npos);
     EXPECT_NE(refuse(write_file("short.txt", "Once upon a time."), 64)
                   .find("short.txt: 6 tokens, shorter than one calibration window of 64"),
               std::string::npos);
@@ -208,8 +246,8 @@ double held_out_kl(const LoadedModel& m, const Tokenizer& tokenizer, const std::
 TEST(Calibration, GptqCodesLowerTheKlOfRealWeightsOnUnseenText) {
     const LoadedModel m = load_model((stories / "stories260K.bin").string());
     const auto tokenizer = load_tokenizer((stories / "tok512.bin").string());
-    const auto windows = calibration_windows((texts / "calibration.txt").string(), *tokenizer,
-                                             quality_window, 4096);
+    const auto windows =
+        calibration_windows((texts / "calibration.txt").string(), *tokenizer, quality_window, 4096);
     const auto gptq = calibrate(m.spec, m.weights, windows, quant::CalibMethod::gptq, 2);
     // Measured: 0.71, 0.80 and 0.86 of plain k-means's KL.
     for (const auto& [spec, ratio] : {std::pair{"ffn=3:8,head=6:8", 0.8},
@@ -217,23 +255,26 @@ TEST(Calibration, GptqCodesLowerTheKlOfRealWeightsOnUnseenText) {
                                       {"ffn=2:8,head=6:8", 0.95}}) {
         const double plain = held_out_kl(m, *tokenizer, spec, nullptr);
         const double calibrated = held_out_kl(m, *tokenizer, spec, gptq);
-        EXPECT_LT(calibrated, ratio * plain) << spec << ": plain " << plain << ", gptq " << calibrated;
+        EXPECT_LT(calibrated, ratio * plain)
+            << spec << ": plain " << plain << ", gptq " << calibrated;
     }
 }
 
 TEST(Calibration, AimedAtTheF32OutputsOnQuantizedInputsLowersTheKlOfRealWeights) {
     const LoadedModel m = load_model((stories / "stories260K.bin").string());
     const auto tokenizer = load_tokenizer((stories / "tok512.bin").string());
-    const auto windows = calibration_windows((texts / "calibration.txt").string(), *tokenizer,
-                                             quality_window, 4096);
+    const auto windows =
+        calibration_windows((texts / "calibration.txt").string(), *tokenizer, quality_window, 4096);
     const auto f32 = calibrate(m.spec, m.weights, windows, quant::CalibMethod::gptq, 2);
-    for (const auto& [text, ratio] : {std::pair{"ffn=3:8,head=6:8", 0.8}, {"ffn=4:8,head=6:8", 0.9}}) {
+    for (const auto& [text, ratio] :
+         {std::pair{"ffn=3:8,head=6:8", 0.8}, {"ffn=4:8,head=6:8", 0.9}}) {
         const quant::QuantSpec spec = quant::parse_quant_spec(text);
-        const auto seq = calibrate(m.spec, m.weights, windows, quant::CalibMethod::gptq, 2, {}, &spec);
+        const auto seq =
+            calibrate(m.spec, m.weights, windows, quant::CalibMethod::gptq, 2, {}, &spec);
         const double on_f32 = held_out_kl(m, *tokenizer, text, f32);
         const double sequential = held_out_kl(m, *tokenizer, text, seq);
-        EXPECT_LT(sequential, ratio * on_f32) << text << ": f32 inputs " << on_f32 << ", sequential "
-                                              << sequential;
+        EXPECT_LT(sequential, ratio * on_f32)
+            << text << ": f32 inputs " << on_f32 << ", sequential " << sequential;
     }
 }
 

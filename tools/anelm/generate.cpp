@@ -97,7 +97,6 @@ int run_hybrid(const GenerateArgs& args, const Model& model, SessionOptions so) 
     if (layout.vocab_size != model.spec().n_vocab)
         fail("--prefill-packages {}: meta.yaml: vocab_size: {}, the model has {}",
              args.prefill_packages, layout.vocab_size, model.spec().n_vocab);
-    so.rope_halves = true;
     so.fp16_scale = layout.fp16_scale;
     so.n_ctx = std::min(so.n_ctx, layout.context_length);
     std::unique_ptr<DraftSource> draft;
