@@ -1,12 +1,10 @@
 // Two paths that sum in different orders (the CPU's matrix products, the MIL
-// interpreter's convolutions) give logits an ulp or two of half precision
+// interpreter's convolutions) give logits a few ulps of half precision
 // apart, so their greedy texts part at the first near tie, wherever it falls.
 // This compares them step by step instead: the CPU's greedy tokens are fed to
 // both, and at each step the other path must choose the CPU's token unless
 // the CPU's own best two are within `tie` of each other.
 #pragma once
-
-#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
