@@ -38,8 +38,10 @@ const std::string& tiny_model(const std::string& preset) {
     return it->second;
 }
 
-// A prompt longer than one prefill batch, so both functions of every chunk run.
-const std::string prompt = "'the quick brown fox jumps over the lazy dog'";
+// A prompt longer than one prefill batch, so both functions of every chunk
+// run; as text, and quoted for the shell.
+const std::string prompt_text = "the quick brown fox jumps over the lazy dog";
+const std::string prompt = "'" + prompt_text + "'";
 // stories260K's greedy text from it: the CPU and the packages agree as text
 // up to here; from ~128 positions a near tie may go either way.
 constexpr int texts_agree = 112;
@@ -55,8 +57,7 @@ std::string shell_word(const fs::path& p) {
 // logits' magnitude is 1/128.
 void expect_steps_agree(const Model& model, const SessionOptions& so, TokenModel& packages,
                         int positions, float tie) {
-    const std::vector<int32_t> tokens =
-        model.tokenizer->encode("the quick brown fox jumps over the lazy dog", true);
+    const std::vector<int32_t> tokens = model.tokenizer->encode(prompt_text, true);
     Session cpu(model.spec(), model.weights(), so);
     const int steps = positions - static_cast<int>(tokens.size());
     const test::NearTieComparison c = test::compare_greedy_steps(cpu, packages, tokens, steps, tie);
